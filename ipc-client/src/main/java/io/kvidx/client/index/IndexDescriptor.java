@@ -1,0 +1,260 @@
+package io.kvidx.client.index;
+
+import io.kvidx.ffm.Layouts;
+
+/**
+ * Layout of the shared-memory block index file: every offset, the geometry arithmetic and the semantic layout
+ * version. Both the writer (daemon) and readers (routers) use this class and nothing else to find a field.
+ *
+ * <pre>
+ * File (little-endian; sections aligned to 128 bytes, shard tables to 4 KiB)
+ *
+ *   0 +------------------------------------------------------------------+
+ *     | magic u64 = "KVIDXIX1"                                           |
+ *   8 | layout version i32 (major&lt;&lt;16 | minor&lt;&lt;8 | patch), WRITTEN LAST    |
+ *  12 | header length i32 (= 256)                                        |
+ *  16 | shard count i32               | slots per shard i32              |
+ *  24 | max pods i32                  | max chain length i32             |
+ *  32 | router block size i32         | key scheme i32                   |
+ *  40 | epoch i64 (distinct per creation of the file)                    |
+ *  48 | writer pid i64                                                   |
+ *  56 | file length i64                                                  |
+ *  64 | writer heartbeat i64, epoch ms (own line: the writer's clock)    |
+ * 128 | alive bitmap: 4 x u64, bit p (word p/64, bit p%64) = pod slot p  |
+ * 256 +------------------------------------------------------------------+
+ *     | pod table: max pods x 256-byte entries      (see POD_* offsets)  |
+ *     +------------------------------------------------------------------+
+ *     | shard headers: shard count x 128-byte lines (see SHARD_*)        |
+ *     +-------------------------------- 4 KiB aligned -------------------+
+ *     | shard tables: shard count x slots per shard x 64-byte entries    |
+ *     +------------------------------------------------------------------+
+ *
+ * Pod table entry (256 bytes)                 Shard header (128 bytes)
+ *   0 seqlock i64 (odd while changing)          0 version i64 (odd while entries move)
+ *   8 generation i32 | 12 state i32            8 count i32 (occupied entries)
+ *  16 pod id length i32 | 20 model length i32  16 evictions i64
+ *  24 pod id, UTF-8, 112 bytes                 24..127 reserved
+ * 136 model, UTF-8, 120 bytes
+ *
+ * Entry (64 bytes, one cache line)
+ *   0 key u64 (0 = empty; published last with a release store)
+ *   8 pods: 4 x u64 bitmap, bit p = pod slot p holds the block
+ *  40 stamp i64 (writer's store clock, for eviction; readers ignore it)
+ *  48..63 reserved
+ * </pre>
+ *
+ * <p>Keys select a shard and a home slot by Fibonacci hashing: {@code h = key * 0x9E3779B97F4A7C15}, shard =
+ * the top {@code log2(shards)} bits of h, home slot = the next {@code log2(slotsPerShard)} bits. Collisions are
+ * resolved by linear probing. Key 0 marks an empty entry, so a key of 0 is stored as {@link #ZERO_KEY_ALIAS}.
+ *
+ * <p>See docs/index-layout.md for the publication protocol readers rely on.
+ */
+public final class IndexDescriptor {
+    /** "KVIDXIX1" read as a little-endian u64. */
+    public static final long MAGIC = 0x3158_4958_4449_564BL;
+    /** Layout major version: readers reject another major. */
+    public static final int VERSION_MAJOR = 1;
+    /** Layout minor version: additive, compatible changes. */
+    public static final int VERSION_MINOR = 0;
+    /** Layout patch version. */
+    public static final int VERSION_PATCH = 0;
+    /** The semantic layout version this code writes. */
+    public static final int LAYOUT_VERSION = composeVersion(VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH);
+
+    /** Key scheme 1: kvidx router keys (chained 64-bit hash of token ids). */
+    public static final int KEY_SCHEME_ROUTER_V1 = 1;
+
+    /** Length of the file header, including the alive bitmap. */
+    public static final int HEADER_LENGTH = 256;
+    /** Offset of the magic. */
+    public static final int MAGIC_OFFSET = 0;
+    /** Offset of the layout version, written last. */
+    public static final int LAYOUT_VERSION_OFFSET = 8;
+    /** Offset of the header length. */
+    public static final int HEADER_LENGTH_OFFSET = 12;
+    /** Offset of the shard count. */
+    public static final int SHARD_COUNT_OFFSET = 16;
+    /** Offset of the slots per shard. */
+    public static final int SLOTS_PER_SHARD_OFFSET = 20;
+    /** Offset of the max pods. */
+    public static final int MAX_PODS_OFFSET = 24;
+    /** Offset of the max chain length. */
+    public static final int MAX_CHAIN_OFFSET = 28;
+    /** Offset of the router block size. */
+    public static final int BLOCK_SIZE_OFFSET = 32;
+    /** Offset of the key scheme. */
+    public static final int KEY_SCHEME_OFFSET = 36;
+    /** Offset of the epoch. */
+    public static final int EPOCH_OFFSET = 40;
+    /** Offset of the writer's pid. */
+    public static final int WRITER_PID_OFFSET = 48;
+    /** Offset of the file length. */
+    public static final int FILE_LENGTH_OFFSET = 56;
+    /** Offset of the writer heartbeat (epoch milliseconds). */
+    public static final int HEARTBEAT_OFFSET = 64;
+    /** Offset of the alive bitmap (4 words). */
+    public static final int ALIVE_BITMAP_OFFSET = 128;
+    /** Offset of the pod table. */
+    public static final int POD_TABLE_OFFSET = HEADER_LENGTH;
+
+    /** Length of one pod table entry. */
+    public static final int POD_ENTRY_LENGTH = 256;
+    /** Pod entry: seqlock, odd while the writer changes the entry. */
+    public static final int POD_SEQ_OFFSET = 0;
+    /** Pod entry: generation, bumped each time the slot is given to a pod. */
+    public static final int POD_GENERATION_OFFSET = 8;
+    /** Pod entry: state, one of the {@code POD_STATE_*} values. */
+    public static final int POD_STATE_OFFSET = 12;
+    /** Pod entry: UTF-8 length of the pod id. */
+    public static final int POD_ID_LENGTH_OFFSET = 16;
+    /** Pod entry: UTF-8 length of the model name. */
+    public static final int POD_MODEL_LENGTH_OFFSET = 20;
+    /** Pod entry: pod id bytes. */
+    public static final int POD_ID_OFFSET = 24;
+    /** Maximum UTF-8 length of a pod id. */
+    public static final int POD_ID_MAX_LENGTH = 112;
+    /** Pod entry: model name bytes. */
+    public static final int POD_MODEL_OFFSET = 136;
+    /** Maximum UTF-8 length of a model name. */
+    public static final int POD_MODEL_MAX_LENGTH = 120;
+    /** Pod state: slot free. */
+    public static final int POD_STATE_FREE = 0;
+    /** Pod state: pod alive, its bits count. */
+    public static final int POD_STATE_ALIVE = 1;
+    /** Pod state: pod down, its bits are being swept; the slot is not reusable yet. */
+    public static final int POD_STATE_DRAINING = 2;
+
+    /** Length of one shard header. */
+    public static final int SHARD_HEADER_LENGTH = Layouts.PADDED_LINE_LENGTH;
+    /** Shard header: seqlock version, odd while entries are removed or moved. */
+    public static final int SHARD_VERSION_OFFSET = 0;
+    /** Shard header: occupied entries. */
+    public static final int SHARD_ENTRY_COUNT_OFFSET = 8;
+    /** Shard header: entries evicted because the shard was full. */
+    public static final int SHARD_EVICTIONS_OFFSET = 16;
+
+    /** Length of one table entry: one cache line. */
+    public static final int ENTRY_LENGTH = Layouts.CACHE_LINE_LENGTH;
+    /** Entry: key. */
+    public static final int ENTRY_KEY_OFFSET = 0;
+    /** Entry: first of the 4 pod bitmap words. */
+    public static final int ENTRY_PODS_OFFSET = 8;
+    /** Entry: writer's store stamp. */
+    public static final int ENTRY_STAMP_OFFSET = 40;
+
+    /** Pods per cell: the width of every bitmap. */
+    public static final int MAX_PODS = 256;
+    /** Words in a pod bitmap. */
+    public static final int POD_WORDS = MAX_PODS / 64;
+    /** Multiplier of Fibonacci hashing (2^64 / golden ratio). */
+    public static final long FIBONACCI_MULTIPLIER = 0x9E37_79B9_7F4A_7C15L;
+    /** The value stored in place of key 0, which marks empty entries. */
+    public static final long ZERO_KEY_ALIAS = 0x8000_0000_0000_0001L;
+
+    private IndexDescriptor() {
+    }
+
+    /**
+     * @param major major version, 0..32767.
+     * @param minor minor version, 0..255.
+     * @param patch patch version, 0..255.
+     * @return the packed semantic version.
+     */
+    public static int composeVersion(final int major, final int minor, final int patch) {
+        return (major << 16) | ((minor & 0xFF) << 8) | (patch & 0xFF);
+    }
+
+    /**
+     * @param version a packed version.
+     * @return its major part.
+     */
+    public static int majorVersion(final int version) {
+        return version >>> 16;
+    }
+
+    /**
+     * @param version a packed version.
+     * @return "major.minor.patch".
+     */
+    public static String versionString(final int version) {
+        return (version >>> 16) + "." + ((version >>> 8) & 0xFF) + "." + (version & 0xFF);
+    }
+
+    /**
+     * @param maxPods pods in the cell.
+     * @return offset of the first shard header.
+     */
+    public static long shardHeadersOffset(final int maxPods) {
+        return POD_TABLE_OFFSET + (long) maxPods * POD_ENTRY_LENGTH;
+    }
+
+    /**
+     * @param maxPods    pods in the cell.
+     * @param shardCount shards.
+     * @return offset of the first shard table (4 KiB aligned).
+     */
+    public static long tablesOffset(final int maxPods, final int shardCount) {
+        return Layouts.align(shardHeadersOffset(maxPods) + (long) shardCount * SHARD_HEADER_LENGTH,
+            Layouts.PAGE_LENGTH);
+    }
+
+    /**
+     * @param maxPods       pods in the cell.
+     * @param shardCount    shards.
+     * @param slotsPerShard entries per shard.
+     * @return the length of the whole file.
+     */
+    public static long fileLength(final int maxPods, final int shardCount, final int slotsPerShard) {
+        return tablesOffset(maxPods, shardCount) + (long) shardCount * slotsPerShard * ENTRY_LENGTH;
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return offset of that pod's table entry.
+     */
+    public static long podEntryOffset(final int slot) {
+        return POD_TABLE_OFFSET + (long) slot * POD_ENTRY_LENGTH;
+    }
+
+    /**
+     * @param key a key as given by a caller.
+     * @return the key as stored (0 is replaced by {@link #ZERO_KEY_ALIAS}).
+     */
+    public static long storedKey(final long key) {
+        return key == 0 ? ZERO_KEY_ALIAS : key;
+    }
+
+    /**
+     * @param storedKey a stored key.
+     * @return its Fibonacci hash, whose top bits select the shard and the next bits the home slot.
+     */
+    public static long spread(final long storedKey) {
+        return storedKey * FIBONACCI_MULTIPLIER;
+    }
+
+    /**
+     * Checks a geometry and returns a description of what is wrong, or null when valid.
+     *
+     * @param shardCount    shards, a power of two in [2, 65536].
+     * @param slotsPerShard entries per shard, a power of two in [16, 2^24].
+     * @param maxPods       pods, 1..256.
+     * @param maxChain      longest chain a query accepts, 1..1,048,576.
+     * @return null when valid, else the reason.
+     */
+    public static String validateGeometry(final int shardCount, final int slotsPerShard, final int maxPods,
+        final int maxChain) {
+        if (!Layouts.isPowerOfTwo(shardCount) || shardCount < 2 || shardCount > 65536) {
+            return "shard count must be a power of two in [2, 65536]: " + shardCount;
+        }
+        if (!Layouts.isPowerOfTwo(slotsPerShard) || slotsPerShard < 16 || slotsPerShard > (1 << 24)) {
+            return "slots per shard must be a power of two in [16, 16777216]: " + slotsPerShard;
+        }
+        if (maxPods < 1 || maxPods > MAX_PODS) {
+            return "max pods must be in [1, " + MAX_PODS + "]: " + maxPods;
+        }
+        if (maxChain < 1 || maxChain > (1 << 20)) {
+            return "max chain length must be in [1, 1048576]: " + maxChain;
+        }
+        return null;
+    }
+}

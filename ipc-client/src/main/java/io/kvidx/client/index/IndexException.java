@@ -1,0 +1,23 @@
+package io.kvidx.client.index;
+
+/**
+ * Base of every failure the index reports to a reader or writer.
+ */
+public class IndexException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    /**
+     * @param message what went wrong, with the values involved.
+     */
+    public IndexException(final String message) {
+        super(message);
+    }
+
+    /**
+     * @param message what went wrong.
+     * @param cause   the underlying failure.
+     */
+    public IndexException(final String message, final Throwable cause) {
+        super(message, cause);
+    }
+}

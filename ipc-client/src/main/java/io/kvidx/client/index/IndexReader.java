@@ -1,0 +1,688 @@
+package io.kvidx.client.index;
+
+import io.kvidx.ffm.Layouts;
+import io.kvidx.ffm.MappedRegion;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+
+import static io.kvidx.client.index.IndexDescriptor.ALIVE_BITMAP_OFFSET;
+import static io.kvidx.client.index.IndexDescriptor.ENTRY_KEY_OFFSET;
+import static io.kvidx.client.index.IndexDescriptor.ENTRY_LENGTH;
+import static io.kvidx.client.index.IndexDescriptor.ENTRY_PODS_OFFSET;
+import static io.kvidx.client.index.IndexDescriptor.SHARD_HEADER_LENGTH;
+import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
+
+/**
+ * Read-only view of a cell's block index, mapped from the daemon's file; answers prefix queries.
+ *
+ * <p>Attach with {@link #attach(Context)}: it waits for the file and its layout version, rejects another major
+ * version, a short file and a stale writer heartbeat, each with its own {@link IndexException}.
+ *
+ * <p>Queries are lock-free and allocation-free: each lookup reads the shard's seqlock version, probes, then checks
+ * the version again and retries when the writer moved entries meanwhile (see docs/index-layout.md). The mapping
+ * is read-only: this class cannot write to the file.
+ *
+ * <p><b>Note:</b> thread safe; any number of threads may query one reader, each with its own
+ * {@link PrefixResult}. The daemon's IndexWriter is the only writer of the file.
+ */
+public final class IndexReader implements AutoCloseable {
+    private static final VarHandle LONG = Layouts.LONG;
+    private static final int SPINS_BEFORE_HEARTBEAT_CHECK = 1 << 16;
+
+    private final MappedRegion region;
+    private final MemorySegment segment;
+    private final Context context;
+    private final int shardCount;
+    private final int slotsPerShard;
+    private final int shardBits;
+    private final int slotBits;
+    private final int slotMask;
+    private final int maxPods;
+    private final int maxChain;
+    private final int blockSize;
+    private final int keyScheme;
+    private final int layoutVersion;
+    private final long epoch;
+    private final long writerPid;
+    private final long shardHeadersOffset;
+    private final long tablesOffset;
+    private final long shardTableLength;
+
+    private IndexReader(final MappedRegion region, final Context context) {
+        this.region = region;
+        this.segment = region.segment();
+        this.context = context;
+        this.layoutVersion = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.LAYOUT_VERSION_OFFSET);
+        this.shardCount = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.SHARD_COUNT_OFFSET);
+        this.slotsPerShard = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.SLOTS_PER_SHARD_OFFSET);
+        this.maxPods = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.MAX_PODS_OFFSET);
+        this.maxChain = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.MAX_CHAIN_OFFSET);
+        this.blockSize = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.BLOCK_SIZE_OFFSET);
+        this.keyScheme = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.KEY_SCHEME_OFFSET);
+        this.epoch = segment.get(ValueLayout.JAVA_LONG, IndexDescriptor.EPOCH_OFFSET);
+        this.writerPid = segment.get(ValueLayout.JAVA_LONG, IndexDescriptor.WRITER_PID_OFFSET);
+        this.shardBits = Integer.numberOfTrailingZeros(shardCount);
+        this.slotBits = Integer.numberOfTrailingZeros(slotsPerShard);
+        this.slotMask = slotsPerShard - 1;
+        this.shardHeadersOffset = IndexDescriptor.shardHeadersOffset(maxPods);
+        this.tablesOffset = IndexDescriptor.tablesOffset(maxPods, shardCount);
+        this.shardTableLength = (long) slotsPerShard * ENTRY_LENGTH;
+    }
+
+    /**
+     * Maps a cell's index read-only, waiting up to the context's attach timeout for it to appear.
+     *
+     * @param context where and how to attach.
+     * @return the reader.
+     * @throws IndexNotFoundException   when no ready file appears in time.
+     * @throws IndexFormatException     when the file is not a kvidx index.
+     * @throws IndexVersionException    when its layout major version differs.
+     * @throws IndexTruncatedException  when the file is shorter than its header says.
+     * @throws StaleWriterException     when the writer's heartbeat is older than the heartbeat timeout.
+     */
+    public static IndexReader attach(final Context context) {
+        context.conclude();
+        final Path file = context.indexFile();
+        final long deadlineMs = System.currentTimeMillis() + context.attachTimeoutMs();
+        String lastProblem = "no file";
+        while (true) {
+            final MappedRegion region = tryMap(file);
+            if (region != null) {
+                boolean keep = false;
+                try {
+                    final MemorySegment header = region.segment();
+                    final int version = (int) Layouts.INT.getAcquire(header, (long) IndexDescriptor.LAYOUT_VERSION_OFFSET);
+                    if (version != 0) {
+                        final IndexReader reader = validate(region, file, context, version);
+                        keep = true;
+                        return reader;
+                    }
+                    lastProblem = "layout version still 0 (writer not ready)";
+                } finally {
+                    if (!keep) {
+                        region.close();
+                    }
+                }
+            }
+            if (System.currentTimeMillis() >= deadlineMs) {
+                throw new IndexNotFoundException("no ready kvidx index at " + file + " after "
+                    + context.attachTimeoutMs() + " ms (" + lastProblem + "); is the daemon running with dir="
+                    + context.dir() + " cell=" + context.cell() + "?");
+            }
+            try {
+                Thread.sleep(10);
+            } catch (final InterruptedException ex) {
+                Thread.currentThread().interrupt();
+                throw new IndexNotFoundException("interrupted while waiting for " + file, ex);
+            }
+        }
+    }
+
+    private static MappedRegion tryMap(final Path file) {
+        try {
+            final long size = Files.size(file);
+            if (size < IndexDescriptor.HEADER_LENGTH) {
+                if (size > 0) {
+                    throw new IndexTruncatedException("index file " + file + " is " + size
+                        + " bytes, shorter than its " + IndexDescriptor.HEADER_LENGTH + "-byte header");
+                }
+                return null;
+            }
+            return MappedRegion.mapReadOnly(file, size);
+        } catch (final NoSuchFileException ex) {
+            return null;
+        } catch (final IOException ex) {
+            throw new IndexException("cannot map index file " + file + ": " + ex.getMessage(), ex);
+        }
+    }
+
+    private static IndexReader validate(final MappedRegion region, final Path file, final Context context,
+        final int version) {
+        final MemorySegment s = region.segment();
+        final long magic = s.get(ValueLayout.JAVA_LONG, IndexDescriptor.MAGIC_OFFSET);
+        if (magic != IndexDescriptor.MAGIC) {
+            throw new IndexFormatException("not a kvidx index: " + file + " has magic 0x" + Long.toHexString(magic)
+                + ", expected 0x" + Long.toHexString(IndexDescriptor.MAGIC));
+        }
+        if (IndexDescriptor.majorVersion(version) != IndexDescriptor.VERSION_MAJOR) {
+            throw new IndexVersionException("index " + file + " has layout version "
+                + IndexDescriptor.versionString(version) + "; this reader understands "
+                + IndexDescriptor.versionString(IndexDescriptor.LAYOUT_VERSION) + " (major "
+                + IndexDescriptor.VERSION_MAJOR + " only)");
+        }
+        final int headerLength = s.get(ValueLayout.JAVA_INT, IndexDescriptor.HEADER_LENGTH_OFFSET);
+        final int shards = s.get(ValueLayout.JAVA_INT, IndexDescriptor.SHARD_COUNT_OFFSET);
+        final int slots = s.get(ValueLayout.JAVA_INT, IndexDescriptor.SLOTS_PER_SHARD_OFFSET);
+        final int pods = s.get(ValueLayout.JAVA_INT, IndexDescriptor.MAX_PODS_OFFSET);
+        final int chain = s.get(ValueLayout.JAVA_INT, IndexDescriptor.MAX_CHAIN_OFFSET);
+        final String problem = IndexDescriptor.validateGeometry(shards, slots, pods, chain);
+        if (problem != null || headerLength != IndexDescriptor.HEADER_LENGTH) {
+            throw new IndexFormatException("index " + file + " has an impossible geometry: "
+                + (problem != null ? problem : "header length " + headerLength));
+        }
+        final long declared = s.get(ValueLayout.JAVA_LONG, IndexDescriptor.FILE_LENGTH_OFFSET);
+        final long expected = IndexDescriptor.fileLength(pods, shards, slots);
+        if (declared != expected) {
+            throw new IndexFormatException("index " + file + " declares " + declared + " bytes but its geometry needs "
+                + expected);
+        }
+        if (s.byteSize() < declared) {
+            throw new IndexTruncatedException("index " + file + " is " + s.byteSize() + " bytes, shorter than the "
+                + declared + " bytes its header declares (truncated?)");
+        }
+        final IndexReader reader = new IndexReader(region, context);
+        if (context.heartbeatTimeoutMs() > 0 && reader.isWriterStale()) {
+            throw new StaleWriterException("index " + file + ": writer pid " + reader.writerPid
+                + " last beat " + reader.heartbeatAgeMs() + " ms ago (timeout " + context.heartbeatTimeoutMs()
+                + " ms); the daemon is gone or hung");
+        }
+        return reader;
+    }
+
+    /**
+     * Answers how many leading blocks of a chain each candidate pod holds, by binary search over the chain:
+     * probe the middle key, split the surviving pods into those that hold it and those that do not, and recurse
+     * into both halves. Costs O(K log N) lookups for K distinct depths among the pods.
+     *
+     * <p>For a pod whose blocks form a prefix of the chain the answer is exact. For a pod holding a non-contiguous
+     * subset, the depth d returned is a drop-off point: the pod holds block d-1 (or d = 0) and not block d (or
+     * d = N); use {@link #queryExact} for the longest contiguous prefix.
+     *
+     * @param keys       the chain's block keys; keys[i] identifies the prefix of blocks 0..i.
+     * @param length     chain length N, in [0, maxChainLength()].
+     * @param candidates pods to consider, or null for every pod; dead pods are always excluded.
+     * @param result     caller-owned result, overwritten.
+     * @return the maximum depth over all pods.
+     * @throws ChainTooLongException when length exceeds the index's maximum chain length.
+     * @throws StaleWriterException  when a shard stays locked by a writer whose heartbeat has stopped.
+     */
+    public int query(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
+        checkChain(keys, length);
+        result.reset(length);
+        long s0 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET);
+        long s1 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 8);
+        long s2 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 16);
+        long s3 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 24);
+        if (candidates != null) {
+            s0 &= candidates.word(0);
+            s1 &= candidates.word(1);
+            s2 &= candidates.word(2);
+            s3 &= candidates.word(3);
+        }
+        if (length == 0 || (s0 | s1 | s2 | s3) == 0) {
+            return 0;
+        }
+        final long[] stack = result.stack;
+        final long[] words = result.words;
+        int top = 0;
+        push(stack, top++, 0, length, s0, s1, s2, s3);
+        int probes = 0;
+        int max = 0;
+        while (top > 0) {
+            final int base = --top * PrefixResult.FRAME;
+            final int lo = (int) stack[base];
+            final int hi = (int) stack[base + 1];
+            final long f0 = stack[base + 2];
+            final long f1 = stack[base + 3];
+            final long f2 = stack[base + 4];
+            final long f3 = stack[base + 5];
+            if (lo == hi) {
+                result.addAll(f0, f1, f2, f3, lo);
+                max = Math.max(max, lo);
+                continue;
+            }
+            final int mid = (lo + hi) >>> 1;
+            lookup(keys[mid], words);
+            probes++;
+            final long h0 = f0 & words[0];
+            final long h1 = f1 & words[1];
+            final long h2 = f2 & words[2];
+            final long h3 = f3 & words[3];
+            final long l0 = f0 & ~words[0];
+            final long l1 = f1 & ~words[1];
+            final long l2 = f2 & ~words[2];
+            final long l3 = f3 & ~words[3];
+            if ((l0 | l1 | l2 | l3) != 0) {
+                push(stack, top++, lo, mid, l0, l1, l2, l3);
+            }
+            if ((h0 | h1 | h2 | h3) != 0) {
+                push(stack, top++, mid + 1, hi, h0, h1, h2, h3);
+            }
+        }
+        result.probes(probes);
+        return max;
+    }
+
+    /**
+     * Like {@link #query} but walks the chain from its first block and stops at the first block each pod lacks:
+     * the exact longest contiguous prefix per pod, at the cost of up to N lookups.
+     *
+     * @param keys       the chain's block keys.
+     * @param length     chain length N, in [0, maxChainLength()].
+     * @param candidates pods to consider, or null for every pod; dead pods are always excluded.
+     * @param result     caller-owned result, overwritten.
+     * @return the maximum depth over all pods.
+     */
+    public int queryExact(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
+        checkChain(keys, length);
+        result.reset(length);
+        long s0 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET);
+        long s1 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 8);
+        long s2 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 16);
+        long s3 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 24);
+        if (candidates != null) {
+            s0 &= candidates.word(0);
+            s1 &= candidates.word(1);
+            s2 &= candidates.word(2);
+            s3 &= candidates.word(3);
+        }
+        final long[] words = result.words;
+        int i = 0;
+        while (i < length && (s0 | s1 | s2 | s3) != 0) {
+            lookup(keys[i], words);
+            result.addAll(s0 & ~words[0], s1 & ~words[1], s2 & ~words[2], s3 & ~words[3], i);
+            s0 &= words[0];
+            s1 &= words[1];
+            s2 &= words[2];
+            s3 &= words[3];
+            i++;
+        }
+        result.addAll(s0, s1, s2, s3, i);
+        result.probes(i);
+        return result.maxDepth();
+    }
+
+    private static void push(final long[] stack, final int frame, final int lo, final int hi, final long w0,
+        final long w1, final long w2, final long w3) {
+        final int base = frame * PrefixResult.FRAME;
+        stack[base] = lo;
+        stack[base + 1] = hi;
+        stack[base + 2] = w0;
+        stack[base + 3] = w1;
+        stack[base + 4] = w2;
+        stack[base + 5] = w3;
+    }
+
+    private void checkChain(final long[] keys, final int length) {
+        if (length < 0 || length > keys.length) {
+            throw new IllegalArgumentException("chain length " + length + " outside the key array of "
+                + keys.length);
+        }
+        if (length > maxChain) {
+            throw new ChainTooLongException("chain of " + length + " blocks exceeds this index's maximum of "
+                + maxChain + " (daemon option --max-chain)");
+        }
+    }
+
+    /**
+     * Reads the pod bitmap of one key into {@code out[0..3]} (all zero when the key is absent).
+     *
+     * @param key block key.
+     * @param out at least 4 words, written.
+     * @return true when the key is in the index.
+     */
+    public boolean lookup(final long key, final long[] out) {
+        final long k = IndexDescriptor.storedKey(key);
+        final long h = IndexDescriptor.spread(k);
+        final int shard = (int) (h >>> (64 - shardBits));
+        final int home = (int) ((h << shardBits) >>> (64 - slotBits));
+        final long versionOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_VERSION_OFFSET;
+        final long table = tablesOffset + shard * shardTableLength;
+        final MemorySegment s = segment;
+        int spins = 0;
+        while (true) {
+            final long v1 = (long) LONG.getAcquire(s, versionOffset);
+            if ((v1 & 1) == 0) {
+                long w0 = 0;
+                long w1 = 0;
+                long w2 = 0;
+                long w3 = 0;
+                boolean found = false;
+                int idx = home;
+                for (int n = 0; n <= slotMask; n++) {
+                    final long e = table + ((long) idx << 6);
+                    final long ek = (long) LONG.getAcquire(s, e + ENTRY_KEY_OFFSET);
+                    if (ek == k) {
+                        w0 = (long) LONG.getOpaque(s, e + ENTRY_PODS_OFFSET);
+                        w1 = (long) LONG.getOpaque(s, e + ENTRY_PODS_OFFSET + 8);
+                        w2 = (long) LONG.getOpaque(s, e + ENTRY_PODS_OFFSET + 16);
+                        w3 = (long) LONG.getOpaque(s, e + ENTRY_PODS_OFFSET + 24);
+                        found = true;
+                        break;
+                    }
+                    if (ek == 0) {
+                        break;
+                    }
+                    idx = (idx + 1) & slotMask;
+                }
+                VarHandle.loadLoadFence();
+                if ((long) LONG.getOpaque(s, versionOffset) == v1) {
+                    out[0] = w0;
+                    out[1] = w1;
+                    out[2] = w2;
+                    out[3] = w3;
+                    return found;
+                }
+            }
+            Thread.onSpinWait();
+            if (++spins == SPINS_BEFORE_HEARTBEAT_CHECK) {
+                spins = 0;
+                if (isWriterStale()) {
+                    throw new StaleWriterException("shard " + shard + " of " + region.path()
+                        + " stays locked and the writer's heartbeat stopped " + heartbeatAgeMs() + " ms ago");
+                }
+            }
+        }
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return true when the pod's alive bit is set.
+     */
+    public boolean isAlive(final int slot) {
+        checkSlot(slot);
+        final long word = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + (slot >>> 6) * 8L);
+        return (word & (1L << slot)) != 0;
+    }
+
+    /**
+     * @param index word 0..3.
+     * @return that word of the alive bitmap.
+     */
+    public long aliveWord(final int index) {
+        return (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + index * 8L);
+    }
+
+    /**
+     * Reads a pod table entry consistently (retrying while the writer changes it). Allocates: not for the hot
+     * path.
+     *
+     * @param slot pod slot.
+     * @return the pod's entry.
+     */
+    public PodInfo pod(final int slot) {
+        checkSlot(slot);
+        final long base = IndexDescriptor.podEntryOffset(slot);
+        while (true) {
+            final long seq = (long) LONG.getAcquire(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
+            if ((seq & 1) == 0) {
+                final int generation = segment.get(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_GENERATION_OFFSET);
+                final int state = segment.get(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_STATE_OFFSET);
+                final int idLength = Math.clamp(segment.get(ValueLayout.JAVA_INT,
+                    base + IndexDescriptor.POD_ID_LENGTH_OFFSET), 0, IndexDescriptor.POD_ID_MAX_LENGTH);
+                final int modelLength = Math.clamp(segment.get(ValueLayout.JAVA_INT,
+                    base + IndexDescriptor.POD_MODEL_LENGTH_OFFSET), 0, IndexDescriptor.POD_MODEL_MAX_LENGTH);
+                final byte[] id = new byte[idLength];
+                final byte[] model = new byte[modelLength];
+                MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, base + IndexDescriptor.POD_ID_OFFSET, id, 0,
+                    idLength);
+                MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, base + IndexDescriptor.POD_MODEL_OFFSET, model, 0,
+                    modelLength);
+                VarHandle.loadLoadFence();
+                if ((long) LONG.getOpaque(segment, base + IndexDescriptor.POD_SEQ_OFFSET) == seq) {
+                    return new PodInfo(slot, generation, state, new String(id, StandardCharsets.UTF_8),
+                        new String(model, StandardCharsets.UTF_8));
+                }
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /**
+     * @return entries currently in the index (sum over shards; racy but never torn per shard).
+     */
+    public long entryCount() {
+        long n = 0;
+        for (int i = 0; i < shardCount; i++) {
+            n += (int) Layouts.INT.getAcquire(segment, shardHeadersOffset + (long) i * SHARD_HEADER_LENGTH
+                + IndexDescriptor.SHARD_ENTRY_COUNT_OFFSET);
+        }
+        return n;
+    }
+
+    /**
+     * @return entries evicted so far because a shard was full.
+     */
+    public long evictions() {
+        long n = 0;
+        for (int i = 0; i < shardCount; i++) {
+            n += (long) LONG.getAcquire(segment, shardHeadersOffset + (long) i * SHARD_HEADER_LENGTH
+                + IndexDescriptor.SHARD_EVICTIONS_OFFSET);
+        }
+        return n;
+    }
+
+    /**
+     * @return milliseconds since the writer's last heartbeat.
+     */
+    public long heartbeatAgeMs() {
+        return System.currentTimeMillis() - (long) LONG.getAcquire(segment, (long) IndexDescriptor.HEARTBEAT_OFFSET);
+    }
+
+    /**
+     * @return true when the heartbeat is older than the context's heartbeat timeout (never when it is 0).
+     */
+    public boolean isWriterStale() {
+        final long timeout = context.heartbeatTimeoutMs();
+        return timeout > 0 && heartbeatAgeMs() > timeout;
+    }
+
+    /**
+     * @return true when the file at this reader's path is no longer the one mapped (the daemon re-created it);
+     * reattach to follow it. Reads the file system: not for the hot path.
+     */
+    public boolean isReplaced() {
+        try (IndexReader fresh = attach(new Context().dir(context.dir()).cell(context.cell())
+            .attachTimeoutMs(0).heartbeatTimeoutMs(0))) {
+            return fresh.epoch() != epoch;
+        } catch (final IndexException ex) {
+            return true;
+        }
+    }
+
+    private void checkSlot(final int slot) {
+        if (slot < 0 || slot >= maxPods) {
+            throw new IllegalArgumentException("pod slot must be in [0, " + maxPods + "): " + slot);
+        }
+    }
+
+    /**
+     * @return shards in the index.
+     */
+    public int shardCount() {
+        return shardCount;
+    }
+
+    /**
+     * @return entries per shard.
+     */
+    public int slotsPerShard() {
+        return slotsPerShard;
+    }
+
+    /**
+     * @return pod slots in the cell.
+     */
+    public int maxPods() {
+        return maxPods;
+    }
+
+    /**
+     * @return the longest chain a query accepts.
+     */
+    public int maxChainLength() {
+        return maxChain;
+    }
+
+    /**
+     * @return the router block size the daemon keys blocks with.
+     */
+    public int blockSize() {
+        return blockSize;
+    }
+
+    /**
+     * @return the key scheme, e.g. {@link IndexDescriptor#KEY_SCHEME_ROUTER_V1}.
+     */
+    public int keyScheme() {
+        return keyScheme;
+    }
+
+    /**
+     * @return the packed layout version of the file.
+     */
+    public int layoutVersion() {
+        return layoutVersion;
+    }
+
+    /**
+     * @return the epoch of this file (distinct per creation).
+     */
+    public long epoch() {
+        return epoch;
+    }
+
+    /**
+     * @return the writer's process id.
+     */
+    public long writerPid() {
+        return writerPid;
+    }
+
+    /**
+     * @return the mapped file.
+     */
+    public Path path() {
+        return region.path();
+    }
+
+    /**
+     * Unmaps the index. Queries after close fail with {@link IllegalStateException}.
+     */
+    @Override
+    public void close() {
+        region.close();
+    }
+
+    /**
+     * A pod table entry.
+     *
+     * @param slot       pod slot.
+     * @param generation times the slot was assigned.
+     * @param state      one of the {@code IndexDescriptor.POD_STATE_*} values.
+     * @param podId      pod id.
+     * @param model      model name.
+     */
+    public record PodInfo(int slot, int generation, int state, String podId, String model) {
+    }
+
+    /**
+     * Where and how a reader attaches. Defaults come from {@link IndexConfiguration}.
+     */
+    public static final class Context {
+        private Path dir;
+        private String cell;
+        private long attachTimeoutMs = -1;
+        private long heartbeatTimeoutMs = -1;
+
+        /**
+         * Applies defaults to unset values and validates.
+         *
+         * @return this.
+         */
+        public Context conclude() {
+            if (dir == null) {
+                dir = IndexConfiguration.dir();
+            }
+            if (cell == null) {
+                cell = IndexConfiguration.cell();
+            }
+            if (attachTimeoutMs < 0) {
+                attachTimeoutMs = IndexConfiguration.attachTimeoutMs();
+            }
+            if (heartbeatTimeoutMs < 0) {
+                heartbeatTimeoutMs = IndexConfiguration.heartbeatTimeoutMs();
+            }
+            IndexConfiguration.indexFile(dir, cell);
+            return this;
+        }
+
+        /**
+         * @param dir index directory (default /dev/shm/kvidx).
+         * @return this.
+         */
+        public Context dir(final Path dir) {
+            this.dir = dir;
+            return this;
+        }
+
+        /**
+         * @return index directory.
+         */
+        public Path dir() {
+            return dir;
+        }
+
+        /**
+         * @param cell cell name (default "default").
+         * @return this.
+         */
+        public Context cell(final String cell) {
+            this.cell = cell;
+            return this;
+        }
+
+        /**
+         * @return cell name.
+         */
+        public String cell() {
+            return cell;
+        }
+
+        /**
+         * @param ms how long to wait for the file; 0 tries once.
+         * @return this.
+         */
+        public Context attachTimeoutMs(final long ms) {
+            this.attachTimeoutMs = ms;
+            return this;
+        }
+
+        /**
+         * @return attach timeout.
+         */
+        public long attachTimeoutMs() {
+            return attachTimeoutMs;
+        }
+
+        /**
+         * @param ms heartbeat age beyond which the writer is stale; 0 disables the check.
+         * @return this.
+         */
+        public Context heartbeatTimeoutMs(final long ms) {
+            this.heartbeatTimeoutMs = ms;
+            return this;
+        }
+
+        /**
+         * @return heartbeat timeout.
+         */
+        public long heartbeatTimeoutMs() {
+            return heartbeatTimeoutMs;
+        }
+
+        /**
+         * @return the index file this context points at.
+         */
+        public Path indexFile() {
+            return IndexConfiguration.indexFile(dir, cell);
+        }
+    }
+}

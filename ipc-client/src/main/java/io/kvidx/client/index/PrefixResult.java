@@ -1,0 +1,111 @@
+package io.kvidx.client.index;
+
+/**
+ * Caller-owned result of a prefix query: for each pod that holds at least one leading block, its slot and depth
+ * (the number of leading blocks of the chain it holds). Pods not listed hold depth 0.
+ *
+ * <p>Reused across queries without allocation: each query overwrites it. {@link #depthOf(int)} answers for any
+ * slot in O(1).
+ *
+ * <p><b>Note:</b> not thread safe; one per querying thread.
+ */
+public final class PrefixResult {
+    static final int FRAME = 6;
+    static final int MAX_FRAMES = 64;
+
+    final long[] stack = new long[FRAME * MAX_FRAMES];
+    final long[] words = new long[IndexDescriptor.POD_WORDS];
+    private final int[] slots = new int[IndexDescriptor.MAX_PODS];
+    private final int[] depthBySlot = new int[IndexDescriptor.MAX_PODS];
+    private int count;
+    private int chainLength;
+    private int probes;
+
+    void reset(final int chainLength) {
+        for (int i = 0; i < count; i++) {
+            depthBySlot[slots[i]] = 0;
+        }
+        count = 0;
+        probes = 0;
+        this.chainLength = chainLength;
+    }
+
+    void addAll(final long w0, final long w1, final long w2, final long w3, final int depth) {
+        if (depth > 0) {
+            addWord(w0, 0, depth);
+            addWord(w1, 64, depth);
+            addWord(w2, 128, depth);
+            addWord(w3, 192, depth);
+        }
+    }
+
+    private void addWord(final long word, final int base, final int depth) {
+        long w = word;
+        while (w != 0) {
+            final int slot = base + Long.numberOfTrailingZeros(w);
+            w &= w - 1;
+            slots[count++] = slot;
+            depthBySlot[slot] = depth;
+        }
+    }
+
+    void probes(final int probes) {
+        this.probes = probes;
+    }
+
+    /**
+     * @return number of pods with depth {@code >= 1}.
+     */
+    public int count() {
+        return count;
+    }
+
+    /**
+     * @param i index in [0, count()).
+     * @return the pod slot of the i-th listed pod (no particular order).
+     */
+    public int slot(final int i) {
+        return slots[i];
+    }
+
+    /**
+     * @param i index in [0, count()).
+     * @return the depth of the i-th listed pod.
+     */
+    public int depth(final int i) {
+        return depthBySlot[slots[i]];
+    }
+
+    /**
+     * @param slot a pod slot.
+     * @return its depth, 0 when it holds no leading block (or was not a candidate).
+     */
+    public int depthOf(final int slot) {
+        return depthBySlot[slot];
+    }
+
+    /**
+     * @return the deepest depth of any pod, 0 when none holds the first block.
+     */
+    public int maxDepth() {
+        int max = 0;
+        for (int i = 0; i < count; i++) {
+            max = Math.max(max, depthBySlot[slots[i]]);
+        }
+        return max;
+    }
+
+    /**
+     * @return the length of the chain queried.
+     */
+    public int chainLength() {
+        return chainLength;
+    }
+
+    /**
+     * @return index lookups the query made (a cost measure).
+     */
+    public int probes() {
+        return probes;
+    }
+}

@@ -1,0 +1,133 @@
+package io.kvidx.ffm;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * A file mapped into memory as a {@link MemorySegment}, read-write for its one writer or read-only for readers.
+ *
+ * <p>A read-only region is backed by a read-only segment: any attempt to write through it fails with an
+ * exception before touching memory, so a reader can never corrupt the writer's file.
+ *
+ * <p><b>Note:</b> the segment lives in a shared arena; it stays valid until {@link #close()} and may be used by
+ * any thread meanwhile.
+ */
+public final class MappedRegion implements AutoCloseable {
+    private final Path path;
+    private final Arena arena;
+    private final MemorySegment segment;
+    private final boolean readOnly;
+
+    private MappedRegion(final Path path, final Arena arena, final MemorySegment segment, final boolean readOnly) {
+        this.path = path;
+        this.arena = arena;
+        this.segment = segment;
+        this.readOnly = readOnly;
+    }
+
+    /**
+     * Creates (or truncates) a file of {@code length} bytes, zero-filled, and maps it read-write.
+     *
+     * @param path   file to create; its parent directories are created when missing.
+     * @param length length in bytes, {@code > 0}.
+     * @return the mapped region.
+     */
+    public static MappedRegion create(final Path path, final long length) {
+        if (length <= 0) {
+            throw new IllegalArgumentException("length must be > 0: " + length);
+        }
+        try {
+            final Path parent = path.toAbsolutePath().getParent();
+            if (parent != null) {
+                Files.createDirectories(parent);
+            }
+            try (FileChannel channel = FileChannel.open(path, StandardOpenOption.CREATE,
+                StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                channel.truncate(0);
+                // Extend sparsely: tmpfs and ext4 both give zero pages on first touch.
+                channel.position(length - 1);
+                channel.write(java.nio.ByteBuffer.wrap(new byte[1]));
+                final Arena arena = Arena.ofShared();
+                final MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, length, arena);
+                return new MappedRegion(path, arena, segment, false);
+            }
+        } catch (final IOException ex) {
+            throw new UncheckedIOException("cannot create mapped file " + path + " of " + length + " bytes", ex);
+        }
+    }
+
+    /**
+     * Maps an existing file read-only, exactly {@code length} bytes from its start.
+     *
+     * <p>The caller must have checked that the file is at least {@code length} bytes long: touching a mapping
+     * beyond the end of its file raises SIGBUS.
+     *
+     * @param path   the file.
+     * @param length bytes to map.
+     * @return the read-only region.
+     * @throws IOException when the file cannot be opened or mapped.
+     */
+    public static MappedRegion mapReadOnly(final Path path, final long length) throws IOException {
+        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
+            final long size = channel.size();
+            if (size < length) {
+                throw new IOException("file " + path + " is " + size + " bytes, shorter than the " + length
+                    + " bytes to map");
+            }
+            final Arena arena = Arena.ofShared();
+            try {
+                final MemorySegment segment = channel.map(FileChannel.MapMode.READ_ONLY, 0, length, arena);
+                return new MappedRegion(path, arena, segment, true);
+            } catch (final IOException | RuntimeException ex) {
+                arena.close();
+                throw ex;
+            }
+        }
+    }
+
+    /**
+     * @return the file this region maps.
+     */
+    public Path path() {
+        return path;
+    }
+
+    /**
+     * @return the mapped memory; read-only when {@link #isReadOnly()}.
+     */
+    public MemorySegment segment() {
+        return segment;
+    }
+
+    /**
+     * @return true for a reader's mapping.
+     */
+    public boolean isReadOnly() {
+        return readOnly;
+    }
+
+    /**
+     * Flushes dirty pages of a writable mapping to the file (no-op for tmpfs in practice).
+     */
+    public void force() {
+        if (!readOnly) {
+            segment.force();
+        }
+    }
+
+    /**
+     * Unmaps the region. The segment must not be used afterwards; other mappings of the same file are unaffected.
+     */
+    @Override
+    public void close() {
+        if (arena.scope().isAlive()) {
+            arena.close();
+        }
+    }
+}
