@@ -39,7 +39,7 @@ public final class KvidxCli implements Runnable {
             return 2;
         });
         cli.setExecutionExceptionHandler((ex, parsed, result) -> {
-            parsed.getCommandLine().getErr().println("kvidx: " + ex.getMessage());
+            parsed.getErr().println("kvidx: " + ex.getMessage());
             return ex instanceof IllegalArgumentException ? 2 : 1;
         });
         return cli.execute(args);
