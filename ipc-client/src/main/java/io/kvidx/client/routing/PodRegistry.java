@@ -1,0 +1,413 @@
+package io.kvidx.client.routing;
+
+import java.net.URI;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * What the router knows about its pods beyond the index: which slots it routes to, each pod's role, model,
+ * endpoint, loaded LoRA adapters, concurrency cap, and live load (queued and running requests, tokens in flight,
+ * KV-cache utilisation, Dynamo-style prefill tokens and active decode blocks). Slots are the index's pod slots
+ * (0..255), so index answers and registry facts line up without a lookup.
+ *
+ * <p>Load figures are plain atomics: the router's request threads update them (e.g. {@link #requestStarted} /
+ * {@link #requestFinished}, or {@link #load} from polled metrics) while deciders read them without locks.
+ *
+ * <p><b>Note:</b> thread safe. {@link #register} and {@link #unregister} are cold (they may allocate); every
+ * getter and load setter is allocation-free.
+ */
+public final class PodRegistry {
+    /** Pod slots in a cell. */
+    public static final int MAX_PODS = 256;
+    /** Distinct LoRA adapter names the registry can track. */
+    public static final int MAX_LORAS = 256;
+
+    private final AtomicLongArray registered = new AtomicLongArray(4);
+    private final AtomicIntegerArray role = new AtomicIntegerArray(MAX_PODS);
+    private final AtomicIntegerArray queued = new AtomicIntegerArray(MAX_PODS);
+    private final AtomicIntegerArray running = new AtomicIntegerArray(MAX_PODS);
+    private final AtomicIntegerArray maxConcurrency = new AtomicIntegerArray(MAX_PODS);
+    private final AtomicIntegerArray maxLoras = new AtomicIntegerArray(MAX_PODS);
+    private final AtomicLongArray tokens = new AtomicLongArray(MAX_PODS);
+    private final AtomicLongArray kvUtilizationBits = new AtomicLongArray(MAX_PODS);
+    private final AtomicLongArray prefillTokens = new AtomicLongArray(MAX_PODS);
+    private final AtomicLongArray decodeBlocks = new AtomicLongArray(MAX_PODS);
+    private final AtomicLongArray loraWords = new AtomicLongArray(MAX_PODS * 4);
+    private final AtomicReferenceArray<String> podIds = new AtomicReferenceArray<>(MAX_PODS);
+    private final AtomicReferenceArray<String> models = new AtomicReferenceArray<>(MAX_PODS);
+    private final AtomicReferenceArray<URI> endpoints = new AtomicReferenceArray<>(MAX_PODS);
+    private final ConcurrentHashMap<String, Integer> loraIds = new ConcurrentHashMap<>();
+    private final AtomicLong version = new AtomicLong();
+
+    /**
+     * Adds a pod (or replaces what is known about its slot).
+     *
+     * @param slot     the pod's slot in the index.
+     * @param podId    pod id (as the index knows it).
+     * @param model    model it serves, or null for any.
+     * @param role     its role.
+     * @param endpoint base URI the executor sends requests to, or null when the router executes by itself.
+     * @return this.
+     */
+    public synchronized PodRegistry register(final int slot, final String podId, final String model,
+        final PodRole role, final URI endpoint) {
+        checkSlot(slot);
+        podIds.set(slot, Objects.requireNonNull(podId, "podId"));
+        models.set(slot, model);
+        endpoints.set(slot, endpoint);
+        this.role.set(slot, Objects.requireNonNull(role, "role").ordinal());
+        for (int w = 0; w < 4; w++) {
+            loraWords.set(slot * 4 + w, 0);
+        }
+        queued.set(slot, 0);
+        running.set(slot, 0);
+        tokens.set(slot, 0);
+        prefillTokens.set(slot, 0);
+        decodeBlocks.set(slot, 0);
+        kvUtilizationBits.set(slot, 0);
+        maxConcurrency.set(slot, 0);
+        maxLoras.set(slot, 0);
+        registered.getAndUpdate(slot >>> 6, w -> w | (1L << slot));
+        version.incrementAndGet();
+        return this;
+    }
+
+    /**
+     * Stops routing to a pod.
+     *
+     * @param slot pod slot.
+     * @return this.
+     */
+    public synchronized PodRegistry unregister(final int slot) {
+        checkSlot(slot);
+        registered.getAndUpdate(slot >>> 6, w -> w & ~(1L << slot));
+        version.incrementAndGet();
+        return this;
+    }
+
+    /**
+     * Registers every pod the index's pod table holds that the registry does not know yet, with role
+     * {@link PodRole#BOTH} and no endpoint. Cold path.
+     *
+     * @param index the index.
+     * @return number of pods added.
+     */
+    public synchronized int registerFromIndex(final PodIndex index) {
+        int added = 0;
+        for (int slot = 0; slot < MAX_PODS; slot++) {
+            if (!isRegistered(slot)) {
+                final PodIndex.PodDescription d = index.describe(slot);
+                if (d != null) {
+                    register(slot, d.podId(), d.model().isEmpty() ? null : d.model(), PodRole.BOTH, null);
+                    added++;
+                }
+            }
+        }
+        return added;
+    }
+
+    /**
+     * @param word 0..3.
+     * @return that word of the registered-pod bitmap.
+     */
+    public long registeredWord(final int word) {
+        return registered.get(word);
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return true when the slot is registered.
+     */
+    public boolean isRegistered(final int slot) {
+        return (registered.get(slot >>> 6) & (1L << slot)) != 0;
+    }
+
+    /**
+     * @return a number that changes whenever a pod is registered or unregistered.
+     */
+    public long version() {
+        return version.get();
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return pod id, or null.
+     */
+    public String podId(final int slot) {
+        return podIds.get(slot);
+    }
+
+    /**
+     * @param podId pod id.
+     * @return its slot, or -1 when no registered pod has that id. Linear scan: cold path.
+     */
+    public synchronized int slotOf(final String podId) {
+        for (int slot = 0; slot < MAX_PODS; slot++) {
+            if (isRegistered(slot) && podId.equals(podIds.get(slot))) {
+                return slot;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return model name, or null for any.
+     */
+    public String model(final int slot) {
+        return models.get(slot);
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return endpoint, or null.
+     */
+    public URI endpoint(final int slot) {
+        return endpoints.get(slot);
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return its role.
+     */
+    public PodRole role(final int slot) {
+        return ROLES[role.get(slot)];
+    }
+
+    private static final PodRole[] ROLES = PodRole.values();
+
+    /**
+     * Sets the pod's load as reported by its metrics.
+     *
+     * @param slot    pod slot.
+     * @param queued  requests waiting.
+     * @param running requests running.
+     * @param tokens  tokens in flight.
+     * @return this.
+     */
+    public PodRegistry load(final int slot, final int queued, final int running, final long tokens) {
+        this.queued.set(slot, queued);
+        this.running.set(slot, running);
+        this.tokens.set(slot, tokens);
+        return this;
+    }
+
+    /**
+     * Counts a request the router sent to a pod.
+     *
+     * @param slot         pod slot.
+     * @param promptTokens its prompt length.
+     */
+    public void requestStarted(final int slot, final int promptTokens) {
+        running.incrementAndGet(slot);
+        tokens.addAndGet(slot, promptTokens);
+    }
+
+    /**
+     * Counts a request that finished on a pod.
+     *
+     * @param slot         pod slot.
+     * @param promptTokens the prompt length passed to {@link #requestStarted}.
+     */
+    public void requestFinished(final int slot, final int promptTokens) {
+        running.decrementAndGet(slot);
+        tokens.addAndGet(slot, -promptTokens);
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return requests waiting.
+     */
+    public int queued(final int slot) {
+        return queued.get(slot);
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return requests running.
+     */
+    public int running(final int slot) {
+        return running.get(slot);
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return tokens in flight.
+     */
+    public long tokens(final int slot) {
+        return tokens.get(slot);
+    }
+
+    /**
+     * @param slot        pod slot.
+     * @param utilization KV-cache utilisation in [0, 1].
+     * @return this.
+     */
+    public PodRegistry kvUtilization(final int slot, final double utilization) {
+        if (!(utilization >= 0 && utilization <= 1)) {
+            throw new IllegalArgumentException("utilization must be in [0, 1]: " + utilization);
+        }
+        kvUtilizationBits.set(slot, Double.doubleToRawLongBits(utilization));
+        return this;
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return KV-cache utilisation in [0, 1].
+     */
+    public double kvUtilization(final int slot) {
+        return Double.longBitsToDouble(kvUtilizationBits.get(slot));
+    }
+
+    /**
+     * Dynamo-style load: prompt tokens waiting for prefill and KV blocks held by active decodes.
+     *
+     * @param slot          pod slot.
+     * @param prefillTokens tokens queued for prefill.
+     * @param decodeBlocks  blocks of active sequences.
+     * @return this.
+     */
+    public PodRegistry activeBlocks(final int slot, final long prefillTokens, final long decodeBlocks) {
+        this.prefillTokens.set(slot, prefillTokens);
+        this.decodeBlocks.set(slot, decodeBlocks);
+        return this;
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return tokens queued for prefill.
+     */
+    public long prefillTokens(final int slot) {
+        return prefillTokens.get(slot);
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return active decode blocks.
+     */
+    public long decodeBlocks(final int slot) {
+        return decodeBlocks.get(slot);
+    }
+
+    /**
+     * @param slot pod slot.
+     * @param cap  most requests the pod may run at once; 0 for no cap.
+     * @return this.
+     */
+    public PodRegistry maxConcurrency(final int slot, final int cap) {
+        if (cap < 0) {
+            throw new IllegalArgumentException("cap must be >= 0: " + cap);
+        }
+        maxConcurrency.set(slot, cap);
+        return this;
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return concurrency cap, 0 for none.
+     */
+    public int maxConcurrency(final int slot) {
+        return maxConcurrency.get(slot);
+    }
+
+    /**
+     * @param slot pod slot.
+     * @param max  most adapters the pod can hold at once (0: it cannot load more).
+     * @return this.
+     */
+    public PodRegistry maxLoras(final int slot, final int max) {
+        maxLoras.set(slot, max);
+        return this;
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return most adapters the pod can hold.
+     */
+    public int maxLoras(final int slot) {
+        return maxLoras.get(slot);
+    }
+
+    /**
+     * Records that a pod has an adapter loaded.
+     *
+     * @param slot pod slot.
+     * @param lora adapter name.
+     * @return this.
+     */
+    public PodRegistry loraLoaded(final int slot, final String lora) {
+        final int id = internLora(lora);
+        loraWords.getAndUpdate(slot * 4 + (id >>> 6), w -> w | (1L << id));
+        return this;
+    }
+
+    /**
+     * Records that a pod unloaded an adapter.
+     *
+     * @param slot pod slot.
+     * @param lora adapter name.
+     * @return this.
+     */
+    public PodRegistry loraUnloaded(final int slot, final String lora) {
+        final Integer id = loraIds.get(lora);
+        if (id != null) {
+            final int i = id;
+            loraWords.getAndUpdate(slot * 4 + (i >>> 6), w -> w & ~(1L << i));
+        }
+        return this;
+    }
+
+    private int internLora(final String lora) {
+        final Integer existing = loraIds.get(lora);
+        if (existing != null) {
+            return existing;
+        }
+        synchronized (loraIds) {
+            final int next = loraIds.size();
+            if (next >= MAX_LORAS) {
+                throw new IllegalStateException("more than " + MAX_LORAS + " LoRA adapters");
+            }
+            return loraIds.computeIfAbsent(lora, k -> next);
+        }
+    }
+
+    /**
+     * @param lora adapter name.
+     * @return its id, or -1 when no pod ever loaded it. Allocation-free.
+     */
+    public int loraId(final String lora) {
+        final Integer id = loraIds.get(lora);
+        return id == null ? -1 : id;
+    }
+
+    /**
+     * @param slot   pod slot.
+     * @param loraId adapter id from {@link #loraId}.
+     * @return true when the pod has the adapter loaded.
+     */
+    public boolean hasLora(final int slot, final int loraId) {
+        return loraId >= 0 && (loraWords.get(slot * 4 + (loraId >>> 6)) & (1L << loraId)) != 0;
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return adapters the pod has loaded.
+     */
+    public int loraCount(final int slot) {
+        int n = 0;
+        for (int w = 0; w < 4; w++) {
+            n += Long.bitCount(loraWords.get(slot * 4 + w));
+        }
+        return n;
+    }
+
+    private static void checkSlot(final int slot) {
+        if (slot < 0 || slot >= MAX_PODS) {
+            throw new IllegalArgumentException("pod slot must be in [0, " + MAX_PODS + "): " + slot);
+        }
+    }
+}

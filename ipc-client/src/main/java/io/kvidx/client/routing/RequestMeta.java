@@ -1,0 +1,108 @@
+package io.kvidx.client.routing;
+
+/**
+ * A request's model, LoRA adapter, prompt size and headers (names compared case-insensitively), set by the router
+ * before a decision. Holds references only: the strings belong to the caller.
+ *
+ * <p><b>Note:</b> not thread safe; owned by one {@link RoutingContext}.
+ */
+public final class RequestMeta {
+    private static final int MAX_HEADERS = 32;
+
+    private final String[] names = new String[MAX_HEADERS];
+    private final String[] values = new String[MAX_HEADERS];
+    private int headerCount;
+    private String model;
+    private String lora;
+    private int promptTokens = -1;
+
+    /**
+     * Forgets everything.
+     */
+    public void clear() {
+        for (int i = 0; i < headerCount; i++) {
+            names[i] = null;
+            values[i] = null;
+        }
+        headerCount = 0;
+        model = null;
+        lora = null;
+        promptTokens = -1;
+    }
+
+    /**
+     * @param name  header name.
+     * @param value header value.
+     * @return this.
+     */
+    public RequestMeta header(final String name, final String value) {
+        if (headerCount == MAX_HEADERS) {
+            throw new IllegalStateException("more than " + MAX_HEADERS + " routing headers");
+        }
+        names[headerCount] = name;
+        values[headerCount] = value;
+        headerCount++;
+        return this;
+    }
+
+    /**
+     * @param name header name (case-insensitive).
+     * @return its first value, or null.
+     */
+    public String header(final String name) {
+        for (int i = 0; i < headerCount; i++) {
+            if (names[i].equalsIgnoreCase(name)) {
+                return values[i];
+            }
+        }
+        return null;
+    }
+
+    /**
+     * @param model model name, or null for any.
+     * @return this.
+     */
+    public RequestMeta model(final String model) {
+        this.model = model;
+        return this;
+    }
+
+    /**
+     * @return model name, or null.
+     */
+    public String model() {
+        return model;
+    }
+
+    /**
+     * @param lora LoRA adapter name, or null for the base model.
+     * @return this.
+     */
+    public RequestMeta lora(final String lora) {
+        this.lora = lora;
+        return this;
+    }
+
+    /**
+     * @return LoRA adapter name, or null.
+     */
+    public String lora() {
+        return lora;
+    }
+
+    /**
+     * @param tokens prompt length in tokens when no token ids are given (e.g. routing by keys); -1 for unknown.
+     * @return this.
+     */
+    public RequestMeta promptTokens(final int tokens) {
+        this.promptTokens = tokens;
+        return this;
+    }
+
+    /**
+     * @return prompt length set with {@link #promptTokens(int)}, or -1.
+     */
+    public int promptTokens() {
+        return promptTokens;
+    }
+}

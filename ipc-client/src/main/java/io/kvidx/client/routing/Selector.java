@@ -1,0 +1,138 @@
+package io.kvidx.client.routing;
+
+import io.kvidx.client.index.IndexException;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * One selection pass over a {@link Profile}: Prepare, Filter, Score, Pick.
+ *
+ * <p>Candidates start as the registry's pods minus the request's exclusions. Each scorer writes a score in
+ * [0, 1] per candidate and the selector sums weight x score; the picker chooses from the totals. When the profile
+ * needs the index and the index is missing, its writer is stale, or a query fails, the selector skips the plugins
+ * that need the index, skips scoring, picks with the profile's fallback picker and counts a fallback; it turns
+ * cache-aware again as soon as the index is available again.
+ *
+ * <p><b>Note:</b> thread safe: any number of threads may select concurrently, each with its own
+ * {@link RoutingContext}. A decision allocates nothing.
+ */
+public final class Selector {
+    private final Profile profile;
+    private final PodRegistry registry;
+    private final PodIndex index;
+    private final Preparer[] preparers;
+    private final Filter[] filters;
+    private final Scorer[] scorers;
+    private final double[] weights;
+    private final Picker picker;
+    private final Picker fallback;
+    private final PickListener[] listeners;
+    private final boolean needsIndex;
+    private final RoutingCounters counters = new RoutingCounters();
+
+    /**
+     * @param profile  the validated profile.
+     * @param registry the router's pods.
+     * @param index    the index (may be null when the profile does not need it).
+     */
+    public Selector(final Profile profile, final PodRegistry registry, final PodIndex index) {
+        this.profile = Objects.requireNonNull(profile, "profile");
+        this.registry = Objects.requireNonNull(registry, "registry");
+        this.index = index;
+        if (profile.needsIndex() && index == null) {
+            throw new IllegalArgumentException("profile " + profile.name() + " needs an index");
+        }
+        this.preparers = profile.preparers().toArray(new Preparer[0]);
+        this.filters = profile.filters().toArray(new Filter[0]);
+        this.scorers = profile.scorers().toArray(new Scorer[0]);
+        this.weights = new double[scorers.length];
+        for (int i = 0; i < weights.length; i++) {
+            weights[i] = profile.weight(i);
+        }
+        this.picker = profile.picker();
+        this.fallback = profile.fallback();
+        this.needsIndex = profile.needsIndex();
+        final List<PickListener> l = new ArrayList<>();
+        for (final RoutingPlugin p : profile.plugins()) {
+            if (p instanceof PickListener pl && !l.contains(pl)) {
+                l.add(pl);
+            }
+        }
+        this.listeners = l.toArray(new PickListener[0]);
+    }
+
+    /**
+     * Runs one pass.
+     *
+     * @param ctx the decision's context (request slots filled).
+     * @return the picked slot, or {@link RoutingPlan#NO_POD} when no candidate survived the filters.
+     */
+    public int select(final RoutingContext ctx) {
+        counters.decision();
+        ctx.beginSelection(registry);
+        boolean indexed = !needsIndex || index.isAvailable();
+        for (final Preparer p : preparers) {
+            if (indexed || !p.needsIndex()) {
+                try {
+                    p.prepare(ctx);
+                } catch (final IndexException ex) {
+                    counters.indexError();
+                    indexed = false;
+                }
+            }
+        }
+        for (final Filter f : filters) {
+            if (indexed || !f.needsIndex()) {
+                f.filter(ctx);
+            }
+        }
+        if (ctx.candidateCount() == 0) {
+            counters.countNoCandidate();
+            ctx.lastFallback = !indexed;
+            return RoutingPlan.NO_POD;
+        }
+        final double[] totals = ctx.totals();
+        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+            totals[s] = 0;
+        }
+        final int pick;
+        if (indexed) {
+            final double[] scratch = ctx.scratch();
+            for (int i = 0; i < scorers.length; i++) {
+                final double w = weights[i];
+                if (w == 0) {
+                    continue;
+                }
+                scorers[i].score(ctx, scratch);
+                for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+                    totals[s] += w * scratch[s];
+                }
+            }
+            pick = picker.pick(ctx, totals);
+        } else {
+            counters.fallback();
+            pick = fallback.pick(ctx, totals);
+        }
+        ctx.lastFallback = !indexed;
+        for (final PickListener l : listeners) {
+            l.onPicked(ctx, pick);
+        }
+        return pick;
+    }
+
+    /**
+     * @return the profile.
+     */
+    public Profile profile() {
+        return profile;
+    }
+
+    /**
+     * @return this selector's counters.
+     */
+    public RoutingCounters counters() {
+        return counters;
+    }
+}

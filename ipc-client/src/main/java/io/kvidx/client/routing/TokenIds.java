@@ -1,0 +1,47 @@
+package io.kvidx.client.routing;
+
+/**
+ * Token ids of a request, in a growable array reused across decisions.
+ *
+ * <p><b>Note:</b> not thread safe; owned by one {@link RoutingContext}.
+ */
+public final class TokenIds {
+    private int[] ids = new int[4096];
+    private int length;
+
+    /**
+     * Copies the tokens in (grows the buffer only when a longer prompt arrives).
+     *
+     * @param tokens source.
+     * @param offset first token.
+     * @param count  number of tokens.
+     */
+    public void set(final int[] tokens, final int offset, final int count) {
+        if (count > ids.length) {
+            ids = new int[Math.max(count, ids.length * 2)];
+        }
+        System.arraycopy(tokens, offset, ids, 0, count);
+        length = count;
+    }
+
+    /**
+     * @return the buffer (valid up to {@link #length()}).
+     */
+    public int[] ids() {
+        return ids;
+    }
+
+    /**
+     * @return number of tokens.
+     */
+    public int length() {
+        return length;
+    }
+
+    /**
+     * Forgets the tokens.
+     */
+    public void clear() {
+        length = 0;
+    }
+}

@@ -1,0 +1,122 @@
+package io.kvidx.client.routing.plugins;
+
+import io.kvidx.client.routing.PodDepths;
+import io.kvidx.client.routing.RoutingContext;
+import io.kvidx.client.routing.Scorer;
+import io.kvidx.client.routing.Slot;
+import io.kvidx.client.routing.Slots;
+
+import java.util.Set;
+
+/**
+ * Scores a pod by how much of the prompt it has cached. Depth mode: prefix depth / chain length. Tier-weighted
+ * mode: the sum over the pod's cached leading blocks of the weight of the tier each block sits in (gpu 1.0,
+ * cpu 0.8, disk 0.5 by default, configurable), divided by the chain length; a {@link TierLookup} tells the tier.
+ * Reads {@link Slots#PREFIX_DEPTHS} (and {@link Slots#BLOCK_KEYS} in tier mode). A chain of length 0 scores 0.
+ *
+ * <p><b>Note:</b> thread safe (stateless).
+ */
+public final class CacheAffinityScorer implements Scorer {
+    /** Default weight of a block in GPU memory. */
+    public static final double GPU_WEIGHT_DEFAULT = 1.0;
+    /** Default weight of a block offloaded to CPU memory. */
+    public static final double CPU_WEIGHT_DEFAULT = 0.8;
+    /** Default weight of a block offloaded to local disk or further. */
+    public static final double DISK_WEIGHT_DEFAULT = 0.5;
+
+    /**
+     * Where a pod holds a block.
+     */
+    @FunctionalInterface
+    public interface TierLookup {
+        /** GPU memory. */
+        int GPU = 0;
+        /** CPU memory. */
+        int CPU = 1;
+        /** Local disk or remote. */
+        int DISK = 2;
+
+        /**
+         * @param slot pod slot.
+         * @param key  block key the pod holds.
+         * @return {@link #GPU}, {@link #CPU} or {@link #DISK}.
+         */
+        int tierOf(int slot, long key);
+    }
+
+    private final String name;
+    private final TierLookup tiers;
+    private final double[] tierWeights;
+
+    /**
+     * Depth mode.
+     *
+     * @param name plugin name.
+     */
+    public CacheAffinityScorer(final String name) {
+        this(name, null, GPU_WEIGHT_DEFAULT, CPU_WEIGHT_DEFAULT, DISK_WEIGHT_DEFAULT);
+    }
+
+    /**
+     * Tier-weighted mode.
+     *
+     * @param name       plugin name.
+     * @param tiers      tier of a held block (null for depth mode).
+     * @param gpuWeight  weight of a GPU block, in [0, 1].
+     * @param cpuWeight  weight of a CPU block, in [0, 1].
+     * @param diskWeight weight of a disk block, in [0, 1].
+     */
+    public CacheAffinityScorer(final String name, final TierLookup tiers, final double gpuWeight,
+        final double cpuWeight, final double diskWeight) {
+        this.name = name;
+        this.tiers = tiers;
+        this.tierWeights = new double[] {check(gpuWeight), check(cpuWeight), check(diskWeight)};
+    }
+
+    private static double check(final double w) {
+        if (!(w >= 0 && w <= 1)) {
+            throw new IllegalArgumentException("tier weight must be in [0, 1]: " + w);
+        }
+        return w;
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public Set<Slot<?>> reads() {
+        return tiers == null ? Set.of(Slots.PREFIX_DEPTHS) : Set.of(Slots.PREFIX_DEPTHS, Slots.BLOCK_KEYS);
+    }
+
+    @Override
+    public void score(final RoutingContext ctx, final double[] scores) {
+        final PodDepths depths = ctx.get(Slots.PREFIX_DEPTHS);
+        final int n = depths.chainLength();
+        final int[] d = depths.depths();
+        if (n == 0) {
+            for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+                scores[s] = 0;
+            }
+            return;
+        }
+        final double inv = 1.0 / n;
+        if (tiers == null) {
+            for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+                scores[s] = Math.min(d[s], n) * inv;
+            }
+            return;
+        }
+        final long[] keys = ctx.get(Slots.BLOCK_KEYS).keys();
+        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+            final int depth = Math.min(d[s], n);
+            double sum = 0;
+            for (int i = 0; i < depth; i++) {
+                final int tier = tiers.tierOf(s, keys[i]);
+                sum += tierWeights[Math.clamp(tier, 0, 2)];
+            }
+            scores[s] = sum * inv;
+        }
+    }
+}

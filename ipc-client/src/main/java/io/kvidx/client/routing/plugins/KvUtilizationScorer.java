@@ -1,0 +1,38 @@
+package io.kvidx.client.routing.plugins;
+
+import io.kvidx.client.routing.PodRegistry;
+import io.kvidx.client.routing.RoutingContext;
+import io.kvidx.client.routing.Scorer;
+
+import java.util.Objects;
+
+/**
+ * Prefers pods with free KV-cache memory: {@code 1 - utilization}, from the registry.
+ *
+ * <p><b>Note:</b> thread safe (stateless).
+ */
+public final class KvUtilizationScorer implements Scorer {
+    private final String name;
+    private final PodRegistry registry;
+
+    /**
+     * @param name     plugin name.
+     * @param registry utilisation per pod.
+     */
+    public KvUtilizationScorer(final String name, final PodRegistry registry) {
+        this.name = name;
+        this.registry = Objects.requireNonNull(registry, "registry");
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public void score(final RoutingContext ctx, final double[] scores) {
+        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+            scores[s] = 1.0 - registry.kvUtilization(s);
+        }
+    }
+}

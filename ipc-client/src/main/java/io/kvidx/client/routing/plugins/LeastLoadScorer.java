@@ -1,0 +1,51 @@
+package io.kvidx.client.routing.plugins;
+
+import io.kvidx.client.routing.PodRegistry;
+import io.kvidx.client.routing.RoutingContext;
+import io.kvidx.client.routing.Scorer;
+
+import java.util.Objects;
+
+/**
+ * Scores the least loaded candidates highest: {@code (max - load) / (max - min)} over the candidates, by a
+ * {@link LoadMetric} the router supplies through the {@link PodRegistry}; 1 for all when loads are equal.
+ *
+ * <p><b>Note:</b> thread safe (stateless).
+ */
+public final class LeastLoadScorer implements Scorer {
+    private final String name;
+    private final PodRegistry registry;
+    private final LoadMetric metric;
+
+    /**
+     * @param name     plugin name.
+     * @param registry load figures.
+     * @param metric   which figure.
+     */
+    public LeastLoadScorer(final String name, final PodRegistry registry, final LoadMetric metric) {
+        this.name = name;
+        this.registry = Objects.requireNonNull(registry, "registry");
+        this.metric = Objects.requireNonNull(metric, "metric");
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public void score(final RoutingContext ctx, final double[] scores) {
+        long min = Long.MAX_VALUE;
+        long max = Long.MIN_VALUE;
+        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+            final long load = metric.of(registry, s);
+            scores[s] = load;
+            min = Math.min(min, load);
+            max = Math.max(max, load);
+        }
+        final double range = (double) max - min;
+        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+            scores[s] = range <= 0 ? 1.0 : (max - scores[s]) / range;
+        }
+    }
+}

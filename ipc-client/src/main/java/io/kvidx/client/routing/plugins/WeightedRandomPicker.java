@@ -1,0 +1,49 @@
+package io.kvidx.client.routing.plugins;
+
+import io.kvidx.client.routing.Picker;
+import io.kvidx.client.routing.RoutingContext;
+
+/**
+ * Picks a candidate with probability proportional to its total (uniformly when every total is 0).
+ *
+ * <p><b>Note:</b> thread safe (stateless).
+ */
+public final class WeightedRandomPicker implements Picker {
+    private final String name;
+
+    /**
+     * @param name plugin name.
+     */
+    public WeightedRandomPicker(final String name) {
+        this.name = name;
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public int pick(final RoutingContext ctx, final double[] totals) {
+        double sum = 0;
+        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+            sum += Math.max(0, totals[s]);
+        }
+        if (!(sum > 0)) {
+            return ctx.candidateAt(ctx.nextRandomInt(ctx.candidateCount()));
+        }
+        double r = ctx.nextRandomDouble() * sum;
+        int last = -1;
+        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+            final double w = Math.max(0, totals[s]);
+            if (w > 0) {
+                last = s;
+                r -= w;
+                if (r < 0) {
+                    return s;
+                }
+            }
+        }
+        return last;
+    }
+}
