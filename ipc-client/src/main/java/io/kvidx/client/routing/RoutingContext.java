@@ -23,6 +23,8 @@ public final class RoutingContext {
     private final RoutingPlan plan = new RoutingPlan();
     private long random;
     private int candidateCount;
+    private final int[] candidateList = new int[PodRegistry.MAX_PODS];
+    private boolean listStale = true;
     boolean lastFallback;
 
     /**
@@ -147,6 +149,37 @@ public final class RoutingContext {
             n += Long.bitCount(bits);
         }
         candidateCount = n;
+        listStale = true;
+    }
+
+    /**
+     * Makes the dense candidate list current (after filters removed pods) for iteration with
+     * {@link #candidateSlot(int)}: {@code for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) { int s =
+     * ctx.candidateSlot(ci); ... }}. Scorers and pickers iterate this way; filters use {@link #nextCandidate}.
+     *
+     * @return the number of candidates.
+     */
+    public int sealCandidates() {
+        if (listStale) {
+            int k = 0;
+            for (int w = 0; w < 4; w++) {
+                long bits = candidates[w];
+                while (bits != 0) {
+                    candidateList[k++] = (w << 6) + Long.numberOfTrailingZeros(bits);
+                    bits &= bits - 1;
+                }
+            }
+            listStale = false;
+        }
+        return candidateCount;
+    }
+
+    /**
+     * @param i index in [0, {@link #sealCandidates()}).
+     * @return the i-th candidate in slot order (valid until a candidate is removed).
+     */
+    public int candidateSlot(final int i) {
+        return candidateList[i];
     }
 
     /**
@@ -190,6 +223,7 @@ public final class RoutingContext {
         if ((candidates[w] & bit) != 0) {
             candidates[w] &= ~bit;
             candidateCount--;
+            listStale = true;
         }
     }
 
@@ -220,20 +254,11 @@ public final class RoutingContext {
      * @return the k-th candidate in slot order.
      */
     public int candidateAt(final int k) {
-        int remaining = k;
-        for (int w = 0; w < 4; w++) {
-            final long bits = candidates[w];
-            final int c = Long.bitCount(bits);
-            if (remaining < c) {
-                long b = bits;
-                for (int i = 0; i < remaining; i++) {
-                    b &= b - 1;
-                }
-                return (w << 6) + Long.numberOfTrailingZeros(b);
-            }
-            remaining -= c;
+        if (k < 0 || k >= candidateCount) {
+            throw new IllegalArgumentException("candidate index " + k + " outside [0, " + candidateCount + ")");
         }
-        throw new IllegalArgumentException("candidate index " + k + " >= " + candidateCount);
+        sealCandidates();
+        return candidateList[k];
     }
 
     /**

@@ -94,7 +94,8 @@ public final class Selector {
             return RoutingPlan.NO_POD;
         }
         final double[] totals = ctx.totals();
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             totals[s] = 0;
         }
         final int pick;
@@ -106,7 +107,8 @@ public final class Selector {
                     continue;
                 }
                 scorers[i].score(ctx, scratch);
-                for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+                for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+                    final int s = ctx.candidateSlot(ci);
                     totals[s] += w * scratch[s];
                 }
             }

@@ -96,20 +96,23 @@ public final class CacheAffinityScorer implements Scorer {
         final int n = depths.chainLength();
         final int[] d = depths.depths();
         if (n == 0) {
-            for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+            for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+                final int s = ctx.candidateSlot(ci);
                 scores[s] = 0;
             }
             return;
         }
         final double inv = 1.0 / n;
         if (tiers == null) {
-            for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+            for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+                final int s = ctx.candidateSlot(ci);
                 scores[s] = Math.min(d[s], n) * inv;
             }
             return;
         }
         final long[] keys = ctx.get(Slots.BLOCK_KEYS).keys();
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             final int depth = Math.min(d[s], n);
             double sum = 0;
             for (int i = 0; i < depth; i++) {

@@ -84,14 +84,16 @@ public final class DynamoCostScorer implements Scorer {
         final int isl = tokens > 0 ? tokens : Math.max(fromMeta, depths.chainLength() * blockSize);
         double min = Double.MAX_VALUE;
         double max = -Double.MAX_VALUE;
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             final double c = cost(depths.depth(s), isl, registry.prefillTokens(s), registry.decodeBlocks(s));
             scores[s] = c;
             min = Math.min(min, c);
             max = Math.max(max, c);
         }
         final double range = max - min;
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             scores[s] = range <= 0 ? 1.0 : (max - scores[s]) / range;
         }
     }

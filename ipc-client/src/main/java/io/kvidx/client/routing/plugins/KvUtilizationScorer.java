@@ -31,7 +31,8 @@ public final class KvUtilizationScorer implements Scorer {
 
     @Override
     public void score(final RoutingContext ctx, final double[] scores) {
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             scores[s] = 1.0 - registry.kvUtilization(s);
         }
     }

@@ -37,14 +37,16 @@ public final class LeastLoadScorer implements Scorer {
     public void score(final RoutingContext ctx, final double[] scores) {
         long min = Long.MAX_VALUE;
         long max = Long.MIN_VALUE;
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             final long load = metric.of(registry, s);
             scores[s] = load;
             min = Math.min(min, load);
             max = Math.max(max, load);
         }
         final double range = (double) max - min;
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             scores[s] = range <= 0 ? 1.0 : (max - scores[s]) / range;
         }
     }

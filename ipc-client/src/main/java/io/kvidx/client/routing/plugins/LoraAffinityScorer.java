@@ -52,7 +52,8 @@ public final class LoraAffinityScorer implements Scorer {
     public void score(final RoutingContext ctx, final double[] scores) {
         final String lora = ctx.get(Slots.REQUEST).lora();
         final int id = lora == null ? -1 : registry.loraId(lora);
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             if (lora == null || registry.hasLora(s, id)) {
                 scores[s] = 1.0;
             } else {

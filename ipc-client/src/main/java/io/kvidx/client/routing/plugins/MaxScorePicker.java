@@ -29,7 +29,8 @@ public final class MaxScorePicker implements Picker {
         int best = -1;
         double bestScore = Double.NEGATIVE_INFINITY;
         int ties = 0;
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             final double t = totals[s];
             if (t > bestScore) {
                 bestScore = t;

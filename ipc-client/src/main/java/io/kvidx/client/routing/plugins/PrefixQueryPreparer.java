@@ -92,7 +92,8 @@ public final class PrefixQueryPreparer implements Preparer, PickListener {
         final int[] d = depths.depths();
         depths.chainLength(keys.length());
         if (mode == Mode.APPROXIMATE) {
-            for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+            for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+                final int s = ctx.candidateSlot(ci);
                 d[s] = 0;
             }
         } else {

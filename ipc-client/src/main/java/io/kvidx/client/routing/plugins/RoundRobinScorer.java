@@ -31,7 +31,8 @@ public final class RoundRobinScorer implements Scorer {
     public void score(final RoutingContext ctx, final double[] scores) {
         final int n = ctx.candidateCount();
         final int chosen = ctx.candidateAt((int) Long.remainderUnsigned(turn.getAndIncrement(), n));
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             scores[s] = s == chosen ? 1.0 : 0.0;
         }
     }

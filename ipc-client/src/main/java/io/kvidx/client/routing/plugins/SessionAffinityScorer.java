@@ -45,7 +45,8 @@ public final class SessionAffinityScorer implements Scorer, PickListener {
         final LongValue session = ctx.get(Slots.SESSION_KEY);
         final int remembered = session.isPresent() ? sessions.get(session.get(), System.nanoTime())
             : RoutingPlan.NO_POD;
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             scores[s] = s == remembered ? 1.0 : 0.0;
         }
     }

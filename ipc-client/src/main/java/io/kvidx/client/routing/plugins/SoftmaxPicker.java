@@ -33,16 +33,19 @@ public final class SoftmaxPicker implements Picker {
     @Override
     public int pick(final RoutingContext ctx, final double[] totals) {
         double max = Double.NEGATIVE_INFINITY;
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             max = Math.max(max, totals[s]);
         }
         double sum = 0;
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             sum += Math.exp((totals[s] - max) / temperature);
         }
         double r = ctx.nextRandomDouble() * sum;
         int last = -1;
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             last = s;
             r -= Math.exp((totals[s] - max) / temperature);
             if (r < 0) {

@@ -26,7 +26,8 @@ public final class WeightedRandomPicker implements Picker {
     @Override
     public int pick(final RoutingContext ctx, final double[] totals) {
         double sum = 0;
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             sum += Math.max(0, totals[s]);
         }
         if (!(sum > 0)) {
@@ -34,7 +35,8 @@ public final class WeightedRandomPicker implements Picker {
         }
         double r = ctx.nextRandomDouble() * sum;
         int last = -1;
-        for (int s = ctx.nextCandidate(0); s >= 0; s = ctx.nextCandidate(s + 1)) {
+        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+            final int s = ctx.candidateSlot(ci);
             final double w = Math.max(0, totals[s]);
             if (w > 0) {
                 last = s;

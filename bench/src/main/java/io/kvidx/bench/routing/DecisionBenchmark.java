@@ -1,0 +1,160 @@
+package io.kvidx.bench.routing;
+
+import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.PrefixResult;
+import io.kvidx.client.routing.IndexReaderPodIndex;
+import io.kvidx.client.routing.PodRegistry;
+import io.kvidx.client.routing.PodRole;
+import io.kvidx.client.routing.Router;
+import io.kvidx.client.routing.RoutingContext;
+import io.kvidx.client.routing.RoutingProfiles;
+import io.kvidx.client.routing.overlay.PickOverlay;
+import io.kvidx.daemon.index.IndexWriter;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One full routing decision on a real shared-memory index: 64 pods, 32-block chains, a cache-aware profile
+ * (prefix query, alive filter, cache affinity + least load, max score). Each prompt's chain is held by a few pods
+ * at different depths, so the query has several drop-off points. The router takes block keys (key hashing is
+ * measured by the keys benchmarks).
+ *
+ * <p>Run: {@code java -jar bench/target/kvidx-bench.jar DecisionBenchmark -prof gc} (SampleTime gives p99).
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.SampleTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(value = 1, jvmArgs = {"--enable-native-access=ALL-UNNAMED"})
+public class DecisionBenchmark {
+    private static final int PODS = 64;
+    private static final int CHAIN = 32;
+    private static final int PROMPTS = 1024;
+
+    private Path dir;
+    private IndexWriter writer;
+    private IndexReaderPodIndex index;
+    private Router cacheAware;
+    private Router cacheAwareOverlay;
+    private Router roundRobin;
+    private RoutingContext ctx;
+    private RoutingContext overlayCtx;
+    private RoutingContext rrCtx;
+    private long[][] chains;
+    private final PrefixResult prefix = new PrefixResult();
+    private int next;
+
+    /**
+     * Builds the index, the registry and the routers.
+     *
+     * @throws IOException when the temp dir cannot be made.
+     */
+    @Setup(Level.Trial)
+    public void setUp() throws IOException {
+        final Path shm = Path.of("/dev/shm");
+        dir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
+            "kvidx-decision-");
+        writer = IndexWriter.create(new IndexWriter.Context().dir(dir).cell("bench").shardCount(256)
+            .capacityBlocks(1 << 18).deleteOnClose(true));
+        final PodRegistry registry = new PodRegistry();
+        final int[] slots = new int[PODS];
+        for (int p = 0; p < PODS; p++) {
+            slots[p] = writer.registerPod("pod-" + p, "model");
+            registry.register(slots[p], "pod-" + p, "model", PodRole.BOTH, null);
+        }
+        final SplittableRandom random = new SplittableRandom(7);
+        chains = new long[PROMPTS][CHAIN];
+        for (int i = 0; i < PROMPTS; i++) {
+            for (int b = 0; b < CHAIN; b++) {
+                chains[i][b] = random.nextLong();
+            }
+            for (int h = 0; h < 4; h++) {
+                writer.store(slots[random.nextInt(PODS)], chains[i], 0, 1 + random.nextInt(CHAIN));
+            }
+        }
+        for (int p = 0; p < PODS; p++) {
+            registry.load(slots[p], random.nextInt(4), random.nextInt(16), random.nextInt(20_000));
+        }
+        writer.heartbeat(System.currentTimeMillis());
+        index = new IndexReaderPodIndex(IndexReader.attach(new IndexReader.Context().dir(dir).cell("bench")
+            .heartbeatTimeoutMs(0)), 1_000);
+        cacheAware = RoutingProfiles.single(RoutingProfiles.cacheAware("cache-aware", index, registry, null, 16,
+            null), registry, index);
+        cacheAwareOverlay = RoutingProfiles.single(RoutingProfiles.cacheAware("cache-aware-overlay", index,
+            registry, null, 16, new PickOverlay(1 << 16, PickOverlay.TTL_MS_DEFAULT)), registry, index);
+        roundRobin = RoutingProfiles.single(RoutingProfiles.roundRobin("round-robin", index, registry, true),
+            registry, index);
+        ctx = cacheAware.newContext();
+        overlayCtx = cacheAwareOverlay.newContext();
+        rrCtx = roundRobin.newContext();
+    }
+
+    /**
+     * Unmaps and deletes the index.
+     *
+     * @throws IOException when the temp dir cannot be removed.
+     */
+    @TearDown(Level.Trial)
+    public void tearDown() throws IOException {
+        index.close();
+        writer.close();
+        try (var files = Files.walk(dir)) {
+            files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
+
+    /**
+     * @return the picked slot.
+     */
+    @Benchmark
+    public int cacheAwareDecision() {
+        final long[] chain = chains[next++ & (PROMPTS - 1)];
+        return cacheAware.routeKeys(ctx, chain, CHAIN);
+    }
+
+    /**
+     * @return the picked slot.
+     */
+    @Benchmark
+    public int cacheAwareWithOverlayDecision() {
+        final long[] chain = chains[next++ & (PROMPTS - 1)];
+        return cacheAwareOverlay.routeKeys(overlayCtx, chain, CHAIN);
+    }
+
+    /**
+     * The index query alone (the decision's largest part), for comparison.
+     *
+     * @return the deepest depth.
+     */
+    @Benchmark
+    public int indexQueryOnly() {
+        final long[] chain = chains[next++ & (PROMPTS - 1)];
+        return index.reader().query(chain, CHAIN, null, prefix);
+    }
+
+    /**
+     * @return the picked slot.
+     */
+    @Benchmark
+    public int roundRobinDecision() {
+        final long[] chain = chains[next++ & (PROMPTS - 1)];
+        return roundRobin.routeKeys(rrCtx, chain, CHAIN);
+    }
+}

@@ -1,0 +1,180 @@
+package io.kvidx.daemon.routing;
+
+import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.routing.IndexReaderPodIndex;
+import io.kvidx.client.routing.PodRegistry;
+import io.kvidx.client.routing.PodRole;
+import io.kvidx.client.routing.Router;
+import io.kvidx.client.routing.RoutingContext;
+import io.kvidx.client.routing.RoutingProfiles;
+import io.kvidx.client.routing.Selector;
+import io.kvidx.client.routing.SingleWorkflow;
+import io.kvidx.client.routing.overlay.PickOverlay;
+import io.kvidx.daemon.index.IndexWriter;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The decision layer over a real shared-memory index written by {@link IndexWriter}.
+ */
+@Timeout(30)
+class IndexRoutingTest {
+    @TempDir
+    Path dir;
+
+    private IndexWriter.Context writerContext() {
+        return new IndexWriter.Context().dir(dir).cell("routing").shardCount(16).capacityBlocks(4096)
+            .deleteOnClose(true);
+    }
+
+    private IndexReader.Context readerContext(final long heartbeatTimeoutMs) {
+        return new IndexReader.Context().dir(dir).cell("routing").attachTimeoutMs(2_000)
+            .heartbeatTimeoutMs(heartbeatTimeoutMs);
+    }
+
+    private static long[] chain(final long seed, final int n) {
+        final SplittableRandom r = new SplittableRandom(seed);
+        final long[] k = new long[n];
+        for (int i = 0; i < n; i++) {
+            k[i] = r.nextLong();
+        }
+        return k;
+    }
+
+    @Test
+    void shouldRouteToTheDeepestPrefixOnARealIndex() {
+        try (IndexWriter writer = IndexWriter.create(writerContext())) {
+            final int[] slots = new int[6];
+            for (int p = 0; p < slots.length; p++) {
+                slots[p] = writer.registerPod("pod-" + p, "m");
+            }
+            final long[] a = chain(1, 32);
+            final long[] b = chain(2, 32);
+            writer.store(slots[1], a, 0, 32);
+            writer.store(slots[2], a, 0, 10);
+            writer.store(slots[4], b, 0, 20);
+            try (IndexReaderPodIndex index = new IndexReaderPodIndex(IndexReader.attach(readerContext(0)), 100)) {
+                final PodRegistry registry = new PodRegistry();
+                assertEquals(6, registry.registerFromIndex(index));
+                assertEquals("pod-4", registry.podId(slots[4]));
+                final Router router = RoutingProfiles.single(
+                    RoutingProfiles.cacheAware("ca", index, registry, null, 16, null), registry, index);
+                final RoutingContext ctx = router.newContext();
+                assertEquals(slots[1], router.routeKeys(ctx, a, a.length));
+                assertEquals(slots[4], router.routeKeys(ctx, b, b.length));
+                registry.load(slots[1], 0, 50, 0);
+                final int shortPick = router.routeKeys(ctx, a, 10);
+                assertTrue(shortPick == slots[2], "both hold all 10 blocks; the idle pod wins: " + shortPick);
+                writer.podDown(slots[1]);
+                assertEquals(slots[2], router.routeKeys(ctx, a, a.length), "a pod marked down is skipped");
+                final Router rr = RoutingProfiles.single(RoutingProfiles.roundRobin("rr", index, registry, true),
+                    registry, index);
+                final RoutingContext rrCtx = rr.newContext();
+                final int[] counts = new int[256];
+                for (int i = 0; i < 50; i++) {
+                    counts[rr.routeKeys(rrCtx, a, a.length)]++;
+                }
+                assertEquals(0, counts[slots[1]]);
+                for (int p = 0; p < slots.length; p++) {
+                    if (p != 1) {
+                        assertEquals(10, counts[slots[p]], "round robin over the 5 alive pods");
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void shouldFallBackWhileTheHeartbeatIsStaleAndRecover() {
+        try (IndexWriter writer = IndexWriter.create(writerContext())) {
+            final int s0 = writer.registerPod("p0", "m");
+            final int s1 = writer.registerPod("p1", "m");
+            final long[] a = chain(3, 16);
+            writer.store(s1, a, 0, 16);
+            writer.heartbeat(System.currentTimeMillis());
+            try (IndexReaderPodIndex index = new IndexReaderPodIndex(IndexReader.attach(readerContext(500)), 10)) {
+                final PodRegistry registry = new PodRegistry();
+                registry.register(s0, "p0", "m", PodRole.BOTH, null).register(s1, "p1", "m", PodRole.BOTH, null);
+                registry.load(s1, 0, 3, 0);
+                final Selector selector = new Selector(
+                    RoutingProfiles.cacheAware("ca", index, registry, null, 16, null), registry, index);
+                final Router router = new Router(new SingleWorkflow(selector), registry, index);
+                final RoutingContext ctx = router.newContext();
+                assertEquals(s1, router.routeKeys(ctx, a, a.length));
+                writer.heartbeat(System.currentTimeMillis() - 60_000);
+                assertFalse(index.isAvailable());
+                assertEquals(s0, router.routeKeys(ctx, a, a.length), "power-of-two picks the idle pod");
+                assertTrue(ctx.plan().isFallback());
+                assertEquals(1, selector.counters().fallbacks());
+                writer.heartbeat(System.currentTimeMillis());
+                assertEquals(s1, router.routeKeys(ctx, a, a.length), "cache-aware again");
+                assertFalse(ctx.plan().isFallback());
+                assertEquals(1, selector.counters().fallbacks());
+            }
+        }
+    }
+
+    @Test
+    void shouldFallBackWhileTheIndexIsMissingAndAttachWhenItAppears() {
+        final PodRegistry registry = new PodRegistry();
+        registry.register(0, "p0", "m", PodRole.BOTH, null).register(1, "p1", "m", PodRole.BOTH, null);
+        try (IndexReaderPodIndex index = new IndexReaderPodIndex(readerContext(5_000), 0)) {
+            assertFalse(index.isAvailable());
+            final Selector selector = new Selector(
+                RoutingProfiles.cacheAware("ca", index, registry, null, 16, null), registry, index);
+            final Router router = new Router(new SingleWorkflow(selector), registry, index);
+            final RoutingContext ctx = router.newContext();
+            final long[] a = chain(4, 8);
+            for (int i = 0; i < 20; i++) {
+                assertNotEquals(-1, router.routeKeys(ctx, a, a.length));
+                assertTrue(ctx.plan().isFallback());
+            }
+            assertEquals(20, selector.counters().fallbacks());
+            try (IndexWriter writer = IndexWriter.create(writerContext())) {
+                final int s0 = writer.registerPod("p0", "m");
+                final int s1 = writer.registerPod("p1", "m");
+                assertEquals(0, s0);
+                writer.store(s1, a, 0, 8);
+                registry.load(s1, 0, 5, 0);
+                for (int i = 0; i < 5; i++) {
+                    assertEquals(s1, router.routeKeys(ctx, a, a.length), "attached: cache-aware");
+                    assertFalse(ctx.plan().isFallback());
+                }
+                assertEquals(20, selector.counters().fallbacks());
+            }
+        }
+    }
+
+    @Test
+    void shouldKeepABurstTogetherBeforeTheEventsArrive() {
+        try (IndexWriter writer = IndexWriter.create(writerContext())) {
+            final PodRegistry registry = new PodRegistry();
+            for (int p = 0; p < 8; p++) {
+                final int slot = writer.registerPod("pod-" + p, "m");
+                registry.register(slot, "pod-" + p, "m", PodRole.BOTH, null);
+            }
+            try (IndexReaderPodIndex index = new IndexReaderPodIndex(IndexReader.attach(readerContext(0)), 100)) {
+                final Router router = RoutingProfiles.single(RoutingProfiles.cacheAware("ca", index, registry,
+                    null, 16, new PickOverlay(4096, 2_000)), registry, index);
+                final RoutingContext ctx = router.newContext();
+                final long[] burst = chain(5, 24);
+                final int first = router.routeKeys(ctx, burst, burst.length);
+                for (int i = 0; i < 10; i++) {
+                    registry.requestStarted(first, 100);
+                    assertEquals(first, router.routeKeys(ctx, burst, burst.length));
+                }
+                writer.store(first, burst, 0, burst.length);
+                assertEquals(first, router.routeKeys(ctx, burst, burst.length), "and the index agrees later");
+            }
+        }
+    }
+}
