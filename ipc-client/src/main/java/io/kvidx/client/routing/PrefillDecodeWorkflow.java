@@ -65,6 +65,16 @@ public final class PrefillDecodeWorkflow implements Workflow {
     }
 
     @Override
+    public RoutingPlan replanDecode(final RoutingContext ctx, final int failedSlot) {
+        ctx.exclude(failedSlot);
+        final RoutingPlan plan = ctx.plan();
+        final int p = plan.prefillSlot();
+        final int d = decode.select(ctx);
+        plan.prefillDecode(p, d, plan.isFallback() || ctx.lastFallback);
+        return plan;
+    }
+
+    @Override
     public List<Selector> selectors() {
         return List.of(prefill, decode);
     }

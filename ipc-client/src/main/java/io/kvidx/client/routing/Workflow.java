@@ -28,6 +28,18 @@ public interface Workflow {
     RoutingPlan replan(RoutingContext ctx, int failedSlot);
 
     /**
+     * Decides again after the plan's serving (decode) pod failed, keeping the prefill pod of a prefill/decode plan
+     * (its KV cache is already computed): excludes the failed pod and re-runs only the last selection.
+     *
+     * @param ctx        the context of the failed plan.
+     * @param failedSlot the pod that failed.
+     * @return the new plan (check {@link RoutingPlan#isRoutable()}).
+     */
+    default RoutingPlan replanDecode(final RoutingContext ctx, final int failedSlot) {
+        return replan(ctx, failedSlot);
+    }
+
+    /**
      * @return the selectors, in the order they run.
      */
     List<Selector> selectors();
