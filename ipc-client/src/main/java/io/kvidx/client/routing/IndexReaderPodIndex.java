@@ -164,20 +164,12 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
         @Override
         public int prefixDepths(final long[] keys, final int length, final long[] candidates,
             final int[] depthBySlot) {
-            boolean changed = false;
-            for (int w = 0; w < 4; w++) {
-                changed |= mirrored[w] != candidates[w];
-                long bits = candidates[w];
-                while (bits != 0) {
-                    depthBySlot[(w << 6) + Long.numberOfTrailingZeros(bits)] = 0;
-                    bits &= bits - 1;
-                }
-            }
             final IndexReader r = owner.reader;
             if (r == null) {
                 throw new IndexException("index not mapped");
             }
-            if (changed) {
+            if (mirrored[0] != candidates[0] || mirrored[1] != candidates[1] || mirrored[2] != candidates[2]
+                || mirrored[3] != candidates[3]) {
                 mirror.clear();
                 for (int w = 0; w < 4; w++) {
                     mirrored[w] = candidates[w];
@@ -190,9 +182,13 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
             }
             final int n = Math.min(length, r.maxChainLength());
             final int max = r.query(keys, n, mirror, result);
-            final int count = result.count();
-            for (int i = 0; i < count; i++) {
-                depthBySlot[result.slot(i)] = result.depth(i);
+            for (int w = 0; w < 4; w++) {
+                long bits = candidates[w];
+                while (bits != 0) {
+                    final int slot = (w << 6) + Long.numberOfTrailingZeros(bits);
+                    depthBySlot[slot] = result.depthOf(slot);
+                    bits &= bits - 1;
+                }
             }
             return max;
         }

@@ -15,7 +15,8 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * (0..255), so index answers and registry facts line up without a lookup.
  *
  * <p>Load figures are plain atomics: the router's request threads update them (e.g. {@link #requestStarted} /
- * {@link #requestFinished}, or {@link #load} from polled metrics) while deciders read them without locks.
+ * {@link #requestFinished}, or {@link #load} from polled metrics) while deciders read them without locks, with
+ * opaque reads (always a fresh value, no ordering: a decision may mix figures from before and after an update).
  *
  * <p><b>Note:</b> thread safe. {@link #register} and {@link #unregister} are cold (they may allocate); every
  * getter and load setter is allocation-free.
@@ -115,7 +116,7 @@ public final class PodRegistry {
      * @return that word of the registered-pod bitmap.
      */
     public long registeredWord(final int word) {
-        return registered.get(word);
+        return registered.getOpaque(word);
     }
 
     /**
@@ -175,7 +176,7 @@ public final class PodRegistry {
      * @return its role.
      */
     public PodRole role(final int slot) {
-        return ROLES[role.get(slot)];
+        return ROLES[role.getOpaque(slot)];
     }
 
     private static final PodRole[] ROLES = PodRole.values();
@@ -223,7 +224,7 @@ public final class PodRegistry {
      * @return requests waiting.
      */
     public int queued(final int slot) {
-        return queued.get(slot);
+        return queued.getOpaque(slot);
     }
 
     /**
@@ -231,7 +232,7 @@ public final class PodRegistry {
      * @return requests running.
      */
     public int running(final int slot) {
-        return running.get(slot);
+        return running.getOpaque(slot);
     }
 
     /**
@@ -239,7 +240,7 @@ public final class PodRegistry {
      * @return tokens in flight.
      */
     public long tokens(final int slot) {
-        return tokens.get(slot);
+        return tokens.getOpaque(slot);
     }
 
     /**
@@ -260,7 +261,7 @@ public final class PodRegistry {
      * @return KV-cache utilisation in [0, 1].
      */
     public double kvUtilization(final int slot) {
-        return Double.longBitsToDouble(kvUtilizationBits.get(slot));
+        return Double.longBitsToDouble(kvUtilizationBits.getOpaque(slot));
     }
 
     /**
@@ -282,7 +283,7 @@ public final class PodRegistry {
      * @return tokens queued for prefill.
      */
     public long prefillTokens(final int slot) {
-        return prefillTokens.get(slot);
+        return prefillTokens.getOpaque(slot);
     }
 
     /**
@@ -290,7 +291,7 @@ public final class PodRegistry {
      * @return active decode blocks.
      */
     public long decodeBlocks(final int slot) {
-        return decodeBlocks.get(slot);
+        return decodeBlocks.getOpaque(slot);
     }
 
     /**
@@ -311,7 +312,7 @@ public final class PodRegistry {
      * @return concurrency cap, 0 for none.
      */
     public int maxConcurrency(final int slot) {
-        return maxConcurrency.get(slot);
+        return maxConcurrency.getOpaque(slot);
     }
 
     /**
@@ -329,7 +330,7 @@ public final class PodRegistry {
      * @return most adapters the pod can hold.
      */
     public int maxLoras(final int slot) {
-        return maxLoras.get(slot);
+        return maxLoras.getOpaque(slot);
     }
 
     /**
@@ -390,7 +391,7 @@ public final class PodRegistry {
      * @return true when the pod has the adapter loaded.
      */
     public boolean hasLora(final int slot, final int loraId) {
-        return loraId >= 0 && (loraWords.get(slot * 4 + (loraId >>> 6)) & (1L << loraId)) != 0;
+        return loraId >= 0 && (loraWords.getOpaque(slot * 4 + (loraId >>> 6)) & (1L << loraId)) != 0;
     }
 
     /**

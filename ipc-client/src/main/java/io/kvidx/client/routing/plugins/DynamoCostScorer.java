@@ -92,9 +92,10 @@ public final class DynamoCostScorer implements Scorer {
             max = Math.max(max, c);
         }
         final double range = max - min;
+        final double inv = range <= 0 ? 0 : 1.0 / range;
         for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
             final int s = ctx.candidateSlot(ci);
-            scores[s] = range <= 0 ? 1.0 : (max - scores[s]) / range;
+            scores[s] = range <= 0 ? 1.0 : (max - scores[s]) * inv;
         }
     }
 }

@@ -45,9 +45,17 @@ public final class LeastLoadScorer implements Scorer {
             max = Math.max(max, load);
         }
         final double range = (double) max - min;
+        if (range <= 0) {
+            for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+                scores[ctx.candidateSlot(ci)] = 1.0;
+            }
+            return;
+        }
+        final double inv = 1.0 / range;
+        final double top = max;
         for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
             final int s = ctx.candidateSlot(ci);
-            scores[s] = range <= 0 ? 1.0 : (max - scores[s]) / range;
+            scores[s] = (top - scores[s]) * inv;
         }
     }
 }

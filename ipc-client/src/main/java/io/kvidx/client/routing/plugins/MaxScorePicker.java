@@ -26,23 +26,30 @@ public final class MaxScorePicker implements Picker {
 
     @Override
     public int pick(final RoutingContext ctx, final double[] totals) {
-        int best = -1;
-        double bestScore = Double.NEGATIVE_INFINITY;
+        final int n = ctx.sealCandidates();
+        double best = Double.NEGATIVE_INFINITY;
         int ties = 0;
-        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
-            final int s = ctx.candidateSlot(ci);
-            final double t = totals[s];
-            if (t > bestScore) {
-                bestScore = t;
-                best = s;
+        int first = -1;
+        for (int ci = 0; ci < n; ci++) {
+            final double t = totals[ctx.candidateSlot(ci)];
+            if (t > best) {
+                best = t;
                 ties = 1;
-            } else if (t == bestScore) {
+                first = ci;
+            } else if (t == best) {
                 ties++;
-                if (ctx.nextRandomInt(ties) == 0) {
-                    best = s;
-                }
             }
         }
-        return best;
+        if (ties == 1) {
+            return ctx.candidateSlot(first);
+        }
+        int k = ctx.nextRandomInt(ties);
+        for (int ci = first; ci < n; ci++) {
+            final int s = ctx.candidateSlot(ci);
+            if (totals[s] == best && k-- == 0) {
+                return s;
+            }
+        }
+        return ctx.candidateSlot(first);
     }
 }
