@@ -177,4 +177,43 @@ class IndexRoutingTest {
             }
         }
     }
+
+    @Test
+    void shouldDecideWithoutAllocatingOnTheRealIndex() {
+        try (IndexWriter writer = IndexWriter.create(writerContext())) {
+            final PodRegistry registry = new PodRegistry();
+            final long[][] chains = new long[64][];
+            for (int p = 0; p < 32; p++) {
+                final int slot = writer.registerPod("pod-" + p, "m");
+                registry.register(slot, "pod-" + p, "m", PodRole.BOTH, null).load(slot, p % 3, p % 5, 0);
+            }
+            for (int i = 0; i < chains.length; i++) {
+                chains[i] = chain(100 + i, 32);
+                writer.store(i % 32, chains[i], 0, 1 + i % 32);
+                writer.store((i * 7) % 32, chains[i], 0, 32 - i % 16);
+            }
+            try (IndexReaderPodIndex index = new IndexReaderPodIndex(IndexReader.attach(readerContext(0)), 100)) {
+                final Router router = RoutingProfiles.single(
+                    RoutingProfiles.cacheAware("ca", index, registry, null, 16, null), registry, index);
+                final RoutingContext ctx = router.newContext();
+                final com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean)
+                    java.lang.management.ManagementFactory.getThreadMXBean();
+                final long id = Thread.currentThread().threadId();
+                final long[] perRound = new long[5];
+                int sum = 0;
+                for (int round = 0; round < perRound.length; round++) {
+                    final long calibrate = mx.getThreadAllocatedBytes(id);
+                    final long overhead = mx.getThreadAllocatedBytes(id) - calibrate;
+                    final long before = mx.getThreadAllocatedBytes(id);
+                    for (int i = 0; i < 20_000; i++) {
+                        sum += router.routeKeys(ctx, chains[i & 63], 32);
+                    }
+                    perRound[round] = mx.getThreadAllocatedBytes(id) - before - overhead;
+                }
+                assertTrue(sum > 0);
+                assertEquals(0, perRound[3] + perRound[4], "bytes allocated in steady state, rounds: "
+                    + java.util.Arrays.toString(perRound));
+            }
+        }
+    }
 }

@@ -148,4 +148,31 @@ class SelectorTest {
         final RoutingContext ctx2 = plain.newContext();
         assertNotEquals(first, plain.route(ctx2, prompt, prompt.length), "without overlay, load wins");
     }
+
+    @Test
+    void shouldRouteByItsOwnPicksWithNoEventStream() {
+        final PickOverlay overlay = new PickOverlay(4096, PickOverlay.APPROXIMATE_TTL_MS_DEFAULT);
+        final Profile approx = Profile.builder("approx")
+            .prepare(new io.kvidx.client.routing.plugins.BlockKeysPreparer("keys", TestKeys.KEYS, TestKeys.BLOCK))
+            .prepare(new io.kvidx.client.routing.plugins.PrefixQueryPreparer("query",
+                io.kvidx.client.routing.plugins.PrefixQueryPreparer.Mode.APPROXIMATE, overlay))
+            .score(new io.kvidx.client.routing.plugins.CacheAffinityScorer("cache"), 2)
+            .score(new io.kvidx.client.routing.plugins.LeastLoadScorer("load", registry,
+                io.kvidx.client.routing.plugins.LoadMetric.REQUESTS), 1)
+            .pick(new io.kvidx.client.routing.plugins.MaxScorePicker("max"))
+            .build(registry);
+        assertFalse(approx.needsIndex());
+        final Router router = RoutingProfiles.single(approx, registry, null);
+        final RoutingContext ctx = router.newContext();
+        final int[] system = TestKeys.tokens(21, 256);
+        final int home = router.route(ctx, system, system.length);
+        registry.requestStarted(home, 1);
+        for (int user = 0; user < 10; user++) {
+            final int[] prompt = TestKeys.tokens(21, 256, 100 + user, 320);
+            assertEquals(home, router.route(ctx, prompt, prompt.length), "shared system prompt follows its pod");
+            assertFalse(ctx.plan().isFallback());
+        }
+        final int[] other = TestKeys.tokens(99, 256);
+        assertNotEquals(home, router.route(ctx, other, other.length), "a new prefix goes to an idle pod");
+    }
 }
