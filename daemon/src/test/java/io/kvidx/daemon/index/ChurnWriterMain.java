@@ -16,6 +16,9 @@ public final class ChurnWriterMain {
     static final int PINNED_LENGTH = 32;
     static final int HALF = 16;
     static final long PINNED_BASE = 777;
+    static final int SLOTS = 1024;
+    /** Churn keys alive at once: about 80% of the table, far below the 95% eviction threshold per shard. */
+    static final int RING = 1600;
 
     private ChurnWriterMain() {
     }
@@ -37,8 +40,9 @@ public final class ChurnWriterMain {
     }
 
     static IndexWriter.Context context(final Path dir, final String cell) {
-        // Small, crowded shards: every delete shifts neighbours, the case the seqlock protects.
-        return new IndexWriter.Context().dir(dir).cell(cell).shardCount(2).slotsPerShard(64).maxLoadFactor(0.95)
+        // Small, crowded shards (long probe clusters, up to ~75% full) but never full: no eviction may remove a
+        // pinned key. Every delete shifts neighbours, the case the seqlock protects.
+        return new IndexWriter.Context().dir(dir).cell(cell).shardCount(2).slotsPerShard(SLOTS).maxLoadFactor(0.95)
             .maxChainLength(64).deleteOnClose(true);
     }
 
@@ -51,21 +55,31 @@ public final class ChurnWriterMain {
         writer.store(half, pinned, 0, HALF);
         ready.run();
         final SplittableRandom random = new SplittableRandom(42);
-        final long[] batch = new long[80];
+        final long[] ring = new long[RING];
+        final long[] one = new long[1];
         final Stats stats = new Stats();
         long nextBeat = 0;
+        int next = 0;
         while (System.nanoTime() < deadlineNs) {
-            for (int i = 0; i < batch.length; i++) {
-                batch[i] = random.nextLong();
+            // Replace the oldest churn key by a new one: each delete backward-shifts the long clusters that the
+            // pinned keys sit in.
+            for (int n = 0; n < 64; n++) {
+                if (ring[next] != 0) {
+                    one[0] = ring[next];
+                    stats.deletes += writer.remove(churn, one, 0, 1);
+                }
+                ring[next] = random.nextLong() | 1;
+                one[0] = ring[next];
+                stats.stores += writer.store(churn, one, 0, 1);
+                next = (next + 1) % RING;
             }
-            stats.stores += writer.store(churn, batch, 0, batch.length);
-            stats.deletes += writer.remove(churn, batch, 0, batch.length);
             final long now = System.currentTimeMillis();
             if (now >= nextBeat) {
                 writer.heartbeat(now);
                 nextBeat = now + 100;
             }
         }
+        writer.remove(churn, ring, 0, RING);
         return stats;
     }
 
