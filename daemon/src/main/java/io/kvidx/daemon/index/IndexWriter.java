@@ -128,6 +128,9 @@ public final class IndexWriter implements AutoCloseable {
             if (context.adviseRandom) {
                 PosixNative.madvise(s, PosixNative.MADV_RANDOM);
             }
+            if (context.hugePages) {
+                PosixNative.madvise(s, PosixNative.MADV_HUGEPAGE);
+            }
             s.set(ValueLayout.JAVA_LONG, IndexDescriptor.MAGIC_OFFSET, IndexDescriptor.MAGIC);
             s.set(ValueLayout.JAVA_INT, IndexDescriptor.HEADER_LENGTH_OFFSET, IndexDescriptor.HEADER_LENGTH);
             s.set(ValueLayout.JAVA_INT, IndexDescriptor.SHARD_COUNT_OFFSET, context.shardCount);
@@ -691,6 +694,7 @@ public final class IndexWriter implements AutoCloseable {
         private int keyScheme = IndexDescriptor.KEY_SCHEME_ROUTER_V1;
         private boolean deleteOnClose;
         private boolean adviseRandom = true;
+        private boolean hugePages = true;
         private boolean concluded;
 
         /**
@@ -826,6 +830,16 @@ public final class IndexWriter implements AutoCloseable {
          */
         public Context adviseRandom(final boolean adviseRandom) {
             this.adviseRandom = adviseRandom;
+            return this;
+        }
+
+        /**
+         * @param hugePages madvise(MADV_HUGEPAGE) the mapping (default true); effective on tmpfs only when
+         *                  /sys/kernel/mm/transparent_hugepage/shmem_enabled allows it (see tuning/).
+         * @return this.
+         */
+        public Context hugePages(final boolean hugePages) {
+            this.hugePages = hugePages;
             return this;
         }
 

@@ -64,6 +64,23 @@ class IndexWriterTest {
     }
 
     @Test
+    void shouldAnswerTheSameWithAndWithoutPrefetch() {
+        final int a = writer.registerPod("pod-a", "m");
+        final int b = writer.registerPod("pod-b", "m");
+        final long[] keys = TestIndexes.chain(9, 48);
+        writer.store(a, keys, 0, 48);
+        writer.store(b, keys, 0, 30);
+        try (IndexReader plain = IndexReader.attach(TestIndexes.reader(dir).prefetch(false))) {
+            final PrefixResult other = new PrefixResult();
+            reader.query(keys, 48, null, result);
+            plain.query(keys, 48, null, other);
+            assertEquals(result.depthOf(a), other.depthOf(a));
+            assertEquals(30, other.depthOf(b));
+            assertEquals(30, result.depthOf(b));
+        }
+    }
+
+    @Test
     void shouldUseFewerProbesThanTheChainForFewDepths() {
         final int a = writer.registerPod("pod-a", "m");
         final long[] keys = TestIndexes.chain(2, 64);

@@ -54,6 +54,7 @@ public final class IndexReader implements AutoCloseable {
     private final long shardHeadersOffset;
     private final long tablesOffset;
     private final long shardTableLength;
+    private final boolean prefetch;
 
     private IndexReader(final MappedRegion region, final Context context) {
         this.region = region;
@@ -74,6 +75,7 @@ public final class IndexReader implements AutoCloseable {
         this.shardHeadersOffset = IndexDescriptor.shardHeadersOffset(maxPods);
         this.tablesOffset = IndexDescriptor.tablesOffset(maxPods, shardCount);
         this.shardTableLength = (long) slotsPerShard * ENTRY_LENGTH;
+        this.prefetch = context.prefetch();
     }
 
     /**
@@ -220,6 +222,9 @@ public final class IndexReader implements AutoCloseable {
         if (length == 0 || (s0 | s1 | s2 | s3) == 0) {
             return 0;
         }
+        if (prefetch) {
+            result.sink = prefetch(keys, length);
+        }
         final long[] stack = result.stack;
         final long[] words = result.words;
         int top = 0;
@@ -284,6 +289,9 @@ public final class IndexReader implements AutoCloseable {
             s2 &= candidates.word(2);
             s3 &= candidates.word(3);
         }
+        if (prefetch) {
+            result.sink = prefetch(keys, length);
+        }
         final long[] words = result.words;
         int i = 0;
         while (i < length && (s0 | s1 | s2 | s3) != 0) {
@@ -298,6 +306,22 @@ public final class IndexReader implements AutoCloseable {
         result.addAll(s0, s1, s2, s3, i);
         result.probes(i);
         return result.maxDepth();
+    }
+
+    /**
+     * Loads the home entry of every key of the chain before the search starts: the loads are independent, so
+     * their cache misses overlap instead of being paid one probe at a time.
+     */
+    private long prefetch(final long[] keys, final int length) {
+        final MemorySegment s = segment;
+        long sink = 0;
+        for (int i = 0; i < length; i++) {
+            final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(keys[i]));
+            final int shard = (int) (h >>> (64 - shardBits));
+            final int home = (int) ((h << shardBits) >>> (64 - slotBits));
+            sink += (long) LONG.get(s, tablesOffset + shard * shardTableLength + ((long) home << 6));
+        }
+        return sink;
     }
 
     private static void push(final long[] stack, final int frame, final int lo, final int hi, final long w0,
@@ -592,6 +616,7 @@ public final class IndexReader implements AutoCloseable {
         private String cell;
         private long attachTimeoutMs = -1;
         private long heartbeatTimeoutMs = -1;
+        private Boolean prefetch;
 
         /**
          * Applies defaults to unset values and validates.
@@ -610,6 +635,9 @@ public final class IndexReader implements AutoCloseable {
             }
             if (heartbeatTimeoutMs < 0) {
                 heartbeatTimeoutMs = IndexConfiguration.heartbeatTimeoutMs();
+            }
+            if (prefetch == null) {
+                prefetch = IndexConfiguration.prefetch();
             }
             IndexConfiguration.indexFile(dir, cell);
             return this;
@@ -677,6 +705,24 @@ public final class IndexReader implements AutoCloseable {
          */
         public long heartbeatTimeoutMs() {
             return heartbeatTimeoutMs;
+        }
+
+        /**
+         * @param prefetch load the home entry of every key of a chain before searching (default true): the cache
+         *                 misses of a large index overlap instead of adding up, at a small cost when the index
+         *                 fits in cache. See docs/perf.md.
+         * @return this.
+         */
+        public Context prefetch(final boolean prefetch) {
+            this.prefetch = prefetch;
+            return this;
+        }
+
+        /**
+         * @return whether queries prefetch the chain's home entries.
+         */
+        public boolean prefetch() {
+            return prefetch == null || prefetch;
         }
 
         /**
