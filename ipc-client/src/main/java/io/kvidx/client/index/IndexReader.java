@@ -15,6 +15,8 @@ import java.nio.file.Path;
 import static io.kvidx.client.index.IndexDescriptor.ALIVE_BITMAP_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_KEY_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_LENGTH;
+import static io.kvidx.client.index.IndexDescriptor.ENTRY_LENGTH_SHIFT;
+import static io.kvidx.client.index.IndexDescriptor.OVERFLOW_LENGTH;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_PODS_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_HEADER_LENGTH;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
@@ -54,6 +56,9 @@ public final class IndexReader implements AutoCloseable {
     private final long shardHeadersOffset;
     private final long tablesOffset;
     private final long shardTableLength;
+    private final long overflowOffset;
+    private final int overflowPerShard;
+    private final int overflowMask;
     private final boolean prefetch;
 
     private IndexReader(final MappedRegion region, final Context context) {
@@ -75,6 +80,9 @@ public final class IndexReader implements AutoCloseable {
         this.shardHeadersOffset = IndexDescriptor.shardHeadersOffset(maxPods);
         this.tablesOffset = IndexDescriptor.tablesOffset(maxPods, shardCount);
         this.shardTableLength = (long) slotsPerShard * ENTRY_LENGTH;
+        this.overflowOffset = IndexDescriptor.overflowOffset(maxPods, shardCount, slotsPerShard);
+        this.overflowPerShard = IndexDescriptor.overflowPerShard(slotsPerShard);
+        this.overflowMask = overflowPerShard - 1;
         this.prefetch = context.prefetch();
     }
 
@@ -319,7 +327,7 @@ public final class IndexReader implements AutoCloseable {
             final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(keys[i]));
             final int shard = (int) (h >>> (64 - shardBits));
             final int home = (int) ((h << shardBits) >>> (64 - slotBits));
-            sink += (long) LONG.get(s, tablesOffset + shard * shardTableLength + ((long) home << 6));
+            sink += (long) LONG.get(s, tablesOffset + shard * shardTableLength + ((long) home << ENTRY_LENGTH_SHIFT));
         }
         return sink;
     }
@@ -372,13 +380,30 @@ public final class IndexReader implements AutoCloseable {
                 boolean found = false;
                 int idx = home;
                 for (int n = 0; n <= slotMask; n++) {
-                    final long e = table + ((long) idx << 6);
+                    final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
                     final long ek = (long) LONG.getAcquire(s, e + ENTRY_KEY_OFFSET);
                     if (ek == k) {
-                        w0 = (long) LONG.getOpaque(s, e + ENTRY_PODS_OFFSET);
-                        w1 = (long) LONG.getOpaque(s, e + ENTRY_PODS_OFFSET + 8);
-                        w2 = (long) LONG.getOpaque(s, e + ENTRY_PODS_OFFSET + 16);
-                        w3 = (long) LONG.getOpaque(s, e + ENTRY_PODS_OFFSET + 24);
+                        final long pods = (long) LONG.getAcquire(s, e + ENTRY_PODS_OFFSET);
+                        if (pods >= 0) {
+                            for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
+                                final int slot = IndexDescriptor.inlineSlot(pods, i);
+                                final long bit = 1L << slot;
+                                switch (slot >>> 6) {
+                                    case 0 -> w0 |= bit;
+                                    case 1 -> w1 |= bit;
+                                    case 2 -> w2 |= bit;
+                                    default -> w3 |= bit;
+                                }
+                            }
+                        } else {
+                            // Masked: even a corrupted index cannot point outside this shard's overflow area.
+                            final long o = overflowOffset
+                                + ((long) shard * overflowPerShard + ((int) pods & overflowMask)) * OVERFLOW_LENGTH;
+                            w0 = (long) LONG.getOpaque(s, o);
+                            w1 = (long) LONG.getOpaque(s, o + 8);
+                            w2 = (long) LONG.getOpaque(s, o + 16);
+                            w3 = (long) LONG.getOpaque(s, o + 24);
+                        }
                         found = true;
                         break;
                     }
