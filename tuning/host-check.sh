@@ -35,4 +35,4 @@ isolated=$(cat /sys/devices/system/cpu/isolated 2>/dev/null)
 [ -n "$isolated" ] && ok "isolated cpus: $isolated" || warn "no isolated cpus (isolcpus=/nohz_full= on the kernel command line) for the writer and router threads"
 
 limit=$(ulimit -l)
-ok "memlock limit: $limit (kvidx mlock()s the index when it may)"
+ok "memlock limit: $limit (PosixNative.mlock needs it to cover the index)"
