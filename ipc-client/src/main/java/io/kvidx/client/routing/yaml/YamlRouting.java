@@ -510,7 +510,8 @@ public final class YamlRouting {
                     }
                     yield new PrefixQueryPreparer(s.name, mode, overlay);
                 }
-                case "session-key" -> new SessionKeyPreparer(s.name, s.str("header", SessionKeyPreparer.HEADER_DEFAULT));
+                case "session-key" -> new SessionKeyPreparer(s.name,
+                    s.str("header", SessionKeyPreparer.HEADER_DEFAULT));
                 case "hash-key" -> new HashKeyPreparer(s.name, s.str("header", null),
                     s.enumOf("source", HashKeyPreparer.Source.class, HashKeyPreparer.Source.TOKENS),
                     s.integer("prefix", 256));
