@@ -129,7 +129,8 @@ public final class HttpExecutor implements Executor {
                         } catch (final IOException ex) {
                             failures.add(new ExecutionException.Attempt(stage, slot, ex.toString()));
                             throw new ExecutionException("the " + stage + " pod " + slot
-                                + " broke off its answer after " + bytes[0] + " bytes were streamed (not retried)", failures);
+                                + " broke off its answer after " + bytes[0] + " bytes were streamed (not retried)",
+                                failures);
                         }
                         return new Outcome(response.statusCode(), slot, prefillSlot, attempts, bytes[0]);
                     }
