@@ -155,6 +155,40 @@ class IndexRoutingTest {
     }
 
     @Test
+    void shouldFollowAReCreatedIndex() throws InterruptedException {
+        final PodRegistry registry = new PodRegistry();
+        registry.register(0, "p0", "m", PodRole.BOTH, null).register(1, "p1", "m", PodRole.BOTH, null);
+        final long[] a = chain(6, 8);
+        final IndexWriter first = IndexWriter.create(writerContext());
+        first.registerPod("p0", "m");
+        first.registerPod("p1", "m");
+        first.store(0, a, 0, 8);
+        try (IndexReaderPodIndex index = new IndexReaderPodIndex(IndexReader.attach(readerContext(300)), 50)) {
+            final Router router = RoutingProfiles.single(
+                RoutingProfiles.cacheAware("ca", index, registry, null, 16, null), registry, index);
+            final RoutingContext ctx = router.newContext();
+            assertEquals(0, router.routeKeys(ctx, a, a.length));
+            first.close();
+            try (IndexWriter second = IndexWriter.create(writerContext())) {
+                second.registerPod("p0", "m");
+                second.registerPod("p1", "m");
+                second.store(1, a, 0, 8);
+                registry.load(0, 0, 9, 0);
+                final long deadline = System.currentTimeMillis() + 10_000;
+                while (System.currentTimeMillis() < deadline) {
+                    second.heartbeat(System.currentTimeMillis());
+                    if (router.routeKeys(ctx, a, a.length) == 1 && !ctx.plan().isFallback()) {
+                        break;
+                    }
+                    Thread.sleep(20);
+                }
+                assertEquals(1, router.routeKeys(ctx, a, a.length), "follows the new file");
+                assertFalse(ctx.plan().isFallback());
+            }
+        }
+    }
+
+    @Test
     void shouldKeepABurstTogetherBeforeTheEventsArrive() {
         try (IndexWriter writer = IndexWriter.create(writerContext())) {
             final PodRegistry registry = new PodRegistry();

@@ -8,9 +8,9 @@ import io.kvidx.client.index.PrefixResult;
 /**
  * {@link PodIndex} over the shared-memory {@link IndexReader}. It tolerates a missing index: while no index is
  * mapped (or its writer's heartbeat is stale) {@link #isAvailable()} is false and selectors use their fallback
- * picker; every {@code retryIntervalMs} a caller of {@link #isAvailable()} tries to attach again, so routing
- * turns cache-aware again by itself when the daemon comes back. {@link #refresh()} also follows a re-created
- * index file (new epoch).
+ * picker; every {@code retryIntervalMs} a caller of {@link #isAvailable()} tries to attach again (and, while the
+ * heartbeat is stale, checks whether the daemon re-created the file and follows it), so routing turns cache-aware
+ * again by itself when the daemon comes back. {@link #refresh()} does the same on demand.
  *
  * <p><b>Note:</b> thread safe. Attaching allocates and touches the file system; it happens only while the index
  * is missing, at most once per retry interval, on the thread that notices.
@@ -105,7 +105,16 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
                 return false;
             }
         }
-        return !r.isWriterStale();
+        if (!r.isWriterStale()) {
+            return true;
+        }
+        if (System.currentTimeMillis() >= nextAttachMs) {
+            nextAttachMs = System.currentTimeMillis() + retryIntervalMs;
+            refresh();
+            final IndexReader fresh = reader;
+            return fresh != null && !fresh.isWriterStale();
+        }
+        return false;
     }
 
     @Override
