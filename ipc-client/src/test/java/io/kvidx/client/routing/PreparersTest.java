@@ -82,7 +82,7 @@ class PreparersTest {
         }
         final long[] chain = TestKeys.keys(7, 10);
         index.store(1, chain, 10).store(2, chain, 3);
-        final PickOverlay overlay = new PickOverlay(256, 2_000);
+        final PickOverlay overlay = new PickOverlay(256, 2_000, false);
         overlay.record(chain, 6, 2, System.nanoTime());
         overlay.record(chain, 2, 3, System.nanoTime());
         final RoutingContext ctx = PluginTestSupport.context(registry, index);

@@ -27,6 +27,7 @@ public final class PickOverlay {
 
     private final int mask;
     private final long ttlNs;
+    private final boolean sparse;
     private final long[] keys;
     private final long[] expiry;
     private final long[] pods;
@@ -34,10 +35,24 @@ public final class PickOverlay {
     private long records;
 
     /**
+     * A sparse overlay (see {@link #PickOverlay(int, long, boolean)}).
+     *
      * @param capacity entries (rounded up to a power of two, at least {@link #PROBE_WINDOW}).
      * @param ttlMs    how long a recorded pick counts, in milliseconds (> 0).
      */
     public PickOverlay(final int capacity, final long ttlMs) {
+        this(capacity, ttlMs, true);
+    }
+
+    /**
+     * @param capacity entries (rounded up to a power of two, at least {@link #PROBE_WINDOW}).
+     * @param ttlMs    how long a recorded pick counts, in milliseconds (> 0).
+     * @param sparse   true to record and check only blocks 0, 1, 3, 7, ..., 2^k - 1 and the chain's last block
+     *                 (about log2(N) + 1 entries per pick instead of N): depths come out exact for a repeated
+     *                 prompt and rounded down to the last checked block for a partly shared one; false to record
+     *                 every block (exact depths, N entries per pick).
+     */
+    public PickOverlay(final int capacity, final long ttlMs, final boolean sparse) {
         if (capacity <= 0 || capacity > (1 << 26)) {
             throw new IllegalArgumentException("capacity must be in (0, 2^26]: " + capacity);
         }
@@ -46,6 +61,7 @@ public final class PickOverlay {
         }
         final int cap = Math.max(PROBE_WINDOW, Integer.highestOneBit(capacity - 1) << 1);
         this.mask = cap - 1;
+        this.sparse = sparse;
         this.ttlNs = TimeUnit.MILLISECONDS.toNanos(ttlMs);
         this.keys = new long[cap];
         this.expiry = new long[cap];
@@ -69,12 +85,28 @@ public final class PickOverlay {
         final long until = nowNs + ttlNs;
         final int w = slot >>> 6;
         final long bit = 1L << slot;
-        for (int i = 0; i < length; i++) {
+        for (int i = 0; i < length; i = next(i, length)) {
             final int e = entryFor(chain[i], nowNs);
             pods[e * 4 + w] |= bit;
             expiry[e] = until;
         }
         records++;
+    }
+
+    /**
+     * @param i      a checked block position.
+     * @param length chain length.
+     * @return the next checked position, or {@code length} when done.
+     */
+    private int next(final int i, final int length) {
+        if (!sparse) {
+            return i + 1;
+        }
+        final int n = 2 * i + 1;
+        if (n < length - 1) {
+            return n;
+        }
+        return i < length - 1 ? length - 1 : length;
     }
 
     private int entryFor(final long key, final long nowNs) {
@@ -130,8 +162,8 @@ public final class PickOverlay {
 
     /**
      * Raises each candidate's depth to the number of leading chain blocks the overlay records for it, when that
-     * is deeper. Stops at the first block no surviving candidate was recorded for (one lookup when the overlay
-     * knows nothing of this prompt).
+     * is deeper. Stops at the first checked block no surviving candidate was recorded for (one lookup when the
+     * overlay knows nothing of this prompt).
      *
      * @param chain      block keys.
      * @param length     chain length.
@@ -146,22 +178,25 @@ public final class PickOverlay {
         long s2 = candidates[2];
         long s3 = candidates[3];
         int i = 0;
+        int depth = 0;
         while (i < length && (s0 | s1 | s2 | s3) != 0) {
             final int e = find(chain[i], nowNs);
             final long h0 = e < 0 ? 0 : s0 & pods[e * 4];
             final long h1 = e < 0 ? 0 : s1 & pods[e * 4 + 1];
             final long h2 = e < 0 ? 0 : s2 & pods[e * 4 + 2];
             final long h3 = e < 0 ? 0 : s3 & pods[e * 4 + 3];
-            raise(s0 & ~h0, 0, i, depths);
-            raise(s1 & ~h1, 64, i, depths);
-            raise(s2 & ~h2, 128, i, depths);
-            raise(s3 & ~h3, 192, i, depths);
+            raise(s0 & ~h0, 0, depth, depths);
+            raise(s1 & ~h1, 64, depth, depths);
+            raise(s2 & ~h2, 128, depth, depths);
+            raise(s3 & ~h3, 192, depth, depths);
             s0 = h0;
             s1 = h1;
             s2 = h2;
             s3 = h3;
-            i++;
+            depth = i + 1;
+            i = next(i, length);
         }
+        i = depth;
         raise(s0, 0, i, depths);
         raise(s1, 64, i, depths);
         raise(s2, 128, i, depths);
@@ -192,15 +227,15 @@ public final class PickOverlay {
     public synchronized int depthOf(final long[] chain, final int length, final int slot, final long nowNs) {
         final int w = slot >>> 6;
         final long bit = 1L << slot;
-        int i = 0;
-        while (i < length) {
+        int depth = 0;
+        for (int i = 0; i < length; i = next(i, length)) {
             final int e = find(chain[i], nowNs);
             if (e < 0 || (pods[e * 4 + w] & bit) == 0) {
                 break;
             }
-            i++;
+            depth = i + 1;
         }
-        return i;
+        return depth;
     }
 
     /**

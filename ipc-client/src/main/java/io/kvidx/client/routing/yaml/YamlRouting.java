@@ -503,8 +503,9 @@ public final class YamlRouting {
                     final long ttl = (long) s.dbl("ttl-ms", mode == PrefixQueryPreparer.Mode.APPROXIMATE
                         ? PickOverlay.APPROXIMATE_TTL_MS_DEFAULT : PickOverlay.TTL_MS_DEFAULT);
                     final int capacity = s.integer("overlay-capacity", 1 << 16);
+                    final boolean sparse = s.bool("overlay-sparse", true);
                     final PickOverlay overlay = mode == PrefixQueryPreparer.Mode.INDEX ? null
-                        : env.overlay != null ? env.overlay : new PickOverlay(capacity, ttl);
+                        : env.overlay != null ? env.overlay : new PickOverlay(capacity, ttl, sparse);
                     if (mode != PrefixQueryPreparer.Mode.APPROXIMATE) {
                         need(env.index, "an index", s);
                     }
