@@ -432,7 +432,8 @@ public final class IndexWriter implements AutoCloseable {
                 return 1;
             }
             if (ek == 0) {
-                final long countOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_ENTRY_COUNT_OFFSET;
+                final long countOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH
+                    + SHARD_ENTRY_COUNT_OFFSET;
                 final int count = (int) INT.get(segment, countOffset);
                 if (count >= maxCountPerShard) {
                     evict(shard, table);

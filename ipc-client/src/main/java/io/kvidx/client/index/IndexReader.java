@@ -98,7 +98,8 @@ public final class IndexReader implements AutoCloseable {
                 boolean keep = false;
                 try {
                     final MemorySegment header = region.segment();
-                    final int version = (int) Layouts.INT.getAcquire(header, (long) IndexDescriptor.LAYOUT_VERSION_OFFSET);
+                    final int version = (int) Layouts.INT.getAcquire(header,
+                        (long) IndexDescriptor.LAYOUT_VERSION_OFFSET);
                     if (version != 0) {
                         final IndexReader reader = validate(region, file, context, version);
                         keep = true;
