@@ -57,7 +57,8 @@ public final class HashCommand implements Callable<Integer> {
     @Option(names = "--tokens", paramLabel = "t1,t2,...", description = "Token ids, comma or space separated.")
     private String tokens;
 
-    @Option(names = "--tokens-file", paramLabel = "F", description = "File of token ids, comma or whitespace separated.")
+    @Option(names = "--tokens-file", paramLabel = "F",
+        description = "File of token ids, comma or whitespace separated.")
     private Path tokensFile;
 
     @Option(names = "--digest", description = "vLLM algorithms: print each block's full digest in hex instead.")
@@ -96,7 +97,8 @@ public final class HashCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("--seed (the engine's PYTHONHASHSEED) is required for " + algo);
             }
             if (model != null) {
-                throw new IllegalArgumentException("--model is not part of vLLM's block hash; leave it out for " + algo);
+                throw new IllegalArgumentException(
+                    "--model is not part of vLLM's block hash; leave it out for " + algo);
             }
             final VllmBlockHasher hasher = new VllmBlockHasher(algorithm, blockSize);
             final int d = hasher.digestLength();

@@ -96,7 +96,8 @@ class HashCommandTest {
     void shouldPrintFullDigestsAndEventValuesForVllmAlgorithms() {
         final String[] algos = {"sha256", "sha256_cbor", "xxhash", "xxhash_cbor"};
         for (final String algo : algos) {
-            final Result values = run("hash", "--algo", algo, "--block-size", "2", "--seed", "0", "--tokens", "1,2,3,4,5");
+            final Result values = run("hash", "--algo", algo, "--block-size", "2", "--seed", "0",
+                "--tokens", "1,2,3,4,5");
             final Result digests = run("hash", "--algo", algo, "--block-size", "2", "--seed", "0", "--digest",
                 "--tokens", "1,2,3,4,5");
             assertEquals(0, values.code, values.err);

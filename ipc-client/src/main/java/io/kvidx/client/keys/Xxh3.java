@@ -103,7 +103,8 @@ public final class Xxh3 {
      * @param outOffset where to write.
      */
     public static void hash128(
-        final byte[] input, final int offset, final int length, final long seed, final long[] out, final int outOffset) {
+        final byte[] input, final int offset, final int length, final long seed,
+        final long[] out, final int outOffset) {
         Objects.checkFromIndexSize(offset, length, input.length);
         Objects.checkFromIndexSize(outOffset, 2, out.length);
         if (length <= 16) {

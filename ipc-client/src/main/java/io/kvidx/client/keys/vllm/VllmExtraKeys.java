@@ -13,7 +13,8 @@ import java.util.List;
  */
 public final class VllmExtraKeys {
     /** No LoRA, no salt, no multimodal input: every block's extra keys are None. */
-    public static final VllmExtraKeys NONE = new VllmExtraKeys(null, null, List.of(), MultiModalKeyStyle.IDENTIFIER_AND_OFFSET);
+    public static final VllmExtraKeys NONE =
+        new VllmExtraKeys(null, null, List.of(), MultiModalKeyStyle.IDENTIFIER_AND_OFFSET);
 
     /** How vLLM keys a multimodal item in a block. */
     public enum MultiModalKeyStyle {
