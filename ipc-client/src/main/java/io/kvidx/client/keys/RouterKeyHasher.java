@@ -47,25 +47,6 @@ public final class RouterKeyHasher {
     static final String SEED_TAG = "kvidx.router.v1";
 
     private static final long LOW32 = 0xFFFFFFFFL;
-    // The default secret's first 128 bytes as words: constants the JIT folds into the short-message path.
-    private static final long K0 = Xxh3.read64(SECRET, 0);
-    private static final long K8 = Xxh3.read64(SECRET, 8);
-    private static final long K16 = Xxh3.read64(SECRET, 16);
-    private static final long K24 = Xxh3.read64(SECRET, 24);
-    private static final long K32 = Xxh3.read64(SECRET, 32);
-    private static final long K40 = Xxh3.read64(SECRET, 40);
-    private static final long K48 = Xxh3.read64(SECRET, 48);
-    private static final long K56 = Xxh3.read64(SECRET, 56);
-    private static final long K64 = Xxh3.read64(SECRET, 64);
-    private static final long K72 = Xxh3.read64(SECRET, 72);
-    private static final long K80 = Xxh3.read64(SECRET, 80);
-    private static final long K88 = Xxh3.read64(SECRET, 88);
-    private static final long K96 = Xxh3.read64(SECRET, 96);
-    private static final long K104 = Xxh3.read64(SECRET, 104);
-    private static final long K112 = Xxh3.read64(SECRET, 112);
-    private static final long K120 = Xxh3.read64(SECRET, 120);
-    private static final long BITFLIP1 = K24 ^ K32;
-    private static final long BITFLIP2 = K40 ^ K48;
 
     private final int blockSize;
     private final int messageLength;
@@ -193,19 +174,14 @@ public final class RouterKeyHasher {
         return Xxh3.read64(SECRET, i);
     }
 
-    private static long mixK(
-        final long parent, final int[] t, final int off, final int p, final long k0, final long k1) {
-        return mul128Fold64(rd(parent, t, off, p) ^ k0, rd(parent, t, off, p + 8) ^ k1);
-    }
-
     private static long mix(final long parent, final int[] t, final int off, final int p, final int s) {
         return mul128Fold64(rd(parent, t, off, p) ^ sec(s), rd(parent, t, off, p + 8) ^ sec(s + 8));
     }
 
     static long hash(final long parent, final int[] t, final int off, final int len) {
         if (len <= 16) {
-            final long lo = parent ^ BITFLIP1;
-            final long hi = rd(parent, t, off, len - 8) ^ BITFLIP2;
+            final long lo = parent ^ (sec(24) ^ sec(32));
+            final long hi = rd(parent, t, off, len - 8) ^ (sec(40) ^ sec(48));
             return avalanche(len + Long.reverseBytes(lo) + hi + mul128Fold64(lo, hi));
         }
         if (len <= 128) {
@@ -213,17 +189,17 @@ public final class RouterKeyHasher {
             if (len > 32) {
                 if (len > 64) {
                     if (len > 96) {
-                        acc += mixK(parent, t, off, 48, K96, K104);
-                        acc += mixK(parent, t, off, len - 64, K112, K120);
+                        acc += mix(parent, t, off, 48, 96);
+                        acc += mix(parent, t, off, len - 64, 112);
                     }
-                    acc += mixK(parent, t, off, 32, K64, K72);
-                    acc += mixK(parent, t, off, len - 48, K80, K88);
+                    acc += mix(parent, t, off, 32, 64);
+                    acc += mix(parent, t, off, len - 48, 80);
                 }
-                acc += mixK(parent, t, off, 16, K32, K40);
-                acc += mixK(parent, t, off, len - 32, K48, K56);
+                acc += mix(parent, t, off, 16, 32);
+                acc += mix(parent, t, off, len - 32, 48);
             }
-            acc += mul128Fold64(parent ^ K0, rd(parent, t, off, 8) ^ K8);
-            acc += mixK(parent, t, off, len - 16, K16, K24);
+            acc += mix(parent, t, off, 0, 0);
+            acc += mix(parent, t, off, len - 16, 16);
             return avalanche(acc);
         }
         if (len <= MIDSIZE_MAX) {
