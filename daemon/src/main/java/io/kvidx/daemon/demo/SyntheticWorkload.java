@@ -109,7 +109,13 @@ public final class SyntheticWorkload {
         return groups;
     }
 
-    static long mix(final long x) {
+    /**
+     * SplitMix64's finaliser: a cheap bijective 64-bit mix used to derive synthetic keys.
+     *
+     * @param x input.
+     * @return mixed value.
+     */
+    public static long mix(final long x) {
         long z = x + 0x9E37_79B9_7F4A_7C15L;
         z = (z ^ (z >>> 30)) * 0xBF58_476D_1CE4_E5B9L;
         z = (z ^ (z >>> 27)) * 0x94D0_49BB_1331_11EBL;
