@@ -25,6 +25,8 @@ public final class VllmBlockHasher {
     private final long[] xxScratch = new long[2];
     private final int[] blockTokens;
     private final byte[] parent;
+    private final byte[] chainCurrent;
+    private final byte[] chainPrevious;
     private final Object[] triple = new Object[3];
 
     /**
@@ -43,6 +45,8 @@ public final class VllmBlockHasher {
         this.sha256 = algorithm.digestLength() == 32 ? sha256() : null;
         this.blockTokens = new int[blockSize];
         this.parent = new byte[digestLength];
+        this.chainCurrent = new byte[digestLength];
+        this.chainPrevious = new byte[digestLength];
     }
 
     /**
@@ -159,8 +163,10 @@ public final class VllmBlockHasher {
         if (values != null) {
             Objects.checkFromIndexSize(0, n, values.length);
         }
-        final byte[] current = new byte[digestLength];
-        final byte[] previous = noneHash.clone();
+        Objects.checkFromIndexSize(0, digestLength, noneHash.length);
+        final byte[] current = chainCurrent;
+        final byte[] previous = chainPrevious;
+        System.arraycopy(noneHash, 0, previous, 0, digestLength);
         for (int b = 0; b < n; b++) {
             final int start = b * blockSize;
             hashBlock(previous, 0, tokens, start, extras.forBlock(start, start + blockSize), current, 0);
