@@ -13,6 +13,7 @@ import picocli.CommandLine.Command;
         CommandLine.HelpCommand.class,
         DemoCommand.class,
         DemoReaderCommand.class,
+        HashCommand.class,
     })
 public final class KvidxCli implements Runnable {
     @CommandLine.Spec
