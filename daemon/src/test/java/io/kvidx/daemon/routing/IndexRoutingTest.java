@@ -1,6 +1,7 @@
 package io.kvidx.daemon.routing;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.client.routing.IndexReaderPodIndex;
 import io.kvidx.client.routing.PodRegistry;
 import io.kvidx.client.routing.PodRole;
@@ -89,6 +90,40 @@ class IndexRoutingTest {
                         assertEquals(10, counts[slots[p]], "round robin over the 5 alive pods");
                     }
                 }
+            }
+        }
+    }
+
+    @Test
+    void shouldRouteTokenIdsByRouterKeys() {
+        final RouterKeyHasher hasher = new RouterKeyHasher(16);
+        try (IndexWriter writer = IndexWriter.create(writerContext().blockSize(16))) {
+            final PodRegistry registry = new PodRegistry();
+            for (int p = 0; p < 4; p++) {
+                final int slot = writer.registerPod("pod-" + p, "llama");
+                registry.register(slot, "pod-" + p, "llama", PodRole.BOTH, null);
+            }
+            final int[] prompt = new int[16 * 12 + 5];
+            for (int i = 0; i < prompt.length; i++) {
+                prompt[i] = 1000 + i * 7;
+            }
+            final long[] keys = new long[12];
+            hasher.keys(RouterKeyHasher.chainSeed("llama", null, null), prompt, prompt.length, keys);
+            writer.store(2, keys, 0, 12);
+            final long[] loraKeys = new long[12];
+            hasher.keys(RouterKeyHasher.chainSeed("llama", "sql", null), prompt, prompt.length, loraKeys);
+            writer.store(3, loraKeys, 0, 6);
+            try (IndexReaderPodIndex index = new IndexReaderPodIndex(IndexReader.attach(readerContext(0)), 100)) {
+                assertEquals(16, index.blockSize());
+                final Router router = RoutingProfiles.single(
+                    RoutingProfiles.cacheAware("ca", index, registry, hasher, null), registry, index);
+                final RoutingContext ctx = router.newContext();
+                ctx.reset().tokens(prompt, 0, prompt.length).request().model("llama");
+                assertEquals(2, router.plan(ctx).slot());
+                ctx.reset().tokens(prompt, 0, prompt.length).request().model("llama").lora("sql");
+                assertEquals(3, router.plan(ctx).slot(), "the adapter's own chain");
+                org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                    () -> RoutingProfiles.cacheAware("ca", index, registry, new RouterKeyHasher(64), null));
             }
         }
     }

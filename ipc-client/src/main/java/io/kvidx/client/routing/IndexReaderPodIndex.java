@@ -130,6 +130,12 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
     }
 
     @Override
+    public int blockSize() {
+        final IndexReader r = reader;
+        return r == null ? 0 : r.blockSize();
+    }
+
+    @Override
     public PodDescription describe(final int slot) {
         final IndexReader r = reader;
         if (r == null || slot >= r.maxPods()) {

@@ -33,6 +33,13 @@ public interface PodIndex {
     int maxChainLength();
 
     /**
+     * @return tokens per block the index's keys were made with, or 0 when unknown (e.g. not attached yet).
+     */
+    default int blockSize() {
+        return 0;
+    }
+
+    /**
      * Reads a pod table entry. Allocates: not for the decision path.
      *
      * @param slot pod slot.

@@ -1,7 +1,7 @@
 package io.kvidx.client.routing;
 
 /**
- * A request's model, LoRA adapter, prompt size and headers (names compared case-insensitively), set by the router
+ * A request's model, LoRA adapter, cache salt, prompt size and headers (names compared case-insensitively), set by the router
  * before a decision. Holds references only: the strings belong to the caller.
  *
  * <p><b>Note:</b> not thread safe; owned by one {@link RoutingContext}.
@@ -14,6 +14,7 @@ public final class RequestMeta {
     private int headerCount;
     private String model;
     private String lora;
+    private String cacheSalt;
     private int promptTokens = -1;
 
     /**
@@ -27,6 +28,7 @@ public final class RequestMeta {
         headerCount = 0;
         model = null;
         lora = null;
+        cacheSalt = null;
         promptTokens = -1;
     }
 
@@ -88,6 +90,22 @@ public final class RequestMeta {
      */
     public String lora() {
         return lora;
+    }
+
+    /**
+     * @param salt the request's cache salt (vLLM's {@code cache_salt}), or null.
+     * @return this.
+     */
+    public RequestMeta cacheSalt(final String salt) {
+        this.cacheSalt = salt;
+        return this;
+    }
+
+    /**
+     * @return cache salt, or null.
+     */
+    public String cacheSalt() {
+        return cacheSalt;
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.kvidx.client.routing;
 
+import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.client.routing.overlay.PickOverlay;
 import io.kvidx.client.routing.plugins.AliveFilter;
 import io.kvidx.client.routing.plugins.BlockKeysPreparer;
@@ -9,6 +10,7 @@ import io.kvidx.client.routing.plugins.LoadMetric;
 import io.kvidx.client.routing.plugins.MaxScorePicker;
 import io.kvidx.client.routing.plugins.PrefixQueryPreparer;
 import io.kvidx.client.routing.plugins.RoundRobinScorer;
+import io.kvidx.client.routing.plugins.RouterKeysPreparer;
 
 /**
  * Ready-made profiles and routers for the common cases (and the demo): a cache-aware profile and a round-robin
@@ -45,6 +47,36 @@ public final class RoutingProfiles {
             b.prepare(new BlockKeysPreparer("block-keys", keyFunction, blockSize));
         }
         return b.prepare(new PrefixQueryPreparer("prefix-query",
+                overlay == null ? PrefixQueryPreparer.Mode.INDEX : PrefixQueryPreparer.Mode.INDEX_AND_OVERLAY,
+                overlay))
+            .filter(new AliveFilter("alive", index))
+            .score(new CacheAffinityScorer("cache-affinity"), CACHE_WEIGHT_DEFAULT)
+            .score(new LeastLoadScorer("least-load", registry, LoadMetric.REQUESTS), LOAD_WEIGHT_DEFAULT)
+            .pick(new MaxScorePicker("max-score"))
+            .build(registry);
+    }
+
+    /**
+     * Cache-aware over router keys: like {@link #cacheAware(String, PodIndex, PodRegistry, KeyFunction, int,
+     * PickOverlay)} with a {@link RouterKeysPreparer} (chain seeded per request by model, LoRA and cache salt).
+     *
+     * @param name     profile name.
+     * @param index    the index.
+     * @param registry the pods.
+     * @param hasher   router-key hasher; its block size must equal the index's.
+     * @param overlay  recent-pick overlay, or null.
+     * @return the profile.
+     * @throws IllegalArgumentException when the hasher's block size differs from the index's.
+     */
+    public static Profile cacheAware(final String name, final PodIndex index, final PodRegistry registry,
+        final RouterKeyHasher hasher, final PickOverlay overlay) {
+        if (index.blockSize() > 0 && index.blockSize() != hasher.blockSize()) {
+            throw new IllegalArgumentException("router block size " + hasher.blockSize() + " differs from the index's "
+                + index.blockSize() + ": every prefix would score 0");
+        }
+        return Profile.builder(name)
+            .prepare(new RouterKeysPreparer("router-keys", hasher))
+            .prepare(new PrefixQueryPreparer("prefix-query",
                 overlay == null ? PrefixQueryPreparer.Mode.INDEX : PrefixQueryPreparer.Mode.INDEX_AND_OVERLAY,
                 overlay))
             .filter(new AliveFilter("alive", index))

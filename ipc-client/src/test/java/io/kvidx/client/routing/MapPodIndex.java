@@ -9,7 +9,7 @@ import java.util.Map;
  * Reference-model {@link PodIndex} for unit tests: a plain map of block key to the set of pods holding it,
  * answering depths by walking the chain from its first block.
  */
-final class MapPodIndex implements PodIndex {
+class MapPodIndex implements PodIndex {
     private final Map<Long, long[]> blocks = new HashMap<>();
     private final long[] alive = new long[4];
     private final Map<Integer, PodDescription> pods = new HashMap<>();

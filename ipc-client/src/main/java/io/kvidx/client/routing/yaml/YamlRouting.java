@@ -1,5 +1,6 @@
 package io.kvidx.client.routing.yaml;
 
+import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.client.routing.Filter;
 import io.kvidx.client.routing.KeyFunction;
 import io.kvidx.client.routing.Picker;
@@ -38,6 +39,7 @@ import io.kvidx.client.routing.plugins.PowerOfTwoPicker;
 import io.kvidx.client.routing.plugins.PrefixQueryPreparer;
 import io.kvidx.client.routing.plugins.RoleFilter;
 import io.kvidx.client.routing.plugins.RoundRobinScorer;
+import io.kvidx.client.routing.plugins.RouterKeysPreparer;
 import io.kvidx.client.routing.plugins.SessionAffinityScorer;
 import io.kvidx.client.routing.plugins.SessionKeyPreparer;
 import io.kvidx.client.routing.plugins.SessionTable;
@@ -497,6 +499,8 @@ public final class YamlRouting {
             return switch (s.type) {
                 case "block-keys" -> new BlockKeysPreparer(s.name, need(env.keyFunction, "a key function", s),
                     s.integer("block-size", env.blockSize));
+                case "router-keys" -> new RouterKeysPreparer(s.name,
+                    new RouterKeyHasher(s.integer("block-size", env.blockSize)));
                 case "prefix-query" -> {
                     final PrefixQueryPreparer.Mode mode = s.enumOf("mode", PrefixQueryPreparer.Mode.class,
                         PrefixQueryPreparer.Mode.INDEX);
@@ -517,7 +521,7 @@ public final class YamlRouting {
                     s.enumOf("source", HashKeyPreparer.Source.class, HashKeyPreparer.Source.TOKENS),
                     s.integer("prefix", 256));
                 default -> throw new IllegalArgumentException("unknown preparer type '" + s.type
-                    + "' (block-keys, prefix-query, session-key, hash-key)");
+                    + "' (router-keys, block-keys, prefix-query, session-key, hash-key)");
             };
         }
 

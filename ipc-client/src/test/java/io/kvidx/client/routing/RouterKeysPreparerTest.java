@@ -1,0 +1,79 @@
+package io.kvidx.client.routing;
+
+import io.kvidx.client.keys.RouterKeyHasher;
+import io.kvidx.client.routing.plugins.RouterKeysPreparer;
+import org.junit.jupiter.api.Test;
+
+import java.lang.management.ManagementFactory;
+import java.util.Arrays;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+class RouterKeysPreparerTest {
+    private final RouterKeyHasher hasher = new RouterKeyHasher(16);
+
+    private long[] prepared(final RoutingContext ctx) {
+        final BlockKeys keys = ctx.get(Slots.BLOCK_KEYS);
+        return Arrays.copyOf(keys.keys(), keys.length());
+    }
+
+    @Test
+    void shouldKeyTheChainSeededByModelLoraAndSalt() {
+        final RouterKeysPreparer p = new RouterKeysPreparer("rk", hasher);
+        final RoutingContext ctx = PluginTestSupport.context(PluginTestSupport.registry(1), null);
+        final int[] prompt = TestKeys.tokens(3, 16 * 5 + 7);
+        ctx.tokens(prompt, 0, prompt.length).request().model("llama").lora("sql").cacheSalt("s");
+        p.prepare(ctx);
+        final long[] expected = new long[5];
+        assertEquals(5, hasher.keys(RouterKeyHasher.chainSeed("llama", "sql", "s"), prompt, prompt.length,
+            expected));
+        assertArrayEquals(expected, prepared(ctx));
+        ctx.reset().tokens(prompt, 0, prompt.length).request().model("llama");
+        p.prepare(ctx);
+        final long[] base = prepared(ctx);
+        assertFalse(Arrays.equals(expected, base), "another adapter, other keys");
+        final long[] viaFunction = new long[8];
+        final int n = RouterKeysPreparer.keyFunction(hasher, "llama", null, null).keys(prompt, prompt.length,
+            viaFunction);
+        assertArrayEquals(base, Arrays.copyOf(viaFunction, n), "fixed-seed key function agrees");
+    }
+
+    @Test
+    void shouldRefuseABlockSizeOtherThanTheIndexs() {
+        final MapPodIndex index = new MapPodIndex() {
+            @Override
+            public int blockSize() {
+                return 64;
+            }
+        };
+        final PodRegistry registry = PluginTestSupport.registry(2);
+        assertThrows(IllegalArgumentException.class,
+            () -> RoutingProfiles.cacheAware("ca", index, registry, hasher, null));
+    }
+
+    @Test
+    void shouldKeyWithoutAllocatingOnceTheModelIsKnown() {
+        final RouterKeysPreparer p = new RouterKeysPreparer("rk", hasher);
+        final RoutingContext ctx = PluginTestSupport.context(PluginTestSupport.registry(1), null);
+        final int[] prompt = TestKeys.tokens(4, 2048);
+        final String[] models = {"a", "b", "c"};
+        final com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean)
+            ManagementFactory.getThreadMXBean();
+        final long id = Thread.currentThread().threadId();
+        final long[] perRound = new long[5];
+        for (int round = 0; round < perRound.length; round++) {
+            final long calibrate = mx.getThreadAllocatedBytes(id);
+            final long overhead = mx.getThreadAllocatedBytes(id) - calibrate;
+            final long before = mx.getThreadAllocatedBytes(id);
+            for (int i = 0; i < 5_000; i++) {
+                ctx.reset().tokens(prompt, 0, prompt.length).request().model(models[i % 3]);
+                p.prepare(ctx);
+            }
+            perRound[round] = mx.getThreadAllocatedBytes(id) - before - overhead;
+        }
+        AllocationFreeRoutingTest.assertSteadyStateAllocationFree(perRound, 5_000);
+    }
+}
