@@ -2,6 +2,7 @@ package io.kvidx.bench.routing;
 
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PrefixResult;
+import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.client.routing.IndexReaderPodIndex;
 import io.kvidx.client.routing.PodRegistry;
 import io.kvidx.client.routing.PodRole;
@@ -32,8 +33,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * One full routing decision on a real shared-memory index: 64 pods, 32-block chains, a cache-aware profile
  * (prefix query, alive filter, cache affinity + least load, max score). Each prompt's chain is held by a few pods
- * at different depths, so the query has several drop-off points. The router takes block keys (key hashing is
- * measured by the keys benchmarks).
+ * at different depths, so the query has several drop-off points. The main figure takes block keys; the
+ * {@code FromTokens} variant includes hashing 512 token ids into router keys.
  *
  * <p>Run: {@code java -jar bench/target/kvidx-bench.jar DecisionBenchmark -prof gc} (SampleTime gives p99).
  */
@@ -47,6 +48,7 @@ public class DecisionBenchmark {
     private static final int PODS = 64;
     private static final int CHAIN = 32;
     private static final int PROMPTS = 1024;
+    private static final int BLOCK = 16;
 
     private Path dir;
     private IndexWriter writer;
@@ -54,6 +56,9 @@ public class DecisionBenchmark {
     private Router cacheAware;
     private Router cacheAwareOverlay;
     private Router roundRobin;
+    private Router fromTokens;
+    private RoutingContext tokensCtx;
+    private int[][] prompts;
     private RoutingContext ctx;
     private RoutingContext overlayCtx;
     private RoutingContext rrCtx;
@@ -72,7 +77,7 @@ public class DecisionBenchmark {
         dir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
             "kvidx-decision-");
         writer = IndexWriter.create(new IndexWriter.Context().dir(dir).cell("bench").shardCount(256)
-            .capacityBlocks(1 << 18).deleteOnClose(true));
+            .capacityBlocks(1 << 18).blockSize(BLOCK).deleteOnClose(true));
         final PodRegistry registry = new PodRegistry();
         final int[] slots = new int[PODS];
         for (int p = 0; p < PODS; p++) {
@@ -81,10 +86,14 @@ public class DecisionBenchmark {
         }
         final SplittableRandom random = new SplittableRandom(7);
         chains = new long[PROMPTS][CHAIN];
+        prompts = new int[PROMPTS][CHAIN * BLOCK];
+        final RouterKeyHasher hasher = new RouterKeyHasher(BLOCK);
+        final long seed = RouterKeyHasher.chainSeed("model", null, null);
         for (int i = 0; i < PROMPTS; i++) {
-            for (int b = 0; b < CHAIN; b++) {
-                chains[i][b] = random.nextLong();
+            for (int t = 0; t < CHAIN * BLOCK; t++) {
+                prompts[i][t] = random.nextInt(150_000);
             }
+            hasher.keys(seed, prompts[i], CHAIN * BLOCK, chains[i]);
             for (int h = 0; h < 4; h++) {
                 writer.store(slots[random.nextInt(PODS)], chains[i], 0, 1 + random.nextInt(CHAIN));
             }
@@ -97,12 +106,15 @@ public class DecisionBenchmark {
             .heartbeatTimeoutMs(0)), 1_000);
         cacheAware = RoutingProfiles.single(RoutingProfiles.cacheAware("cache-aware", index, registry, null, 16,
             null), registry, index);
+        fromTokens = RoutingProfiles.single(RoutingProfiles.cacheAware("cache-aware-tokens", index, registry,
+            hasher, null), registry, index);
         cacheAwareOverlay = RoutingProfiles.single(RoutingProfiles.cacheAware("cache-aware-overlay", index,
             registry, null, 16, new PickOverlay(1 << 16, PickOverlay.TTL_MS_DEFAULT)), registry, index);
         roundRobin = RoutingProfiles.single(RoutingProfiles.roundRobin("round-robin", index, registry, true),
             registry, index);
         ctx = cacheAware.newContext();
         overlayCtx = cacheAwareOverlay.newContext();
+        tokensCtx = fromTokens.newContext();
         rrCtx = roundRobin.newContext();
     }
 
@@ -136,6 +148,18 @@ public class DecisionBenchmark {
     public int cacheAwareWithOverlayDecision() {
         final long[] chain = chains[next++ & (PROMPTS - 1)];
         return cacheAwareOverlay.routeKeys(overlayCtx, chain, CHAIN);
+    }
+
+    /**
+     * The same decision from token ids: 512 tokens hashed to 32 router keys (model-seeded), then as above.
+     *
+     * @return the picked slot.
+     */
+    @Benchmark
+    public int cacheAwareFromTokensDecision() {
+        final int[] prompt = prompts[next++ & (PROMPTS - 1)];
+        tokensCtx.reset().tokens(prompt, 0, prompt.length).request().model("model");
+        return fromTokens.plan(tokensCtx).slot();
     }
 
     /**

@@ -72,7 +72,7 @@ class YamlRoutingTest {
         final YamlRouting.Loaded loaded = YamlRouting.parse("""
             profiles:
               prefill:
-                prepare: [block-keys, prefix-query]
+                prepare: [router-keys, prefix-query]
                 filter: [{type: role, role: prefill}]
                 score: [{type: cache-affinity}]
                 pick: max-score
