@@ -1,6 +1,7 @@
 package io.kvidx.client.routing;
 
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Counters of one selector: decisions, fallbacks (index missing or stale), index errors during a decision, and
@@ -9,13 +10,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p><b>Note:</b> thread safe; incremented by every thread deciding through the selector.
  */
 public final class RoutingCounters {
-    private final AtomicLong decisions = new AtomicLong();
+    private final LongAdder decisions = new LongAdder();
     private final AtomicLong fallbacks = new AtomicLong();
     private final AtomicLong indexErrors = new AtomicLong();
     private final AtomicLong noCandidate = new AtomicLong();
 
     void decision() {
-        decisions.getAndIncrement();
+        decisions.increment();
     }
 
     void fallback() {
@@ -34,7 +35,7 @@ public final class RoutingCounters {
      * @return decisions made.
      */
     public long decisions() {
-        return decisions.get();
+        return decisions.sum();
     }
 
     /**

@@ -94,27 +94,37 @@ public final class Selector {
             return RoutingPlan.NO_POD;
         }
         final double[] totals = ctx.totals();
-        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
-            final int s = ctx.candidateSlot(ci);
-            totals[s] = 0;
-        }
+        final int n = ctx.sealCandidates();
         final int pick;
         if (indexed) {
             final double[] scratch = ctx.scratch();
+            boolean first = true;
             for (int i = 0; i < scorers.length; i++) {
                 final double w = weights[i];
                 if (w == 0) {
                     continue;
                 }
                 scorers[i].score(ctx, scratch);
-                for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
-                    final int s = ctx.candidateSlot(ci);
-                    totals[s] += w * scratch[s];
+                if (first) {
+                    for (int ci = 0; ci < n; ci++) {
+                        final int s = ctx.candidateSlot(ci);
+                        totals[s] = w * scratch[s];
+                    }
+                    first = false;
+                } else {
+                    for (int ci = 0; ci < n; ci++) {
+                        final int s = ctx.candidateSlot(ci);
+                        totals[s] += w * scratch[s];
+                    }
                 }
+            }
+            if (first) {
+                zero(ctx, totals, n);
             }
             pick = picker.pick(ctx, totals);
         } else {
             counters.fallback();
+            zero(ctx, totals, n);
             pick = fallback.pick(ctx, totals);
         }
         ctx.lastFallback = !indexed;
@@ -122,6 +132,12 @@ public final class Selector {
             l.onPicked(ctx, pick);
         }
         return pick;
+    }
+
+    private static void zero(final RoutingContext ctx, final double[] totals, final int n) {
+        for (int ci = 0; ci < n; ci++) {
+            totals[ctx.candidateSlot(ci)] = 0;
+        }
     }
 
     /**
