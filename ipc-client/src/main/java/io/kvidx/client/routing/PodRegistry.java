@@ -31,6 +31,7 @@ public final class PodRegistry {
     private final AtomicIntegerArray role = new AtomicIntegerArray(MAX_PODS);
     private final AtomicIntegerArray queued = new AtomicIntegerArray(MAX_PODS);
     private final AtomicIntegerArray running = new AtomicIntegerArray(MAX_PODS);
+    private final AtomicIntegerArray requests = new AtomicIntegerArray(MAX_PODS);
     private final AtomicIntegerArray maxConcurrency = new AtomicIntegerArray(MAX_PODS);
     private final AtomicIntegerArray maxLoras = new AtomicIntegerArray(MAX_PODS);
     private final AtomicLongArray tokens = new AtomicLongArray(MAX_PODS);
@@ -66,6 +67,7 @@ public final class PodRegistry {
         }
         queued.set(slot, 0);
         running.set(slot, 0);
+        requests.set(slot, 0);
         tokens.set(slot, 0);
         prefillTokens.set(slot, 0);
         decodeBlocks.set(slot, 0);
@@ -191,8 +193,9 @@ public final class PodRegistry {
      * @return this.
      */
     public PodRegistry load(final int slot, final int queued, final int running, final long tokens) {
-        this.queued.set(slot, queued);
-        this.running.set(slot, running);
+        final int oldQueued = this.queued.getAndSet(slot, queued);
+        final int oldRunning = this.running.getAndSet(slot, running);
+        this.requests.addAndGet(slot, queued - oldQueued + running - oldRunning);
         this.tokens.set(slot, tokens);
         return this;
     }
@@ -205,6 +208,7 @@ public final class PodRegistry {
      */
     public void requestStarted(final int slot, final int promptTokens) {
         running.incrementAndGet(slot);
+        requests.incrementAndGet(slot);
         tokens.addAndGet(slot, promptTokens);
     }
 
@@ -216,6 +220,7 @@ public final class PodRegistry {
      */
     public void requestFinished(final int slot, final int promptTokens) {
         running.decrementAndGet(slot);
+        requests.decrementAndGet(slot);
         tokens.addAndGet(slot, -promptTokens);
     }
 
@@ -233,6 +238,14 @@ public final class PodRegistry {
      */
     public int running(final int slot) {
         return running.getOpaque(slot);
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return requests waiting plus running (one read; kept in step with both).
+     */
+    public int requests(final int slot) {
+        return requests.getOpaque(slot);
     }
 
     /**

@@ -37,12 +37,23 @@ public final class LeastLoadScorer implements Scorer {
     public void score(final RoutingContext ctx, final double[] scores) {
         long min = Long.MAX_VALUE;
         long max = Long.MIN_VALUE;
-        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
-            final int s = ctx.candidateSlot(ci);
-            final long load = metric.of(registry, s);
-            scores[s] = load;
-            min = Math.min(min, load);
-            max = Math.max(max, load);
+        final int n = ctx.sealCandidates();
+        if (metric == LoadMetric.REQUESTS) {
+            for (int ci = 0; ci < n; ci++) {
+                final int s = ctx.candidateSlot(ci);
+                final long load = registry.requests(s);
+                scores[s] = load;
+                min = Math.min(min, load);
+                max = Math.max(max, load);
+            }
+        } else {
+            for (int ci = 0; ci < n; ci++) {
+                final int s = ctx.candidateSlot(ci);
+                final long load = metric.of(registry, s);
+                scores[s] = load;
+                min = Math.min(min, load);
+                max = Math.max(max, load);
+            }
         }
         final double range = (double) max - min;
         if (range <= 0) {

@@ -24,7 +24,7 @@ public enum LoadMetric {
         return switch (this) {
             case QUEUE -> registry.queued(slot);
             case RUNNING -> registry.running(slot);
-            case REQUESTS -> (long) registry.queued(slot) + registry.running(slot);
+            case REQUESTS -> registry.requests(slot);
             case TOKENS -> registry.tokens(slot);
         };
     }
