@@ -81,9 +81,15 @@ class IndexRoutingTest {
                     registry, index);
                 final RoutingContext rrCtx = rr.newContext();
                 final int[] counts = new int[256];
+                int held = 0;
                 for (int i = 0; i < 50; i++) {
-                    counts[rr.routeKeys(rrCtx, a, a.length)]++;
+                    final int slot = rr.routeKeys(rrCtx, a, a.length);
+                    counts[slot]++;
+                    held += rr.heldDepth(rrCtx, slot);
                 }
+                assertEquals(10 * 10, held, "round robin hits pod 2's 10 blocks once per 5 requests");
+                assertEquals(10, router.heldDepth(ctx, slots[2]));
+                assertEquals(0, router.heldDepth(ctx, slots[3]));
                 assertEquals(0, counts[slots[1]]);
                 for (int p = 0; p < slots.length; p++) {
                     if (p != 1) {

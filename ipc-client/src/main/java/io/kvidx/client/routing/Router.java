@@ -83,6 +83,34 @@ public final class Router {
     }
 
     /**
+     * How many leading blocks of the request's chain ({@link Slots#BLOCK_KEYS}, as routed by {@link #routeKeys} or
+     * computed by a key preparer) a pod holds according to the index, whatever the profile: e.g. to measure the
+     * prefix hit rate of a round-robin router next to a cache-aware one. Allocation-free.
+     *
+     * @param ctx  the context of the decision.
+     * @param slot a pod slot.
+     * @return the depth, or -1 when there is no index or it is unavailable.
+     */
+    public int heldDepth(final RoutingContext ctx, final int slot) {
+        if (index == null || ctx.cursor() == null || slot < 0 || !index.isAvailable()) {
+            return -1;
+        }
+        final BlockKeys keys = ctx.get(Slots.BLOCK_KEYS);
+        final long[] one = ctx.probeWords();
+        one[0] = 0;
+        one[1] = 0;
+        one[2] = 0;
+        one[3] = 0;
+        one[slot >>> 6] = 1L << slot;
+        try {
+            ctx.cursor().prefixDepths(keys.keys(), keys.length(), one, ctx.probeDepths());
+        } catch (final io.kvidx.client.index.IndexException ex) {
+            return -1;
+        }
+        return ctx.probeDepths()[slot];
+    }
+
+    /**
      * @return the workflow.
      */
     public Workflow workflow() {

@@ -20,6 +20,8 @@ public final class RoutingContext {
     private final double[] totals = new double[PodRegistry.MAX_PODS];
     private final double[] scratch = new double[PodRegistry.MAX_PODS];
     private final PodIndex.Cursor cursor;
+    private final long[] probeWords = new long[4];
+    private final int[] probeDepths = new int[PodRegistry.MAX_PODS];
     private final RoutingPlan plan = new RoutingPlan();
     private long random;
     private int candidateCount;
@@ -277,6 +279,14 @@ public final class RoutingContext {
 
     double[] scratch() {
         return scratch;
+    }
+
+    long[] probeWords() {
+        return probeWords;
+    }
+
+    int[] probeDepths() {
+        return probeDepths;
     }
 
     /**
