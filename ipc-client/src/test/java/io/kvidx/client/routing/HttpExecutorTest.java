@@ -239,4 +239,52 @@ class HttpExecutorTest {
         assertEquals(1, pods.get(0).bodies.size(), "prefill ran once");
         assertEquals(SSE, sink.toString(StandardCharsets.UTF_8));
     }
+
+    @Test
+    void shouldNotRetryAStreamThatBrokeOff() throws Exception {
+        try (java.net.ServerSocket raw = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            final Thread pod = Thread.ofVirtual().start(() -> {
+                try (java.net.Socket s = raw.accept()) {
+                    final java.io.InputStream in = s.getInputStream();
+                    final byte[] buf = new byte[8192];
+                    final StringBuilder head = new StringBuilder();
+                    while (!head.toString().contains("\r\n\r\n")) {
+                        final int n = in.read(buf);
+                        if (n < 0) {
+                            return;
+                        }
+                        head.append(new String(buf, 0, n, StandardCharsets.ISO_8859_1));
+                    }
+                    final OutputStream out = s.getOutputStream();
+                    out.write(("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+                        + "\r\n10\r\ndata: partial...\r\n").getBytes(StandardCharsets.ISO_8859_1));
+                    out.flush();
+                    Thread.sleep(100);
+                    out.write("20\r\ndata: cut".getBytes(StandardCharsets.ISO_8859_1));
+                    out.flush();
+                    s.shutdownOutput();
+                    Thread.sleep(100);
+                } catch (final IOException | InterruptedException ignored) {
+                    // the test checks the client side
+                }
+            });
+            registry.register(5, "breaks", "m", PodRole.BOTH, URI.create("http://127.0.0.1:" + raw.getLocalPort()));
+            registry.unregister(0).unregister(1).unregister(2).unregister(4);
+            final Profile p = Profile.builder("single").score(new LeastLoadScorer("load", registry,
+                LoadMetric.REQUESTS), 1).pick(new MaxScorePicker("max")).build(registry);
+            registry.load(3, 0, 9, 0);
+            final Router router = RoutingProfiles.single(p, registry, null);
+            final RoutingContext ctx = router.newContext();
+            ctx.reset();
+            assertEquals(5, router.plan(ctx).slot());
+            final ByteArrayOutputStream sink = new ByteArrayOutputStream();
+            final ExecutionException ex = assertThrows(ExecutionException.class, () -> new HttpExecutor(router, null,
+                3, Duration.ofSeconds(2), Duration.ofSeconds(10)).execute(ctx, completion(true), sink));
+            assertTrue(ex.getMessage().contains("not retried"), ex.getMessage());
+            assertTrue(sink.toString(StandardCharsets.UTF_8).startsWith("data: partial..."),
+                "what arrived was passed on");
+            assertTrue(pods.get(2).bodies.isEmpty(), "no second pod was tried");
+            pod.join(5_000);
+        }
+    }
 }
