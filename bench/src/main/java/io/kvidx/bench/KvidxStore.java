@@ -1,0 +1,179 @@
+package io.kvidx.bench;
+
+import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.PrefixResult;
+import io.kvidx.daemon.index.IndexWriter;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * kvidx's shared-memory index: an {@link IndexWriter} in a temporary directory (tmpfs when there is one) loaded
+ * with the workload, and an {@link IndexReader} attached to the same file, as a router would.
+ *
+ * <p><b>Note:</b> one querying thread per instance ({@link #exactView()} shares the reader, not the result).
+ */
+public final class KvidxStore implements QueryStore {
+    private final Path dir;
+    private final IndexWriter writer;
+    private final IndexReader reader;
+    private final int[] slots;
+    private final PrefixResult result = new PrefixResult();
+    private final boolean exact;
+    private final boolean owner;
+    private final long loadStores;
+    private final long loadNanos;
+
+    private KvidxStore(final Path dir, final IndexWriter writer, final IndexReader reader, final int[] slots,
+        final boolean exact, final boolean owner, final long loadStores, final long loadNanos) {
+        this.dir = dir;
+        this.writer = writer;
+        this.reader = reader;
+        this.slots = slots;
+        this.exact = exact;
+        this.owner = owner;
+        this.loadStores = loadStores;
+        this.loadNanos = loadNanos;
+    }
+
+    /**
+     * Creates an index sized for the workload plus {@code spareBlocks}, registers the pods, stores every holding
+     * and attaches a reader.
+     *
+     * @param workload    the workload.
+     * @param spareBlocks capacity beyond the workload's blocks (e.g. for churn), so that loading never evicts.
+     * @return the store; close it to delete the index.
+     */
+    public static KvidxStore load(final Workload workload, final long spareBlocks) {
+        final Path dir = tempDir("kvidx-bench-");
+        final IndexWriter writer = IndexWriter.create(new IndexWriter.Context()
+            .dir(dir)
+            .cell("bench")
+            .capacityBlocks(workload.blocks() + spareBlocks)
+            .deleteOnClose(true));
+        final int[] slots = new int[workload.pods()];
+        for (int p = 0; p < slots.length; p++) {
+            slots[p] = writer.registerPod("pod-" + p, "bench-model");
+            if (slots[p] != p) {
+                throw new IllegalStateException("expected pod " + p + " in slot " + p + ", got " + slots[p]);
+            }
+        }
+        final long[] stores = new long[1];
+        final long start = System.nanoTime();
+        workload.forEachHolding((pod, chain, depth) -> {
+            writer.store(slots[pod], chain, 0, depth);
+            stores[0] += depth;
+        });
+        final long nanos = System.nanoTime() - start;
+        if (writer.evictions() != 0) {
+            throw new IllegalStateException("index evicted " + writer.evictions() + " entries while loading");
+        }
+        writer.heartbeat(System.currentTimeMillis());
+        final IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("bench"));
+        return new KvidxStore(dir, writer, reader, slots, false, true, stores[0], nanos);
+    }
+
+    static Path tempDir(final String prefix) {
+        try {
+            final Path shm = Path.of("/dev/shm");
+            return Files.isDirectory(shm) && Files.isWritable(shm)
+                ? Files.createTempDirectory(shm, prefix) : Files.createTempDirectory(prefix);
+        } catch (final IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
+    static void deleteTree(final Path dir) {
+        try (var paths = Files.walk(dir)) {
+            paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (final IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
+    /**
+     * @return a store over the same index that answers with {@link IndexReader#queryExact} (linear walk).
+     */
+    public KvidxStore exactView() {
+        return new KvidxStore(dir, writer, reader, slots, true, false, loadStores, loadNanos);
+    }
+
+    @Override
+    public String name() {
+        return exact ? "kvidx_exact" : "kvidx";
+    }
+
+    @Override
+    public int query(final long[] chain) {
+        return exact
+            ? reader.queryExact(chain, chain.length, null, result)
+            : reader.query(chain, chain.length, null, result);
+    }
+
+    @Override
+    public int depthOf(final int pod) {
+        return result.depthOf(slots[pod]);
+    }
+
+    /**
+     * @return lookups (probes) the last query made.
+     */
+    public int lastProbes() {
+        return result.probes();
+    }
+
+    @Override
+    public long footprintBytes() {
+        try {
+            return Files.size(reader.path());
+        } catch (final IOException ex) {
+            return -1;
+        }
+    }
+
+    /**
+     * @return (pod, block) stores made while loading.
+     */
+    public long loadStores() {
+        return loadStores;
+    }
+
+    /**
+     * @return stores per second while loading (one writer thread, into a growing index).
+     */
+    public double loadStoresPerSecond() {
+        return loadStores * 1e9 / Math.max(1, loadNanos);
+    }
+
+    /**
+     * @return the writer (churn drivers store through it).
+     */
+    public IndexWriter writer() {
+        return writer;
+    }
+
+    /**
+     * @return the reader.
+     */
+    public IndexReader reader() {
+        return reader;
+    }
+
+    /**
+     * @return the index directory.
+     */
+    public Path dir() {
+        return dir;
+    }
+
+    @Override
+    public void close() {
+        if (owner) {
+            reader.close();
+            writer.close();
+            deleteTree(dir);
+        }
+    }
+}
