@@ -51,7 +51,7 @@ public final class KvidxStore implements QueryStore {
         final IndexWriter writer = IndexWriter.create(new IndexWriter.Context()
             .dir(dir)
             .cell("bench")
-            .capacityBlocks(workload.blocks() + spareBlocks)
+            .capacityBlocks(capacityFor(workload.blocks() + spareBlocks))
             .deleteOnClose(true));
         final int[] slots = new int[workload.pods()];
         for (int p = 0; p < slots.length; p++) {
@@ -73,6 +73,17 @@ public final class KvidxStore implements QueryStore {
         writer.heartbeat(System.currentTimeMillis());
         final IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("bench"));
         return new KvidxStore(dir, writer, reader, slots, false, true, stores[0], nanos);
+    }
+
+    /**
+     * Capacity to configure so that {@code blocks} keys fit without evicting: shards fill unevenly (binomially),
+     * so a shard sized for the mean would evict in small indexes; 30% headroom plus 64 keys per shard suffice.
+     *
+     * @param blocks keys to hold.
+     * @return capacity in blocks.
+     */
+    static long capacityFor(final long blocks) {
+        return (long) Math.ceil(blocks * 1.3) + 64L * IndexWriter.Configuration.SHARD_COUNT_DEFAULT;
     }
 
     static Path tempDir(final String prefix) {

@@ -125,6 +125,10 @@ public final class XprocBench {
                 + ", \"writer_evictions\": " + kvidx.writer().evictions() + "}")
             .put("workload", new Json().put("pods", w.pods()).put("chain", w.chainLength()).put("blocks", w.blocks())
                 .put("churn_window_chains", o.churnWindow()).put("writer_rate_target", rate));
+        if (kvidx.writer().evictions() != 0) {
+            out.println("WARNING: the index evicted " + kvidx.writer().evictions() + " entries: answers changed"
+                + " legitimately and are counted as mismatches; raise the capacity");
+        }
         out.println();
         out.println("reader (second JVM, pid " + watcher.childPid + "): " + childJson);
         out.printf("writer: %.2f M stores/s and as many removes/s during the reader's %.1f s measurement%n",
