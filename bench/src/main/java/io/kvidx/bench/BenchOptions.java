@@ -25,6 +25,7 @@ public final class BenchOptions {
     private int churnWindow = CHURN_WINDOW_DEFAULT;
     private long writerRate;
     private boolean json;
+    private boolean experiments;
 
     /**
      * @param args command arguments (after the command name).
@@ -37,6 +38,10 @@ public final class BenchOptions {
             final String a = args[i];
             if (a.equals("--json")) {
                 o.json = true;
+                continue;
+            }
+            if (a.equals("--experiments")) {
+                o.experiments = true;
                 continue;
             }
             if (i + 1 >= args.length) {
@@ -73,7 +78,8 @@ public final class BenchOptions {
                    kvidx bench <JMH args>                 JMH (e.g. IndexQueryBenchmark -prof gc; -h for help)
             options: --pods P (64) --chain N (32) --blocks B (1048576) --seed S --warmup-ms (1500)
                      --measure-ms (3000, per store) --rounds (3) --churn-window CHAINS (2048)
-                     --writer-rate BLOCKS_PER_S (xproc; 0 = as fast as the writer goes)""";
+                     --writer-rate BLOCKS_PER_S (xproc; 0 = as fast as the writer goes)
+                     --experiments (query: also time the reader-variant experiments of docs/perf.md)""";
     }
 
     /**
@@ -137,6 +143,13 @@ public final class BenchOptions {
      */
     public long writerRate() {
         return writerRate;
+    }
+
+    /**
+     * @return true to add the experimental reader variants to the query comparison.
+     */
+    public boolean experiments() {
+        return experiments;
     }
 
     /**

@@ -45,7 +45,19 @@ public final class QueryBench {
             final double probes = meanProbes(w, kvidx);
             final long timerNs = QueryHarness.timerOverheadNs();
 
-            final List<QueryStore> stores = List.of(kvidx, exact, naive, chronicle);
+            final List<QueryStore> stores = new ArrayList<>(List.of(kvidx, exact, naive, chronicle));
+            if (o.experiments()) {
+                for (final PrefetchExperimentStore.Memory m : PrefetchExperimentStore.Memory.values()) {
+                    for (final boolean touch : new boolean[] {false, true}) {
+                        final PrefetchExperimentStore e = new PrefetchExperimentStore(kvidx, w.pods(), touch, m);
+                        Verifier.check(w, naive, e, VERIFY_QUERIES);
+                        stores.add(e);
+                    }
+                }
+                out.printf("experiments: %s; dependent random read: %.1f ns in 4 MiB, %.1f ns in 128 MiB%n",
+                    hugePages(), MemoryLatencyProbe.dependentReadNs(4L << 20, 2_000_000),
+                    MemoryLatencyProbe.dependentReadNs(128L << 20, 2_000_000));
+            }
             final QueryHarness harness = new QueryHarness(w);
             int cursor = 0;
             for (final QueryStore s : stores) {
@@ -65,6 +77,11 @@ public final class QueryBench {
             final List<LatencyStats> stats = new ArrayList<>();
             for (int i = 0; i < stores.size(); i++) {
                 stats.add(LatencyStats.of(stores.get(i).name(), histograms.get(i), alloc[i][0]));
+            }
+            for (final QueryStore s : stores) {
+                if (s instanceof PrefetchExperimentStore e) {
+                    e.close();
+                }
             }
             final double churnRate = churnStoresPerSecond(kvidx, o, Math.min(1_000, Math.max(100, roundMs)));
 
@@ -97,7 +114,7 @@ public final class QueryBench {
                         .put("churn_stores_per_s", churnRate)
                         .put("probes_per_query", probes);
                 }
-                if (store != exact) {
+                if (store != exact && !(store instanceof PrefetchExperimentStore)) {
                     j.put("bytes_per_block", perBlock(store.footprintBytes(), w))
                         .put("footprint_bytes", store.footprintBytes());
                 }
@@ -158,6 +175,16 @@ public final class QueryBench {
             now = System.nanoTime();
         } while (now < end);
         return stored * 1e9 / (now - start);
+    }
+
+    private static String hugePages() {
+        try {
+            return java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/meminfo")).stream()
+                .filter(l -> l.startsWith("AnonHugePages") || l.startsWith("ShmemHugePages"))
+                .map(l -> l.replaceAll("\\s+", " ")).reduce((a, b) -> a + ", " + b).orElse("no huge page info");
+        } catch (final java.io.IOException ex) {
+            return "no /proc/meminfo";
+        }
     }
 
     private static double ratio(final long naive, final long value) {

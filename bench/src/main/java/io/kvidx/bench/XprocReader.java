@@ -5,9 +5,9 @@ import io.kvidx.client.index.PrefixResult;
 import org.HdrHistogram.Histogram;
 
 import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
-import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
