@@ -8,6 +8,9 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * kvidx's shared-memory index: an {@link IndexWriter} in a temporary directory (tmpfs when there is one) loaded
@@ -86,21 +89,53 @@ public final class KvidxStore implements QueryStore {
         return (long) Math.ceil(blocks * 1.3) + 64L * IndexWriter.Configuration.SHARD_COUNT_DEFAULT;
     }
 
+    /**
+     * Creates a temporary directory in /dev/shm (tmpfs) when writable, else in java.io.tmpdir; a shutdown hook
+     * deletes it if the run is interrupted before {@link #deleteTree} does.
+     */
     static Path tempDir(final String prefix) {
         try {
             final Path shm = Path.of("/dev/shm");
-            return Files.isDirectory(shm) && Files.isWritable(shm)
+            final Path dir = Files.isDirectory(shm) && Files.isWritable(shm)
                 ? Files.createTempDirectory(shm, prefix) : Files.createTempDirectory(prefix);
+            TempDirs.LIVE.add(dir);
+            return dir;
         } catch (final IOException ex) {
             throw new UncheckedIOException(ex);
         }
     }
 
     static void deleteTree(final Path dir) {
+        TempDirs.LIVE.remove(dir);
+        if (!Files.exists(dir)) {
+            return;
+        }
         try (var paths = Files.walk(dir)) {
-            paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
         } catch (final IOException ex) {
             throw new UncheckedIOException(ex);
+        }
+    }
+
+    /**
+     * Temporary directories not deleted yet, and the shutdown hook that deletes them (Ctrl-C during a run).
+     */
+    private static final class TempDirs {
+        static final Set<Path> LIVE = ConcurrentHashMap.newKeySet();
+
+        static {
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                for (final Path dir : LIVE.toArray(new Path[0])) {
+                    try {
+                        deleteTree(dir);
+                    } catch (final RuntimeException ignored) {
+                        // best effort at exit
+                    }
+                }
+            }, "kvidx-bench-cleanup"));
+        }
+
+        private TempDirs() {
         }
     }
 

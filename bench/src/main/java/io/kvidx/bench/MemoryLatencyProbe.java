@@ -41,7 +41,7 @@ final class MemoryLatencyProbe {
                 s.set(ValueLayout.JAVA_INT, (long) i * LINE, next[i]);
             }
             int p = 0;
-            for (int i = 0; i < Math.min(steps, lines); i++) {
+            for (int i = 0; i < steps; i++) {
                 p = s.get(ValueLayout.JAVA_INT, (long) p * LINE);
             }
             final long t0 = System.nanoTime();

@@ -31,12 +31,17 @@ public final class PrefetchExperimentStore implements QueryStore {
     private static final VarHandle LONG = Layouts.LONG;
     private static final int FRAME = 6;
     private static final long HUGE_PAGE = 2L << 20;
+    private static final int MADV_COLLAPSE = 25;
 
     private final MappedRegion region;
     private final MemorySegment segment;
     private final boolean touchFirst;
+    private final boolean firstKeyFirst;
+    private long probes;
+    private long queries;
     private final Memory memory;
     private final Arena arena;
+    private final String hugeAdvice;
     private final int shardBits;
     private final int slotBits;
     private final int slotMask;
@@ -56,8 +61,13 @@ public final class PrefetchExperimentStore implements QueryStore {
         FILE,
         /** A private anonymous copy on 4 KiB pages (isolates file vs anonymous memory). */
         ANON_4K,
-        /** A private anonymous copy with MADV_HUGEPAGE (2 MiB transparent huge pages when the kernel grants them). */
-        ANON_HUGE
+        /**
+         * A private anonymous copy with MADV_HUGEPAGE, then MADV_COLLAPSE (Linux 6.1+) to turn the already-touched
+         * 4 KiB pages into 2 MiB transparent huge pages now rather than when khugepaged gets to them.
+         */
+        ANON_HUGE,
+        /** The tmpfs file mapping itself after MADV_COLLAPSE (changes the file's pages for every mapper). */
+        FILE_HUGE
     }
 
     /**
@@ -65,9 +75,11 @@ public final class PrefetchExperimentStore implements QueryStore {
      * @param pods       pods in the workload.
      * @param touchFirst true to touch every key's home entry before the search; false to reproduce the reader.
      * @param memory     where the table is read from.
+     * @param firstKeyFirst true to probe the chain's first key before the binary search, so that pods holding
+     *                      nothing of the chain (most of them) leave after one probe instead of a descent to 0.
      */
     public PrefetchExperimentStore(final KvidxStore kvidx, final int pods, final boolean touchFirst,
-        final Memory memory) {
+        final Memory memory, final boolean firstKeyFirst) {
         try {
             final Path file = kvidx.reader().path();
             this.region = MappedRegion.mapReadOnly(file, Files.size(file));
@@ -75,19 +87,22 @@ public final class PrefetchExperimentStore implements QueryStore {
             throw new UncheckedIOException(ex);
         }
         this.memory = memory;
-        if (memory == Memory.FILE) {
+        if (memory == Memory.FILE || memory == Memory.FILE_HUGE) {
             this.arena = null;
             this.segment = region.segment();
+            this.hugeAdvice = memory == Memory.FILE_HUGE
+                ? "collapse=" + PosixNative.madvise(segment, MADV_COLLAPSE) : "none";
         } else {
             this.arena = Arena.ofShared();
             final MemorySegment copy = arena.allocate(region.segment().byteSize(), HUGE_PAGE);
-            if (memory == Memory.ANON_HUGE) {
-                PosixNative.madvise(copy, PosixNative.MADV_HUGEPAGE);
-            }
             MemorySegment.copy(region.segment(), 0, copy, 0, copy.byteSize());
+            this.hugeAdvice = memory == Memory.ANON_HUGE
+                ? "hugepage=" + PosixNative.madvise(copy, PosixNative.MADV_HUGEPAGE)
+                + " collapse=" + PosixNative.madvise(copy, MADV_COLLAPSE) : "none";
             this.segment = copy;
         }
         this.touchFirst = touchFirst;
+        this.firstKeyFirst = firstKeyFirst;
         final int shards = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.SHARD_COUNT_OFFSET);
         final int slots = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.SLOTS_PER_SHARD_OFFSET);
         final int maxPods = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.MAX_PODS_OFFSET);
@@ -158,8 +173,9 @@ public final class PrefetchExperimentStore implements QueryStore {
             case FILE -> "exp_file";
             case ANON_4K -> "exp_anon4k";
             case ANON_HUGE -> "exp_huge";
+            case FILE_HUGE -> "exp_file_huge";
         };
-        return touchFirst ? where + "_touch" : where;
+        return where + (touchFirst ? "_touch" : "") + (firstKeyFirst ? "_k0" : "");
     }
 
     @Override
@@ -178,11 +194,26 @@ public final class PrefetchExperimentStore implements QueryStore {
         }
         final long[] st = stack;
         final long[] w = words;
+        queries++;
+        long a0 = (long) LONG.getAcquire(segment, (long) IndexDescriptor.ALIVE_BITMAP_OFFSET);
+        long a1 = (long) LONG.getAcquire(segment, (long) IndexDescriptor.ALIVE_BITMAP_OFFSET + 8);
+        long a2 = (long) LONG.getAcquire(segment, (long) IndexDescriptor.ALIVE_BITMAP_OFFSET + 16);
+        long a3 = (long) LONG.getAcquire(segment, (long) IndexDescriptor.ALIVE_BITMAP_OFFSET + 24);
+        int lo0 = 0;
+        if (firstKeyFirst && length > 0) {
+            // Pods without block 0 have depth 0 (nothing to record); the rest have depth in [1, length].
+            lookup(chain[0], w);
+            probes++;
+            a0 &= w[0];
+            a1 &= w[1];
+            a2 &= w[2];
+            a3 &= w[3];
+            lo0 = 1;
+        }
         int top = 0;
-        push(st, top++, 0, length, (long) LONG.getAcquire(segment, (long) IndexDescriptor.ALIVE_BITMAP_OFFSET),
-            (long) LONG.getAcquire(segment, (long) IndexDescriptor.ALIVE_BITMAP_OFFSET + 8),
-            (long) LONG.getAcquire(segment, (long) IndexDescriptor.ALIVE_BITMAP_OFFSET + 16),
-            (long) LONG.getAcquire(segment, (long) IndexDescriptor.ALIVE_BITMAP_OFFSET + 24));
+        if ((a0 | a1 | a2 | a3) != 0) {
+            push(st, top++, lo0, length, a0, a1, a2, a3);
+        }
         int max = 0;
         while (top > 0) {
             final int base = --top * FRAME;
@@ -199,6 +230,7 @@ public final class PrefetchExperimentStore implements QueryStore {
             }
             final int mid = (lo + hi) >>> 1;
             lookup(chain[mid], w);
+            probes++;
             final long l0 = f0 & ~w[0];
             final long l1 = f1 & ~w[1];
             final long l2 = f2 & ~w[2];
@@ -231,6 +263,20 @@ public final class PrefetchExperimentStore implements QueryStore {
     @Override
     public int depthOf(final int pod) {
         return result.depthOf(pod);
+    }
+
+    /**
+     * @return which madvise calls were made and whether they succeeded.
+     */
+    public String hugeAdvice() {
+        return hugeAdvice;
+    }
+
+    /**
+     * @return mean lookups per query so far.
+     */
+    public double meanProbes() {
+        return queries == 0 ? 0 : (double) probes / queries;
     }
 
     /**

@@ -47,16 +47,26 @@ public final class QueryBench {
 
             final List<QueryStore> stores = new ArrayList<>(List.of(kvidx, exact, naive, chronicle));
             if (o.experiments()) {
+                // FILE_HUGE last: it collapses the shared file's pages, which would change the kvidx figures.
                 for (final PrefetchExperimentStore.Memory m : PrefetchExperimentStore.Memory.values()) {
-                    for (final boolean touch : new boolean[] {false, true}) {
-                        final PrefetchExperimentStore e = new PrefetchExperimentStore(kvidx, w.pods(), touch, m);
-                        Verifier.check(w, naive, e, VERIFY_QUERIES);
-                        stores.add(e);
+                    if (m != PrefetchExperimentStore.Memory.FILE_HUGE) {
+                        for (final boolean touch : new boolean[] {false, true}) {
+                            stores.add(new PrefetchExperimentStore(kvidx, w.pods(), touch, m, false));
+                        }
                     }
                 }
-                out.printf("experiments: %s; dependent random read: %.1f ns in 4 MiB, %.1f ns in 128 MiB%n",
-                    hugePages(), MemoryLatencyProbe.dependentReadNs(4L << 20, 2_000_000),
-                    MemoryLatencyProbe.dependentReadNs(128L << 20, 2_000_000));
+                stores.add(new PrefetchExperimentStore(kvidx, w.pods(), false, PrefetchExperimentStore.Memory.FILE,
+                    true));
+                stores.add(new PrefetchExperimentStore(kvidx, w.pods(), true, PrefetchExperimentStore.Memory.FILE,
+                    true));
+                for (final QueryStore e : stores.subList(4, stores.size())) {
+                    Verifier.check(w, naive, e, VERIFY_QUERIES);
+                }
+                out.printf("experiments: %s; dependent random read: %.1f ns in 4 MiB, %.1f ns in 16 MiB,"
+                    + " %.1f ns in 128 MiB%n", hugePages(), MemoryLatencyProbe.dependentReadNs(4L << 20, 3_000_000),
+                    MemoryLatencyProbe.dependentReadNs(16L << 20, 3_000_000),
+                    MemoryLatencyProbe.dependentReadNs(128L << 20, 3_000_000));
+
             }
             final QueryHarness harness = new QueryHarness(w);
             int cursor = 0;
@@ -80,8 +90,13 @@ public final class QueryBench {
             }
             for (final QueryStore s : stores) {
                 if (s instanceof PrefetchExperimentStore e) {
+                    out.printf("%s: %.2f probes/query, huge page advice: %s%n", e.name(), e.meanProbes(),
+                        e.hugeAdvice());
                     e.close();
                 }
+            }
+            if (o.experiments()) {
+                stats.add(afterCollapse(w, kvidx, harness, o, out));
             }
             final double churnRate = churnStoresPerSecond(kvidx, o, Math.min(1_000, Math.max(100, roundMs)));
 
@@ -105,16 +120,16 @@ public final class QueryBench {
                 probes, timerNs, (System.nanoTime() - t0) / 1e9);
 
             final Json json = new Json();
-            for (int i = 0; i < stores.size(); i++) {
+            for (int i = 0; i < stats.size(); i++) {
                 final LatencyStats s = stats.get(i);
                 final Json j = statsJson(s, naiveStats);
-                final QueryStore store = stores.get(i);
+                final QueryStore store = i < stores.size() ? stores.get(i) : null;
                 if (store == kvidx) {
                     j.put("load_stores_per_s", kvidx.loadStoresPerSecond())
                         .put("churn_stores_per_s", churnRate)
                         .put("probes_per_query", probes);
                 }
-                if (store != exact && !(store instanceof PrefetchExperimentStore)) {
+                if (store != null && store != exact && !(store instanceof PrefetchExperimentStore)) {
                     j.put("bytes_per_block", perBlock(store.footprintBytes(), w))
                         .put("footprint_bytes", store.footprintBytes());
                 }
@@ -175,6 +190,48 @@ public final class QueryBench {
             now = System.nanoTime();
         } while (now < end);
         return stored * 1e9 / (now - start);
+    }
+
+    /**
+     * EXPERIMENT, after every other measurement: MADV_COLLAPSE on the index file (2 MiB pages for every mapper,
+     * where the kernel allows it), then the real reader timed again.
+     */
+    private static LatencyStats afterCollapse(final Workload w, final KvidxStore kvidx, final QueryHarness harness,
+        final BenchOptions o, final PrintStream out) {
+        try (PrefetchExperimentStore collapse = new PrefetchExperimentStore(kvidx, w.pods(), false,
+            PrefetchExperimentStore.Memory.FILE_HUGE, false)) {
+            out.printf("after MADV_COLLAPSE of the index file (%s): %s%n", collapse.hugeAdvice(), hugePages());
+        }
+        final QueryStore renamed = new QueryStore() {
+            @Override
+            public String name() {
+                return "kvidx_collapsed";
+            }
+
+            @Override
+            public int query(final long[] chain) {
+                return kvidx.query(chain);
+            }
+
+            @Override
+            public int depthOf(final int pod) {
+                return kvidx.depthOf(pod);
+            }
+
+            @Override
+            public long footprintBytes() {
+                return kvidx.footprintBytes();
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        final Histogram h = QueryHarness.newHistogram();
+        final long[] alloc = new long[1];
+        final int cursor = harness.warmup(renamed, 0, o.warmupMs());
+        harness.measure(renamed, cursor, o.measureMs(), h, alloc);
+        return LatencyStats.of(renamed.name(), h, alloc[0]);
     }
 
     private static String hugePages() {
