@@ -11,6 +11,9 @@ import picocli.CommandLine.Command;
     description = "Sub-microsecond KV-cache block index for LLM routing.",
     subcommands = {
         CommandLine.HelpCommand.class,
+        DemoCommand.class,
+        DemoReaderCommand.class,
+        HashCommand.class,
     })
 public final class KvidxCli implements Runnable {
     @CommandLine.Spec

@@ -31,7 +31,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class IndexModelPropertyTest {
     private static final int CHAINS = 6;
     private static final int CHAIN_LENGTH = 24;
-    private static final String[] PODS = {"a", "b", "c", "d", "e"};
+    private static final String[] PODS = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o",
+        "p", "q", "r", "s", "t"};
 
     private Path dir;
 
@@ -60,7 +61,36 @@ class IndexModelPropertyTest {
             Arbitraries.integers().between(0, CHAINS - 1),
             Arbitraries.integers().between(0, CHAIN_LENGTH - 1),
             Arbitraries.integers().between(1, CHAIN_LENGTH)).as(Op::new);
-        return op.list().ofMinSize(1).ofMaxSize(60);
+        return op.list().ofMinSize(1).ofMaxSize(80);
+    }
+
+    /**
+     * Few chains and mostly stores: blocks gather more than 7 holders, so entries move to overflow bitmaps and
+     * back out through removes, clears, pod downs and sweeps.
+     */
+    @Provide
+    Arbitrary<List<Op>> crowdedOps() {
+        final Arbitrary<Kind> kinds = Arbitraries.frequency(
+            net.jqwik.api.Tuple.of(8, Kind.STORE_PREFIX), net.jqwik.api.Tuple.of(2, Kind.STORE_RANDOM),
+            net.jqwik.api.Tuple.of(1, Kind.REMOVE_TAIL), net.jqwik.api.Tuple.of(1, Kind.REMOVE_RANDOM),
+            net.jqwik.api.Tuple.of(1, Kind.CLEAR), net.jqwik.api.Tuple.of(1, Kind.DOWN),
+            net.jqwik.api.Tuple.of(1, Kind.SWEEP));
+        final Arbitrary<Op> op = Combinators.combine(kinds,
+            Arbitraries.integers().between(0, PODS.length - 1),
+            Arbitraries.integers().between(0, 1),
+            Arbitraries.integers().between(0, CHAIN_LENGTH - 1),
+            Arbitraries.integers().between(1, CHAIN_LENGTH)).as(Op::new);
+        return op.list().ofMinSize(10).ofMaxSize(80);
+    }
+
+    @Property(tries = 150)
+    void shouldAgreeWithTheReferenceModelWhenBlocksHaveManyHolders(@ForAll("crowdedOps") final List<Op> ops) {
+        run(ops, 4096, true);
+    }
+
+    @Property(tries = 100)
+    void shouldStaySoundWhenTheOverflowPoolRunsOut(@ForAll("crowdedOps") final List<Op> ops) {
+        run(ops, 24, false);
     }
 
     @Property(tries = 150)

@@ -64,6 +64,111 @@ class IndexWriterTest {
     }
 
     @Test
+    void shouldMoveToAnOverflowBitmapBeyondSevenPodsAndBack() {
+        final long[] keys = TestIndexes.chain(10, 4);
+        final int[] slots = new int[20];
+        for (int p = 0; p < slots.length; p++) {
+            slots[p] = writer.registerPod("pod-" + p, "m");
+            writer.store(slots[p], keys, 0, 1 + (p % 4));
+        }
+        reader.query(keys, 4, null, result);
+        assertEquals(20, result.count());
+        for (int p = 0; p < slots.length; p++) {
+            assertEquals(1 + (p % 4), result.depthOf(slots[p]), "pod " + p);
+        }
+        // Pods leave one by one: the overflow entry keeps answering, and is freed with the last pod.
+        for (int p = 0; p < slots.length; p++) {
+            writer.remove(slots[p], keys, 0, 4);
+            reader.query(keys, 4, null, result);
+            assertEquals(slots.length - p - 1, result.count());
+        }
+        assertEquals(0, writer.entryCount());
+    }
+
+    @Test
+    void shouldSweepOverflowEntriesAndRecycleTheirBitmaps() {
+        final long[] keys = TestIndexes.chain(11, 8);
+        final int[] slots = new int[12];
+        for (int round = 0; round < 5; round++) {
+            for (int p = 0; p < slots.length; p++) {
+                slots[p] = writer.registerPod("pod-" + round + "-" + p, "m");
+                writer.store(slots[p], keys, 0, 8);
+            }
+            reader.query(keys, 8, null, result);
+            assertEquals(12, result.count());
+            for (final int slot : slots) {
+                writer.podDown(slot);
+            }
+            while (writer.sweepStep() > 0) {
+                assertTrue(writer.isSweeping() || writer.entryCount() == 0);
+            }
+            assertEquals(0, writer.entryCount(), "round " + round);
+        }
+    }
+
+    @Test
+    void shouldEvictWhenTheOverflowPoolIsExhausted() {
+        // 4 shards x 64 slots: 8 overflow bitmaps per shard, 32 in all. 60 blocks held by 9 pods need 60.
+        final int[] slots = new int[9];
+        for (int p = 0; p < slots.length; p++) {
+            slots[p] = writer.registerPod("pod-" + p, "m");
+        }
+        final long[] keys = TestIndexes.chain(12, 60);
+        for (final int slot : slots) {
+            writer.store(slot, keys, 0, 60);
+        }
+        assertTrue(writer.evictions() > 0);
+        final long[] out = new long[4];
+        int crowded = 0;
+        for (final long key : keys) {
+            if (reader.lookup(key, out)) {
+                final int holders = Long.bitCount(out[0]) + Long.bitCount(out[1]) + Long.bitCount(out[2])
+                    + Long.bitCount(out[3]);
+                assertTrue(holders >= 1 && holders <= 9, "holders " + holders);
+                if (holders > IndexDescriptor.PODS_INLINE_MAX) {
+                    crowded++;
+                }
+            }
+        }
+        // An evicted block that a later pod stores again comes back with fewer holders; blocks with more than
+        // 7 holders need an overflow bitmap, and there are only 32.
+        assertTrue(crowded > 0 && crowded <= 32, "blocks with > 7 holders: " + crowded);
+    }
+
+    @Test
+    void shouldPackInlinePodLists() {
+        long word = 0;
+        for (int slot : new int[] {3, 250, 64, 7}) {
+            word = IndexWriter.inlineAdd(word, slot);
+        }
+        assertEquals(4, IndexDescriptor.inlineCount(word));
+        assertEquals(1, IndexWriter.inlineIndexOf(word, 250));
+        word = IndexWriter.inlineRemoveAt(word, 1);
+        assertEquals(3, IndexDescriptor.inlineCount(word));
+        assertEquals(-1, IndexWriter.inlineIndexOf(word, 250));
+        assertEquals(7, IndexDescriptor.inlineSlot(word, 1), "the last slot moved into the hole");
+        assertEquals(64, IndexDescriptor.inlineSlot(word, 2));
+        assertEquals(0, word >>> 63, "inline words keep bit 63 clear");
+    }
+
+    @Test
+    void shouldAnswerTheSameWithAndWithoutPrefetch() {
+        final int a = writer.registerPod("pod-a", "m");
+        final int b = writer.registerPod("pod-b", "m");
+        final long[] keys = TestIndexes.chain(9, 48);
+        writer.store(a, keys, 0, 48);
+        writer.store(b, keys, 0, 30);
+        try (IndexReader plain = IndexReader.attach(TestIndexes.reader(dir).prefetch(false))) {
+            final PrefixResult other = new PrefixResult();
+            reader.query(keys, 48, null, result);
+            plain.query(keys, 48, null, other);
+            assertEquals(result.depthOf(a), other.depthOf(a));
+            assertEquals(30, other.depthOf(b));
+            assertEquals(30, result.depthOf(b));
+        }
+    }
+
+    @Test
     void shouldUseFewerProbesThanTheChainForFewDepths() {
         final int a = writer.registerPod("pod-a", "m");
         final long[] keys = TestIndexes.chain(2, 64);

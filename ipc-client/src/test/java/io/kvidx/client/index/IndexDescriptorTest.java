@@ -53,11 +53,15 @@ class IndexDescriptorTest {
         assertEquals(128, IndexDescriptor.SHARD_HEADER_LENGTH);
         assertEquals(0, IndexDescriptor.SHARD_VERSION_OFFSET);
         assertEquals(8, IndexDescriptor.SHARD_ENTRY_COUNT_OFFSET);
+        assertEquals(12, IndexDescriptor.SHARD_OVERFLOW_IN_USE_OFFSET);
         assertEquals(16, IndexDescriptor.SHARD_EVICTIONS_OFFSET);
-        assertEquals(64, IndexDescriptor.ENTRY_LENGTH);
+        assertEquals(16, IndexDescriptor.ENTRY_LENGTH);
+        assertEquals(1 << IndexDescriptor.ENTRY_LENGTH_SHIFT, IndexDescriptor.ENTRY_LENGTH);
         assertEquals(0, IndexDescriptor.ENTRY_KEY_OFFSET);
         assertEquals(8, IndexDescriptor.ENTRY_PODS_OFFSET);
-        assertEquals(40, IndexDescriptor.ENTRY_STAMP_OFFSET);
+        assertEquals(32, IndexDescriptor.OVERFLOW_LENGTH);
+        assertEquals(8, IndexDescriptor.SLOTS_PER_OVERFLOW);
+        assertEquals(7, IndexDescriptor.PODS_INLINE_MAX);
     }
 
     @Test
@@ -65,8 +69,22 @@ class IndexDescriptorTest {
         // 256 pods x 256 B pod table after the 256 B header; 256 shard headers of 128 B; tables page aligned.
         assertEquals(256 + 65_536, IndexDescriptor.shardHeadersOffset(256));
         assertEquals(102_400, IndexDescriptor.tablesOffset(256, 256)); // 98,560 rounded up to 4 KiB
-        assertEquals(102_400 + 256L * 8192 * 64, IndexDescriptor.fileLength(256, 256, 8192));
+        // 32 MiB of 16-byte entries, then 256 x 1024 overflow bitmaps of 32 bytes (8 MiB).
+        assertEquals(102_400 + 256L * 8192 * 16, IndexDescriptor.overflowOffset(256, 256, 8192));
+        assertEquals(1024, IndexDescriptor.overflowPerShard(8192));
+        assertEquals(102_400 + 256L * 8192 * 16 + 256L * 1024 * 32, IndexDescriptor.fileLength(256, 256, 8192));
         assertEquals(0, IndexDescriptor.tablesOffset(1, 2) % 4096);
+    }
+
+    @Test
+    void shouldDecodeInlinePodsWords() {
+        // count 3 in byte 7; slots 5, 200, 64 in bytes 0..2
+        final long word = (3L << 56) | (64L << 16) | (200L << 8) | 5L;
+        assertEquals(3, IndexDescriptor.inlineCount(word));
+        assertEquals(5, IndexDescriptor.inlineSlot(word, 0));
+        assertEquals(200, IndexDescriptor.inlineSlot(word, 1));
+        assertEquals(64, IndexDescriptor.inlineSlot(word, 2));
+        assertEquals(0, IndexDescriptor.inlineCount(0L));
     }
 
     @Test
