@@ -26,6 +26,7 @@ public final class BenchOptions {
     private long writerRate;
     private boolean json;
     private boolean experiments;
+    private java.nio.file.Path indexDir;
 
     /**
      * @param args command arguments (after the command name).
@@ -58,6 +59,7 @@ public final class BenchOptions {
                 case "--rounds" -> o.rounds = Integer.parseInt(v);
                 case "--churn-window" -> o.churnWindow = Integer.parseInt(v);
                 case "--writer-rate" -> o.writerRate = Long.parseLong(v);
+                case "--index-dir" -> o.indexDir = java.nio.file.Path.of(v);
                 default -> throw new IllegalArgumentException("unknown option " + a);
             }
         }
@@ -79,7 +81,8 @@ public final class BenchOptions {
             options: --pods P (64) --chain N (32) --blocks B (1048576) --seed S --warmup-ms (1500)
                      --measure-ms (3000, per store) --rounds (3) --churn-window CHAINS (2048)
                      --writer-rate BLOCKS_PER_S (xproc; 0 = as fast as the writer goes)
-                     --experiments (query: also time the reader-variant experiments of docs/perf.md)""";
+                     --experiments (query: also time the reader without prefetch and probe memory latency)
+                     --index-dir DIR (parent of the kvidx index's temp dir; default /dev/shm)""";
     }
 
     /**
@@ -150,6 +153,13 @@ public final class BenchOptions {
      */
     public boolean experiments() {
         return experiments;
+    }
+
+    /**
+     * @return parent directory for the kvidx index, or null for the default (/dev/shm).
+     */
+    public java.nio.file.Path indexDir() {
+        return indexDir;
     }
 
     /**

@@ -28,6 +28,8 @@ public final class KvidxStore implements QueryStore {
     private final boolean owner;
     private final long loadStores;
     private final long loadNanos;
+    private String name;
+    private IndexReader ownReader;
 
     private KvidxStore(final Path dir, final IndexWriter writer, final IndexReader reader, final int[] slots,
         final boolean exact, final boolean owner, final long loadStores, final long loadNanos) {
@@ -50,7 +52,19 @@ public final class KvidxStore implements QueryStore {
      * @return the store; close it to delete the index.
      */
     public static KvidxStore load(final Workload workload, final long spareBlocks) {
-        final Path dir = tempDir("kvidx-bench-");
+        return load(workload, spareBlocks, null);
+    }
+
+    /**
+     * Like {@link #load(Workload, long)} with the index in a temporary directory under {@code parent}.
+     *
+     * @param workload    the workload.
+     * @param spareBlocks capacity beyond the workload's blocks.
+     * @param parent      parent of the index's temporary directory; null for /dev/shm (or java.io.tmpdir).
+     * @return the store; close it to delete the index.
+     */
+    public static KvidxStore load(final Workload workload, final long spareBlocks, final Path parent) {
+        final Path dir = parent == null ? tempDir("kvidx-bench-") : tempDir(parent, "kvidx-bench-");
         final IndexWriter writer = IndexWriter.create(new IndexWriter.Context()
             .dir(dir)
             .cell("bench")
@@ -94,10 +108,14 @@ public final class KvidxStore implements QueryStore {
      * deletes it if the run is interrupted before {@link #deleteTree} does.
      */
     static Path tempDir(final String prefix) {
+        final Path shm = Path.of("/dev/shm");
+        return tempDir(Files.isDirectory(shm) && Files.isWritable(shm) ? shm : null, prefix);
+    }
+
+    static Path tempDir(final Path parent, final String prefix) {
         try {
-            final Path shm = Path.of("/dev/shm");
-            final Path dir = Files.isDirectory(shm) && Files.isWritable(shm)
-                ? Files.createTempDirectory(shm, prefix) : Files.createTempDirectory(prefix);
+            final Path dir = parent == null ? Files.createTempDirectory(prefix)
+                : Files.createTempDirectory(parent, prefix);
             TempDirs.LIVE.add(dir);
             return dir;
         } catch (final IOException ex) {
@@ -146,10 +164,23 @@ public final class KvidxStore implements QueryStore {
         return new KvidxStore(dir, writer, reader, slots, true, false, loadStores, loadNanos);
     }
 
+    /**
+     * @return a store with its own reader of the same index, attached with prefetching off (the reader's option
+     *         that loads every key's home entry before the search); closing it closes only that reader.
+     */
+    public KvidxStore noPrefetchView() {
+        final IndexReader plain = IndexReader.attach(new IndexReader.Context().dir(dir).cell("bench").prefetch(false));
+        final KvidxStore view = new KvidxStore(dir, writer, plain, slots, false, false, loadStores, loadNanos);
+        view.name = "kvidx_noprefetch";
+        view.ownReader = plain;
+        return view;
+    }
+
     @Override
     public String name() {
-        return exact ? "kvidx_exact" : "kvidx";
+        return name != null ? name : exact ? "kvidx_exact" : "kvidx";
     }
+
 
     @Override
     public int query(final long[] chain) {
@@ -216,6 +247,9 @@ public final class KvidxStore implements QueryStore {
 
     @Override
     public void close() {
+        if (ownReader != null) {
+            ownReader.close();
+        }
         if (owner) {
             reader.close();
             writer.close();

@@ -33,7 +33,7 @@ public final class QueryBench {
             w.blocks(), w.podBlocks(), w.holdings(), (System.nanoTime() - t0) / 1e9);
 
         try (NaiveStore naive = NaiveStore.load(w);
-             KvidxStore kvidx = KvidxStore.load(w, ChurnDriver.spareBlocks(o.churnWindow(), o.chain()));
+             KvidxStore kvidx = KvidxStore.load(w, ChurnDriver.spareBlocks(o.churnWindow(), o.chain()), o.indexDir());
              ChronicleStore chronicle = ChronicleStore.load(naive, w.pods())) {
             final KvidxStore exact = kvidx.exactView();
             out.printf("loaded: naive %.1f MiB heap, kvidx %.1f MiB file, chronicle %.1f MiB file (%.1f s)%n",
@@ -47,26 +47,13 @@ public final class QueryBench {
 
             final List<QueryStore> stores = new ArrayList<>(List.of(kvidx, exact, naive, chronicle));
             if (o.experiments()) {
-                // FILE_HUGE last: it collapses the shared file's pages, which would change the kvidx figures.
-                for (final PrefetchExperimentStore.Memory m : PrefetchExperimentStore.Memory.values()) {
-                    if (m != PrefetchExperimentStore.Memory.FILE_HUGE) {
-                        for (final boolean touch : new boolean[] {false, true}) {
-                            stores.add(new PrefetchExperimentStore(kvidx, w.pods(), touch, m, false));
-                        }
-                    }
-                }
-                stores.add(new PrefetchExperimentStore(kvidx, w.pods(), false, PrefetchExperimentStore.Memory.FILE,
-                    true));
-                stores.add(new PrefetchExperimentStore(kvidx, w.pods(), true, PrefetchExperimentStore.Memory.FILE,
-                    true));
-                for (final QueryStore e : stores.subList(4, stores.size())) {
-                    Verifier.check(w, naive, e, VERIFY_QUERIES);
-                }
+                final KvidxStore plain = kvidx.noPrefetchView();
+                Verifier.check(w, naive, plain, VERIFY_QUERIES);
+                stores.add(plain);
                 out.printf("experiments: %s; dependent random read: %.1f ns in 4 MiB, %.1f ns in 16 MiB,"
                     + " %.1f ns in 128 MiB%n", hugePages(), MemoryLatencyProbe.dependentReadNs(4L << 20, 3_000_000),
                     MemoryLatencyProbe.dependentReadNs(16L << 20, 3_000_000),
                     MemoryLatencyProbe.dependentReadNs(128L << 20, 3_000_000));
-
             }
             final QueryHarness harness = new QueryHarness(w);
             int cursor = 0;
@@ -88,15 +75,8 @@ public final class QueryBench {
             for (int i = 0; i < stores.size(); i++) {
                 stats.add(LatencyStats.of(stores.get(i).name(), histograms.get(i), alloc[i][0]));
             }
-            for (final QueryStore s : stores) {
-                if (s instanceof PrefetchExperimentStore e) {
-                    out.printf("%s: %.2f probes/query, huge page advice: %s%n", e.name(), e.meanProbes(),
-                        e.hugeAdvice());
-                    e.close();
-                }
-            }
-            if (o.experiments()) {
-                stats.add(afterCollapse(w, kvidx, harness, o, out));
+            for (final QueryStore s : stores.subList(4, stores.size())) {
+                s.close();
             }
             final double churnRate = churnStoresPerSecond(kvidx, o, Math.min(1_000, Math.max(100, roundMs)));
 
@@ -129,7 +109,7 @@ public final class QueryBench {
                         .put("churn_stores_per_s", churnRate)
                         .put("probes_per_query", probes);
                 }
-                if (store != null && store != exact && !(store instanceof PrefetchExperimentStore)) {
+                if (store == kvidx || store == naive || store == chronicle) {
                     j.put("bytes_per_block", perBlock(store.footprintBytes(), w))
                         .put("footprint_bytes", store.footprintBytes());
                 }
@@ -192,52 +172,11 @@ public final class QueryBench {
         return stored * 1e9 / (now - start);
     }
 
-    /**
-     * EXPERIMENT, after every other measurement: MADV_COLLAPSE on the index file (2 MiB pages for every mapper,
-     * where the kernel allows it), then the real reader timed again.
-     */
-    private static LatencyStats afterCollapse(final Workload w, final KvidxStore kvidx, final QueryHarness harness,
-        final BenchOptions o, final PrintStream out) {
-        try (PrefetchExperimentStore collapse = new PrefetchExperimentStore(kvidx, w.pods(), false,
-            PrefetchExperimentStore.Memory.FILE_HUGE, false)) {
-            out.printf("after MADV_COLLAPSE of the index file (%s): %s%n", collapse.hugeAdvice(), hugePages());
-        }
-        final QueryStore renamed = new QueryStore() {
-            @Override
-            public String name() {
-                return "kvidx_collapsed";
-            }
-
-            @Override
-            public int query(final long[] chain) {
-                return kvidx.query(chain);
-            }
-
-            @Override
-            public int depthOf(final int pod) {
-                return kvidx.depthOf(pod);
-            }
-
-            @Override
-            public long footprintBytes() {
-                return kvidx.footprintBytes();
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        final Histogram h = QueryHarness.newHistogram();
-        final long[] alloc = new long[1];
-        final int cursor = harness.warmup(renamed, 0, o.warmupMs());
-        harness.measure(renamed, cursor, o.measureMs(), h, alloc);
-        return LatencyStats.of(renamed.name(), h, alloc[0]);
-    }
-
     private static String hugePages() {
         try {
             return java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/meminfo")).stream()
-                .filter(l -> l.startsWith("AnonHugePages") || l.startsWith("ShmemHugePages"))
+                .filter(l -> l.startsWith("AnonHugePages") || l.startsWith("ShmemHugePages")
+                    || l.startsWith("FileHugePages"))
                 .map(l -> l.replaceAll("\\s+", " ")).reduce((a, b) -> a + ", " + b).orElse("no huge page info");
         } catch (final java.io.IOException ex) {
             return "no /proc/meminfo";

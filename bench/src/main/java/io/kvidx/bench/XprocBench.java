@@ -42,7 +42,7 @@ public final class XprocBench {
             o.pods(), o.chain(), o.blocks(), o.churnWindow(),
             o.writerRate() == 0 ? "unpaced" : o.writerRate() + " blocks/s", Runtime.getRuntime().availableProcessors());
         final Workload w = Workload.generate(o.pods(), o.chain(), o.blocks(), o.seed());
-        try (KvidxStore kvidx = KvidxStore.load(w, ChurnDriver.spareBlocks(o.churnWindow(), o.chain()))) {
+        try (KvidxStore kvidx = KvidxStore.load(w, ChurnDriver.spareBlocks(o.churnWindow(), o.chain()), o.indexDir())) {
             final Path queryFile = kvidx.dir().resolve("queries.bin");
             writeQueries(w, kvidx, queryFile);
             out.printf("index: %d blocks loaded in %.1f s; starting the reader JVM%n", w.blocks(),
