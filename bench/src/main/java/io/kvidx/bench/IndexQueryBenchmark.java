@@ -35,7 +35,7 @@ import java.util.concurrent.TimeUnit;
     BenchFlags.F6, BenchFlags.F7, BenchFlags.F8, BenchFlags.F9, BenchFlags.F10, BenchFlags.F11, BenchFlags.F12,
     BenchFlags.F13, "-Xms2g", "-Xmx2g"})
 public class IndexQueryBenchmark {
-    /** Which store answers. */
+    /** Which store answers; {@code -p store=kvidx,kvidx_noprefetch} compares the reader's prefetch on and off. */
     @Param({"kvidx", "kvidx_exact", "naive", "chronicle"})
     public String store;
     /** Pods. */
@@ -71,6 +71,11 @@ public class IndexQueryBenchmark {
                 final KvidxStore kvidx = KvidxStore.load(workload, 0);
                 closeLater = kvidx;
                 queryStore = kvidx.exactView();
+            }
+            case "kvidx_noprefetch" -> {
+                final KvidxStore kvidx = KvidxStore.load(workload, 0);
+                closeLater = kvidx;
+                queryStore = kvidx.noPrefetchView();
             }
             case "chronicle" -> queryStore = ChronicleStore.load(naive, pods);
             default -> throw new IllegalArgumentException("unknown store " + store);
