@@ -24,8 +24,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * {@code kvidx demo}: a writer fed by a synthetic fleet (pods storing and evicting blocks with shared prefixes)
- * in this process, and a router-side reader in a separate JVM mapping the same index read-only; prints one line
- * per second until Ctrl-C or {@code --seconds}.
+ * in this process, and a router-side reader in a separate JVM mapping the same index read-only, which routes each
+ * request through a cache-aware and a round-robin profile side by side; prints one line per second until Ctrl-C
+ * or {@code --seconds}.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
     description = "Run a synthetic fleet into a fresh index and query it from a second JVM, live.")
@@ -194,12 +195,16 @@ public final class DemoCommand implements Callable<Integer> {
             return "reader: attaching...";
         }
         final long queries = field(stats, "queries");
-        final long hits = field(stats, "hits");
         final long depth = field(stats, "depth");
         final long blocks = field(stats, "blocks");
-        return String.format("queries/s %,9d  p50 %,5d ns  p99 %,6d ns  hit %3d%%  prefix %3d%%", queries,
-            field(stats, "p50"), field(stats, "p99"), queries == 0 ? 0 : hits * 100 / queries,
-            blocks == 0 ? 0 : depth * 100 / blocks);
+        return String.format("queries/s %,7d  p50 %,5d ns  p99 %,6d ns  held %3d%% | routed: cache-aware %3d%%"
+                + " (decision p50 %,5d ns) round-robin %3d%%", queries, field(stats, "p50"), field(stats, "p99"),
+            percent(depth, blocks), percent(field(stats, "ca"), blocks), field(stats, "dp50"),
+            percent(field(stats, "rr"), blocks));
+    }
+
+    private static long percent(final long part, final long whole) {
+        return whole == 0 ? 0 : part * 100 / whole;
     }
 
     private static long field(final String line, final String name) {

@@ -2,6 +2,11 @@ package io.kvidx.daemon.cli;
 
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PrefixResult;
+import io.kvidx.client.routing.IndexReaderPodIndex;
+import io.kvidx.client.routing.PodRegistry;
+import io.kvidx.client.routing.Router;
+import io.kvidx.client.routing.RoutingContext;
+import io.kvidx.client.routing.RoutingProfiles;
 import io.kvidx.daemon.demo.SyntheticWorkload;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
@@ -14,9 +19,10 @@ import java.util.concurrent.Callable;
 
 /**
  * The demo's router side, run by {@code kvidx demo} as a separate JVM (with no JVM flags: the read path needs
- * none). Maps the index read-only, queries the synthetic request stream as fast as it can and prints one
- * {@code STATS} line per second; exits when its standard input closes (its parent is gone) or after the
- * given seconds.
+ * none). Maps the index read-only; for each request of the synthetic stream it times a bare prefix query, then
+ * routes the request through a cache-aware profile and a round-robin profile side by side and records how much of
+ * the prompt each picked pod already holds. Prints one {@code STATS} line per second; exits when its standard
+ * input closes (its parent is gone) or after the given seconds.
  */
 @Command(name = "demo-reader", hidden = true, description = "Query side of the demo (started by 'kvidx demo').")
 public final class DemoReaderCommand implements Callable<Integer> {
@@ -54,35 +60,60 @@ public final class DemoReaderCommand implements Callable<Integer> {
         final PrefixResult result = new PrefixResult();
         final Histogram histogram = new Histogram(10_000_000L, 3);
         final long end = seconds > 0 ? System.nanoTime() + seconds * 1_000_000_000L : Long.MAX_VALUE;
-        try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell(cell)
-            .attachTimeoutMs(10_000))) {
+        final IndexReader.Context context = new IndexReader.Context().dir(dir).cell(cell).attachTimeoutMs(10_000);
+        final Histogram decisions = new Histogram(10_000_000L, 3);
+        try (IndexReader reader = IndexReader.attach(context);
+             IndexReaderPodIndex index = new IndexReaderPodIndex(IndexReader.attach(context), 1_000)) {
+            final PodRegistry registry = new PodRegistry();
+            registry.registerFromIndex(index);
+            final Router cacheAware = RoutingProfiles.single(
+                RoutingProfiles.cacheAware("cache-aware", index, registry, null, reader.blockSize(), null),
+                registry, index);
+            final Router roundRobin = RoutingProfiles.single(
+                RoutingProfiles.roundRobin("round-robin", index, registry, true), registry, index);
+            final RoutingContext caContext = cacheAware.newContext();
+            final RoutingContext rrContext = roundRobin.newContext();
             long nextReport = System.nanoTime() + 1_000_000_000L;
             long queries = 0;
             long hits = 0;
             long depthSum = 0;
             long blocks = 0;
+            long caDepth = 0;
+            long rrDepth = 0;
             while (running && System.nanoTime() < end) {
                 final int length = workload.chain(workload.nextConversation(), keys);
                 final long start = System.nanoTime();
                 final int depth = reader.query(keys, length, null, result);
-                final long now = System.nanoTime();
-                histogram.recordValue(Math.min(now - start, 10_000_000L));
+                final long queried = System.nanoTime();
+                histogram.recordValue(Math.min(queried - start, 10_000_000L));
+                final int caSlot = cacheAware.routeKeys(caContext, keys, length);
+                final long decided = System.nanoTime();
+                decisions.recordValue(Math.min(decided - queried, 10_000_000L));
+                final int rrSlot = roundRobin.routeKeys(rrContext, keys, length);
+                caDepth += Math.max(0, cacheAware.heldDepth(caContext, caSlot));
+                rrDepth += Math.max(0, roundRobin.heldDepth(rrContext, rrSlot));
                 queries++;
                 blocks += length;
                 depthSum += depth;
                 if (depth > 0) {
                     hits++;
                 }
+                final long now = System.nanoTime();
                 if (now >= nextReport) {
-                    System.out.printf("STATS queries=%d p50=%d p99=%d hits=%d depth=%d blocks=%d entries=%d%n",
+                    System.out.printf("STATS queries=%d p50=%d p99=%d hits=%d depth=%d blocks=%d entries=%d"
+                            + " ca=%d rr=%d dp50=%d dp99=%d%n",
                         queries, histogram.getValueAtPercentile(50), histogram.getValueAtPercentile(99), hits,
-                        depthSum, blocks, reader.entryCount());
+                        depthSum, blocks, reader.entryCount(), caDepth, rrDepth, decisions.getValueAtPercentile(50),
+                        decisions.getValueAtPercentile(99));
                     System.out.flush();
                     histogram.reset();
+                    decisions.reset();
                     queries = 0;
                     hits = 0;
                     depthSum = 0;
                     blocks = 0;
+                    caDepth = 0;
+                    rrDepth = 0;
                     nextReport = now + 1_000_000_000L;
                 }
             }

@@ -37,18 +37,29 @@ class DemoCommandTest {
         final String out = captured.toString(StandardCharsets.UTF_8);
         assertEquals(0, code, out);
         assertTrue(out.contains("reader pid"), out);
-        assertTrue(out.lines().anyMatch(l -> l.contains("queries/s") && !l.contains("queries/s         0")),
+        assertTrue(out.lines().anyMatch(l -> l.contains("queries/s") && !l.contains("queries/s       0")),
             "the reader process answered queries:\n" + out);
+        // Routing by the index must reuse more of each prompt than round robin over 4 pods.
+        assertTrue(out.lines().filter(l -> l.contains("cache-aware")).anyMatch(DemoCommandTest::cacheAwareWins),
+            "cache-aware routing should beat round robin:\n" + out);
         assertTrue(out.contains("stopped after"), out);
         assertFalse(Files.exists(dir.resolve("demo").resolve("index")), "the demo removes its index");
+    }
+
+    private static boolean cacheAwareWins(final String line) {
+        final java.util.regex.Matcher m = java.util.regex.Pattern
+            .compile("cache-aware +(\\d+)%.*round-robin +(\\d+)%").matcher(line);
+        return m.find() && Integer.parseInt(m.group(1)) > Integer.parseInt(m.group(2));
     }
 
     @Test
     void shouldDescribeReaderStats() {
         final String line = DemoCommand.describe("STATS queries=1000 p50=150 p99=400 hits=900 depth=5000 "
-            + "blocks=10000 entries=7");
+            + "blocks=10000 entries=7 ca=4000 rr=600 dp50=700 dp99=900");
         assertTrue(line.contains("p50   150 ns"), line);
-        assertTrue(line.contains("hit  90%"), line);
-        assertTrue(line.contains("prefix  50%"), line);
+        assertTrue(line.contains("held  50%"), line);
+        assertTrue(line.contains("cache-aware  40%"), line);
+        assertTrue(line.contains("decision p50   700 ns"), line);
+        assertTrue(line.contains("round-robin   6%"), line);
     }
 }
