@@ -49,6 +49,7 @@ public final class ZmqIngestAgent implements Agent {
     private static final long END_OF_REPLAY = -1L;
     private static final byte[] EMPTY = new byte[0];
     private static final int READ_LIMIT = 64;
+    private static final int REPLAY_ATTEMPTS = 3;
 
     private final List<ZmqEndpoint> endpoints;
     private final PodDirectory directory;
@@ -68,6 +69,7 @@ public final class ZmqIngestAgent implements Agent {
     private ZContext context;
     private Publisher[] publishers;
     private long nextHeartbeatMs;
+    private long replayFirst;
     private int monitorId;
 
     /**
@@ -104,6 +106,7 @@ public final class ZmqIngestAgent implements Agent {
         final ZMQ.Socket sub;
         final ZMQ.Socket monitor;
         ZMQ.Socket replay;
+        ZMQ.Poller replayPoller;
         final int fixedPod;
         final IntArrayList pods = new IntArrayList();
         byte[] lastTopic = EMPTY;
@@ -317,28 +320,47 @@ public final class ZmqIngestAgent implements Agent {
 
     /**
      * Replays from {@code from} and applies every batch not applied yet; on return {@code p.next} follows the last
-     * batch applied.
+     * batch applied. A replay that gets no end marker within the timeout is retried from where it stopped, with a
+     * fresh socket, up to {@link #REPLAY_ATTEMPTS} times.
      */
     private void replay(final Publisher p, final long from, final boolean mustCoverFrom) {
         replays.increment();
+        replayFirst = -1;
+        boolean done = false;
+        for (int attempt = 0; attempt < REPLAY_ATTEMPTS && !done; attempt++) {
+            done = replayOnce(p, replayFirst < 0 || p.next < 0 ? from : p.next);
+        }
+        if (!done) {
+            replayFailed(p, "replay from " + from + " got no end marker in " + REPLAY_ATTEMPTS + " attempts of "
+                + replayTimeoutMs + " ms");
+        } else if (mustCoverFrom && replayFirst != from) {
+            final long f = replayFirst;
+            replayFailed(p, "replay from " + from + " started at " + (f < 0 ? "nothing" : Long.toString(f))
+                + " (the engine's buffer no longer holds the gap)");
+        }
+    }
+
+    private boolean replayOnce(final Publisher p, final long from) {
         if (p.replay == null) {
+            // A poller, not a receive timeout: JeroMQ 0.6.0's DEALER receive timeout misses replies now and then.
             p.replay = context.createSocket(SocketType.DEALER);
             p.replay.setLinger(0);
-            p.replay.setReceiveTimeOut(replayTimeoutMs);
             p.replay.connect(p.config.replayEndpoint());
+            p.replayPoller = context.createPoller(1);
+            p.replayPoller.register(p.replay, ZMQ.Poller.POLLIN);
         }
         final byte[] start = ByteBuffer.allocate(8).putLong(from).array();
         p.replay.sendMore(EMPTY);
         p.replay.send(start, 0);
-        long first = -1;
         while (true) {
-            final int n = receive(p.replay, 0);
+            final int n = p.replayPoller.poll(replayTimeoutMs) > 0 ? receive(p.replay, ZMQ.DONTWAIT) : 0;
             if (n == 0) {
-                replayFailed(p, "replay from " + from + " timed out after " + replayTimeoutMs + " ms");
-                // The socket may hold a late answer: drop it so the next replay starts clean.
+                // The socket may hold a late answer: drop it so the next attempt starts clean.
+                p.replayPoller.close();
                 p.replay.close();
                 p.replay = null;
-                break;
+                p.replayPoller = null;
+                return false;
             }
             final byte[] seqFrame;
             final byte[] topic;
@@ -362,10 +384,10 @@ public final class ZmqIngestAgent implements Agent {
             }
             final long seq = ByteBuffer.wrap(seqFrame).getLong();
             if (seq == END_OF_REPLAY) {
-                break;
+                return true;
             }
-            if (first < 0) {
-                first = seq;
+            if (replayFirst < 0) {
+                replayFirst = seq;
             }
             final int pod = topic != null && topic.length > 0 ? resolvePod(p, topic)
                 : p.fixedPod >= 0 ? p.fixedPod : p.lastTopicPod;
@@ -378,11 +400,6 @@ public final class ZmqIngestAgent implements Agent {
             }
             apply(pod, payload);
             p.next = seq + 1;
-        }
-        if (mustCoverFrom && first != from) {
-            final long f = first;
-            replayFailed(p, "replay from " + from + " started at " + (f < 0 ? "nothing" : Long.toString(f))
-                + " (the engine's buffer no longer holds the gap)");
         }
     }
 

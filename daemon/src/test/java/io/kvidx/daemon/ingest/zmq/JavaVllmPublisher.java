@@ -37,7 +37,6 @@ final class JavaVllmPublisher implements AutoCloseable {
         this.pubEndpoint = pub.getLastEndpoint();
         final ZMQ.Socket router = context.createSocket(SocketType.ROUTER);
         router.setLinger(0);
-        router.setReceiveTimeOut(50);
         router.bind("tcp://127.0.0.1:*");
         this.replayEndpoint = router.getLastEndpoint();
         this.replayThread = Thread.ofPlatform().name("test-replay").start(() -> serveReplay(router));
@@ -52,8 +51,13 @@ final class JavaVllmPublisher implements AutoCloseable {
     }
 
     private void serveReplay(final ZMQ.Socket router) {
+        final ZMQ.Poller poller = context.createPoller(1);
+        poller.register(router, ZMQ.Poller.POLLIN);
         while (running) {
-            final byte[] identity = router.recv(0);
+            if (poller.poll(50) <= 0) {
+                continue;
+            }
+            final byte[] identity = router.recv(ZMQ.DONTWAIT);
             if (identity == null) {
                 continue;
             }
@@ -78,6 +82,7 @@ final class JavaVllmPublisher implements AutoCloseable {
             }
             reply(router, identity, -1L, new byte[0]);
         }
+        poller.close();
         router.close();
     }
 

@@ -94,10 +94,6 @@ class ZmqIngestTest {
                 publisher.lose(payloads(shape).removed(Arrays.copyOfRange(h, 10, 18), "GPU").batch(0));
                 publisher.publish(ping);
                 await("depth 10 after replay", () -> depth(reader, pod, base, null) == 10);
-                await("replay done", () -> daemon.writers().isIdle() && daemon.counters()
-                    .value(CounterType.MESSAGES_RECEIVED) >= publisher.nextSeq());
-                assertEquals(1, daemon.counters().value(CounterType.SEQUENCE_GAPS));
-                assertEquals(0, daemon.counters().value(CounterType.REPLAY_FAILURES));
 
                 // Bad input: wrong frame counts, a short sequence frame, garbage and truncated msgpack.
                 final byte[] topic = ("kv@" + pod + "@" + MODEL).getBytes();
@@ -111,11 +107,13 @@ class ZmqIngestTest {
                 await("depth 25 after bad input", () -> depth(reader, pod, base, null) == 25);
                 assertEquals(3, daemon.counters().value(CounterType.FRAMING_ERRORS));
                 assertEquals(2, daemon.counters().value(CounterType.DECODE_ERRORS));
+                // The ingest agent has moved past the replay: it filled the gap completely.
                 assertEquals(1, daemon.counters().value(CounterType.SEQUENCE_GAPS));
+                assertEquals(0, daemon.counters().value(CounterType.REPLAY_FAILURES));
 
                 publisher.publish(payloads(shape).cleared().batch(0));
-                await("depth 0 after clear", () -> depth(reader, pod, base, null) == 0);
-                assertEquals(0, depth(reader, pod, lora, "Alice"));
+                await("depth 0 after clear", () -> depth(reader, pod, base, null) == 0
+                    && depth(reader, pod, lora, "Alice") == 0);
 
                 publisher.publish(payloads(shape).stored(lora.blockHashes(), null, lora.tokenIds(), 16, "Alice",
                     null).batch(0));
@@ -125,7 +123,7 @@ class ZmqIngestTest {
                 publisher.restart();
                 publisher.publish(payloads(shape).stored(h, null, base.tokenIds(), 16, null, null).batch(0));
                 await("depth 25 after restart", () -> depth(reader, pod, base, null) == 25);
-                assertEquals(0, depth(reader, pod, lora, "Alice"));
+                assertEquals(0, depth(reader, pod, lora, "Alice"), "the restart cleared the pod first");
                 assertEquals(1, daemon.counters().value(CounterType.SEQUENCE_RESETS));
 
                 // A gap the engine can no longer replay: counted, pod marked suspect, later batches still apply.
