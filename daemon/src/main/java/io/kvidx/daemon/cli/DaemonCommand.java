@@ -91,8 +91,9 @@ public final class DaemonCommand implements Callable<Integer> {
             }
             context.replay(r.substring(0, eq), r.substring(eq + 1));
         }
-        final ShutdownSignalBarrier barrier = new ShutdownSignalBarrier();
-        try (KvidxDaemon daemon = KvidxDaemon.start(context, System.err)) {
+        // Closing the barrier (last) lets the JVM's shutdown hook finish once the daemon has stopped.
+        try (ShutdownSignalBarrier barrier = new ShutdownSignalBarrier();
+            KvidxDaemon daemon = KvidxDaemon.start(context, System.err)) {
             System.out.println("kvidx daemon: index " + context.indexContext().indexFile() + ", block size "
                 + context.blockSize() + ", " + context.zmqEndpoints().size() + " ZeroMQ endpoint(s); Ctrl-C to stop");
             System.out.flush();
