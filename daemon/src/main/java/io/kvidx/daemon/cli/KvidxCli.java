@@ -13,6 +13,9 @@ import picocli.CommandLine.Command;
         CommandLine.HelpCommand.class,
         DaemonCommand.class,
         QueryCommand.class,
+        DemoCommand.class,
+        DemoReaderCommand.class,
+        HashCommand.class,
     })
 public final class KvidxCli implements Runnable {
     @CommandLine.Spec

@@ -24,8 +24,10 @@ import java.util.Map;
 
 import static io.kvidx.client.index.IndexDescriptor.ALIVE_BITMAP_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_KEY_OFFSET;
+import static io.kvidx.client.index.IndexDescriptor.ENTRY_LENGTH_SHIFT;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_PODS_OFFSET;
-import static io.kvidx.client.index.IndexDescriptor.ENTRY_STAMP_OFFSET;
+import static io.kvidx.client.index.IndexDescriptor.PODS_INLINE_MAX;
+import static io.kvidx.client.index.IndexDescriptor.PODS_OVERFLOW_FLAG;
 import static io.kvidx.client.index.IndexDescriptor.POD_STATE_ALIVE;
 import static io.kvidx.client.index.IndexDescriptor.POD_STATE_DRAINING;
 import static io.kvidx.client.index.IndexDescriptor.POD_STATE_FREE;
@@ -71,6 +73,14 @@ public final class IndexWriter implements AutoCloseable {
     private final long shardHeadersOffset;
     private final long tablesOffset;
     private final long shardTableLength;
+    private final long overflowOffset;
+    private final int overflowPerShard;
+    private final int slotsPerShard;
+    /** Writer-private store stamps (eviction clock), one per table slot; moved with entries. */
+    private final long[] stamps;
+    /** Writer-private free lists of overflow bitmap indexes, one stack per shard. */
+    private final int[] overflowFree;
+    private final int[] overflowTop;
     private final long epoch;
     private final java.util.concurrent.atomic.AtomicLongArray shardLocks;
     /** Per-shard writer state, guarded by the shard lock: [stamp clock, clock hand] at index shard*LOCK_STRIDE. */
@@ -101,6 +111,18 @@ public final class IndexWriter implements AutoCloseable {
         this.shardHeadersOffset = IndexDescriptor.shardHeadersOffset(maxPods);
         this.tablesOffset = IndexDescriptor.tablesOffset(maxPods, context.shardCount);
         this.shardTableLength = (long) context.slotsPerShard * IndexDescriptor.ENTRY_LENGTH;
+        this.slotsPerShard = context.slotsPerShard;
+        this.overflowOffset = IndexDescriptor.overflowOffset(maxPods, context.shardCount, context.slotsPerShard);
+        this.overflowPerShard = IndexDescriptor.overflowPerShard(context.slotsPerShard);
+        this.stamps = new long[context.shardCount * context.slotsPerShard];
+        this.overflowFree = new int[context.shardCount * overflowPerShard];
+        this.overflowTop = new int[context.shardCount];
+        for (int shard = 0; shard < context.shardCount; shard++) {
+            for (int i = 0; i < overflowPerShard; i++) {
+                overflowFree[shard * overflowPerShard + i] = overflowPerShard - 1 - i;
+            }
+            overflowTop[shard] = overflowPerShard;
+        }
         this.shardLocks = new java.util.concurrent.atomic.AtomicLongArray(context.shardCount * LOCK_STRIDE);
         this.shardState = new long[context.shardCount * LOCK_STRIDE];
         this.podStates = new int[maxPods];
@@ -127,6 +149,9 @@ public final class IndexWriter implements AutoCloseable {
             final MemorySegment s = region.segment();
             if (context.adviseRandom) {
                 PosixNative.madvise(s, PosixNative.MADV_RANDOM);
+            }
+            if (context.hugePages) {
+                PosixNative.madvise(s, PosixNative.MADV_HUGEPAGE);
             }
             s.set(ValueLayout.JAVA_LONG, IndexDescriptor.MAGIC_OFFSET, IndexDescriptor.MAGIC);
             s.set(ValueLayout.JAVA_INT, IndexDescriptor.HEADER_LENGTH_OFFSET, IndexDescriptor.HEADER_LENGTH);
@@ -352,8 +377,6 @@ public final class IndexWriter implements AutoCloseable {
     public int store(final int slot, final long[] keys, final int offset, final int length) {
         checkAlive(slot);
         java.util.Objects.checkFromIndexSize(offset, length, keys.length);
-        final int word = slot >>> 6;
-        final long bit = 1L << slot;
         int added = 0;
         for (int i = offset, end = offset + length; i < end; i++) {
             final long k = IndexDescriptor.storedKey(keys[i]);
@@ -364,7 +387,7 @@ public final class IndexWriter implements AutoCloseable {
                 if ((int) STATE.getVolatile(podStates, slot) != POD_STATE_ALIVE) {
                     break;
                 }
-                added += storeLocked(shard, k, (int) ((h << shardBits) >>> (64 - slotBits)), word, bit);
+                added += storeLocked(shard, k, (int) ((h << shardBits) >>> (64 - slotBits)), slot);
             } finally {
                 unlock(shard);
             }
@@ -385,8 +408,6 @@ public final class IndexWriter implements AutoCloseable {
     public int remove(final int slot, final long[] keys, final int offset, final int length) {
         checkSlot(slot);
         java.util.Objects.checkFromIndexSize(offset, length, keys.length);
-        final long wordOffset = ENTRY_PODS_OFFSET + (slot >>> 6) * 8L;
-        final long bit = 1L << slot;
         int removed = 0;
         for (int i = offset, end = offset + length; i < end; i++) {
             final long k = IndexDescriptor.storedKey(keys[i]);
@@ -394,19 +415,7 @@ public final class IndexWriter implements AutoCloseable {
             final int shard = (int) (h >>> (64 - shardBits));
             lock(shard);
             try {
-                final long table = tablesOffset + shard * shardTableLength;
-                final int idx = find(table, k, (int) ((h << shardBits) >>> (64 - slotBits)));
-                if (idx >= 0) {
-                    final long e = table + ((long) idx << 6);
-                    final long old = (long) LONG.get(segment, e + wordOffset);
-                    if ((old & bit) != 0) {
-                        LONG.setOpaque(segment, e + wordOffset, old & ~bit);
-                        removed++;
-                        if (isEmptyBitmap(e)) {
-                            delete(shard, table, idx);
-                        }
-                    }
-                }
+                removed += removeLocked(shard, k, (int) ((h << shardBits) >>> (64 - slotBits)), slot);
             } finally {
                 unlock(shard);
             }
@@ -414,46 +423,112 @@ public final class IndexWriter implements AutoCloseable {
         return removed;
     }
 
-    private int storeLocked(final int shard, final long k, final int home, final int word, final long bit) {
+    private int storeLocked(final int shard, final long k, final int home, final int slot) {
         final long table = tablesOffset + shard * shardTableLength;
-        final long wordOffset = ENTRY_PODS_OFFSET + word * 8L;
         final int stateBase = shard * LOCK_STRIDE;
-        int idx = home;
+        final int stampBase = shard * slotsPerShard;
         while (true) {
-            final long e = table + ((long) idx << 6);
-            final long ek = (long) LONG.get(segment, e + ENTRY_KEY_OFFSET);
-            if (ek == k) {
-                final long old = (long) LONG.get(segment, e + wordOffset);
-                LONG.set(segment, e + ENTRY_STAMP_OFFSET, ++shardState[stateBase]);
-                if ((old & bit) != 0) {
-                    return 0;
+            int idx = home;
+            boolean restart = false;
+            while (!restart) {
+                final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
+                final long ek = (long) LONG.get(segment, e + ENTRY_KEY_OFFSET);
+                if (ek == k) {
+                    stamps[stampBase + idx] = ++shardState[stateBase];
+                    final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
+                    if (pods < 0) {
+                        final long word = overflowEntry(shard, (int) pods) + (slot >>> 6) * 8L;
+                        final long old = (long) LONG.get(segment, word);
+                        final long bit = 1L << slot;
+                        if ((old & bit) != 0) {
+                            return 0;
+                        }
+                        LONG.setOpaque(segment, word, old | bit);
+                        return 1;
+                    }
+                    if (inlineIndexOf(pods, slot) >= 0) {
+                        return 0;
+                    }
+                    if (IndexDescriptor.inlineCount(pods) < PODS_INLINE_MAX) {
+                        LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, inlineAdd(pods, slot));
+                        return 1;
+                    }
+                    final int overflow = allocOverflow(shard);
+                    if (overflow < 0) {
+                        evictOverflow(shard, table);
+                        restart = true;
+                        continue;
+                    }
+                    // Fill the bitmap first, then publish the overflow index in one release store.
+                    final long o = overflowEntry(shard, overflow);
+                    for (int w = 0; w < IndexDescriptor.POD_WORDS; w++) {
+                        LONG.setOpaque(segment, o + w * 8L, 0L);
+                    }
+                    orBit(o, slot);
+                    for (int i = 0; i < PODS_INLINE_MAX; i++) {
+                        orBit(o, IndexDescriptor.inlineSlot(pods, i));
+                    }
+                    LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, PODS_OVERFLOW_FLAG | overflow);
+                    return 1;
                 }
-                LONG.setOpaque(segment, e + wordOffset, old | bit);
-                return 1;
-            }
-            if (ek == 0) {
-                final long countOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_ENTRY_COUNT_OFFSET;
-                final int count = (int) INT.get(segment, countOffset);
-                if (count >= maxCountPerShard) {
-                    evict(shard, table);
-                    idx = home;
-                    continue;
+                if (ek == 0) {
+                    final long countOffset = shardHeader(shard) + SHARD_ENTRY_COUNT_OFFSET;
+                    final int count = (int) INT.get(segment, countOffset);
+                    if (count >= maxCountPerShard) {
+                        evict(shard, table);
+                        restart = true;
+                        continue;
+                    }
+                    // Empty entries have a zero pods word: write this pod's list, then publish the key.
+                    LONG.setOpaque(segment, e + ENTRY_PODS_OFFSET, inlineAdd(0L, slot));
+                    stamps[stampBase + idx] = ++shardState[stateBase];
+                    LONG.setRelease(segment, e + ENTRY_KEY_OFFSET, k);
+                    INT.setRelease(segment, countOffset, count + 1);
+                    return 1;
                 }
-                // Empty entries have all-zero bitmaps: set this pod's bit, then publish the key.
-                LONG.setOpaque(segment, e + wordOffset, bit);
-                LONG.set(segment, e + ENTRY_STAMP_OFFSET, ++shardState[stateBase]);
-                LONG.setRelease(segment, e + ENTRY_KEY_OFFSET, k);
-                INT.setRelease(segment, countOffset, count + 1);
-                return 1;
+                idx = (idx + 1) & slotMask;
             }
-            idx = (idx + 1) & slotMask;
         }
+    }
+
+    private int removeLocked(final int shard, final long k, final int home, final int slot) {
+        final long table = tablesOffset + shard * shardTableLength;
+        final int idx = find(table, k, home);
+        if (idx < 0) {
+            return 0;
+        }
+        final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
+        final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
+        if (pods < 0) {
+            final long o = overflowEntry(shard, (int) pods);
+            final long word = o + (slot >>> 6) * 8L;
+            final long old = (long) LONG.get(segment, word);
+            final long bit = 1L << slot;
+            if ((old & bit) == 0) {
+                return 0;
+            }
+            LONG.setOpaque(segment, word, old & ~bit);
+            if (isEmptyBitmap(o)) {
+                delete(shard, table, idx);
+            }
+            return 1;
+        }
+        final int at = inlineIndexOf(pods, slot);
+        if (at < 0) {
+            return 0;
+        }
+        if (IndexDescriptor.inlineCount(pods) == 1) {
+            delete(shard, table, idx);
+        } else {
+            LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, inlineRemoveAt(pods, at));
+        }
+        return 1;
     }
 
     private int find(final long table, final long k, final int home) {
         int idx = home;
         for (int n = 0; n <= slotMask; n++) {
-            final long ek = (long) LONG.get(segment, table + ((long) idx << 6) + ENTRY_KEY_OFFSET);
+            final long ek = (long) LONG.get(segment, table + ((long) idx << ENTRY_LENGTH_SHIFT) + ENTRY_KEY_OFFSET);
             if (ek == k) {
                 return idx;
             }
@@ -465,53 +540,124 @@ public final class IndexWriter implements AutoCloseable {
         return -1;
     }
 
-    private boolean isEmptyBitmap(final long e) {
-        return ((long) LONG.get(segment, e + ENTRY_PODS_OFFSET)
-            | (long) LONG.get(segment, e + ENTRY_PODS_OFFSET + 8)
-            | (long) LONG.get(segment, e + ENTRY_PODS_OFFSET + 16)
-            | (long) LONG.get(segment, e + ENTRY_PODS_OFFSET + 24)) == 0;
+    static int inlineIndexOf(final long pods, final int slot) {
+        for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
+            if (IndexDescriptor.inlineSlot(pods, i) == slot) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    static long inlineAdd(final long pods, final int slot) {
+        final int count = IndexDescriptor.inlineCount(pods);
+        return (pods & 0x00FF_FFFF_FFFF_FFFFL) | ((long) slot << (count << 3)) | ((long) (count + 1) << 56);
+    }
+
+    static long inlineRemoveAt(final long pods, final int index) {
+        final int last = IndexDescriptor.inlineCount(pods) - 1;
+        final long lastSlot = IndexDescriptor.inlineSlot(pods, last);
+        long word = pods & ~(0xFFL << (last << 3));
+        if (index != last) {
+            word = (word & ~(0xFFL << (index << 3))) | (lastSlot << (index << 3));
+        }
+        return (word & 0x00FF_FFFF_FFFF_FFFFL) | ((long) last << 56);
+    }
+
+    private void orBit(final long overflow, final int slot) {
+        final long word = overflow + (slot >>> 6) * 8L;
+        LONG.setOpaque(segment, word, (long) LONG.get(segment, word) | (1L << slot));
+    }
+
+    private boolean isEmptyBitmap(final long o) {
+        return ((long) LONG.get(segment, o) | (long) LONG.get(segment, o + 8)
+            | (long) LONG.get(segment, o + 16) | (long) LONG.get(segment, o + 24)) == 0;
+    }
+
+    private long shardHeader(final int shard) {
+        return shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH;
+    }
+
+    private long overflowEntry(final int shard, final int index) {
+        return overflowOffset + ((long) shard * overflowPerShard + (index & (overflowPerShard - 1)))
+            * IndexDescriptor.OVERFLOW_LENGTH;
+    }
+
+    private int allocOverflow(final int shard) {
+        final int top = overflowTop[shard];
+        if (top == 0) {
+            return -1;
+        }
+        overflowTop[shard] = top - 1;
+        final long inUse = shardHeader(shard) + IndexDescriptor.SHARD_OVERFLOW_IN_USE_OFFSET;
+        INT.setRelease(segment, inUse, (int) INT.get(segment, inUse) + 1);
+        return overflowFree[shard * overflowPerShard + top - 1];
+    }
+
+    private void freeOverflow(final int shard, final int index) {
+        overflowFree[shard * overflowPerShard + overflowTop[shard]++] = index;
+        final long inUse = shardHeader(shard) + IndexDescriptor.SHARD_OVERFLOW_IN_USE_OFFSET;
+        INT.setRelease(segment, inUse, (int) INT.get(segment, inUse) - 1);
     }
 
     private void evict(final int shard, final long table) {
+        evictOldest(shard, table, false);
+    }
+
+    private void evictOverflow(final int shard, final long table) {
+        if (!evictOldest(shard, table, true)) {
+            throw new IllegalStateException("shard " + shard + ": overflow pool exhausted but no entry uses it");
+        }
+    }
+
+    /**
+     * Sampled LRU: among the next few occupied entries after the shard's clock hand (only overflow entries when
+     * {@code overflowOnly}), deletes the one stored least recently.
+     */
+    private boolean evictOldest(final int shard, final long table, final boolean overflowOnly) {
         final int stateBase = shard * LOCK_STRIDE;
+        final int stampBase = shard * slotsPerShard;
         int hand = (int) shardState[stateBase + 1];
         int victim = -1;
         long oldest = Long.MAX_VALUE;
         int seen = 0;
         for (int n = 0; n <= slotMask && seen < EVICTION_SAMPLES; n++) {
-            final long e = table + ((long) hand << 6);
-            if ((long) LONG.get(segment, e + ENTRY_KEY_OFFSET) != 0) {
+            final long e = table + ((long) hand << ENTRY_LENGTH_SHIFT);
+            if ((long) LONG.get(segment, e + ENTRY_KEY_OFFSET) != 0
+                && (!overflowOnly || (long) LONG.get(segment, e + ENTRY_PODS_OFFSET) < 0)) {
                 seen++;
-                final long stamp = (long) LONG.get(segment, e + ENTRY_STAMP_OFFSET);
-                if (stamp < oldest) {
-                    oldest = stamp;
+                if (stamps[stampBase + hand] < oldest) {
+                    oldest = stamps[stampBase + hand];
                     victim = hand;
                 }
             }
             hand = (hand + 1) & slotMask;
         }
         shardState[stateBase + 1] = hand;
-        if (victim >= 0) {
-            delete(shard, table, victim);
-            final long evictionsOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH
-                + SHARD_EVICTIONS_OFFSET;
-            LONG.setRelease(segment, evictionsOffset, (long) LONG.get(segment, evictionsOffset) + 1);
+        if (victim < 0) {
+            return false;
         }
+        delete(shard, table, victim);
+        final long evictionsOffset = shardHeader(shard) + SHARD_EVICTIONS_OFFSET;
+        LONG.setRelease(segment, evictionsOffset, (long) LONG.get(segment, evictionsOffset) + 1);
+        return true;
     }
 
     /**
      * Backward-shift deletion of entry {@code idx}, inside an odd shard version so that readers retry.
      */
     private void delete(final int shard, final long table, final int idx) {
-        final long header = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH;
+        final long header = shardHeader(shard);
+        final int stampBase = shard * slotsPerShard;
         final long version = (long) LONG.get(segment, header + SHARD_VERSION_OFFSET);
         LONG.setOpaque(segment, header + SHARD_VERSION_OFFSET, version + 1);
         VarHandle.storeStoreFence();
+        final long freedPods = (long) LONG.get(segment, table + ((long) idx << ENTRY_LENGTH_SHIFT) + ENTRY_PODS_OFFSET);
         int hole = idx;
         int j = idx;
         while (true) {
             j = (j + 1) & slotMask;
-            final long ej = table + ((long) j << 6);
+            final long ej = table + ((long) j << ENTRY_LENGTH_SHIFT);
             final long kj = (long) LONG.get(segment, ej + ENTRY_KEY_OFFSET);
             if (kj == 0) {
                 break;
@@ -519,11 +665,20 @@ public final class IndexWriter implements AutoCloseable {
             final int home = (int) ((IndexDescriptor.spread(kj) << shardBits) >>> (64 - slotBits));
             final boolean stays = hole < j ? (home > hole && home <= j) : (home > hole || home <= j);
             if (!stays) {
-                MemorySegment.copy(segment, ej, segment, table + ((long) hole << 6), IndexDescriptor.ENTRY_LENGTH);
+                final long eh = table + ((long) hole << ENTRY_LENGTH_SHIFT);
+                LONG.setOpaque(segment, eh + ENTRY_PODS_OFFSET, (long) LONG.get(segment, ej + ENTRY_PODS_OFFSET));
+                LONG.setOpaque(segment, eh + ENTRY_KEY_OFFSET, kj);
+                stamps[stampBase + hole] = stamps[stampBase + j];
                 hole = j;
             }
         }
-        segment.asSlice(table + ((long) hole << 6), IndexDescriptor.ENTRY_LENGTH).fill((byte) 0);
+        final long eh = table + ((long) hole << ENTRY_LENGTH_SHIFT);
+        LONG.setOpaque(segment, eh + ENTRY_KEY_OFFSET, 0L);
+        LONG.setOpaque(segment, eh + ENTRY_PODS_OFFSET, 0L);
+        stamps[stampBase + hole] = 0;
+        if (freedPods < 0) {
+            freeOverflow(shard, (int) freedPods & (overflowPerShard - 1));
+        }
         final long countOffset = header + SHARD_ENTRY_COUNT_OFFSET;
         INT.setOpaque(segment, countOffset, (int) INT.get(segment, countOffset) - 1);
         LONG.setRelease(segment, header + SHARD_VERSION_OFFSET, version + 2);
@@ -538,15 +693,33 @@ public final class IndexWriter implements AutoCloseable {
             final long table = tablesOffset + shard * shardTableLength;
             for (int idx = 0; idx <= slotMask; idx++) {
                 while (true) {
-                    final long e = table + ((long) idx << 6);
+                    final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
                     if ((long) LONG.get(segment, e + ENTRY_KEY_OFFSET) == 0) {
                         break;
                     }
-                    clearBits(e + ENTRY_PODS_OFFSET, m0);
-                    clearBits(e + ENTRY_PODS_OFFSET + 8, m1);
-                    clearBits(e + ENTRY_PODS_OFFSET + 16, m2);
-                    clearBits(e + ENTRY_PODS_OFFSET + 24, m3);
-                    if (!isEmptyBitmap(e)) {
+                    final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
+                    final boolean empty;
+                    if (pods < 0) {
+                        final long o = overflowEntry(shard, (int) pods);
+                        clearBits(o, m0);
+                        clearBits(o + 8, m1);
+                        clearBits(o + 16, m2);
+                        clearBits(o + 24, m3);
+                        empty = isEmptyBitmap(o);
+                    } else {
+                        long kept = 0;
+                        for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
+                            final int slot = IndexDescriptor.inlineSlot(pods, i);
+                            if (!inMask(slot, m0, m1, m2, m3)) {
+                                kept = inlineAdd(kept, slot);
+                            }
+                        }
+                        empty = kept == 0;
+                        if (!empty && kept != pods) {
+                            LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, kept);
+                        }
+                    }
+                    if (!empty) {
                         break;
                     }
                     // The deletion may shift another entry into idx: examine idx again.
@@ -556,6 +729,16 @@ public final class IndexWriter implements AutoCloseable {
         } finally {
             unlock(shard);
         }
+    }
+
+    private static boolean inMask(final int slot, final long m0, final long m1, final long m2, final long m3) {
+        final long mask = switch (slot >>> 6) {
+            case 0 -> m0;
+            case 1 -> m1;
+            case 2 -> m2;
+            default -> m3;
+        };
+        return (mask & (1L << slot)) != 0;
     }
 
     private void clearBits(final long offset, final long mask) {
@@ -690,6 +873,7 @@ public final class IndexWriter implements AutoCloseable {
         private int keyScheme = IndexDescriptor.KEY_SCHEME_ROUTER_V1;
         private boolean deleteOnClose;
         private boolean adviseRandom = true;
+        private boolean hugePages = true;
         private boolean concluded;
 
         /**
@@ -723,6 +907,10 @@ public final class IndexWriter implements AutoCloseable {
             final String problem = IndexDescriptor.validateGeometry(shardCount, slotsPerShard, maxPods, maxChainLength);
             if (problem != null) {
                 throw new IllegalArgumentException(problem);
+            }
+            if ((long) shardCount * slotsPerShard > (1L << 30)) {
+                throw new IllegalArgumentException("at most 2^30 entries per index: " + shardCount + " shards x "
+                    + slotsPerShard + " slots");
             }
             IndexConfiguration.indexFile(dir, cell);
             concluded = true;
@@ -825,6 +1013,16 @@ public final class IndexWriter implements AutoCloseable {
          */
         public Context adviseRandom(final boolean adviseRandom) {
             this.adviseRandom = adviseRandom;
+            return this;
+        }
+
+        /**
+         * @param hugePages madvise(MADV_HUGEPAGE) the mapping (default true); effective on tmpfs only when
+         *                  /sys/kernel/mm/transparent_hugepage/shmem_enabled allows it (see tuning/).
+         * @return this.
+         */
+        public Context hugePages(final boolean hugePages) {
+            this.hugePages = hugePages;
             return this;
         }
 

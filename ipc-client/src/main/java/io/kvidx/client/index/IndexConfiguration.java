@@ -30,6 +30,11 @@ public final class IndexConfiguration {
     /** Default heartbeat interval. */
     public static final long HEARTBEAT_INTERVAL_MS_DEFAULT = 500;
 
+    /** Whether readers prefetch a chain's home entries before the binary search. */
+    public static final String PREFETCH_PROP_NAME = "kvidx.query.prefetch";
+    /** Default: prefetch (an index larger than the CPU cache is the normal case). */
+    public static final boolean PREFETCH_DEFAULT = true;
+
     private IndexConfiguration() {
     }
 
@@ -59,6 +64,13 @@ public final class IndexConfiguration {
      */
     public static long heartbeatTimeoutMs() {
         return Long.getLong(HEARTBEAT_TIMEOUT_PROP_NAME, HEARTBEAT_TIMEOUT_MS_DEFAULT);
+    }
+
+    /**
+     * @return whether readers prefetch home entries.
+     */
+    public static boolean prefetch() {
+        return Boolean.parseBoolean(System.getProperty(PREFETCH_PROP_NAME, Boolean.toString(PREFETCH_DEFAULT)));
     }
 
     /**

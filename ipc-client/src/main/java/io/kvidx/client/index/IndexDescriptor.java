@@ -26,21 +26,25 @@ import io.kvidx.ffm.Layouts;
  *     +------------------------------------------------------------------+
  *     | shard headers: shard count x 128-byte lines (see SHARD_*)        |
  *     +-------------------------------- 4 KiB aligned -------------------+
- *     | shard tables: shard count x slots per shard x 64-byte entries    |
+ *     | shard tables: shard count x slots per shard x 16-byte entries    |
+ *     +-------------------------------- 4 KiB aligned -------------------+
+ *     | overflow: shard count x (slots per shard / 8) x 32-byte bitmaps  |
  *     +------------------------------------------------------------------+
  *
  * Pod table entry (256 bytes)                 Shard header (128 bytes)
  *   0 seqlock i64 (odd while changing)          0 version i64 (odd while entries move)
  *   8 generation i32 | 12 state i32            8 count i32 (occupied entries)
- *  16 pod id length i32 | 20 model length i32  16 evictions i64
- *  24 pod id, UTF-8, 112 bytes                 24..127 reserved
- * 136 model, UTF-8, 120 bytes
+ *  16 pod id length i32 | 20 model length i32  12 overflow bitmaps in use i32
+ *  24 pod id, UTF-8, 112 bytes                 16 evictions i64
+ * 136 model, UTF-8, 120 bytes                  24..127 reserved
  *
- * Entry (64 bytes, one cache line)
+ * Entry (16 bytes, four per cache line)
  *   0 key u64 (0 = empty; published last with a release store)
- *   8 pods: 4 x u64 bitmap, bit p = pod slot p holds the block
- *  40 stamp i64 (writer's store clock, for eviction; readers ignore it)
- *  48..63 reserved
+ *   8 pods u64, one of two forms, always replaced by one 64-bit store:
+ *       inline   (bit 63 = 0): byte 7 = count n (0..7), bytes 0..n-1 = the pod slots holding the block
+ *       overflow (bit 63 = 1): bits 0..31 = index of a 32-byte bitmap in the shard's overflow area
+ *
+ * Overflow bitmap (32 bytes): 4 x u64, bit p = pod slot p holds the block.
  * </pre>
  *
  * <p>Keys select a shard and a home slot by Fibonacci hashing: {@code h = key * 0x9E3779B97F4A7C15}, shard =
@@ -130,17 +134,27 @@ public final class IndexDescriptor {
     public static final int SHARD_VERSION_OFFSET = 0;
     /** Shard header: occupied entries. */
     public static final int SHARD_ENTRY_COUNT_OFFSET = 8;
+    /** Shard header: overflow bitmaps in use. */
+    public static final int SHARD_OVERFLOW_IN_USE_OFFSET = 12;
     /** Shard header: entries evicted because the shard was full. */
     public static final int SHARD_EVICTIONS_OFFSET = 16;
 
-    /** Length of one table entry: one cache line. */
-    public static final int ENTRY_LENGTH = Layouts.CACHE_LINE_LENGTH;
+    /** Length of one table entry: a quarter of a cache line. */
+    public static final int ENTRY_LENGTH = 16;
+    /** log2 of {@link #ENTRY_LENGTH}. */
+    public static final int ENTRY_LENGTH_SHIFT = 4;
     /** Entry: key. */
     public static final int ENTRY_KEY_OFFSET = 0;
-    /** Entry: first of the 4 pod bitmap words. */
+    /** Entry: the pods word (inline pod list or overflow index). */
     public static final int ENTRY_PODS_OFFSET = 8;
-    /** Entry: writer's store stamp. */
-    public static final int ENTRY_STAMP_OFFSET = 40;
+    /** Pods word flag: the word holds an overflow bitmap index. */
+    public static final long PODS_OVERFLOW_FLAG = Long.MIN_VALUE;
+    /** Pod slots an inline pods word holds. */
+    public static final int PODS_INLINE_MAX = 7;
+    /** Length of one overflow bitmap. */
+    public static final int OVERFLOW_LENGTH = 32;
+    /** Table slots per overflow bitmap: each shard has slotsPerShard / 8 overflow bitmaps. */
+    public static final int SLOTS_PER_OVERFLOW = 8;
 
     /** Pods per cell: the width of every bitmap. */
     public static final int MAX_PODS = 256;
@@ -199,13 +213,50 @@ public final class IndexDescriptor {
     }
 
     /**
+     * @param slotsPerShard entries per shard.
+     * @return overflow bitmaps per shard.
+     */
+    public static int overflowPerShard(final int slotsPerShard) {
+        return slotsPerShard / SLOTS_PER_OVERFLOW;
+    }
+
+    /**
+     * @param maxPods       pods in the cell.
+     * @param shardCount    shards.
+     * @param slotsPerShard entries per shard.
+     * @return offset of the first overflow area (4 KiB aligned).
+     */
+    public static long overflowOffset(final int maxPods, final int shardCount, final int slotsPerShard) {
+        return Layouts.align(tablesOffset(maxPods, shardCount) + (long) shardCount * slotsPerShard * ENTRY_LENGTH,
+            Layouts.PAGE_LENGTH);
+    }
+
+    /**
      * @param maxPods       pods in the cell.
      * @param shardCount    shards.
      * @param slotsPerShard entries per shard.
      * @return the length of the whole file.
      */
     public static long fileLength(final int maxPods, final int shardCount, final int slotsPerShard) {
-        return tablesOffset(maxPods, shardCount) + (long) shardCount * slotsPerShard * ENTRY_LENGTH;
+        return overflowOffset(maxPods, shardCount, slotsPerShard)
+            + (long) shardCount * overflowPerShard(slotsPerShard) * OVERFLOW_LENGTH;
+    }
+
+    /**
+     * @param podsWord an inline pods word.
+     * @return the number of pod slots it lists.
+     */
+    public static int inlineCount(final long podsWord) {
+        return (int) (podsWord >>> 56);
+    }
+
+    /**
+     * @param podsWord an inline pods word.
+     * @param index    0 .. count-1.
+     * @return the pod slot at that index.
+     */
+    public static int inlineSlot(final long podsWord, final int index) {
+        return (int) (podsWord >>> (index << 3)) & 0xFF;
     }
 
     /**

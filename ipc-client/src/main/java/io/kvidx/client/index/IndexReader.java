@@ -15,6 +15,8 @@ import java.nio.file.Path;
 import static io.kvidx.client.index.IndexDescriptor.ALIVE_BITMAP_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_KEY_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_LENGTH;
+import static io.kvidx.client.index.IndexDescriptor.ENTRY_LENGTH_SHIFT;
+import static io.kvidx.client.index.IndexDescriptor.OVERFLOW_LENGTH;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_PODS_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_HEADER_LENGTH;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
@@ -54,6 +56,10 @@ public final class IndexReader implements AutoCloseable {
     private final long shardHeadersOffset;
     private final long tablesOffset;
     private final long shardTableLength;
+    private final long overflowOffset;
+    private final int overflowPerShard;
+    private final int overflowMask;
+    private final boolean prefetch;
 
     private IndexReader(final MappedRegion region, final Context context) {
         this.region = region;
@@ -74,6 +80,10 @@ public final class IndexReader implements AutoCloseable {
         this.shardHeadersOffset = IndexDescriptor.shardHeadersOffset(maxPods);
         this.tablesOffset = IndexDescriptor.tablesOffset(maxPods, shardCount);
         this.shardTableLength = (long) slotsPerShard * ENTRY_LENGTH;
+        this.overflowOffset = IndexDescriptor.overflowOffset(maxPods, shardCount, slotsPerShard);
+        this.overflowPerShard = IndexDescriptor.overflowPerShard(slotsPerShard);
+        this.overflowMask = overflowPerShard - 1;
+        this.prefetch = context.prefetch();
     }
 
     /**
@@ -98,7 +108,8 @@ public final class IndexReader implements AutoCloseable {
                 boolean keep = false;
                 try {
                     final MemorySegment header = region.segment();
-                    final int version = (int) Layouts.INT.getAcquire(header, (long) IndexDescriptor.LAYOUT_VERSION_OFFSET);
+                    final int version = (int) Layouts.INT.getAcquire(header,
+                        (long) IndexDescriptor.LAYOUT_VERSION_OFFSET);
                     if (version != 0) {
                         final IndexReader reader = validate(region, file, context, version);
                         keep = true;
@@ -219,6 +230,9 @@ public final class IndexReader implements AutoCloseable {
         if (length == 0 || (s0 | s1 | s2 | s3) == 0) {
             return 0;
         }
+        if (prefetch) {
+            result.sink = prefetch(keys, length);
+        }
         final long[] stack = result.stack;
         final long[] words = result.words;
         int top = 0;
@@ -283,6 +297,9 @@ public final class IndexReader implements AutoCloseable {
             s2 &= candidates.word(2);
             s3 &= candidates.word(3);
         }
+        if (prefetch) {
+            result.sink = prefetch(keys, length);
+        }
         final long[] words = result.words;
         int i = 0;
         while (i < length && (s0 | s1 | s2 | s3) != 0) {
@@ -297,6 +314,22 @@ public final class IndexReader implements AutoCloseable {
         result.addAll(s0, s1, s2, s3, i);
         result.probes(i);
         return result.maxDepth();
+    }
+
+    /**
+     * Loads the home entry of every key of the chain before the search starts: the loads are independent, so
+     * their cache misses overlap instead of being paid one probe at a time.
+     */
+    private long prefetch(final long[] keys, final int length) {
+        final MemorySegment s = segment;
+        long sink = 0;
+        for (int i = 0; i < length; i++) {
+            final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(keys[i]));
+            final int shard = (int) (h >>> (64 - shardBits));
+            final int home = (int) ((h << shardBits) >>> (64 - slotBits));
+            sink += (long) LONG.get(s, tablesOffset + shard * shardTableLength + ((long) home << ENTRY_LENGTH_SHIFT));
+        }
+        return sink;
     }
 
     private static void push(final long[] stack, final int frame, final int lo, final int hi, final long w0,
@@ -347,13 +380,30 @@ public final class IndexReader implements AutoCloseable {
                 boolean found = false;
                 int idx = home;
                 for (int n = 0; n <= slotMask; n++) {
-                    final long e = table + ((long) idx << 6);
+                    final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
                     final long ek = (long) LONG.getAcquire(s, e + ENTRY_KEY_OFFSET);
                     if (ek == k) {
-                        w0 = (long) LONG.getOpaque(s, e + ENTRY_PODS_OFFSET);
-                        w1 = (long) LONG.getOpaque(s, e + ENTRY_PODS_OFFSET + 8);
-                        w2 = (long) LONG.getOpaque(s, e + ENTRY_PODS_OFFSET + 16);
-                        w3 = (long) LONG.getOpaque(s, e + ENTRY_PODS_OFFSET + 24);
+                        final long pods = (long) LONG.getAcquire(s, e + ENTRY_PODS_OFFSET);
+                        if (pods >= 0) {
+                            for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
+                                final int slot = IndexDescriptor.inlineSlot(pods, i);
+                                final long bit = 1L << slot;
+                                switch (slot >>> 6) {
+                                    case 0 -> w0 |= bit;
+                                    case 1 -> w1 |= bit;
+                                    case 2 -> w2 |= bit;
+                                    default -> w3 |= bit;
+                                }
+                            }
+                        } else {
+                            // Masked: even a corrupted index cannot point outside this shard's overflow area.
+                            final long o = overflowOffset
+                                + ((long) shard * overflowPerShard + ((int) pods & overflowMask)) * OVERFLOW_LENGTH;
+                            w0 = (long) LONG.getOpaque(s, o);
+                            w1 = (long) LONG.getOpaque(s, o + 8);
+                            w2 = (long) LONG.getOpaque(s, o + 16);
+                            w3 = (long) LONG.getOpaque(s, o + 24);
+                        }
                         found = true;
                         break;
                     }
@@ -591,6 +641,7 @@ public final class IndexReader implements AutoCloseable {
         private String cell;
         private long attachTimeoutMs = -1;
         private long heartbeatTimeoutMs = -1;
+        private Boolean prefetch;
 
         /**
          * Applies defaults to unset values and validates.
@@ -609,6 +660,9 @@ public final class IndexReader implements AutoCloseable {
             }
             if (heartbeatTimeoutMs < 0) {
                 heartbeatTimeoutMs = IndexConfiguration.heartbeatTimeoutMs();
+            }
+            if (prefetch == null) {
+                prefetch = IndexConfiguration.prefetch();
             }
             IndexConfiguration.indexFile(dir, cell);
             return this;
@@ -676,6 +730,24 @@ public final class IndexReader implements AutoCloseable {
          */
         public long heartbeatTimeoutMs() {
             return heartbeatTimeoutMs;
+        }
+
+        /**
+         * @param prefetch load the home entry of every key of a chain before searching (default true): the cache
+         *                 misses of a large index overlap instead of adding up, at a small cost when the index
+         *                 fits in cache. See docs/perf.md.
+         * @return this.
+         */
+        public Context prefetch(final boolean prefetch) {
+            this.prefetch = prefetch;
+            return this;
+        }
+
+        /**
+         * @return whether queries prefetch the chain's home entries.
+         */
+        public boolean prefetch() {
+            return prefetch == null || prefetch;
         }
 
         /**

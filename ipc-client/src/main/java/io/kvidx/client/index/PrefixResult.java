@@ -17,6 +17,8 @@ public final class PrefixResult {
     final long[] words = new long[IndexDescriptor.POD_WORDS];
     private final int[] slots = new int[IndexDescriptor.MAX_PODS];
     private final int[] depthBySlot = new int[IndexDescriptor.MAX_PODS];
+    /** Sum of prefetched words: keeps the prefetch loads observable so the JIT cannot drop them. */
+    long sink;
     private int count;
     private int chainLength;
     private int probes;

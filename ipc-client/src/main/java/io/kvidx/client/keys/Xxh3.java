@@ -10,9 +10,9 @@ import java.util.Objects;
  * algorithm description. Used for the vLLM {@code xxhash} algorithms and as the reference the router key path
  * ({@link RouterKeyHasher}) is checked against.
  *
- * <p><b>Note:</b> stateless and thread safe. {@link #hash64(byte[], int, int, long)} allocates nothing up to 240
- * bytes; longer inputs and the 128-bit variant use small temporary arrays (which escape analysis usually removes)
- * and, with a non-zero seed above 240 bytes, a 192-byte derived secret. The router's hot path does not come here.
+ * <p><b>Note:</b> stateless and thread safe. Both variants allocate nothing up to 240 bytes; longer inputs use an
+ * 8-long accumulator array (which escape analysis may or may not remove) and, with a non-zero seed, a 192-byte
+ * derived secret. The router's hot path does not come here ({@link RouterKeyHasher} allocates nothing).
  */
 public final class Xxh3 {
     static final long PRIME32_1 = 0x9E3779B1L;
@@ -103,7 +103,8 @@ public final class Xxh3 {
      * @param outOffset where to write.
      */
     public static void hash128(
-        final byte[] input, final int offset, final int length, final long seed, final long[] out, final int outOffset) {
+        final byte[] input, final int offset, final int length, final long seed,
+        final long[] out, final int outOffset) {
         Objects.checkFromIndexSize(offset, length, input.length);
         Objects.checkFromIndexSize(outOffset, 2, out.length);
         if (length <= 16) {
@@ -379,52 +380,68 @@ public final class Xxh3 {
         }
     }
 
-    private static void mix32(
-        final long[] acc, final byte[] in, final int i1, final int i2, final int s, final long seed) {
-        acc[0] += mix16(in, i1, s, seed);
-        acc[0] ^= read64(in, i2) + read64(in, i2 + 8);
-        acc[1] += mix16(in, i2, s + 16, seed);
-        acc[1] ^= read64(in, i1) + read64(in, i1 + 8);
+    /** Low half of XXH3's mix32B: depends only on the previous low half. */
+    private static long mix32Lo(
+        final long lo, final byte[] in, final int i1, final int i2, final int s, final long seed) {
+        return (lo + mix16(in, i1, s, seed)) ^ (read64(in, i2) + read64(in, i2 + 8));
     }
 
-    private static void finish128(final long[] acc, final int len, final long seed, final long[] out, final int o) {
-        final long lo = acc[0] + acc[1];
-        final long hi = acc[0] * PRIME64_1 + acc[1] * PRIME64_4 + (len - seed) * PRIME64_2;
+    /** High half of XXH3's mix32B: depends only on the previous high half. */
+    private static long mix32Hi(
+        final long hi, final byte[] in, final int i1, final int i2, final int s, final long seed) {
+        return (hi + mix16(in, i2, s + 16, seed)) ^ (read64(in, i1) + read64(in, i1 + 8));
+    }
+
+    private static void finish128(
+        final long accLo, final long accHi, final int len, final long seed, final long[] out, final int o) {
+        final long lo = accLo + accHi;
+        final long hi = accLo * PRIME64_1 + accHi * PRIME64_4 + (len - seed) * PRIME64_2;
         out[o] = avalanche(lo);
         out[o + 1] = -avalanche(hi);
     }
 
     private static void len17To128x128(
         final byte[] in, final int off, final int len, final long seed, final long[] out, final int o) {
-        final long[] acc = {len * PRIME64_1, 0L};
+        long lo = len * PRIME64_1;
+        long hi = 0L;
         final int end = off + len;
         if (len > 32) {
             if (len > 64) {
                 if (len > 96) {
-                    mix32(acc, in, off + 48, end - 64, 96, seed);
+                    lo = mix32Lo(lo, in, off + 48, end - 64, 96, seed);
+                    hi = mix32Hi(hi, in, off + 48, end - 64, 96, seed);
                 }
-                mix32(acc, in, off + 32, end - 48, 64, seed);
+                lo = mix32Lo(lo, in, off + 32, end - 48, 64, seed);
+                hi = mix32Hi(hi, in, off + 32, end - 48, 64, seed);
             }
-            mix32(acc, in, off + 16, end - 32, 32, seed);
+            lo = mix32Lo(lo, in, off + 16, end - 32, 32, seed);
+            hi = mix32Hi(hi, in, off + 16, end - 32, 32, seed);
         }
-        mix32(acc, in, off, end - 16, 0, seed);
-        finish128(acc, len, seed, out, o);
+        lo = mix32Lo(lo, in, off, end - 16, 0, seed);
+        hi = mix32Hi(hi, in, off, end - 16, 0, seed);
+        finish128(lo, hi, len, seed, out, o);
     }
 
     private static void len129To240x128(
         final byte[] in, final int off, final int len, final long seed, final long[] out, final int o) {
-        final long[] acc = {len * PRIME64_1, 0L};
+        long lo = len * PRIME64_1;
+        long hi = 0L;
         final int rounds = len / 32;
         for (int i = 0; i < 4; i++) {
-            mix32(acc, in, off + 32 * i, off + 32 * i + 16, 32 * i, seed);
+            lo = mix32Lo(lo, in, off + 32 * i, off + 32 * i + 16, 32 * i, seed);
+            hi = mix32Hi(hi, in, off + 32 * i, off + 32 * i + 16, 32 * i, seed);
         }
-        acc[0] = avalanche(acc[0]);
-        acc[1] = avalanche(acc[1]);
+        lo = avalanche(lo);
+        hi = avalanche(hi);
         for (int i = 4; i < rounds; i++) {
-            mix32(acc, in, off + 32 * i, off + 32 * i + 16, MIDSIZE_START_OFFSET + 32 * (i - 4), seed);
+            final int s = MIDSIZE_START_OFFSET + 32 * (i - 4);
+            lo = mix32Lo(lo, in, off + 32 * i, off + 32 * i + 16, s, seed);
+            hi = mix32Hi(hi, in, off + 32 * i, off + 32 * i + 16, s, seed);
         }
-        mix32(acc, in, off + len - 16, off + len - 32, SECRET_SIZE_MIN - MIDSIZE_LAST_OFFSET - 16, -seed);
-        finish128(acc, len, seed, out, o);
+        final int s = SECRET_SIZE_MIN - MIDSIZE_LAST_OFFSET - 16;
+        lo = mix32Lo(lo, in, off + len - 16, off + len - 32, s, -seed);
+        hi = mix32Hi(hi, in, off + len - 16, off + len - 32, s, -seed);
+        finish128(lo, hi, len, seed, out, o);
     }
 
     private static void hashLong128(

@@ -149,6 +149,32 @@ class RouterKeyHasherTest {
     }
 
     @Test
+    void shouldAllocateNothingOnTheKeyPaths() {
+        final com.sun.management.ThreadMXBean threads =
+            (com.sun.management.ThreadMXBean)java.lang.management.ManagementFactory.getThreadMXBean();
+        org.junit.jupiter.api.Assumptions.assumeTrue(threads.isThreadAllocatedMemorySupported(),
+            "SKIPPED: this JVM cannot measure per-thread allocation");
+        final RouterKeyHasher small = new RouterKeyHasher(16);
+        final RouterKeyHasher large = new RouterKeyHasher(300);
+        final int[] tokens = new SplittableRandom(3L).ints(2048, 0, 150_000).toArray();
+        final long[] keys = new long[2048];
+        long sink = 0;
+        for (int round = 0; round < 2; round++) {
+            final long before = threads.getCurrentThreadAllocatedBytes();
+            for (int i = 0; i < 2_000; i++) {
+                sink += small.keys(i, tokens, tokens.length, keys);
+                sink += large.extend(i, tokens, 0, tokens.length, keys, 0);
+                sink += small.blockKey(i, tokens, 16);
+            }
+            final long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+            if (round == 1) {
+                // Round 0 warms up (class loading, JIT); the measuring calls themselves allocate nothing.
+                assertEquals(0L, allocated, "bytes allocated by 6,000 key computations (sink " + sink + ")");
+            }
+        }
+    }
+
+    @Test
     void shouldGiveDistinctKeysToNeighbouringTokens() {
         final RouterKeyHasher hasher = new RouterKeyHasher(16);
         final int[] tokens = new int[16];

@@ -1,0 +1,217 @@
+package io.kvidx.daemon.cli;
+
+import io.kvidx.client.index.IndexConfiguration;
+import io.kvidx.daemon.demo.SyntheticFleet;
+import io.kvidx.daemon.demo.SyntheticWorkload;
+import io.kvidx.daemon.index.IndexMaintenanceAgent;
+import io.kvidx.daemon.index.IndexWriter;
+import org.agrona.concurrent.AgentRunner;
+import org.agrona.concurrent.SleepingMillisIdleStrategy;
+import org.agrona.concurrent.SystemEpochClock;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code kvidx demo}: a writer fed by a synthetic fleet (pods storing and evicting blocks with shared prefixes)
+ * in this process, and a router-side reader in a separate JVM mapping the same index read-only; prints one line
+ * per second until Ctrl-C or {@code --seconds}.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true,
+    description = "Run a synthetic fleet into a fresh index and query it from a second JVM, live.")
+public final class DemoCommand implements Callable<Integer> {
+    @Option(names = "--seconds", defaultValue = "0", description = "Stop after N seconds (default: run until Ctrl-C).")
+    private long seconds;
+
+    @Option(names = "--pods", defaultValue = "16", description = "Simulated pods (1..256, default ${DEFAULT-VALUE}).")
+    private int pods;
+
+    @Option(names = "--budget", defaultValue = "20000",
+        description = "Blocks each simulated pod caches before it evicts (default ${DEFAULT-VALUE}).")
+    private int budget;
+
+    @Option(names = "--rate", defaultValue = "1000000",
+        description = "Block stores per second the fleet aims at (default ${DEFAULT-VALUE}).")
+    private long rate;
+
+    @Option(names = "--capacity", defaultValue = "1048576",
+        description = "Index capacity in blocks (default ${DEFAULT-VALUE}).")
+    private long capacity;
+
+    @Option(names = "--dir", description = "Index directory (default /dev/shm/kvidx).")
+    private Path dir;
+
+    @Option(names = "--cell", defaultValue = "demo", description = "Cell name (default ${DEFAULT-VALUE}).")
+    private String cell;
+
+    @Option(names = "--seed", defaultValue = "42", description = "Workload seed (default ${DEFAULT-VALUE}).")
+    private long seed;
+
+    private static final int GROUPS = 64;
+    private static final int CONVERSATIONS = 20_000;
+    private static final int MAX_CHAIN = 64;
+
+    @Override
+    public Integer call() throws Exception {
+        if (rate < 1 || seconds < 0) {
+            throw new IllegalArgumentException("--rate must be >= 1 and --seconds >= 0");
+        }
+        final Path indexDir = dir != null ? dir : IndexConfiguration.dir();
+        final PrintStream out = System.out;
+        final CountDownLatch stopped = new CountDownLatch(1);
+        final boolean[] stop = {false};
+        final Thread hook = new Thread(() -> {
+            synchronized (stop) {
+                stop[0] = true;
+            }
+            try {
+                stopped.await(5, TimeUnit.SECONDS);
+            } catch (final InterruptedException ignore) {
+                Thread.currentThread().interrupt();
+            }
+        }, "kvidx-demo-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+
+        final IndexWriter.Context ctx = new IndexWriter.Context().dir(indexDir).cell(cell).capacityBlocks(capacity)
+            .maxChainLength(Math.max(MAX_CHAIN, 8192)).deleteOnClose(true);
+        Process child = null;
+        try (IndexWriter writer = IndexWriter.create(ctx);
+             AgentRunner maintenance = new AgentRunner(new SleepingMillisIdleStrategy(1), Throwable::printStackTrace,
+                 null, new IndexMaintenanceAgent(writer, SystemEpochClock.INSTANCE, 200))) {
+            AgentRunner.startOnThread(maintenance);
+            final SyntheticWorkload workload = new SyntheticWorkload(seed, seed, GROUPS, CONVERSATIONS, MAX_CHAIN);
+            final SyntheticFleet fleet = new SyntheticFleet(writer, workload, pods, budget, "demo-model");
+            out.printf("kvidx demo: index %s (%d shards x %d entries, %,d blocks before eviction), %d pods%n",
+                ctx.indexFile(), ctx.shardCount(), ctx.slotsPerShard(), writer.capacity(), pods);
+
+            child = startReader(indexDir);
+            final BufferedReader childOut = new BufferedReader(new InputStreamReader(child.getInputStream(),
+                StandardCharsets.UTF_8));
+            final String[] lastStats = {null};
+            final Thread pump = new Thread(() -> pumpStats(childOut, lastStats), "kvidx-demo-reader-out");
+            pump.setDaemon(true);
+            pump.start();
+            out.printf("kvidx demo: reader pid %d maps the index read-only (no JVM flags); Ctrl-C to stop%n",
+                child.pid());
+
+            final long startNs = System.nanoTime();
+            final long endNs = seconds > 0 ? startNs + seconds * 1_000_000_000L : Long.MAX_VALUE;
+            long nextReport = startNs + 1_000_000_000L;
+            long lastStored = 0;
+            long lastRemoved = 0;
+            long sliceStart = startNs;
+            long sliceBlocks = 0;
+            final long blocksPerMs = Math.max(1, rate / 1000);
+            while (!isStopped(stop) && System.nanoTime() < endNs) {
+                sliceBlocks += fleet.step();
+                if (sliceBlocks >= blocksPerMs) {
+                    final long wait = 1_000_000L - (System.nanoTime() - sliceStart);
+                    if (wait > 0) {
+                        Thread.sleep(wait / 1_000_000L, (int) (wait % 1_000_000L));
+                    }
+                    sliceStart = System.nanoTime();
+                    sliceBlocks = 0;
+                }
+                final long now = System.nanoTime();
+                if (now >= nextReport) {
+                    final long elapsed = (now - startNs) / 1_000_000_000L;
+                    out.printf("[%3ds] index %,10d blocks  stores/s %,10d  removes/s %,8d  evictions %,d | %s%n",
+                        elapsed, writer.entryCount(), fleet.blocksStored() - lastStored,
+                        fleet.blocksRemoved() - lastRemoved, writer.evictions(), describe(lastStats[0]));
+                    lastStored = fleet.blocksStored();
+                    lastRemoved = fleet.blocksRemoved();
+                    nextReport += 1_000_000_000L;
+                }
+            }
+            out.printf("kvidx demo: stopped after %,d requests, %,d block stores; index removed%n", fleet.requests(),
+                fleet.blocksStored());
+        } finally {
+            if (child != null) {
+                child.getOutputStream().close();
+                if (!child.waitFor(3, TimeUnit.SECONDS)) {
+                    child.destroyForcibly();
+                }
+            }
+            stopped.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (final IllegalStateException ignore) {
+                // already shutting down
+            }
+        }
+        return 0;
+    }
+
+    private static boolean isStopped(final boolean[] stop) {
+        synchronized (stop) {
+            return stop[0];
+        }
+    }
+
+    private Process startReader(final Path indexDir) throws java.io.IOException {
+        final List<String> command = new ArrayList<>();
+        command.add(ProcessHandle.current().info().command().orElse("java"));
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(KvidxCli.class.getName());
+        command.add("demo-reader");
+        command.add("--dir=" + indexDir);
+        command.add("--cell=" + cell);
+        command.add("--seed=" + seed);
+        command.add("--groups=" + GROUPS);
+        command.add("--conversations=" + CONVERSATIONS);
+        command.add("--max-chain=" + MAX_CHAIN);
+        return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    }
+
+    private static void pumpStats(final BufferedReader in, final String[] last) {
+        try {
+            String line;
+            while ((line = in.readLine()) != null) {
+                if (line.startsWith("STATS ")) {
+                    last[0] = line;
+                } else {
+                    System.out.println("reader: " + line);
+                }
+            }
+        } catch (final java.io.IOException ignore) {
+            // reader gone
+        }
+    }
+
+    static String describe(final String stats) {
+        if (stats == null) {
+            return "reader: attaching...";
+        }
+        final long queries = field(stats, "queries");
+        final long hits = field(stats, "hits");
+        final long depth = field(stats, "depth");
+        final long blocks = field(stats, "blocks");
+        return String.format("queries/s %,9d  p50 %,5d ns  p99 %,6d ns  hit %3d%%  prefix %3d%%", queries,
+            field(stats, "p50"), field(stats, "p99"), queries == 0 ? 0 : hits * 100 / queries,
+            blocks == 0 ? 0 : depth * 100 / blocks);
+    }
+
+    private static long field(final String line, final String name) {
+        final int at = line.indexOf(" " + name + "=");
+        if (at < 0) {
+            return 0;
+        }
+        final int start = at + name.length() + 2;
+        int end = line.indexOf(' ', start);
+        if (end < 0) {
+            end = line.length();
+        }
+        return Long.parseLong(line.substring(start, end));
+    }
+}

@@ -1,0 +1,153 @@
+package io.kvidx.daemon.cli;
+
+import io.kvidx.client.keys.RouterKeyHasher;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * Runs {@code kvidx hash} in-process through {@link KvidxCli#run(String...)}, capturing stdout and stderr.
+ */
+@Timeout(60)
+class HashCommandTest {
+    @TempDir
+    Path dir;
+
+    record Result(int code, String out, String err) {
+        List<String> lines() {
+            return out.lines().toList();
+        }
+    }
+
+    static Result run(final String... args) {
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        final ByteArrayOutputStream err = new ByteArrayOutputStream();
+        final PrintStream originalOut = System.out;
+        final PrintStream originalErr = System.err;
+        final int code;
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+        try {
+            code = KvidxCli.run(args);
+        } finally {
+            System.setOut(originalOut);
+            System.setErr(originalErr);
+        }
+        return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void shouldPrintDocumentedRouterKeys() {
+        final StringBuilder tokens = new StringBuilder();
+        for (int i = 0; i < 40; i++) {
+            tokens.append(i == 0 ? "" : ",").append(i);
+        }
+        final Result r = run("hash", "--algo", "router", "--block-size", "16", "--model", "Qwen/Qwen3-0.6B",
+            "--tokens", tokens.toString());
+        assertEquals(0, r.code, r.err);
+        // docs/keys.md check values; the 8 trailing tokens form no block.
+        assertEquals(List.of("7826063163776810328", "11786072796337667649"), r.lines());
+        assertEquals("", r.err);
+    }
+
+    @Test
+    void shouldMatchTheLibraryForRouterKeysWithLoraAndSalt() {
+        final int[] ids = {5, 6, 7, 8, 9, 10, 11};
+        final RouterKeyHasher hasher = new RouterKeyHasher(3);
+        final long[] keys = new long[2];
+        hasher.keys(RouterKeyHasher.chainSeed(null, "ad", "salt"), ids, ids.length, keys);
+        final Result r = run("hash", "--block-size=3", "--lora-name=ad", "--cache-salt=salt",
+            "--tokens", "5 6,7\t8, 9 10 11");
+        assertEquals(0, r.code, r.err);
+        assertEquals(List.of(Long.toUnsignedString(keys[0]), Long.toUnsignedString(keys[1])), r.lines());
+    }
+
+    @Test
+    void shouldReproduceTheLoraCaptureFromATokensFile() throws Exception {
+        final Path shared = sharedDir();
+        final Path capture = shared.resolve("vllm").resolve("kv_event_lora.json");
+        assertTrue(Files.isRegularFile(capture), "missing capture " + capture);
+        final String json = Files.readString(capture);
+        final Path tokens = dir.resolve("tokens.txt");
+        // Whitespace and newlines as separators, as a file from another tool may have them.
+        Files.writeString(tokens, array(json, "token_ids").replace(",", "\n "));
+        final Result r = run("hash", "--algo", "sha256_cbor", "--block-size", "16", "--seed", "42",
+            "--lora-name", "Alice", "--tokens-file", tokens.toString());
+        assertEquals(0, r.code, r.err);
+        final List<String> expected = List.of(array(json, "block_hashes").split("\\s*,\\s*"));
+        assertEquals(25, expected.size());
+        assertEquals(expected, r.lines());
+    }
+
+    @Test
+    void shouldPrintFullDigestsAndEventValuesForVllmAlgorithms() {
+        final String[] algos = {"sha256", "sha256_cbor", "xxhash", "xxhash_cbor"};
+        for (final String algo : algos) {
+            final Result values = run("hash", "--algo", algo, "--block-size", "2", "--seed", "0",
+                "--tokens", "1,2,3,4,5");
+            final Result digests = run("hash", "--algo", algo, "--block-size", "2", "--seed", "0", "--digest",
+                "--tokens", "1,2,3,4,5");
+            assertEquals(0, values.code, values.err);
+            assertEquals(0, digests.code, digests.err);
+            assertEquals(2, values.lines().size());
+            assertEquals(2, digests.lines().size());
+            for (int i = 0; i < 2; i++) {
+                final String hex = digests.lines().get(i);
+                assertEquals(algo.startsWith("sha256") ? 64 : 32, hex.length(), algo);
+                assertEquals(Long.toUnsignedString(Long.parseUnsignedLong(hex.substring(hex.length() - 16), 16)),
+                    values.lines().get(i), algo);
+            }
+        }
+    }
+
+    @Test
+    void shouldRejectBadInputWithExitCodeTwoAndOneLine() {
+        expectUsageError("not a non-negative integer", "hash", "--tokens", "1,2,x");
+        expectUsageError("not a non-negative integer", "hash", "--tokens", "1,-2,3");
+        expectUsageError("out of range", "hash", "--tokens", "1,99999999999");
+        expectUsageError("unknown --algo", "hash", "--algo", "md5", "--seed", "1", "--tokens", "1");
+        expectUsageError("--block-size must be at least 1", "hash", "--block-size", "0", "--tokens", "1");
+        expectUsageError("--block-size", "hash", "--block-size", "many", "--tokens", "1");
+        expectUsageError("--seed", "hash", "--algo", "sha256", "--tokens", "1");
+        expectUsageError("exactly one of", "hash");
+        expectUsageError("cannot read --tokens-file", "hash", "--tokens-file", dir.resolve("absent").toString());
+        expectUsageError("--digest", "hash", "--digest", "--tokens", "1");
+    }
+
+    private static void expectUsageError(final String fragment, final String... args) {
+        final Result r = run(args);
+        assertEquals(2, r.code, String.join(" ", args) + " -> " + r.err);
+        assertEquals("", r.out);
+        assertEquals(1, r.err.lines().count(), r.err);
+        assertTrue(r.err.contains(fragment), r.err);
+    }
+
+    private static Path sharedDir() {
+        final String prop = System.getProperty("kvidx.shared.dir");
+        Path d = prop == null ? null : Path.of(prop);
+        if (d == null || !Files.isDirectory(d)) {
+            d = Path.of("/work/shared");
+        }
+        assumeTrue(Files.isDirectory(d), "no shared dir (kvidx.shared.dir=" + prop + ", nor /work/shared)");
+        return d;
+    }
+
+    private static String array(final String json, final String key) {
+        final Matcher m = Pattern.compile("\"" + key + "\"\\s*:\\s*\\[([^\\]]*)\\]").matcher(json);
+        assertTrue(m.find(), "no " + key);
+        return m.group(1).strip();
+    }
+}

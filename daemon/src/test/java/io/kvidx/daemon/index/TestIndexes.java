@@ -1,0 +1,34 @@
+package io.kvidx.daemon.index;
+
+import io.kvidx.client.index.IndexReader;
+
+import java.nio.file.Path;
+
+/**
+ * Small geometries for tests.
+ */
+final class TestIndexes {
+    private TestIndexes() {
+    }
+
+    static IndexWriter.Context small(final Path dir) {
+        return new IndexWriter.Context().dir(dir).cell("test").shardCount(4).slotsPerShard(64).maxChainLength(64)
+            .deleteOnClose(true);
+    }
+
+    static IndexReader.Context reader(final Path dir) {
+        return new IndexReader.Context().dir(dir).cell("test").attachTimeoutMs(1_000).heartbeatTimeoutMs(10_000);
+    }
+
+    static long[] chain(final long base, final int n) {
+        final long[] keys = new long[n];
+        for (int i = 0; i < n; i++) {
+            keys[i] = mix(base * 1_000_003L + i);
+        }
+        return keys;
+    }
+
+    static long mix(final long x) {
+        return io.kvidx.daemon.demo.SyntheticWorkload.mix(x);
+    }
+}

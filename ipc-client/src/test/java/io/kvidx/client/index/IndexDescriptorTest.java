@@ -1,0 +1,115 @@
+package io.kvidx.client.index;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+/**
+ * Pins every offset of the index layout: changing one is a layout change that needs a new version.
+ */
+class IndexDescriptorTest {
+    @Test
+    void shouldPinHeaderOffsets() {
+        assertEquals(0x3158_4958_4449_564BL, IndexDescriptor.MAGIC);
+        assertEquals(0, IndexDescriptor.MAGIC_OFFSET);
+        assertEquals(8, IndexDescriptor.LAYOUT_VERSION_OFFSET);
+        assertEquals(12, IndexDescriptor.HEADER_LENGTH_OFFSET);
+        assertEquals(16, IndexDescriptor.SHARD_COUNT_OFFSET);
+        assertEquals(20, IndexDescriptor.SLOTS_PER_SHARD_OFFSET);
+        assertEquals(24, IndexDescriptor.MAX_PODS_OFFSET);
+        assertEquals(28, IndexDescriptor.MAX_CHAIN_OFFSET);
+        assertEquals(32, IndexDescriptor.BLOCK_SIZE_OFFSET);
+        assertEquals(36, IndexDescriptor.KEY_SCHEME_OFFSET);
+        assertEquals(40, IndexDescriptor.EPOCH_OFFSET);
+        assertEquals(48, IndexDescriptor.WRITER_PID_OFFSET);
+        assertEquals(56, IndexDescriptor.FILE_LENGTH_OFFSET);
+        assertEquals(64, IndexDescriptor.HEARTBEAT_OFFSET);
+        assertEquals(128, IndexDescriptor.ALIVE_BITMAP_OFFSET);
+        assertEquals(256, IndexDescriptor.HEADER_LENGTH);
+        assertEquals(256, IndexDescriptor.POD_TABLE_OFFSET);
+    }
+
+    @Test
+    void shouldPinPodEntryOffsets() {
+        assertEquals(256, IndexDescriptor.POD_ENTRY_LENGTH);
+        assertEquals(0, IndexDescriptor.POD_SEQ_OFFSET);
+        assertEquals(8, IndexDescriptor.POD_GENERATION_OFFSET);
+        assertEquals(12, IndexDescriptor.POD_STATE_OFFSET);
+        assertEquals(16, IndexDescriptor.POD_ID_LENGTH_OFFSET);
+        assertEquals(20, IndexDescriptor.POD_MODEL_LENGTH_OFFSET);
+        assertEquals(24, IndexDescriptor.POD_ID_OFFSET);
+        assertEquals(112, IndexDescriptor.POD_ID_MAX_LENGTH);
+        assertEquals(136, IndexDescriptor.POD_MODEL_OFFSET);
+        assertEquals(120, IndexDescriptor.POD_MODEL_MAX_LENGTH);
+        assertEquals(IndexDescriptor.POD_ENTRY_LENGTH,
+            IndexDescriptor.POD_MODEL_OFFSET + IndexDescriptor.POD_MODEL_MAX_LENGTH);
+        assertEquals(256 + 5 * 256, IndexDescriptor.podEntryOffset(5));
+    }
+
+    @Test
+    void shouldPinShardAndEntryOffsets() {
+        assertEquals(128, IndexDescriptor.SHARD_HEADER_LENGTH);
+        assertEquals(0, IndexDescriptor.SHARD_VERSION_OFFSET);
+        assertEquals(8, IndexDescriptor.SHARD_ENTRY_COUNT_OFFSET);
+        assertEquals(12, IndexDescriptor.SHARD_OVERFLOW_IN_USE_OFFSET);
+        assertEquals(16, IndexDescriptor.SHARD_EVICTIONS_OFFSET);
+        assertEquals(16, IndexDescriptor.ENTRY_LENGTH);
+        assertEquals(1 << IndexDescriptor.ENTRY_LENGTH_SHIFT, IndexDescriptor.ENTRY_LENGTH);
+        assertEquals(0, IndexDescriptor.ENTRY_KEY_OFFSET);
+        assertEquals(8, IndexDescriptor.ENTRY_PODS_OFFSET);
+        assertEquals(32, IndexDescriptor.OVERFLOW_LENGTH);
+        assertEquals(8, IndexDescriptor.SLOTS_PER_OVERFLOW);
+        assertEquals(7, IndexDescriptor.PODS_INLINE_MAX);
+    }
+
+    @Test
+    void shouldComputeRegionsOfDefaultGeometry() {
+        // 256 pods x 256 B pod table after the 256 B header; 256 shard headers of 128 B; tables page aligned.
+        assertEquals(256 + 65_536, IndexDescriptor.shardHeadersOffset(256));
+        assertEquals(102_400, IndexDescriptor.tablesOffset(256, 256)); // 98,560 rounded up to 4 KiB
+        // 32 MiB of 16-byte entries, then 256 x 1024 overflow bitmaps of 32 bytes (8 MiB).
+        assertEquals(102_400 + 256L * 8192 * 16, IndexDescriptor.overflowOffset(256, 256, 8192));
+        assertEquals(1024, IndexDescriptor.overflowPerShard(8192));
+        assertEquals(102_400 + 256L * 8192 * 16 + 256L * 1024 * 32, IndexDescriptor.fileLength(256, 256, 8192));
+        assertEquals(0, IndexDescriptor.tablesOffset(1, 2) % 4096);
+    }
+
+    @Test
+    void shouldDecodeInlinePodsWords() {
+        // count 3 in byte 7; slots 5, 200, 64 in bytes 0..2
+        final long word = (3L << 56) | (64L << 16) | (200L << 8) | 5L;
+        assertEquals(3, IndexDescriptor.inlineCount(word));
+        assertEquals(5, IndexDescriptor.inlineSlot(word, 0));
+        assertEquals(200, IndexDescriptor.inlineSlot(word, 1));
+        assertEquals(64, IndexDescriptor.inlineSlot(word, 2));
+        assertEquals(0, IndexDescriptor.inlineCount(0L));
+    }
+
+    @Test
+    void shouldPackSemanticVersion() {
+        assertEquals(0x0001_0000, IndexDescriptor.LAYOUT_VERSION);
+        assertEquals(0x0002_0304, IndexDescriptor.composeVersion(2, 3, 4));
+        assertEquals(2, IndexDescriptor.majorVersion(0x0002_0304));
+        assertEquals("2.3.4", IndexDescriptor.versionString(0x0002_0304));
+    }
+
+    @Test
+    void shouldAliasKeyZeroAndSpreadByFibonacciHashing() {
+        assertEquals(IndexDescriptor.ZERO_KEY_ALIAS, IndexDescriptor.storedKey(0));
+        assertEquals(42, IndexDescriptor.storedKey(42));
+        assertEquals(0x9E37_79B9_7F4A_7C15L, IndexDescriptor.spread(1));
+    }
+
+    @Test
+    void shouldRejectImpossibleGeometry() {
+        assertNull(IndexDescriptor.validateGeometry(256, 8192, 256, 8192));
+        assertNotNull(IndexDescriptor.validateGeometry(1, 8192, 256, 8192));
+        assertNotNull(IndexDescriptor.validateGeometry(100, 8192, 256, 8192));
+        assertNotNull(IndexDescriptor.validateGeometry(256, 8, 256, 8192));
+        assertNotNull(IndexDescriptor.validateGeometry(256, 8192, 257, 8192));
+        assertNotNull(IndexDescriptor.validateGeometry(256, 8192, 0, 8192));
+        assertNotNull(IndexDescriptor.validateGeometry(256, 8192, 256, 0));
+    }
+}

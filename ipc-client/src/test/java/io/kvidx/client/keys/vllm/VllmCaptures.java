@@ -1,0 +1,83 @@
+package io.kvidx.client.keys.vllm;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.math.BigInteger;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/** The real vLLM captures of ../shared/vllm, read with just enough JSON for their flat shape. */
+final class VllmCaptures {
+    static final String SHARED_DIR_PROP_NAME = "kvidx.shared.dir";
+    static final String SHARED_DIR_DEFAULT = "/work/shared";
+
+    final String hashSeed;
+    final String loraName;
+    final int blockSize;
+    final int[] tokens;
+    final long[] blockHashes;
+
+    private VllmCaptures(final String json) {
+        hashSeed = string(json, "hash_seed");
+        loraName = string(json, "lora_name");
+        blockSize = Integer.parseInt(scalar(json, "block_size"));
+        final List<BigInteger> t = numbers(json, "token_ids");
+        tokens = t.stream().mapToInt(BigInteger::intValueExact).toArray();
+        final List<BigInteger> h = numbers(json, "block_hashes");
+        blockHashes = h.stream().mapToLong(BigInteger::longValue).toArray();
+    }
+
+    /**
+     * Loads a capture. Fails when the shared dir exists but the file does not; skips (assumption) only when no
+     * shared dir is there at all.
+     */
+    static VllmCaptures load(final String fileName) throws IOException {
+        final String prop = System.getProperty(SHARED_DIR_PROP_NAME);
+        Path dir = prop == null ? null : Path.of(prop);
+        if (dir == null || !Files.isDirectory(dir)) {
+            dir = Path.of(SHARED_DIR_DEFAULT);
+        }
+        assumeTrue(Files.isDirectory(dir), "no shared dir (" + SHARED_DIR_PROP_NAME + "=" + prop + ", nor "
+            + SHARED_DIR_DEFAULT + "): the vLLM capture tests need ../shared/vllm");
+        final Path file = dir.resolve("vllm").resolve(fileName);
+        assertTrue(Files.isRegularFile(file), "missing capture " + file);
+        return new VllmCaptures(Files.readString(file));
+    }
+
+    private static String scalar(final String json, final String key) {
+        final Matcher m = Pattern.compile("\"" + key + "\"\\s*:\\s*(null|\"(?:[^\"\\\\]|\\\\.)*\"|[-0-9]+)")
+            .matcher(json);
+        if (!m.find()) {
+            throw new IllegalArgumentException("no field " + key);
+        }
+        return m.group(1);
+    }
+
+    private static String string(final String json, final String key) {
+        final String v = scalar(json, key);
+        if ("null".equals(v)) {
+            return null;
+        }
+        return v.substring(1, v.length() - 1);
+    }
+
+    private static List<BigInteger> numbers(final String json, final String key) {
+        final Matcher m = Pattern.compile("\"" + key + "\"\\s*:\\s*\\[([^\\]]*)\\]").matcher(json);
+        if (!m.find()) {
+            throw new IllegalArgumentException("no array " + key);
+        }
+        final List<BigInteger> out = new ArrayList<>();
+        for (final String s : m.group(1).split(",")) {
+            if (!s.isBlank()) {
+                out.add(new BigInteger(s.strip()));
+            }
+        }
+        return out;
+    }
+}
