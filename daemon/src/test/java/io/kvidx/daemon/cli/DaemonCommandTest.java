@@ -18,7 +18,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -95,7 +94,8 @@ class DaemonCommandTest {
     void shouldParseZmqSpecs() {
         assertEquals(new ZmqEndpoint("tcp://h:5557", "pod-1", "org/model@v2", null),
             DaemonCommand.parseZmq("pod-1@org/model@v2=tcp://h:5557"));
-        assertEquals(new ZmqEndpoint("tcp://h:5557", "pod-1", null, null), DaemonCommand.parseZmq("pod-1=tcp://h:5557"));
+        assertEquals(new ZmqEndpoint("tcp://h:5557", "pod-1", null, null),
+            DaemonCommand.parseZmq("pod-1=tcp://h:5557"));
         assertEquals(new ZmqEndpoint("tcp://h:5557", null, null, null), DaemonCommand.parseZmq("*=tcp://h:5557"));
         assertThrows(IllegalArgumentException.class, () -> DaemonCommand.parseZmq("tcp://h:5557"));
     }

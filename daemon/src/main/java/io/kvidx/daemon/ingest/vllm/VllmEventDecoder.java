@@ -8,7 +8,6 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_ARRAY;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_BIN;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_INT;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_MAP;
-import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_NIL;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
 
 /**
