@@ -51,6 +51,16 @@ public final class DaemonCommand implements Callable<Integer> {
     @Option(names = "--replay", paramLabel = "POD=ENDPOINT", description = "Replay (ROUTER) endpoint of a pod.")
     private List<String> replay = new ArrayList<>();
 
+    @Option(names = "--aeron", paramLabel = "CHANNEL",
+        description = "Aeron channel for kvidx SBE events (aeron:ipc, aeron:udp?endpoint=host:port); starts Aeron.")
+    private List<String> aeron = new ArrayList<>();
+
+    @Option(names = "--aeron-dir", description = "Aeron directory (default /dev/shm/kvidx-aeron-<cell>).")
+    private String aeronDir;
+
+    @Option(names = "--external-driver", description = "Use an external media driver instead of an embedded one.")
+    private boolean externalDriver;
+
     @Option(names = "--stats-ms", description = "Print counters every N ms (0 = only at exit).")
     private long statsMs;
 
@@ -84,6 +94,13 @@ public final class DaemonCommand implements Callable<Integer> {
         for (final String z : zmq) {
             context.addZmq(parseZmq(z));
         }
+        aeron.forEach(context::addAeronChannel);
+        if (aeronDir != null) {
+            context.aeronDir(aeronDir);
+        }
+        if (externalDriver) {
+            context.embeddedDriver(false);
+        }
         for (final String r : replay) {
             final int eq = r.indexOf('=');
             if (eq <= 0 || eq == r.length() - 1) {
@@ -95,7 +112,9 @@ public final class DaemonCommand implements Callable<Integer> {
         try (ShutdownSignalBarrier barrier = new ShutdownSignalBarrier();
             KvidxDaemon daemon = KvidxDaemon.start(context, System.err)) {
             System.out.println("kvidx daemon: index " + context.indexContext().indexFile() + ", block size "
-                + context.blockSize() + ", " + context.zmqEndpoints().size() + " ZeroMQ endpoint(s); Ctrl-C to stop");
+                + context.blockSize() + ", " + context.zmqEndpoints().size() + " ZeroMQ endpoint(s), "
+                + context.aeronChannels().size() + " Aeron channel(s)"
+                + (context.aeronChannels().isEmpty() ? "" : " in " + context.aeronDir()) + "; Ctrl-C to stop");
             System.out.flush();
             if (statsMs > 0) {
                 final Thread stats = Thread.ofPlatform().daemon().name("kvidx-stats").start(() -> {

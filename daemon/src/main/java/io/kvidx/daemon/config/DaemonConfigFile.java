@@ -43,7 +43,9 @@ public final class DaemonConfigFile {
     private static final Set<String> KEYS = Set.of("dir", "cell", BLOCK_SIZE_PROP_NAME, CAPACITY_BLOCKS_PROP_NAME,
         SHARD_COUNT_PROP_NAME, MAX_PODS_PROP_NAME, WRITERS_PROP_NAME, WRITER_QUEUE_LENGTH_PROP_NAME,
         POD_TIMEOUT_MS_PROP_NAME, HEARTBEAT_INTERVAL_MS_PROP_NAME, REPLAY_TIMEOUT_MS_PROP_NAME,
-        IDLE_STRATEGY_PROP_NAME, "zmq");
+        IDLE_STRATEGY_PROP_NAME, "zmq", "aeron");
+    private static final Set<String> AERON_KEYS = Set.of("channels", "streamId", "dir", "embeddedDriver",
+        "termLength");
     private static final Set<String> ZMQ_KEYS = Set.of("endpoint", "pod", "model", "replay");
 
     private DaemonConfigFile() {
@@ -97,6 +99,7 @@ public final class DaemonConfigFile {
                 case HEARTBEAT_INTERVAL_MS_PROP_NAME -> context.heartbeatIntervalMs(toLong(source, key, v));
                 case REPLAY_TIMEOUT_MS_PROP_NAME -> context.replayTimeoutMs(toInt(source, key, v));
                 case IDLE_STRATEGY_PROP_NAME -> context.idleStrategy(String.valueOf(v));
+                case "aeron" -> aeron(source, v, context);
                 default -> zmq(source, v, context);
             }
         }
@@ -119,6 +122,32 @@ public final class DaemonConfigFile {
             }
             context.addZmq(new ZmqEndpoint(str(m.get("endpoint")), str(m.get("pod")), str(m.get("model")),
                 str(m.get("replay"))));
+        }
+    }
+
+    private static void aeron(final String source, final Object v, final DaemonContext context) {
+        if (!(v instanceof Map<?, ?> m)) {
+            throw new IllegalArgumentException(source + ": 'aeron' must be a mapping");
+        }
+        for (final Map.Entry<?, ?> e : m.entrySet()) {
+            final String key = String.valueOf(e.getKey());
+            final Object value = e.getValue();
+            if (!AERON_KEYS.contains(key)) {
+                throw new IllegalArgumentException(source + ": unknown aeron key '" + key + "' (known: " + AERON_KEYS
+                    + ")");
+            }
+            switch (key) {
+                case "channels" -> {
+                    if (!(value instanceof List<?> list)) {
+                        throw new IllegalArgumentException(source + ": 'aeron.channels' must be a list");
+                    }
+                    list.forEach(c -> context.addAeronChannel(String.valueOf(c)));
+                }
+                case "streamId" -> context.aeronStreamId(toInt(source, key, value));
+                case "dir" -> context.aeronDir(String.valueOf(value));
+                case "embeddedDriver" -> context.embeddedDriver(Boolean.parseBoolean(String.valueOf(value)));
+                default -> context.aeronTermLength(toInt(source, key, value));
+            }
         }
     }
 

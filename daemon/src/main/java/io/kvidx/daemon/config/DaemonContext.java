@@ -36,6 +36,11 @@ public final class DaemonContext {
     private String idleStrategy = Configuration.IDLE_STRATEGY_DEFAULT;
     private boolean deleteOnClose;
     private final List<ZmqEndpoint> zmqEndpoints = new ArrayList<>();
+    private final List<String> aeronChannels = new ArrayList<>();
+    private int aeronStreamId = Configuration.AERON_STREAM_ID_DEFAULT;
+    private String aeronDir;
+    private boolean embeddedDriver = Configuration.EMBEDDED_DRIVER_DEFAULT;
+    private int aeronTermLength = Configuration.AERON_TERM_LENGTH_DEFAULT;
     private boolean concluded;
 
     /**
@@ -64,6 +69,14 @@ public final class DaemonContext {
             throw new IllegalArgumentException("timeouts must be positive (pod timeout 0 = never)");
         }
         idleStrategySupplier(idleStrategy);
+        if (aeronDir == null) {
+            aeronDir = Path.of("/dev/shm").toFile().isDirectory() ? "/dev/shm/kvidx-aeron-" + cell
+                : System.getProperty("java.io.tmpdir") + "/kvidx-aeron-" + cell;
+        }
+        if (Integer.bitCount(aeronTermLength) != 1 || aeronTermLength < 64 * 1024) {
+            throw new IllegalArgumentException("Aeron term length must be a power of two >= 64 KiB: "
+                + aeronTermLength);
+        }
         concluded = true;
         return this;
     }
@@ -317,6 +330,86 @@ public final class DaemonContext {
     }
 
     /**
+     * @param channel an Aeron channel to subscribe to for kvidx SBE events (aeron:ipc, aeron:udp?endpoint=...).
+     * @return this.
+     */
+    public DaemonContext addAeronChannel(final String channel) {
+        aeronChannels.add(channel);
+        return this;
+    }
+
+    /**
+     * @return Aeron channels; none means Aeron (and the embedded media driver) is not started.
+     */
+    public List<String> aeronChannels() {
+        return aeronChannels;
+    }
+
+    /**
+     * @param streamId Aeron stream id of the events.
+     * @return this.
+     */
+    public DaemonContext aeronStreamId(final int streamId) {
+        this.aeronStreamId = streamId;
+        return this;
+    }
+
+    /**
+     * @return Aeron stream id.
+     */
+    public int aeronStreamId() {
+        return aeronStreamId;
+    }
+
+    /**
+     * @param dir Aeron directory (the embedded driver's, or the external driver's to connect to).
+     * @return this.
+     */
+    public DaemonContext aeronDir(final String dir) {
+        this.aeronDir = dir;
+        return this;
+    }
+
+    /**
+     * @return Aeron directory.
+     */
+    public String aeronDir() {
+        return aeronDir;
+    }
+
+    /**
+     * @param embedded true (default) to run an embedded media driver, false to use an external one.
+     * @return this.
+     */
+    public DaemonContext embeddedDriver(final boolean embedded) {
+        this.embeddedDriver = embedded;
+        return this;
+    }
+
+    /**
+     * @return true when the daemon runs its own media driver.
+     */
+    public boolean embeddedDriver() {
+        return embeddedDriver;
+    }
+
+    /**
+     * @param bytes term buffer length of the embedded driver's IPC and UDP publications.
+     * @return this.
+     */
+    public DaemonContext aeronTermLength(final int bytes) {
+        this.aeronTermLength = bytes;
+        return this;
+    }
+
+    /**
+     * @return term buffer length.
+     */
+    public int aeronTermLength() {
+        return aeronTermLength;
+    }
+
+    /**
      * Defaults. Property names are those of the YAML config file.
      */
     public static final class Configuration {
@@ -360,6 +453,12 @@ public final class DaemonContext {
         public static final String IDLE_STRATEGY_PROP_NAME = "idleStrategy";
         /** Default idle strategy: backoff (spin, yield, then park up to 1 ms). */
         public static final String IDLE_STRATEGY_DEFAULT = "backoff";
+        /** Default Aeron stream id of kvidx events. */
+        public static final int AERON_STREAM_ID_DEFAULT = 7001;
+        /** Run an embedded media driver by default. */
+        public static final boolean EMBEDDED_DRIVER_DEFAULT = true;
+        /** Default term buffer length: 1 MiB (Aeron's 64 MiB IPC default is far too large here). */
+        public static final int AERON_TERM_LENGTH_DEFAULT = 1 << 20;
 
         private Configuration() {
         }

@@ -1,11 +1,15 @@
 package io.kvidx.daemon.lifecycle;
 
+import io.aeron.Aeron;
+import io.aeron.driver.MediaDriver;
+import io.aeron.driver.ThreadingMode;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexMaintenanceAgent;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.ingest.aeron.AeronIngestAgent;
 import io.kvidx.daemon.ingest.zmq.ZmqIngestAgent;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterPool;
@@ -42,13 +46,32 @@ public final class KvidxDaemon implements AutoCloseable {
     private final WriterPool writers;
     private final List<AgentRunner> runners = new ArrayList<>();
     private final EvictionMirror evictions;
+    private final MediaDriver driver;
+    private final Aeron aeron;
 
     private KvidxDaemon(final DaemonContext context, final PrintStream log) {
         this.context = context.conclude();
         final EpochClock clock = SystemEpochClock.INSTANCE;
-        this.index = IndexWriter.create(context.indexContext());
-        this.counters = IngestCounters.local();
         this.errors = new IngestErrors(log);
+        if (!context.aeronChannels().isEmpty()) {
+            driver = context.embeddedDriver() ? MediaDriver.launch(new MediaDriver.Context()
+                .aeronDirectoryName(context.aeronDir())
+                .dirDeleteOnStart(true)
+                .dirDeleteOnShutdown(true)
+                .threadingMode(ThreadingMode.SHARED)
+                .sharedIdleStrategy(context.idleStrategySupplier().get())
+                .ipcTermBufferLength(context.aeronTermLength())
+                .publicationTermBufferLength(context.aeronTermLength())
+                .termBufferSparseFile(true)) : null;
+            aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(context.aeronDir())
+                .errorHandler(ex -> errors.report(0, -1, () -> "Aeron client: " + ex)));
+            this.counters = IngestCounters.of(aeron::addCounter, aeron.countersReader());
+        } else {
+            driver = null;
+            aeron = null;
+            this.counters = IngestCounters.local();
+        }
+        this.index = IndexWriter.create(context.indexContext());
         this.directory = new PodDirectory(PodDirectory.MAX_PODS_DEFAULT);
         this.writers = new WriterPool(context.writers(), context.writerQueueLength(), index, directory, counters,
             errors, clock, context.podTimeoutMs(), context.idleStrategySupplier(), context.idleStrategySupplier());
@@ -82,6 +105,10 @@ public final class KvidxDaemon implements AutoCloseable {
             run(new ZmqIngestAgent(context.zmqEndpoints(), directory, writers, counters, errors, clock,
                 context.heartbeatIntervalMs(), context.replayTimeoutMs()), false);
         }
+        if (aeron != null) {
+            run(new AeronIngestAgent(aeron, context.aeronChannels(), context.aeronStreamId(), directory, writers,
+                counters, errors), false);
+        }
     }
 
     private void run(final Agent agent, final boolean background) {
@@ -96,6 +123,13 @@ public final class KvidxDaemon implements AutoCloseable {
      */
     public IndexWriter index() {
         return index;
+    }
+
+    /**
+     * @return the Aeron client, or null when no Aeron channel is configured.
+     */
+    public Aeron aeron() {
+        return aeron;
     }
 
     /**
@@ -135,7 +169,7 @@ public final class KvidxDaemon implements AutoCloseable {
         final List<AgentRunner> reversed = new ArrayList<>(runners);
         java.util.Collections.reverse(reversed);
         CloseHelper.closeAll(reversed);
-        CloseHelper.closeAll(writers, index, counters);
+        CloseHelper.closeAll(writers, index, counters, aeron, driver);
     }
 
     /** Mirrors the index's eviction count into its counter once a second. */

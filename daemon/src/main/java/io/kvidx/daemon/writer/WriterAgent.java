@@ -38,6 +38,7 @@ public final class WriterAgent implements Agent, MessageHandler {
     private final long podTimeoutMs;
     private final VllmEventDecoder decoder = new VllmEventDecoder();
     private final VllmApplier vllm;
+    private final SbeApplier sbe;
     private final AtomicCounter decodeErrors;
     private final AtomicCounter podsAlive;
     private final AtomicCounter podsTimedOut;
@@ -60,6 +61,7 @@ public final class WriterAgent implements Agent, MessageHandler {
         this.clock = clock;
         this.podTimeoutMs = podTimeoutMs;
         this.vllm = new VllmApplier(index, counters, errors);
+        this.sbe = new SbeApplier(vllm);
         this.decodeErrors = counters.get(CounterType.DECODE_ERRORS);
         this.podsAlive = counters.get(CounterType.PODS_ALIVE);
         this.podsTimedOut = counters.get(CounterType.PODS_TIMED_OUT);
@@ -85,12 +87,19 @@ public final class WriterAgent implements Agent, MessageHandler {
         final PodState pod = pod(podNumber);
         final int payload = index + WriterMessages.POD_NUMBER_LENGTH;
         final int payloadLength = length - WriterMessages.POD_NUMBER_LENGTH;
+        // SBE events were checked by the transport (SbeEventFrame) before they were queued.
         switch (msgTypeId) {
             case WriterMessages.VLLM_BATCH -> {
                 if (ensureRegistered(pod)) {
                     pod.lastHeardMs = now;
                     vllm.pod(pod);
                     decodeVllm(pod, buffer, payload, payloadLength);
+                }
+            }
+            case WriterMessages.SBE_EVENT -> {
+                if (ensureRegistered(pod)) {
+                    pod.lastHeardMs = now;
+                    sbe.apply(pod, buffer, payload);
                 }
             }
             case WriterMessages.REGISTER -> {

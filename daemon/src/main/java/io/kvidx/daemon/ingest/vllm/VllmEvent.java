@@ -93,6 +93,63 @@ public final class VllmEvent {
     }
 
     /**
+     * Starts filling this view from another transport (e.g. SBE) so that the same appliers serve it.
+     *
+     * @param type a {@code TYPE_*} value.
+     * @return this.
+     */
+    public VllmEvent prepare(final int type) {
+        reset();
+        this.type = type;
+        return this;
+    }
+
+    /**
+     * @param n number of block hashes.
+     * @return the hash array to fill (length at least n); the hash count is set to n.
+     */
+    public long[] hashesForWrite(final int n) {
+        ensureHashes(n);
+        hashCount = n;
+        return hashes;
+    }
+
+    /**
+     * @param n number of token ids.
+     * @return the token array to fill (length at least n); the token count is set to n.
+     */
+    public int[] tokensForWrite(final int n) {
+        ensureTokens(n);
+        tokenCount = n;
+        return tokens;
+    }
+
+    /**
+     * @param length LoRA name length in UTF-8 bytes, or -1 for none.
+     * @return the array to fill with the name.
+     */
+    public byte[] loraNameForWrite(final int length) {
+        ensureLoraName(Math.max(0, length));
+        loraNameLength = length;
+        return loraName;
+    }
+
+    /**
+     * @param has    true when the first block has a parent.
+     * @param parent the parent's engine hash.
+     * @param size   block size.
+     * @param where  one of {@code MEDIUM_*}.
+     * @return this.
+     */
+    public VllmEvent attributes(final boolean has, final long parent, final int size, final int where) {
+        this.hasParent = has;
+        this.parentHash = parent;
+        this.blockSize = size;
+        this.medium = where;
+        return this;
+    }
+
+    /**
      * @return one of {@code TYPE_*}.
      */
     public int type() {
