@@ -68,6 +68,8 @@ final class VllmApplier implements VllmEventListener {
         this.pod = pod;
     }
 
+    private static final long GPU = 1;
+
     static long mediumBit(final int medium) {
         return switch (medium) {
             case VllmEvent.MEDIUM_CPU -> 2;
@@ -120,8 +122,20 @@ final class VllmApplier implements VllmEventListener {
         final long bit = mediumBit(e.medium());
         final Long2LongHashMap media = p.mediaByHash;
         for (int i = 0; i < n; i++) {
-            map.put(hashes[i], k[i]);
-            media.put(hashes[i], media.get(hashes[i]) | bit);
+            final long h = hashes[i];
+            final long previous = map.put(h, k[i]);
+            // Media: a held block without an entry in the media map is held on GPU only (the common case costs
+            // no second map operation).
+            if (bit != GPU) {
+                final long explicit = previous == PodState.MISSING ? 0 : media.get(h);
+                final long old = previous == PodState.MISSING ? 0 : explicit == 0 ? GPU : explicit;
+                media.put(h, old | bit);
+            } else if (previous != PodState.MISSING && !media.isEmpty()) {
+                final long explicit = media.get(h);
+                if (explicit != 0) {
+                    media.put(h, explicit | GPU);
+                }
+            }
         }
         final int added = n == 0 ? 0 : index.store(p.slot, k, 0, n);
         blocksStored.getAndAddRelease(added);
@@ -150,12 +164,19 @@ final class VllmApplier implements VllmEventListener {
                 unknown++;
                 continue;
             }
-            final long left = media.get(h) & ~bit;
+            final long explicit = media.isEmpty() ? 0 : media.get(h);
+            final long left = (explicit == 0 ? GPU : explicit) & ~bit;
             if (left != 0) {
-                media.put(h, left);
+                if (left == GPU) {
+                    media.remove(h);
+                } else {
+                    media.put(h, left);
+                }
                 continue;
             }
-            media.remove(h);
+            if (explicit != 0) {
+                media.remove(h);
+            }
             map.remove(h);
             k[m++] = key;
         }
