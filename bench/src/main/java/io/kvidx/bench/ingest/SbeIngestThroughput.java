@@ -21,20 +21,22 @@ import java.util.SplittableRandom;
  * (idempotent, same path minus the entry insert).
  *
  * <p>{@code java --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --enable-native-access=ALL-UNNAMED
- * -cp bench/target/kvidx-bench.jar io.kvidx.bench.ingest.SbeIngestThroughput [seconds] [blocksPerEvent] [idle]}
+ * -cp bench/target/kvidx-bench.jar io.kvidx.bench.ingest.SbeIngestThroughput [seconds] [blocksPerEvent] [idle]
+ * [writers]}
  */
 public final class SbeIngestThroughput {
     private SbeIngestThroughput() {
     }
 
     /**
-     * @param args [seconds (5)] [blocks per event (16)] [idle strategy (yielding)].
+     * @param args [seconds (5)] [blocks per event (16)] [idle strategy (sleeping)] [writers (1)].
      * @throws Exception on failure.
      */
     public static void main(final String[] args) throws Exception {
         final int seconds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
         final int blocksPerEvent = args.length > 1 ? Integer.parseInt(args[1]) : 16;
-        final String idle = args.length > 2 ? args[2] : "yielding";
+        final String idle = args.length > 2 ? args[2] : "sleeping";
+        final int writers = args.length > 3 ? Integer.parseInt(args[3]) : 1;
         final int pods = 4;
         final int eventsPerPod = 8192;
         final int blockSize = 16;
@@ -42,7 +44,7 @@ public final class SbeIngestThroughput {
         final Path dir = Path.of("/dev/shm/kvidx-bench-" + pid);
         final DaemonContext ctx = new DaemonContext().dir(dir).capacityBlocks(1L << 22).podTimeoutMs(0)
             .idleStrategy(idle).addAeronChannel("aeron:ipc").aeronDir("/dev/shm/kvidx-bench-aeron-" + pid)
-            .aeronTermLength(16 << 20).writerQueueLength(32 << 20).deleteOnClose(true);
+            .aeronTermLength(16 << 20).writerQueueLength(32 << 20).writers(writers).deleteOnClose(true);
 
         final SplittableRandom random = new SplittableRandom(7);
         final long[][][] hashes = new long[pods][eventsPerPod][blocksPerEvent];
@@ -94,9 +96,9 @@ public final class SbeIngestThroughput {
             }
             final long end = System.nanoTime();
             final double secs = (end - start) / 1e9;
-            System.out.printf("SBE over Aeron IPC -> index: %d blocks (%d-block events, %d pods) in %.2f s = %.2f M "
-                    + "blocks/s end to end (publishing took %.2f s); new stores %d, re-stores %d, evictions %d, "
-                    + "unknown parents %d%n", blocks, blocksPerEvent, pods, secs, blocks / secs / 1e6,
+            System.out.printf("SBE over Aeron IPC -> index (%d writer(s), idle %s): %d blocks (%d-block events, %d "
+                    + "pods) in %.2f s = %.2f M blocks/s end to end (publishing took %.2f s); new stores %d, re-stores %d, evictions %d, "
+                    + "unknown parents %d%n", writers, idle, blocks, blocksPerEvent, pods, secs, blocks / secs / 1e6,
                 (published - start) / 1e9, daemon.counters().value(CounterType.BLOCKS_STORED),
                 daemon.counters().value(CounterType.DUPLICATE_BLOCKS), daemon.index().evictions(),
                 daemon.counters().value(CounterType.UNKNOWN_PARENTS));

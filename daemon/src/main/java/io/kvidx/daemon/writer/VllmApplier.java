@@ -138,8 +138,8 @@ final class VllmApplier implements VllmEventListener {
             }
         }
         final int added = n == 0 ? 0 : index.store(p.slot, k, 0, n);
-        blocksStored.getAndAddRelease(added);
-        duplicates.getAndAddRelease(n - added);
+        blocksStored.getAndAdd(added);
+        duplicates.getAndAdd(n - added);
         eventsApplied.increment();
     }
 
@@ -181,10 +181,10 @@ final class VllmApplier implements VllmEventListener {
             k[m++] = key;
         }
         if (unknown > 0) {
-            unknownRemovals.getAndAddRelease(unknown);
+            unknownRemovals.getAndAdd(unknown);
         }
         final int removed = m == 0 ? 0 : index.remove(p.slot, k, 0, m);
-        blocksRemoved.getAndAddRelease(removed);
+        blocksRemoved.getAndAdd(removed);
         eventsApplied.increment();
     }
 
