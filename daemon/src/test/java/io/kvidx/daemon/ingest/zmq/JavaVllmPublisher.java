@@ -149,6 +149,9 @@ final class JavaVllmPublisher implements AutoCloseable {
 
     @Override
     public void close() throws InterruptedException {
+        if (!running) {
+            return;
+        }
         running = false;
         replayThread.join(2_000);
         context.close();

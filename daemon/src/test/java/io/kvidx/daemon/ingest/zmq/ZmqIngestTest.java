@@ -137,4 +137,31 @@ class ZmqIngestTest {
             }
         }
     }
+
+    @org.junit.jupiter.api.Test
+    void shouldKeepConnectedPodAliveAndTakeItDownAfterDisconnect() throws Exception {
+        final Capture base = Capture.load("kv_event_base.json");
+        final JavaVllmPublisher publisher = new JavaVllmPublisher("kv@hb@" + MODEL, true);
+        final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
+            .podTimeoutMs(400).heartbeatIntervalMs(50).idleStrategy("backoff")
+            .addZmq(new ZmqEndpoint(publisher.endpoint(), "hb", MODEL, null));
+        try (KvidxDaemon daemon = KvidxDaemon.start(ctx, null);
+            IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+            final byte[] store = payloads("MAP").stored(base.blockHashes(), null, base.tokenIds(), 16, null, null)
+                .batch(0);
+            while (depth(reader, "hb", base, null) != 25) {
+                publisher.publish(store);
+                Thread.sleep(20);
+            }
+            // Silent but connected for several pod timeouts: the connection's heartbeats keep it.
+            Thread.sleep(1_500);
+            assertEquals(25, depth(reader, "hb", base, null));
+            assertEquals(0, daemon.counters().value(CounterType.PODS_TIMED_OUT));
+            publisher.close();
+            await("pod down after disconnect", () -> daemon.counters().value(CounterType.PODS_TIMED_OUT) == 1);
+            assertEquals(0, depth(reader, "hb", base, null));
+        } finally {
+            publisher.close();
+        }
+    }
 }
