@@ -97,7 +97,8 @@ public final class SbeIngestThroughput {
             final long end = System.nanoTime();
             final double secs = (end - start) / 1e9;
             System.out.printf("SBE over Aeron IPC -> index (%d writer(s), idle %s): %d blocks (%d-block events, %d "
-                    + "pods) in %.2f s = %.2f M blocks/s end to end (publishing took %.2f s); new stores %d, re-stores %d, evictions %d, "
+                    + "pods) in %.2f s = %.2f M blocks/s end to end (publishing took %.2f s); new stores %d, "
+                    + "re-stores %d, evictions %d, "
                     + "unknown parents %d%n", writers, idle, blocks, blocksPerEvent, pods, secs, blocks / secs / 1e6,
                 (published - start) / 1e9, daemon.counters().value(CounterType.BLOCKS_STORED),
                 daemon.counters().value(CounterType.DUPLICATE_BLOCKS), daemon.index().evictions(),

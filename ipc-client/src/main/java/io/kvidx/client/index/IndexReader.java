@@ -235,9 +235,20 @@ public final class IndexReader implements AutoCloseable {
         }
         final long[] stack = result.stack;
         final long[] words = result.words;
+        // Probe block 0 first: the pods that hold nothing of the chain (most of a large cell) leave after one
+        // lookup instead of a descent to depth 0; the holders search [1, N].
+        lookup(keys[0], words);
+        int probes = 1;
+        s0 &= words[0];
+        s1 &= words[1];
+        s2 &= words[2];
+        s3 &= words[3];
+        if ((s0 | s1 | s2 | s3) == 0) {
+            result.probes(probes);
+            return 0;
+        }
         int top = 0;
-        push(stack, top++, 0, length, s0, s1, s2, s3);
-        int probes = 0;
+        push(stack, top++, 1, length, s0, s1, s2, s3);
         int max = 0;
         while (top > 0) {
             final int base = --top * PrefixResult.FRAME;

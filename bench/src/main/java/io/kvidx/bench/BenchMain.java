@@ -1,0 +1,44 @@
+package io.kvidx.bench;
+
+import java.util.Arrays;
+
+/**
+ * Main class of kvidx-bench.jar: {@code query} and {@code xproc} run the short harness comparisons; anything
+ * else is handed to JMH's {@code org.openjdk.jmh.Main} (benchmark names, -prof gc, -h, ...).
+ */
+public final class BenchMain {
+    private BenchMain() {
+    }
+
+    /**
+     * @param args command and options; see {@link BenchOptions#usage()}.
+     * @throws Exception when JMH fails.
+     */
+    public static void main(final String[] args) throws Exception {
+        BenchFlags.disableChronicleAnalytics();
+        final String command = args.length == 0 ? "" : args[0];
+        final String[] rest = args.length == 0 ? args : Arrays.copyOfRange(args, 1, args.length);
+        switch (command) {
+            case "query", "xproc" -> {
+                final BenchOptions options;
+                try {
+                    options = BenchOptions.parse(rest);
+                } catch (final IllegalArgumentException ex) {
+                    System.err.println("kvidx bench: " + ex.getMessage());
+                    System.err.println(BenchOptions.usage());
+                    System.exit(2);
+                    return;
+                }
+                if (command.equals("query")) {
+                    QueryBench.run(options, System.out);
+                } else {
+                    XprocBench.run(options, System.out);
+                }
+                System.exit(0);
+            }
+            case XprocReader.COMMAND -> XprocReader.main(rest);
+            case "help", "--help" -> System.out.println(BenchOptions.usage());
+            default -> org.openjdk.jmh.Main.main(args);
+        }
+    }
+}

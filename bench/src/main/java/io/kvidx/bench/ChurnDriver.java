@@ -1,0 +1,85 @@
+package io.kvidx.bench;
+
+import io.kvidx.daemon.index.IndexWriter;
+
+import java.util.SplittableRandom;
+
+/**
+ * Bounded store/remove churn on an index: each step stores a chain of fresh keys for one pod and removes the chain
+ * stored {@code window} steps earlier, so the index holds a steady {@code window x chainLength} extra entries and
+ * never needs to evict. Keys come from a pool of {@code 2 x window} chains, reused only after their removal.
+ *
+ * <p><b>Note:</b> not thread safe; the single writer thread calls {@link #step()}.
+ */
+public final class ChurnDriver {
+    private final IndexWriter writer;
+    private final int pods;
+    private final int window;
+    private final long[][] pool;
+    private final int chainLength;
+    private long steps;
+
+    /**
+     * @param writer      the index writer; pods 0..pods-1 must be registered in slots 0..pods-1.
+     * @param pods        pods to rotate over.
+     * @param chainLength keys per step.
+     * @param window      steps a chain stays stored.
+     * @param seed        key seed (pick one unlikely to collide with the workload's keys).
+     */
+    public ChurnDriver(final IndexWriter writer, final int pods, final int chainLength, final int window,
+        final long seed) {
+        this.writer = writer;
+        this.pods = pods;
+        this.window = window;
+        this.chainLength = chainLength;
+        this.pool = new long[window * 2][chainLength];
+        final SplittableRandom rnd = new SplittableRandom(seed);
+        for (final long[] chain : pool) {
+            for (int i = 0; i < chainLength; i++) {
+                long k;
+                do {
+                    k = rnd.nextLong();
+                } while (k == 0);
+                chain[i] = k;
+            }
+        }
+    }
+
+    /**
+     * @param windowChains steps a chain stays stored.
+     * @param chainLength  keys per step.
+     * @return index capacity the churn needs beyond the workload.
+     */
+    public static long spareBlocks(final int windowChains, final int chainLength) {
+        return (long) windowChains * chainLength + 1024;
+    }
+
+    /**
+     * Stores one chain and removes the one stored {@code window} steps ago.
+     *
+     * @return keys stored (the chain length); as many are removed once the window is full.
+     */
+    public int step() {
+        final long s = steps++;
+        writer.store((int) (s % pods), pool[(int) (s % pool.length)], 0, chainLength);
+        final long old = s - window;
+        if (old >= 0) {
+            writer.remove((int) (old % pods), pool[(int) (old % pool.length)], 0, chainLength);
+        }
+        return chainLength;
+    }
+
+    /**
+     * @return steps taken.
+     */
+    public long steps() {
+        return steps;
+    }
+
+    /**
+     * @return keys per step.
+     */
+    public int chainLength() {
+        return chainLength;
+    }
+}

@@ -1,0 +1,110 @@
+package io.kvidx.bench;
+
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The prefix query on the same {@link Workload} (default 64 pods, 32-block chains, 2^20 blocks indexed) in each
+ * store: kvidx's shared-memory index (binary search and exact walk), the naive {@code ConcurrentHashMap<Long,
+ * long[]>} N x P scan, and Chronicle Map with the same binary search. Queries are chains of the pool in a
+ * pre-generated random order. Each store is checked against the naive map before it is timed.
+ *
+ * <p>Run (about 3 minutes; p50/p99 from SampleTime, B/op from the GC profiler):
+ * <pre>./kvidx bench IndexQueryBenchmark -prof gc</pre>
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode({Mode.SampleTime, Mode.AverageTime})
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(value = 1, jvmArgsAppend = {
+    BenchFlags.CHRONICLE_ANALYTICS_OFF, BenchFlags.F1, BenchFlags.F2, BenchFlags.F3, BenchFlags.F4, BenchFlags.F5,
+    BenchFlags.F6, BenchFlags.F7, BenchFlags.F8, BenchFlags.F9, BenchFlags.F10, BenchFlags.F11, BenchFlags.F12,
+    BenchFlags.F13, "-Xms2g", "-Xmx2g"})
+public class IndexQueryBenchmark {
+    /** Which store answers; {@code -p store=kvidx,kvidx_noprefetch} compares the reader's prefetch on and off. */
+    @Param({"kvidx", "kvidx_exact", "naive", "chronicle"})
+    public String store;
+    /** Pods. */
+    @Param({"64"})
+    public int pods;
+    /** Blocks per chain. */
+    @Param({"32"})
+    public int chain;
+    /** Distinct blocks indexed. */
+    @Param({"1048576"})
+    public long blocks;
+
+    private Workload workload;
+    private QueryStore queryStore;
+    private QueryStore closeLater;
+    private int[] order;
+    private int mask;
+    private int cursor;
+
+    /**
+     * Generates the workload and loads the store (the naive map is loaded for every store, as the reference).
+     */
+    @Setup(Level.Trial)
+    public void setUp() {
+        workload = Workload.generate(pods, chain, blocks, Workload.SEED_DEFAULT);
+        order = workload.queryOrder();
+        mask = order.length - 1;
+        final NaiveStore naive = NaiveStore.load(workload);
+        switch (store) {
+            case "naive" -> queryStore = naive;
+            case "kvidx" -> queryStore = KvidxStore.load(workload, 0);
+            case "kvidx_exact" -> {
+                final KvidxStore kvidx = KvidxStore.load(workload, 0);
+                closeLater = kvidx;
+                queryStore = kvidx.exactView();
+            }
+            case "kvidx_noprefetch" -> {
+                final KvidxStore kvidx = KvidxStore.load(workload, 0);
+                closeLater = kvidx;
+                queryStore = kvidx.noPrefetchView();
+            }
+            case "chronicle" -> queryStore = ChronicleStore.load(naive, pods);
+            default -> throw new IllegalArgumentException("unknown store " + store);
+        }
+        Verifier.check(workload, naive, queryStore, 2_000);
+        if (queryStore != naive) {
+            naive.close();
+        }
+        System.gc();
+    }
+
+    /**
+     * Releases the store's files.
+     */
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        queryStore.close();
+        if (closeLater != null) {
+            closeLater.close();
+        }
+    }
+
+    /**
+     * @return the deepest depth (consumed by JMH).
+     */
+    @Benchmark
+    public int query() {
+        final long[] keys = workload.chain(order[cursor]);
+        cursor = (cursor + 1) & mask;
+        return queryStore.query(keys);
+    }
+}
