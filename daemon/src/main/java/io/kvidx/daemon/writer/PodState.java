@@ -30,6 +30,8 @@ final class PodState {
     private byte[] loraBytes = new byte[0];
     private int loraLength = -1;
     private long loraSeed;
+    private long loraIdSeedId = -1;
+    private long loraIdSeed;
 
     PodState(final int podNumber, final String podId, final String model) {
         this.podNumber = podNumber;
@@ -44,6 +46,18 @@ final class PodState {
     void forgetBlocks() {
         routerKeyByHash.clear();
         mediaByHash.clear();
+    }
+
+    /**
+     * Chain seed for an event that names its LoRA adapter only by vLLM's deprecated integer id: the adapter name
+     * is taken as {@code "lora-id:<id>"} so that such blocks never share keys with the base model's.
+     */
+    long seedForLoraId(final long loraId) {
+        if (loraId != loraIdSeedId) {
+            loraIdSeed = RouterKeyHasher.chainSeed(model, "lora-id:" + loraId, null);
+            loraIdSeedId = loraId;
+        }
+        return loraIdSeed;
     }
 
     /**

@@ -21,7 +21,9 @@ import java.util.Arrays;
  *   <li>block size differs from the index's: the event is dropped (never stored under keys no router computes);</li>
  *   <li>token count is not hashes x block size: dropped;</li>
  *   <li>parent hash unknown (its store was missed): dropped; its descendants are then unknown parents too;</li>
- *   <li>removal of a hash the pod does not hold: a no-op.</li>
+ *   <li>removal of a hash the pod does not hold: a no-op;</li>
+ *   <li>a LoRA adapter given only by vLLM's deprecated integer {@code lora_id}: keyed as the adapter name
+ *   {@code "lora-id:<id>"} (never as the base model).</li>
  * </ul>
  * A block stored on several media (GPU, CPU, disk) leaves the index only when removed from all of them.
  *
@@ -110,6 +112,8 @@ final class VllmApplier implements VllmEventListener {
                     + " is unknown (its store was missed); event dropped");
                 return;
             }
+        } else if (!e.hasLoraName() && e.loraId() >= 0) {
+            parentKey = p.seedForLoraId(e.loraId());
         } else {
             parentKey = p.seed(e.hasLoraName(), e.loraNameBytes(), e.loraNameLength());
         }

@@ -191,4 +191,15 @@ class WriterPoolTest {
         assertEquals(0, depth("pod-e", null));
         assertEquals(0, counters.value(CounterType.PODS_ALIVE));
     }
+
+    @Test
+    void shouldKeyLoraIdOnlyEventsApartFromTheBaseModel() throws InterruptedException {
+        final int pod = directory.podNumber("pod-f", MODEL);
+        send(pod, new VllmPayloads(VllmPayloads.Shape.ARRAY, VllmPayloads.HashWidth.UINT64)
+            .storedWithLoraId(capture.blockHashes(), capture.tokenIds(), 16, 3).batch(0));
+        awaitApplied();
+        assertEquals(25, counters.value(CounterType.BLOCKS_STORED));
+        assertEquals(0, depth("pod-f", null));
+        assertEquals(25, depth("pod-f", "lora-id:3"));
+    }
 }

@@ -104,6 +104,32 @@ public final class VllmPayloads {
     }
 
     /**
+     * Adds a legacy BlockStored (tagged array) whose LoRA adapter is named only by the deprecated integer id.
+     *
+     * @param hashes    engine hashes.
+     * @param tokens    token ids.
+     * @param blockSize block size.
+     * @param loraId    LoRA id.
+     * @return this.
+     */
+    public VllmPayloads storedWithLoraId(final long[] hashes, final int[] tokens, final int blockSize,
+        final int loraId) {
+        try {
+            body.packArrayHeader(6);
+            body.packString("BlockStored");
+            packHashes(hashes);
+            packParent(null);
+            packTokens(tokens);
+            body.packInt(blockSize);
+            body.packInt(loraId);
+            events++;
+            return this;
+        } catch (final IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
+    /**
      * Adds a BlockRemoved.
      *
      * @param hashes engine hashes.
