@@ -150,4 +150,26 @@ class AeronIngestTest {
         e.putPodId(pod, 0, pod.length).putModel(model, 0, model.length).putLoraName(new byte[0], 0, 0);
         return MessageHeaderEncoder.ENCODED_LENGTH + e.encodedLength();
     }
+
+    @org.junit.jupiter.api.Test
+    void shouldUseAnExternalMediaDriver() throws Exception {
+        final String aeronDir = "/dev/shm/kvidx-test-aeron-ext-" + UUID.randomUUID();
+        final Capture base = Capture.load("kv_event_base.json");
+        try (io.aeron.driver.MediaDriver driver = io.aeron.driver.MediaDriver.launch(
+                new io.aeron.driver.MediaDriver.Context().aeronDirectoryName(aeronDir).dirDeleteOnStart(true)
+                    .dirDeleteOnShutdown(true).threadingMode(io.aeron.driver.ThreadingMode.SHARED)
+                    .sharedIdleStrategy(new SleepingMillisIdleStrategy(1)).ipcTermBufferLength(1 << 16));
+            KvidxDaemon daemon = KvidxDaemon.start(new DaemonContext().dir(dir).shardCount(16).capacityBlocks(4096)
+                .podTimeoutMs(0).addAeronChannel("aeron:ipc").aeronDir(aeronDir).embeddedDriver(false), null);
+            IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
+            Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
+            Publication publication = client.addPublication("aeron:ipc", 7001)) {
+            await("publication connected", publication::isConnected);
+            final KvEventPublisher pub = new KvEventPublisher(publication, "ext-pod", MODEL,
+                new SleepingMillisIdleStrategy(1));
+            assertTrue(pub.blockStored(base.blockHashes(), 25, false, 0, base.tokenIds(), 16, Medium.GPU, null, -1));
+            await("depth 25", () -> depth(reader, "ext-pod", base, null) == 25);
+            assertTrue(driver.context().aeronDirectory().exists());
+        }
+    }
 }
