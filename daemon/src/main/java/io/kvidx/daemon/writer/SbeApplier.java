@@ -7,6 +7,8 @@ import io.kvidx.sbe.events.Medium;
 import io.kvidx.sbe.events.MessageHeaderDecoder;
 import org.agrona.DirectBuffer;
 
+import java.nio.ByteOrder;
+
 /**
  * Applies kvidx SBE events (already checked by {@link io.kvidx.daemon.ingest.aeron.SbeEventFrame}) through the
  * same logic as vLLM's events: the SBE message is decoded into the reusable event view, then handed to the
@@ -34,18 +36,26 @@ final class SbeApplier {
                 final VllmEvent e = event.prepare(VllmEvent.TYPE_BLOCK_STORED);
                 e.attributes(stored.hasParentRaw() == 1, stored.parentHash(), stored.blockSize(),
                     medium(stored.mediumRaw()));
+                // Group entries lie contiguously from the message's limit (SBE layout); read them in one pass
+                // instead of one generated next() per entry. The frame check guaranteed they fit.
                 final BlockStoredDecoder.BlocksDecoder blocks = stored.blocks();
-                final long[] hashes = e.hashesForWrite(blocks.count());
-                int i = 0;
-                while (blocks.hasNext()) {
-                    hashes[i++] = blocks.next().hash();
+                final int blockCount = blocks.count();
+                final int blockStride = blocks.actingBlockLength();
+                final long[] hashes = e.hashesForWrite(blockCount);
+                int p = stored.limit();
+                for (int i = 0; i < blockCount; i++) {
+                    hashes[i] = buffer.getLong(p + i * blockStride, ByteOrder.LITTLE_ENDIAN);
                 }
+                stored.limit(p + blockCount * blockStride);
                 final BlockStoredDecoder.TokensDecoder tokens = stored.tokens();
-                final int[] t = e.tokensForWrite(tokens.count());
-                i = 0;
-                while (tokens.hasNext()) {
-                    t[i++] = tokens.next().token();
+                final int tokenCount = tokens.count();
+                final int tokenStride = tokens.actingBlockLength();
+                final int[] t = e.tokensForWrite(tokenCount);
+                p = stored.limit();
+                for (int i = 0; i < tokenCount; i++) {
+                    t[i] = buffer.getInt(p + i * tokenStride, ByteOrder.LITTLE_ENDIAN);
                 }
+                stored.limit(p + tokenCount * tokenStride);
                 stored.skipPodId();
                 stored.skipModel();
                 final int loraLength = stored.loraNameLength();

@@ -14,6 +14,7 @@ import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 
@@ -32,6 +33,8 @@ import java.util.Objects;
  */
 public final class KvEventPublisher {
     private static final int MAX_VAR_LENGTH = 1024;
+    /** Largest group the generated encoder accepts. */
+    private static final int MAX_GROUP = 65534;
 
     private final Publication publication;
     private final IdleStrategy idle;
@@ -121,27 +124,40 @@ public final class KvEventPublisher {
      * @param lora       LoRA adapter name, or null.
      * @param dpRank     data-parallel rank, or -1.
      * @return false when no daemon is connected or the publication is closed.
-     * @throws IllegalArgumentException when the event does not fit one message (65535 entries per group).
+     * @throws IllegalArgumentException when the event does not fit one message (65534 entries per group, the
+     *                                  publication's largest message).
      */
     public boolean blockStored(final long[] hashes, final int count, final boolean hasParent, final long parentHash,
         final int[] tokens, final int blockSize, final Medium medium, final String lora, final int dpRank) {
         final int tokenCount = count * blockSize;
-        if (count > 0xFFFF || tokenCount > 0xFFFF) {
-            throw new IllegalArgumentException("at most 65535 blocks and tokens per event: " + count + ", "
-                + tokenCount);
+        if (count > MAX_GROUP || tokenCount > MAX_GROUP || (long) count * blockSize > MAX_GROUP) {
+            throw new IllegalArgumentException("at most " + MAX_GROUP + " blocks and tokens per event: " + count
+                + " blocks of " + blockSize);
         }
         final byte[] loraBytes = loraBytes(lora);
+        final long needed = MessageHeaderEncoder.ENCODED_LENGTH + BlockStoredEncoder.BLOCK_LENGTH
+            + 4 + (long) Long.BYTES * count + 4 + (long) Integer.BYTES * tokenCount
+            + 12 + podId.length + model.length + loraBytes.length;
+        if (needed > buffer.capacity()) {
+            throw new IllegalArgumentException("event of " + needed + " bytes exceeds the publication's largest "
+                + "message (" + buffer.capacity() + " bytes): split it or use longer terms");
+        }
         final BlockStoredEncoder e = stored.wrapAndApplyHeader(buffer, 0, header)
             .sequence(sequence).dpRank(dpRank).blockSize(blockSize).medium(medium)
             .hasParent(hasParent ? BooleanType.T : BooleanType.F).parentHash(parentHash);
-        final BlockStoredEncoder.BlocksEncoder blocks = e.blocksCount(count);
+        // Group entries lie contiguously from the message's limit (SBE layout): write them in one pass.
+        e.blocksCount(count);
+        int p = e.limit();
         for (int i = 0; i < count; i++) {
-            blocks.next().hash(hashes[i]);
+            buffer.putLong(p + i * Long.BYTES, hashes[i], ByteOrder.LITTLE_ENDIAN);
         }
-        final BlockStoredEncoder.TokensEncoder t = e.tokensCount(tokenCount);
+        e.limit(p + count * Long.BYTES);
+        e.tokensCount(tokenCount);
+        p = e.limit();
         for (int i = 0; i < tokenCount; i++) {
-            t.next().token(tokens[i]);
+            buffer.putInt(p + i * Integer.BYTES, tokens[i], ByteOrder.LITTLE_ENDIAN);
         }
+        e.limit(p + tokenCount * Integer.BYTES);
         e.putPodId(podId, 0, podId.length).putModel(model, 0, model.length)
             .putLoraName(loraBytes, 0, loraBytes.length);
         return offer(MessageHeaderEncoder.ENCODED_LENGTH + e.encodedLength());
@@ -156,8 +172,8 @@ public final class KvEventPublisher {
      * @return false when no daemon is connected or the publication is closed.
      */
     public boolean blockRemoved(final long[] hashes, final int count, final Medium medium) {
-        if (count > 0xFFFF) {
-            throw new IllegalArgumentException("at most 65535 blocks per event: " + count);
+        if (count > MAX_GROUP) {
+            throw new IllegalArgumentException("at most " + MAX_GROUP + " blocks per event: " + count);
         }
         final BlockRemovedEncoder e = removed.wrapAndApplyHeader(buffer, 0, header).sequence(sequence)
             .medium(medium);
