@@ -11,6 +11,8 @@ import picocli.CommandLine.Command;
     description = "Sub-microsecond KV-cache block index for LLM routing.",
     subcommands = {
         CommandLine.HelpCommand.class,
+        DaemonCommand.class,
+        QueryCommand.class,
         DemoCommand.class,
         DemoReaderCommand.class,
         HashCommand.class,

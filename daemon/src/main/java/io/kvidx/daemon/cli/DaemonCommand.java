@@ -1,0 +1,156 @@
+package io.kvidx.daemon.cli;
+
+import io.kvidx.daemon.config.DaemonConfigFile;
+import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
+import io.kvidx.daemon.lifecycle.KvidxDaemon;
+import org.agrona.concurrent.ShutdownSignalBarrier;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code kvidx daemon}: runs the daemon in the foreground until SIGINT or SIGTERM, then shuts down cleanly.
+ */
+@Command(name = "daemon", mixinStandardHelpOptions = true,
+    description = "Run the index daemon: ingest engines' KV events into the shared-memory index until SIGINT/SIGTERM.")
+public final class DaemonCommand implements Callable<Integer> {
+    @Option(names = "--config", paramLabel = "FILE", description = "YAML config file (options given here win).")
+    private Path config;
+
+    @Option(names = "--dir", paramLabel = "D", description = "Index directory (default /dev/shm/kvidx).")
+    private Path dir;
+
+    @Option(names = "--cell", description = "Cell name (default 'default').")
+    private String cell;
+
+    @Option(names = "--block-size", paramLabel = "B", description = "Router block size in tokens (default 16); "
+        + "engines must use the same.")
+    private Integer blockSize;
+
+    @Option(names = "--capacity", paramLabel = "BLOCKS", description = "Blocks held before evicting.")
+    private Long capacity;
+
+    @Option(names = "--writers", description = "Writer threads (default 1).")
+    private Integer writers;
+
+    @Option(names = "--pod-timeout-ms", description = "Silence after which a pod is taken down; 0 = never.")
+    private Long podTimeoutMs;
+
+    @Option(names = "--idle", description = "Idle strategy: busy, yielding, backoff (default), sleeping.")
+    private String idle;
+
+    @Option(names = "--zmq", paramLabel = "POD[@MODEL]=ENDPOINT",
+        description = "vLLM ZeroMQ publisher; POD '*' takes pod and model from the topic kv@<pod>@<model>.")
+    private List<String> zmq = new ArrayList<>();
+
+    @Option(names = "--replay", paramLabel = "POD=ENDPOINT", description = "Replay (ROUTER) endpoint of a pod.")
+    private List<String> replay = new ArrayList<>();
+
+    @Option(names = "--aeron", paramLabel = "CHANNEL",
+        description = "Aeron channel for kvidx SBE events (aeron:ipc, aeron:udp?endpoint=host:port); starts Aeron.")
+    private List<String> aeron = new ArrayList<>();
+
+    @Option(names = "--aeron-dir", description = "Aeron directory (default /dev/shm/kvidx-aeron-<cell>).")
+    private String aeronDir;
+
+    @Option(names = "--external-driver", description = "Use an external media driver instead of an embedded one.")
+    private boolean externalDriver;
+
+    @Option(names = "--stats-ms", description = "Print counters every N ms (0 = only at exit).")
+    private long statsMs;
+
+    @Override
+    public Integer call() {
+        final DaemonContext context = new DaemonContext();
+        if (config != null) {
+            DaemonConfigFile.load(config, context);
+        }
+        if (dir != null) {
+            context.dir(dir);
+        }
+        if (cell != null) {
+            context.cell(cell);
+        }
+        if (blockSize != null) {
+            context.blockSize(blockSize);
+        }
+        if (capacity != null) {
+            context.capacityBlocks(capacity);
+        }
+        if (writers != null) {
+            context.writers(writers);
+        }
+        if (podTimeoutMs != null) {
+            context.podTimeoutMs(podTimeoutMs);
+        }
+        if (idle != null) {
+            context.idleStrategy(idle);
+        }
+        for (final String z : zmq) {
+            context.addZmq(parseZmq(z));
+        }
+        aeron.forEach(context::addAeronChannel);
+        if (aeronDir != null) {
+            context.aeronDir(aeronDir);
+        }
+        if (externalDriver) {
+            context.embeddedDriver(false);
+        }
+        for (final String r : replay) {
+            final int eq = r.indexOf('=');
+            if (eq <= 0 || eq == r.length() - 1) {
+                throw new IllegalArgumentException("--replay must be POD=ENDPOINT: " + r);
+            }
+            context.replay(r.substring(0, eq), r.substring(eq + 1));
+        }
+        // Closing the barrier (last) lets the JVM's shutdown hook finish once the daemon has stopped.
+        try (ShutdownSignalBarrier barrier = new ShutdownSignalBarrier();
+            KvidxDaemon daemon = KvidxDaemon.start(context, System.err)) {
+            System.out.println("kvidx daemon: index " + context.indexContext().indexFile() + ", block size "
+                + context.blockSize() + ", " + context.zmqEndpoints().size() + " ZeroMQ endpoint(s), "
+                + context.aeronChannels().size() + " Aeron channel(s)"
+                + (context.aeronChannels().isEmpty() ? "" : " in " + context.aeronDir()) + "; Ctrl-C to stop");
+            System.out.flush();
+            if (statsMs > 0) {
+                final Thread stats = Thread.ofPlatform().daemon().name("kvidx-stats").start(() -> {
+                    try {
+                        while (true) {
+                            Thread.sleep(statsMs);
+                            System.out.print(daemon.counters().describe());
+                            System.out.flush();
+                        }
+                    } catch (final InterruptedException ex) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+                barrier.await();
+                stats.interrupt();
+            } else {
+                barrier.await();
+            }
+            System.out.println("kvidx daemon: stopping");
+            System.out.print(daemon.counters().describe());
+            System.out.flush();
+        }
+        return 0;
+    }
+
+    static ZmqEndpoint parseZmq(final String spec) {
+        final int eq = spec.indexOf('=');
+        if (eq <= 0 || eq == spec.length() - 1) {
+            throw new IllegalArgumentException("--zmq must be POD[@MODEL]=ENDPOINT: " + spec);
+        }
+        final String left = spec.substring(0, eq);
+        final String endpoint = spec.substring(eq + 1);
+        final int at = left.indexOf('@');
+        final String pod = at < 0 ? left : left.substring(0, at);
+        final String model = at < 0 ? null : left.substring(at + 1);
+        return new ZmqEndpoint(endpoint, "*".equals(pod) ? null : pod, model == null || model.isEmpty() ? null : model,
+            null);
+    }
+}

@@ -1,0 +1,78 @@
+package io.kvidx.daemon.cli;
+
+import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.PrefixResult;
+import io.kvidx.client.keys.RouterKeyHasher;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code kvidx query}: maps the index read-only and prints, for the given prompt tokens, each pod holding at least
+ * one leading block: {@code <pod-id> <depth>}, deepest first.
+ */
+@Command(name = "query", mixinStandardHelpOptions = true,
+    description = "Print '<pod-id> <depth>' for every pod holding leading blocks of the prompt, deepest first.")
+public final class QueryCommand implements Callable<Integer> {
+    @Option(names = "--dir", paramLabel = "D", description = "Index directory (default /dev/shm/kvidx).")
+    private Path dir;
+
+    @Option(names = "--cell", description = "Cell name (default 'default').")
+    private String cell;
+
+    @Option(names = "--model", paramLabel = "M", description = "Model name (part of the chain seed).")
+    private String model;
+
+    @Option(names = "--lora-name", paramLabel = "N", description = "LoRA adapter name (part of the chain seed).")
+    private String loraName;
+
+    @Option(names = "--cache-salt", description = "Cache salt (part of the chain seed).")
+    private String cacheSalt;
+
+    @Option(names = "--block-size", paramLabel = "B", description = "Block size (default: the index's).")
+    private Integer blockSize;
+
+    @Option(names = "--tokens", required = true, split = ",", paramLabel = "t1,t2,...", description = "Token ids.")
+    private int[] tokens;
+
+    @Override
+    public Integer call() {
+        final IndexReader.Context ctx = new IndexReader.Context();
+        if (dir != null) {
+            ctx.dir(dir);
+        }
+        if (cell != null) {
+            ctx.cell(cell);
+        }
+        try (IndexReader reader = IndexReader.attach(ctx)) {
+            final int bs = blockSize != null ? blockSize : reader.blockSize();
+            if (bs != reader.blockSize()) {
+                System.err.println("kvidx query: warning: block size " + bs + " differs from the index's "
+                    + reader.blockSize() + "; no pod can match");
+            }
+            final RouterKeyHasher hasher = new RouterKeyHasher(bs);
+            final long[] keys = new long[Math.min(reader.maxChainLength(), tokens.length / bs)];
+            final int n = hasher.keys(RouterKeyHasher.chainSeed(model, loraName, cacheSalt), tokens, tokens.length,
+                keys);
+            final PrefixResult result = new PrefixResult();
+            reader.query(keys, n, null, result);
+            final List<String[]> rows = new ArrayList<>();
+            for (int i = 0; i < result.count(); i++) {
+                final int slot = result.slot(i);
+                final IndexReader.PodInfo info = reader.pod(slot);
+                rows.add(new String[] {info == null ? "slot-" + slot : info.podId(),
+                    Integer.toString(result.depth(i))});
+            }
+            rows.sort(Comparator.<String[]>comparingInt(r -> -Integer.parseInt(r[1])).thenComparing(r -> r[0]));
+            for (final String[] r : rows) {
+                System.out.println(r[0] + " " + r[1]);
+            }
+        }
+        return 0;
+    }
+}

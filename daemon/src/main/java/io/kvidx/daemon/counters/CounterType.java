@@ -1,0 +1,80 @@
+package io.kvidx.daemon.counters;
+
+/**
+ * Every counter the daemon registers, with its type id (unique across kvidx, in Aeron's user range above 1000 so
+ * that AeronStat shows them next to the driver's own) and label. A test fails on duplicate ids.
+ */
+public enum CounterType {
+    /** vLLM batches and SBE messages received by the transports. */
+    MESSAGES_RECEIVED(5001, "kvidx messages received"),
+    /** Events applied to the index (stored, removed, cleared). */
+    EVENTS_APPLIED(5002, "kvidx events applied"),
+    /** Blocks newly stored for a pod. */
+    BLOCKS_STORED(5003, "kvidx blocks stored"),
+    /** Blocks removed from a pod. */
+    BLOCKS_REMOVED(5004, "kvidx blocks removed"),
+    /** Stores of blocks the pod already held (idempotent no-ops). */
+    DUPLICATE_BLOCKS(5005, "kvidx duplicate blocks"),
+    /** AllBlocksCleared events and resets that cleared a pod. */
+    POD_CLEARS(5006, "kvidx pod clears"),
+    /** Sequence gaps seen on a publisher. */
+    SEQUENCE_GAPS(5007, "kvidx sequence gaps"),
+    /** Replays requested from engines. */
+    REPLAYS(5008, "kvidx replays"),
+    /** Replays that failed or could not fill the gap (replay unavailable): the pod is marked suspect. */
+    REPLAY_FAILURES(5009, "kvidx replay failures"),
+    /** Publisher restarts detected (sequence went back). */
+    SEQUENCE_RESETS(5010, "kvidx sequence resets"),
+    /** Messages already applied (replay overlap). */
+    DUPLICATE_MESSAGES(5011, "kvidx duplicate messages"),
+    /** Events of an unknown type. */
+    UNKNOWN_EVENT_TYPES(5012, "kvidx unknown event types"),
+    /** Payloads that could not be decoded (malformed msgpack or SBE, wrong schema). */
+    DECODE_ERRORS(5013, "kvidx decode errors"),
+    /** Messages with the wrong frame count or a bad topic/sequence frame. */
+    FRAMING_ERRORS(5014, "kvidx framing errors"),
+    /** Well-framed events dropped for a field problem (e.g. hash width). */
+    EVENTS_DROPPED(5015, "kvidx events dropped"),
+    /** BlockStored events whose parent hash is unknown (dropped). */
+    UNKNOWN_PARENTS(5016, "kvidx unknown parents"),
+    /** BlockStored events whose block size differs from the index's (dropped). */
+    BLOCK_SIZE_MISMATCHES(5017, "kvidx block size mismatches"),
+    /** BlockStored events whose token count is not hashes x block size (dropped). */
+    TOKEN_COUNT_MISMATCHES(5018, "kvidx token count mismatches"),
+    /** BlockRemoved hashes that the pod did not hold (no-ops). */
+    UNKNOWN_REMOVALS(5019, "kvidx unknown removals"),
+    /** Pods alive in the index. */
+    PODS_ALIVE(5020, "kvidx pods alive"),
+    /** Pods taken down after their heartbeat timeout. */
+    PODS_TIMED_OUT(5021, "kvidx pods timed out"),
+    /** Pods that could not be registered (index full) or were rejected. */
+    PODS_REJECTED(5022, "kvidx pods rejected"),
+    /** Index entries evicted because a shard was full (mirrors the index header). */
+    EVICTIONS(5023, "kvidx evictions"),
+    /** Messages dropped because they exceed the writer queue's largest message. */
+    OVERSIZED_MESSAGES(5024, "kvidx oversized messages"),
+    /** Pods marked suspect (their state may be incomplete). */
+    SUSPECT_PODS(5025, "kvidx suspect pods");
+
+    private final int typeId;
+    private final String label;
+
+    CounterType(final int typeId, final String label) {
+        this.typeId = typeId;
+        this.label = label;
+    }
+
+    /**
+     * @return the counter's type id.
+     */
+    public int typeId() {
+        return typeId;
+    }
+
+    /**
+     * @return the counter's label.
+     */
+    public String label() {
+        return label;
+    }
+}

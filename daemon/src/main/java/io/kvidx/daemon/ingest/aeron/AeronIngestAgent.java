@@ -1,0 +1,194 @@
+package io.kvidx.daemon.ingest.aeron;
+
+import io.aeron.Aeron;
+import io.aeron.FragmentAssembler;
+import io.aeron.Subscription;
+import io.aeron.logbuffer.FragmentHandler;
+import io.aeron.logbuffer.Header;
+import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.counters.IngestCounters;
+import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.writer.PodDirectory;
+import io.kvidx.daemon.writer.WriterMessages;
+import io.kvidx.daemon.writer.WriterPool;
+import io.kvidx.sbe.events.AllBlocksClearedDecoder;
+import io.kvidx.sbe.events.BlockRemovedDecoder;
+import io.kvidx.sbe.events.BlockStoredDecoder;
+import io.kvidx.sbe.events.PodDownDecoder;
+import io.kvidx.sbe.events.PodHeartbeatDecoder;
+import io.kvidx.sbe.events.PodRegisterDecoder;
+import org.agrona.CloseHelper;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.status.AtomicCounter;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * Subscribes to kvidx SBE events on Aeron channels (IPC and/or UDP) and hands them to the pods' writer agents.
+ * Every message is checked by {@link SbeEventFrame} first; a wrong schema id or version, an unknown template, an
+ * absurd group size or a truncated message is dropped, counted and logged once.
+ *
+ * <p>Sequences are tracked per pod: a jump forward is a gap (Aeron delivers reliably, so the publisher itself
+ * lost events; no replay exists for SBE): counted, pod marked suspect. A step back is a publisher restart: the pod
+ * is cleared first.
+ *
+ * <p><b>Note:</b> run by one {@link org.agrona.concurrent.AgentRunner}.
+ */
+public final class AeronIngestAgent implements Agent, FragmentHandler {
+    private static final int FRAGMENT_LIMIT = 64;
+
+    private final Aeron aeron;
+    private final List<String> channels;
+    private final int streamId;
+    private final PodDirectory directory;
+    private final WriterPool writers;
+    private final IngestErrors errors;
+    private final AtomicCounter decodeErrors;
+    private final AtomicCounter gaps;
+    private final AtomicCounter resets;
+    private final SbeEventFrame frame = new SbeEventFrame();
+    private final FragmentAssembler assembler = new FragmentAssembler(this);
+    private final List<Subscription> subscriptions = new ArrayList<>();
+    private Subscription[] polled = new Subscription[0];
+    private byte[] lastPodId = new byte[0];
+    private int lastPodIdLength = -1;
+    private int lastPod = -1;
+    private long[] lastSequence = new long[16];
+
+    /**
+     * @param aeron     Aeron client.
+     * @param channels  channels to subscribe to, e.g. {@code aeron:ipc} or {@code aeron:udp?endpoint=0.0.0.0:40456}.
+     * @param streamId  stream id.
+     * @param directory pod ids.
+     * @param writers   writer agents.
+     * @param counters  counters.
+     * @param errors    error log.
+     */
+    public AeronIngestAgent(final Aeron aeron, final List<String> channels, final int streamId,
+        final PodDirectory directory, final WriterPool writers, final IngestCounters counters,
+        final IngestErrors errors) {
+        this.aeron = aeron;
+        this.channels = List.copyOf(channels);
+        this.streamId = streamId;
+        this.directory = directory;
+        this.writers = writers;
+        this.errors = errors;
+        this.decodeErrors = counters.get(CounterType.DECODE_ERRORS);
+        this.gaps = counters.get(CounterType.SEQUENCE_GAPS);
+        this.resets = counters.get(CounterType.SEQUENCE_RESETS);
+        Arrays.fill(lastSequence, -1);
+    }
+
+    @Override
+    public void onStart() {
+        for (final String channel : channels) {
+            subscriptions.add(aeron.addSubscription(channel, streamId));
+        }
+        polled = subscriptions.toArray(new Subscription[0]);
+    }
+
+    @Override
+    public int doWork() {
+        int work = 0;
+        for (final Subscription s : polled) {
+            work += s.poll(assembler, FRAGMENT_LIMIT);
+        }
+        return work;
+    }
+
+    @Override
+    public void onFragment(final DirectBuffer buffer, final int offset, final int length, final Header header) {
+        final int problem = frame.check(buffer, offset, length);
+        if (problem != SbeEventFrame.OK) {
+            decodeErrors.increment();
+            errors.report(CounterType.DECODE_ERRORS.typeId() * 64 + problem, -1 - header.sessionId(),
+                () -> "Aeron stream " + streamId + " session " + header.sessionId() + ": "
+                    + SbeEventFrame.describe(problem) + "; message dropped");
+            return;
+        }
+        final int pod = resolvePod(buffer);
+        if (pod < 0) {
+            return;
+        }
+        track(pod, frame.sequence());
+        switch (frame.templateId()) {
+            case BlockStoredDecoder.TEMPLATE_ID, BlockRemovedDecoder.TEMPLATE_ID, AllBlocksClearedDecoder.TEMPLATE_ID ->
+                writers.offer(pod, WriterMessages.SBE_EVENT, buffer, offset, length);
+            case PodRegisterDecoder.TEMPLATE_ID -> writers.offer(pod, WriterMessages.REGISTER);
+            case PodHeartbeatDecoder.TEMPLATE_ID -> writers.offer(pod, WriterMessages.HEARTBEAT);
+            case PodDownDecoder.TEMPLATE_ID -> writers.offer(pod, WriterMessages.POD_DOWN);
+            default -> decodeErrors.increment();
+        }
+    }
+
+    private void track(final int pod, final long sequence) {
+        if (pod >= lastSequence.length) {
+            final int old = lastSequence.length;
+            lastSequence = Arrays.copyOf(lastSequence, Math.max(pod + 1, old * 2));
+            Arrays.fill(lastSequence, old, lastSequence.length, -1);
+        }
+        final long last = lastSequence[pod];
+        if (last >= 0) {
+            if (sequence <= last) {
+                resets.increment();
+                errors.report(CounterType.SEQUENCE_RESETS.typeId(), pod, () -> "Aeron pod " + directory.podId(pod)
+                    + ": sequence went back from " + last + " to " + sequence + " (publisher restart); pod cleared");
+                writers.offer(pod, WriterMessages.CLEAR_POD);
+            } else if (sequence > last + 1) {
+                gaps.increment();
+                errors.report(CounterType.SEQUENCE_GAPS.typeId(), pod, () -> "Aeron pod " + directory.podId(pod)
+                    + ": sequence gap " + (last + 1) + ".." + (sequence - 1) + " (the publisher lost events; no "
+                    + "replay over Aeron); pod marked suspect");
+                writers.offer(pod, WriterMessages.MARK_SUSPECT);
+            }
+        }
+        lastSequence[pod] = sequence;
+    }
+
+    private int resolvePod(final DirectBuffer buffer) {
+        final int off = frame.podIdOffset();
+        final int len = frame.podIdLength();
+        if (len == lastPodIdLength) {
+            boolean same = true;
+            for (int i = 0; i < len; i++) {
+                if (buffer.getByte(off + i) != lastPodId[i]) {
+                    same = false;
+                    break;
+                }
+            }
+            if (same) {
+                return lastPod;
+            }
+        }
+        final byte[] id = new byte[len];
+        buffer.getBytes(off, id);
+        final String podId = new String(id, StandardCharsets.UTF_8);
+        final String model = frame.modelLength() == 0 ? null
+            : buffer.getStringWithoutLengthUtf8(frame.modelOffset(), frame.modelLength());
+        final int pod = directory.podNumber(podId, model);
+        if (pod < 0) {
+            decodeErrors.increment();
+            errors.report(CounterType.PODS_REJECTED.typeId(), -1, () -> "Aeron: too many pods; " + podId
+                + " dropped");
+            return -1;
+        }
+        lastPodId = id;
+        lastPodIdLength = len;
+        lastPod = pod;
+        return pod;
+    }
+
+    @Override
+    public void onClose() {
+        CloseHelper.closeAll(subscriptions);
+    }
+
+    @Override
+    public String roleName() {
+        return "kvidx-aeron-ingest";
+    }
+}

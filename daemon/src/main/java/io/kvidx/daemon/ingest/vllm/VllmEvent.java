@@ -1,0 +1,296 @@
+package io.kvidx.daemon.ingest.vllm;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * One decoded vLLM KV event, a reusable view filled by {@link VllmEventDecoder} and valid only during the listener
+ * callback. Arrays grow to the largest event seen and are then reused: decoding allocates nothing per block.
+ *
+ * <p><b>Note:</b> not thread safe; owned by one decoder.
+ */
+public final class VllmEvent {
+    /** Event type not recognised (or missing). */
+    public static final int TYPE_UNKNOWN = 0;
+    /** BlockStored. */
+    public static final int TYPE_BLOCK_STORED = 1;
+    /** BlockRemoved. */
+    public static final int TYPE_BLOCK_REMOVED = 2;
+    /** AllBlocksCleared. */
+    public static final int TYPE_ALL_BLOCKS_CLEARED = 3;
+
+    /** Medium absent (vLLM's default: GPU). */
+    public static final int MEDIUM_DEFAULT = 0;
+    /** "GPU". */
+    public static final int MEDIUM_GPU = 1;
+    /** "CPU". */
+    public static final int MEDIUM_CPU = 2;
+    /** "DISK". */
+    public static final int MEDIUM_DISK = 3;
+    /** Any other medium string. */
+    public static final int MEDIUM_OTHER = 4;
+
+    /** No problem. */
+    public static final int PROBLEM_NONE = 0;
+    /** A block hash was neither an integer nor a bin of 8, 16 or 32 bytes. */
+    public static final int PROBLEM_HASH_WIDTH = 1;
+    /** A known field had a value of the wrong msgpack type. */
+    public static final int PROBLEM_FIELD_TYPE = 2;
+    /** More hashes or tokens than the decoder's limits allow. */
+    public static final int PROBLEM_TOO_LARGE = 3;
+    /** The event type tag is missing or unknown. */
+    public static final int PROBLEM_UNKNOWN_TYPE = 4;
+    /** The event is neither an array nor a map. */
+    public static final int PROBLEM_EVENT_SHAPE = 5;
+    /** A token id does not fit in 32 bits. */
+    public static final int PROBLEM_TOKEN_RANGE = 6;
+
+    int type;
+    int problem;
+    long[] hashes = new long[64];
+    int hashCount;
+    boolean hasParent;
+    long parentHash;
+    int[] tokens = new int[1024];
+    int tokenCount;
+    int blockSize;
+    long loraId;
+    int medium;
+    byte[] loraName = new byte[64];
+    int loraNameLength;
+    int groupIdx;
+
+    void reset() {
+        type = TYPE_UNKNOWN;
+        problem = PROBLEM_NONE;
+        hashCount = 0;
+        hasParent = false;
+        parentHash = 0;
+        tokenCount = 0;
+        blockSize = -1;
+        loraId = -1;
+        medium = MEDIUM_DEFAULT;
+        loraNameLength = -1;
+        groupIdx = 0;
+    }
+
+    void ensureHashes(final int n) {
+        if (hashes.length < n) {
+            hashes = Arrays.copyOf(hashes, Math.max(n, hashes.length * 2));
+        }
+    }
+
+    void ensureTokens(final int n) {
+        if (tokens.length < n) {
+            tokens = Arrays.copyOf(tokens, Math.max(n, tokens.length * 2));
+        }
+    }
+
+    void ensureLoraName(final int n) {
+        if (loraName.length < n) {
+            loraName = Arrays.copyOf(loraName, Math.max(n, loraName.length * 2));
+        }
+    }
+
+    /**
+     * Starts filling this view from another transport (e.g. SBE) so that the same appliers serve it.
+     *
+     * @param type a {@code TYPE_*} value.
+     * @return this.
+     */
+    public VllmEvent prepare(final int type) {
+        reset();
+        this.type = type;
+        return this;
+    }
+
+    /**
+     * @param n number of block hashes.
+     * @return the hash array to fill (length at least n); the hash count is set to n.
+     */
+    public long[] hashesForWrite(final int n) {
+        ensureHashes(n);
+        hashCount = n;
+        return hashes;
+    }
+
+    /**
+     * @param n number of token ids.
+     * @return the token array to fill (length at least n); the token count is set to n.
+     */
+    public int[] tokensForWrite(final int n) {
+        ensureTokens(n);
+        tokenCount = n;
+        return tokens;
+    }
+
+    /**
+     * @param length LoRA name length in UTF-8 bytes, or -1 for none.
+     * @return the array to fill with the name.
+     */
+    public byte[] loraNameForWrite(final int length) {
+        ensureLoraName(Math.max(0, length));
+        loraNameLength = length;
+        return loraName;
+    }
+
+    /**
+     * @param has    true when the first block has a parent.
+     * @param parent the parent's engine hash.
+     * @param size   block size.
+     * @param where  one of {@code MEDIUM_*}.
+     * @return this.
+     */
+    public VllmEvent attributes(final boolean has, final long parent, final int size, final int where) {
+        this.hasParent = has;
+        this.parentHash = parent;
+        this.blockSize = size;
+        this.medium = where;
+        return this;
+    }
+
+    /**
+     * @return one of {@code TYPE_*}.
+     */
+    public int type() {
+        return type;
+    }
+
+    /**
+     * @return one of {@code PROBLEM_*}; events with a problem are delivered to
+     *     {@link VllmEventListener#onDropped(VllmEvent)} only.
+     */
+    public int problem() {
+        return problem;
+    }
+
+    /**
+     * @return block hashes (engine hashes, 64 bits each); valid up to {@link #hashCount()}.
+     */
+    public long[] hashes() {
+        return hashes;
+    }
+
+    /**
+     * @return number of block hashes.
+     */
+    public int hashCount() {
+        return hashCount;
+    }
+
+    /**
+     * @return true when the event names a parent block.
+     */
+    public boolean hasParent() {
+        return hasParent;
+    }
+
+    /**
+     * @return parent block hash when {@link #hasParent()}.
+     */
+    public long parentHash() {
+        return parentHash;
+    }
+
+    /**
+     * @return token ids of all blocks; valid up to {@link #tokenCount()}.
+     */
+    public int[] tokens() {
+        return tokens;
+    }
+
+    /**
+     * @return number of token ids.
+     */
+    public int tokenCount() {
+        return tokenCount;
+    }
+
+    /**
+     * @return block size in tokens, or -1 when absent.
+     */
+    public int blockSize() {
+        return blockSize;
+    }
+
+    /**
+     * @return deprecated integer LoRA id, or -1 when absent.
+     */
+    public long loraId() {
+        return loraId;
+    }
+
+    /**
+     * @return one of {@code MEDIUM_*}.
+     */
+    public int medium() {
+        return medium;
+    }
+
+    /**
+     * @return true when the event carries a LoRA name.
+     */
+    public boolean hasLoraName() {
+        return loraNameLength >= 0;
+    }
+
+    /**
+     * @return UTF-8 bytes of the LoRA name; valid up to {@link #loraNameLength()}.
+     */
+    public byte[] loraNameBytes() {
+        return loraName;
+    }
+
+    /**
+     * @return length of the LoRA name, or -1 when absent.
+     */
+    public int loraNameLength() {
+        return loraNameLength;
+    }
+
+    /**
+     * Allocates: for the slow path (cache miss, logging) only.
+     *
+     * @return the LoRA name, or null.
+     */
+    public String loraNameString() {
+        return loraNameLength < 0 ? null : new String(loraName, 0, loraNameLength, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * @return KV cache group index (0 when absent).
+     */
+    public int groupIdx() {
+        return groupIdx;
+    }
+
+    /**
+     * @param type a {@code TYPE_*} value.
+     * @return its vLLM name.
+     */
+    public static String typeName(final int type) {
+        return switch (type) {
+            case TYPE_BLOCK_STORED -> "BlockStored";
+            case TYPE_BLOCK_REMOVED -> "BlockRemoved";
+            case TYPE_ALL_BLOCKS_CLEARED -> "AllBlocksCleared";
+            default -> "unknown";
+        };
+    }
+
+    /**
+     * @param problem a {@code PROBLEM_*} value.
+     * @return a short description.
+     */
+    public static String problemName(final int problem) {
+        return switch (problem) {
+            case PROBLEM_NONE -> "none";
+            case PROBLEM_HASH_WIDTH -> "block hash of unsupported width";
+            case PROBLEM_FIELD_TYPE -> "field of the wrong type";
+            case PROBLEM_TOO_LARGE -> "too many hashes or tokens";
+            case PROBLEM_UNKNOWN_TYPE -> "unknown event type";
+            case PROBLEM_EVENT_SHAPE -> "event neither array nor map";
+            case PROBLEM_TOKEN_RANGE -> "token id out of 32-bit range";
+            default -> "problem " + problem;
+        };
+    }
+}

@@ -1,0 +1,469 @@
+package io.kvidx.daemon.ingest.vllm;
+
+import org.agrona.DirectBuffer;
+
+import java.nio.charset.StandardCharsets;
+
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_ARRAY;
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_BIN;
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_INT;
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_MAP;
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
+
+/**
+ * Decodes the msgpack payload of a vLLM {@code KVEventBatch} (see docs/ingestion.md and the wire notes):
+ * <ul>
+ *   <li>outer batch: the positional array {@code [ts, [events...], dp_rank]} ({@code dp_rank} nil or absent), or a
+ *   map with keys {@code ts}, {@code events}, {@code data_parallel_rank};</li>
+ *   <li>events in both generations: tagged arrays {@code ["BlockStored", hashes, parent, tokens, block_size,
+ *   lora_id, medium, lora_name, ...]} and maps with the tag under {@code "type"} and fields by name;</li>
+ *   <li>block hashes as any msgpack integer (uint64 read as unsigned bits, int64 accepted) or as a bin of 8, 16 or
+ *   32 bytes (its last 8 bytes, big-endian);</li>
+ *   <li>unknown fields and trailing positional fields are skipped; unknown event types are reported to
+ *   {@link VllmEventListener#onDropped(VllmEvent)}.</li>
+ * </ul>
+ * Malformed framing throws {@link VllmDecodeException} and nothing else. Decoding allocates nothing once the reusable
+ * arrays of {@link VllmEvent} have grown to the largest event seen.
+ *
+ * <p><b>Note:</b> not thread safe; one decoder per writer thread.
+ */
+public final class VllmEventDecoder {
+    /** Default limit of block hashes in one event. */
+    public static final int MAX_HASHES_DEFAULT = 1 << 16;
+    /** Default limit of token ids in one event. */
+    public static final int MAX_TOKENS_DEFAULT = 1 << 22;
+
+    private static final byte[] BLOCK_STORED = ascii("BlockStored");
+    private static final byte[] BLOCK_REMOVED = ascii("BlockRemoved");
+    private static final byte[] ALL_BLOCKS_CLEARED = ascii("AllBlocksCleared");
+    private static final byte[] K_TYPE = ascii("type");
+    private static final byte[] K_BLOCK_HASHES = ascii("block_hashes");
+    private static final byte[] K_PARENT = ascii("parent_block_hash");
+    private static final byte[] K_TOKEN_IDS = ascii("token_ids");
+    private static final byte[] K_BLOCK_SIZE = ascii("block_size");
+    private static final byte[] K_LORA_ID = ascii("lora_id");
+    private static final byte[] K_MEDIUM = ascii("medium");
+    private static final byte[] K_LORA_NAME = ascii("lora_name");
+    private static final byte[] K_GROUP_IDX = ascii("group_idx");
+    private static final byte[] K_TS = ascii("ts");
+    private static final byte[] K_EVENTS = ascii("events");
+    private static final byte[] K_DP_RANK = ascii("data_parallel_rank");
+    private static final byte[] M_GPU = ascii("GPU");
+    private static final byte[] M_CPU = ascii("CPU");
+    private static final byte[] M_DISK = ascii("DISK");
+
+    private final MsgpackCursor in = new MsgpackCursor();
+    private final VllmEvent event = new VllmEvent();
+    private final int maxHashes;
+    private final int maxTokens;
+
+    /**
+     * A decoder with the default limits.
+     */
+    public VllmEventDecoder() {
+        this(MAX_HASHES_DEFAULT, MAX_TOKENS_DEFAULT);
+    }
+
+    /**
+     * @param maxHashes largest number of block hashes accepted in one event.
+     * @param maxTokens largest number of token ids accepted in one event.
+     */
+    public VllmEventDecoder(final int maxHashes, final int maxTokens) {
+        if (maxHashes < 1 || maxTokens < 1) {
+            throw new IllegalArgumentException("limits must be >= 1: " + maxHashes + ", " + maxTokens);
+        }
+        this.maxHashes = maxHashes;
+        this.maxTokens = maxTokens;
+    }
+
+    /**
+     * Decodes one batch and delivers its events in order.
+     *
+     * @param buffer   the payload's buffer.
+     * @param offset   first byte.
+     * @param length   payload length.
+     * @param listener receives the events.
+     * @return number of events in the batch (delivered or dropped).
+     * @throws VllmDecodeException when the payload is not a well-formed batch.
+     */
+    public int decode(final DirectBuffer buffer, final int offset, final int length,
+        final VllmEventListener listener) {
+        in.wrap(buffer, offset, length);
+        final int events;
+        double ts = Double.NaN;
+        int dpRank = -1;
+        final int outer = in.peekType();
+        if (outer == TYPE_ARRAY) {
+            final int n = in.readArrayHeader();
+            if (n < 2) {
+                throw new VllmDecodeException("batch array has " + n + " elements, expected at least 2");
+            }
+            ts = readTimestamp();
+            events = decodeEvents(listener);
+            if (n >= 3) {
+                dpRank = readDpRank();
+            }
+            for (int i = 3; i < n; i++) {
+                in.skipValue();
+            }
+        } else if (outer == TYPE_MAP) {
+            final int n = in.readMapHeader();
+            int count = -1;
+            for (int i = 0; i < n; i++) {
+                if (in.peekType() != TYPE_STR) {
+                    in.skipValue();
+                    in.skipValue();
+                    continue;
+                }
+                final int keyLength = in.readRawHeader();
+                if (in.payloadEquals(keyLength, K_EVENTS)) {
+                    in.skipBytes(keyLength);
+                    count = decodeEvents(listener);
+                } else if (in.payloadEquals(keyLength, K_TS)) {
+                    in.skipBytes(keyLength);
+                    ts = readTimestamp();
+                } else if (in.payloadEquals(keyLength, K_DP_RANK)) {
+                    in.skipBytes(keyLength);
+                    dpRank = readDpRank();
+                } else {
+                    in.skipBytes(keyLength);
+                    in.skipValue();
+                }
+            }
+            if (count < 0) {
+                throw new VllmDecodeException("batch map has no 'events' entry");
+            }
+            events = count;
+        } else {
+            throw new VllmDecodeException("batch is neither an array nor a map (msgpack type " + outer + ")");
+        }
+        if (in.remaining() != 0) {
+            throw new VllmDecodeException(in.remaining() + " trailing bytes after the batch");
+        }
+        listener.onBatchEnd(ts, dpRank);
+        return events;
+    }
+
+    private double readTimestamp() {
+        final int t = in.peekType();
+        if (t == MsgpackCursor.TYPE_FLOAT || t == TYPE_INT) {
+            return in.readDouble();
+        }
+        in.skipValue();
+        return Double.NaN;
+    }
+
+    private int readDpRank() {
+        if (in.peekType() == TYPE_INT) {
+            final long v = in.readLong();
+            return v >= 0 && v <= Integer.MAX_VALUE ? (int) v : -1;
+        }
+        in.skipValue();
+        return -1;
+    }
+
+    private int decodeEvents(final VllmEventListener listener) {
+        final int n = in.readArrayHeader();
+        for (int i = 0; i < n; i++) {
+            final VllmEvent e = event;
+            e.reset();
+            final int shape = in.peekType();
+            if (shape == TYPE_ARRAY) {
+                decodeArrayEvent(e);
+            } else if (shape == TYPE_MAP) {
+                decodeMapEvent(e);
+            } else {
+                in.skipValue();
+                e.problem = VllmEvent.PROBLEM_EVENT_SHAPE;
+            }
+            if (e.problem == VllmEvent.PROBLEM_NONE && e.type == VllmEvent.TYPE_UNKNOWN) {
+                e.problem = VllmEvent.PROBLEM_UNKNOWN_TYPE;
+            }
+            if (e.problem != VllmEvent.PROBLEM_NONE) {
+                listener.onDropped(e);
+            } else {
+                switch (e.type) {
+                    case VllmEvent.TYPE_BLOCK_STORED -> listener.onBlockStored(e);
+                    case VllmEvent.TYPE_BLOCK_REMOVED -> listener.onBlockRemoved(e);
+                    default -> listener.onAllBlocksCleared(e);
+                }
+            }
+        }
+        return n;
+    }
+
+    private void decodeArrayEvent(final VllmEvent e) {
+        final int n = in.readArrayHeader();
+        if (n == 0) {
+            return;
+        }
+        e.type = readType();
+        if (e.type == VllmEvent.TYPE_UNKNOWN) {
+            for (int i = 1; i < n; i++) {
+                in.skipValue();
+            }
+            return;
+        }
+        for (int i = 1; i < n; i++) {
+            final int field;
+            if (e.type == VllmEvent.TYPE_BLOCK_STORED) {
+                field = switch (i) {
+                    case 1 -> F_HASHES;
+                    case 2 -> F_PARENT;
+                    case 3 -> F_TOKENS;
+                    case 4 -> F_BLOCK_SIZE;
+                    case 5 -> F_LORA_ID;
+                    case 6 -> F_MEDIUM;
+                    case 7 -> F_LORA_NAME;
+                    case 9 -> F_GROUP_IDX;
+                    default -> F_SKIP;
+                };
+            } else if (e.type == VllmEvent.TYPE_BLOCK_REMOVED) {
+                field = switch (i) {
+                    case 1 -> F_HASHES;
+                    case 2 -> F_MEDIUM;
+                    case 3 -> F_GROUP_IDX;
+                    default -> F_SKIP;
+                };
+            } else {
+                field = F_SKIP;
+            }
+            decodeField(e, field);
+        }
+    }
+
+    private void decodeMapEvent(final VllmEvent e) {
+        final int n = in.readMapHeader();
+        for (int i = 0; i < n; i++) {
+            if (in.peekType() != TYPE_STR) {
+                in.skipValue();
+                in.skipValue();
+                continue;
+            }
+            final int len = in.readRawHeader();
+            if (in.payloadEquals(len, K_TYPE)) {
+                in.skipBytes(len);
+                if (in.peekType() == TYPE_STR) {
+                    e.type = readType();
+                } else {
+                    in.skipValue();
+                }
+                continue;
+            }
+            final int field;
+            if (in.payloadEquals(len, K_BLOCK_HASHES)) {
+                field = F_HASHES;
+            } else if (in.payloadEquals(len, K_TOKEN_IDS)) {
+                field = F_TOKENS;
+            } else if (in.payloadEquals(len, K_PARENT)) {
+                field = F_PARENT;
+            } else if (in.payloadEquals(len, K_BLOCK_SIZE)) {
+                field = F_BLOCK_SIZE;
+            } else if (in.payloadEquals(len, K_MEDIUM)) {
+                field = F_MEDIUM;
+            } else if (in.payloadEquals(len, K_LORA_NAME)) {
+                field = F_LORA_NAME;
+            } else if (in.payloadEquals(len, K_LORA_ID)) {
+                field = F_LORA_ID;
+            } else if (in.payloadEquals(len, K_GROUP_IDX)) {
+                field = F_GROUP_IDX;
+            } else {
+                field = F_SKIP;
+            }
+            in.skipBytes(len);
+            decodeField(e, field);
+        }
+    }
+
+    private static final int F_SKIP = 0;
+    private static final int F_HASHES = 1;
+    private static final int F_PARENT = 2;
+    private static final int F_TOKENS = 3;
+    private static final int F_BLOCK_SIZE = 4;
+    private static final int F_LORA_ID = 5;
+    private static final int F_MEDIUM = 6;
+    private static final int F_LORA_NAME = 7;
+    private static final int F_GROUP_IDX = 8;
+
+    private void decodeField(final VllmEvent e, final int field) {
+        if (field == F_SKIP || in.tryReadNil()) {
+            if (field == F_SKIP) {
+                in.skipValue();
+            }
+            return;
+        }
+        final int t = in.peekType();
+        switch (field) {
+            case F_HASHES -> decodeHashes(e);
+            case F_PARENT -> {
+                if (t == TYPE_INT || t == TYPE_BIN) {
+                    final long h = readHash(e);
+                    if (e.problem == VllmEvent.PROBLEM_NONE) {
+                        e.hasParent = true;
+                        e.parentHash = h;
+                    }
+                } else {
+                    fieldTypeProblem(e);
+                }
+            }
+            case F_TOKENS -> decodeTokens(e);
+            case F_BLOCK_SIZE, F_GROUP_IDX -> {
+                if (t == TYPE_INT) {
+                    final long v = in.readLong();
+                    if (v < 0 || v > Integer.MAX_VALUE) {
+                        problem(e, VllmEvent.PROBLEM_FIELD_TYPE);
+                    } else if (field == F_BLOCK_SIZE) {
+                        e.blockSize = (int) v;
+                    } else {
+                        e.groupIdx = (int) v;
+                    }
+                } else {
+                    fieldTypeProblem(e);
+                }
+            }
+            case F_LORA_ID -> {
+                if (t == TYPE_INT) {
+                    e.loraId = in.readLong();
+                } else {
+                    fieldTypeProblem(e);
+                }
+            }
+            case F_MEDIUM -> {
+                if (t == TYPE_STR) {
+                    final int len = in.readRawHeader();
+                    if (in.payloadEquals(len, M_GPU)) {
+                        e.medium = VllmEvent.MEDIUM_GPU;
+                    } else if (in.payloadEquals(len, M_CPU)) {
+                        e.medium = VllmEvent.MEDIUM_CPU;
+                    } else if (in.payloadEquals(len, M_DISK)) {
+                        e.medium = VllmEvent.MEDIUM_DISK;
+                    } else {
+                        e.medium = VllmEvent.MEDIUM_OTHER;
+                    }
+                    in.skipBytes(len);
+                } else {
+                    fieldTypeProblem(e);
+                }
+            }
+            case F_LORA_NAME -> {
+                if (t == TYPE_STR) {
+                    final int len = in.readRawHeader();
+                    e.ensureLoraName(len);
+                    in.buffer().getBytes(in.position(), e.loraName, 0, len);
+                    e.loraNameLength = len;
+                    in.skipBytes(len);
+                } else {
+                    fieldTypeProblem(e);
+                }
+            }
+            default -> in.skipValue();
+        }
+    }
+
+    private void decodeHashes(final VllmEvent e) {
+        if (in.peekType() != TYPE_ARRAY) {
+            fieldTypeProblem(e);
+            return;
+        }
+        final int n = in.readArrayHeader();
+        if (n > maxHashes) {
+            problem(e, VllmEvent.PROBLEM_TOO_LARGE);
+            skipElements(n);
+            return;
+        }
+        e.ensureHashes(n);
+        final long[] hashes = e.hashes;
+        for (int i = 0; i < n; i++) {
+            final int t = in.peekType();
+            if (t == TYPE_INT || t == TYPE_BIN) {
+                hashes[i] = readHash(e);
+            } else {
+                fieldTypeProblem(e);
+            }
+        }
+        e.hashCount = n;
+    }
+
+    private void decodeTokens(final VllmEvent e) {
+        if (in.peekType() != TYPE_ARRAY) {
+            fieldTypeProblem(e);
+            return;
+        }
+        final int n = in.readArrayHeader();
+        if (n > maxTokens) {
+            problem(e, VllmEvent.PROBLEM_TOO_LARGE);
+            skipElements(n);
+            return;
+        }
+        e.ensureTokens(n);
+        final int[] tokens = e.tokens;
+        for (int i = 0; i < n; i++) {
+            if (in.peekType() != TYPE_INT) {
+                fieldTypeProblem(e);
+                continue;
+            }
+            final long v = in.readLong();
+            if (v < Integer.MIN_VALUE || v > 0xFFFF_FFFFL) {
+                problem(e, VllmEvent.PROBLEM_TOKEN_RANGE);
+            }
+            tokens[i] = (int) v;
+        }
+        e.tokenCount = n;
+    }
+
+    private void skipElements(final int n) {
+        for (int i = 0; i < n; i++) {
+            in.skipValue();
+        }
+    }
+
+    private long readHash(final VllmEvent e) {
+        if (in.peekType() == TYPE_INT) {
+            return in.readLong();
+        }
+        final int len = in.readRawHeader();
+        if (len != 8 && len != 16 && len != 32) {
+            problem(e, VllmEvent.PROBLEM_HASH_WIDTH);
+            in.skipBytes(len);
+            return 0;
+        }
+        final long v = in.buffer().getLong(in.position() + len - 8, java.nio.ByteOrder.BIG_ENDIAN);
+        in.skipBytes(len);
+        return v;
+    }
+
+    private int readType() {
+        if (in.peekType() != TYPE_STR) {
+            in.skipValue();
+            return VllmEvent.TYPE_UNKNOWN;
+        }
+        final int len = in.readRawHeader();
+        final int type;
+        if (in.payloadEquals(len, BLOCK_STORED)) {
+            type = VllmEvent.TYPE_BLOCK_STORED;
+        } else if (in.payloadEquals(len, BLOCK_REMOVED)) {
+            type = VllmEvent.TYPE_BLOCK_REMOVED;
+        } else if (in.payloadEquals(len, ALL_BLOCKS_CLEARED)) {
+            type = VllmEvent.TYPE_ALL_BLOCKS_CLEARED;
+        } else {
+            type = VllmEvent.TYPE_UNKNOWN;
+        }
+        in.skipBytes(len);
+        return type;
+    }
+
+    private void fieldTypeProblem(final VllmEvent e) {
+        problem(e, VllmEvent.PROBLEM_FIELD_TYPE);
+        in.skipValue();
+    }
+
+    private static void problem(final VllmEvent e, final int problem) {
+        if (e.problem == VllmEvent.PROBLEM_NONE) {
+            e.problem = problem;
+        }
+    }
+
+    private static byte[] ascii(final String s) {
+        return s.getBytes(StandardCharsets.US_ASCII);
+    }
+}

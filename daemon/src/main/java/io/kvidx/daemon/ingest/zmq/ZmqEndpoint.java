@@ -1,0 +1,28 @@
+package io.kvidx.daemon.ingest.zmq;
+
+/**
+ * One vLLM event publisher to subscribe to.
+ *
+ * @param endpoint       the engine's PUB endpoint, e.g. {@code tcp://10.0.0.7:5557}.
+ * @param podId          pod id of every message, or null to take it from the topic {@code kv@<pod>@<model>}.
+ * @param model          model name, or null to take it from the topic (or leave it unknown).
+ * @param replayEndpoint the engine's replay ROUTER endpoint, or null when it has none.
+ */
+public record ZmqEndpoint(String endpoint, String podId, String model, String replayEndpoint) {
+    /**
+     * @param endpoint the endpoint.
+     */
+    public ZmqEndpoint {
+        if (endpoint == null || endpoint.isBlank()) {
+            throw new IllegalArgumentException("ZeroMQ endpoint must not be empty");
+        }
+    }
+
+    /**
+     * @param replay replay endpoint.
+     * @return a copy with the replay endpoint set.
+     */
+    public ZmqEndpoint withReplay(final String replay) {
+        return new ZmqEndpoint(endpoint, podId, model, replay);
+    }
+}

@@ -1,0 +1,195 @@
+package io.kvidx.daemon.lifecycle;
+
+import io.aeron.Aeron;
+import io.aeron.driver.MediaDriver;
+import io.aeron.driver.ThreadingMode;
+import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.counters.IngestCounters;
+import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.index.IndexMaintenanceAgent;
+import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.ingest.aeron.AeronIngestAgent;
+import io.kvidx.daemon.ingest.zmq.ZmqIngestAgent;
+import io.kvidx.daemon.writer.PodDirectory;
+import io.kvidx.daemon.writer.WriterPool;
+import org.agrona.CloseHelper;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.AgentRunner;
+import org.agrona.concurrent.EpochClock;
+import org.agrona.concurrent.SleepingMillisIdleStrategy;
+import org.agrona.concurrent.SystemEpochClock;
+
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The running daemon: creates the index, starts the writer agents, the transports and the index maintenance
+ * agent, and stops them in reverse order on {@link #close()}.
+ *
+ * <pre>
+ *  ZmqIngestAgent (JeroMQ SUB, seq, replay) --\
+ *                                              +--> WriterPool: queue per writer --> WriterAgent --> IndexWriter
+ *  (other transports)  -----------------------/      (pod -> writer, sticky)
+ *  IndexMaintenanceAgent: index heartbeat + bounded sweep of pods taken down
+ * </pre>
+ *
+ * <p><b>Note:</b> start and close from one thread.
+ */
+public final class KvidxDaemon implements AutoCloseable {
+    private final DaemonContext context;
+    private final IndexWriter index;
+    private final IngestCounters counters;
+    private final IngestErrors errors;
+    private final PodDirectory directory;
+    private final WriterPool writers;
+    private final List<AgentRunner> runners = new ArrayList<>();
+    private final EvictionMirror evictions;
+    private final MediaDriver driver;
+    private final Aeron aeron;
+
+    private KvidxDaemon(final DaemonContext context, final PrintStream log) {
+        this.context = context.conclude();
+        final EpochClock clock = SystemEpochClock.INSTANCE;
+        this.errors = new IngestErrors(log);
+        if (!context.aeronChannels().isEmpty()) {
+            driver = context.embeddedDriver() ? MediaDriver.launch(new MediaDriver.Context()
+                .aeronDirectoryName(context.aeronDir())
+                .dirDeleteOnStart(true)
+                .dirDeleteOnShutdown(true)
+                .threadingMode(ThreadingMode.SHARED)
+                .sharedIdleStrategy(context.idleStrategySupplier().get())
+                .ipcTermBufferLength(context.aeronTermLength())
+                .publicationTermBufferLength(context.aeronTermLength())
+                .termBufferSparseFile(true)) : null;
+            aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(context.aeronDir())
+                .errorHandler(ex -> errors.report(0, -1, () -> "Aeron client: " + ex)));
+            this.counters = IngestCounters.of(aeron::addCounter, aeron.countersReader());
+        } else {
+            driver = null;
+            aeron = null;
+            this.counters = IngestCounters.local();
+        }
+        this.index = IndexWriter.create(context.indexContext());
+        this.directory = new PodDirectory(PodDirectory.MAX_PODS_DEFAULT);
+        this.writers = new WriterPool(context.writers(), context.writerQueueLength(), index, directory, counters,
+            errors, clock, context.podTimeoutMs(), context.idleStrategySupplier(), context.idleStrategySupplier());
+        this.evictions = new EvictionMirror();
+    }
+
+    /**
+     * Starts a daemon.
+     *
+     * @param context configuration.
+     * @param log     where the distinct error log's first occurrences are printed (null: nowhere).
+     * @return the running daemon.
+     */
+    public static KvidxDaemon start(final DaemonContext context, final PrintStream log) {
+        final KvidxDaemon daemon = new KvidxDaemon(context, log);
+        try {
+            daemon.startAgents();
+        } catch (final RuntimeException ex) {
+            daemon.close();
+            throw ex;
+        }
+        return daemon;
+    }
+
+    private void startAgents() {
+        writers.start();
+        final EpochClock clock = SystemEpochClock.INSTANCE;
+        run(new IndexMaintenanceAgent(index, clock, context.heartbeatIntervalMs()), true);
+        run(evictions, true);
+        if (!context.zmqEndpoints().isEmpty()) {
+            run(new ZmqIngestAgent(context.zmqEndpoints(), directory, writers, counters, errors, clock,
+                context.heartbeatIntervalMs(), context.replayTimeoutMs()), false);
+        }
+        if (aeron != null) {
+            run(new AeronIngestAgent(aeron, context.aeronChannels(), context.aeronStreamId(), directory, writers,
+                counters, errors), false);
+        }
+    }
+
+    private void run(final Agent agent, final boolean background) {
+        final AgentRunner runner = new AgentRunner(background ? new SleepingMillisIdleStrategy(1)
+            : context.idleStrategySupplier().get(), Throwable::printStackTrace, null, agent);
+        runners.add(runner);
+        AgentRunner.startOnThread(runner);
+    }
+
+    /**
+     * @return the index writer.
+     */
+    public IndexWriter index() {
+        return index;
+    }
+
+    /**
+     * @return the Aeron client, or null when no Aeron channel is configured.
+     */
+    public Aeron aeron() {
+        return aeron;
+    }
+
+    /**
+     * @return the counters.
+     */
+    public IngestCounters counters() {
+        return counters;
+    }
+
+    /**
+     * @return the error log.
+     */
+    public IngestErrors errors() {
+        return errors;
+    }
+
+    /**
+     * @return the writer pool (transports offer events to it).
+     */
+    public WriterPool writers() {
+        return writers;
+    }
+
+    /**
+     * @return the pod directory.
+     */
+    public PodDirectory directory() {
+        return directory;
+    }
+
+    /**
+     * Stops the transports first, then the writers, then maintenance; leaves the index file in place (readers see
+     * its heartbeat stop) unless the context says to delete it.
+     */
+    @Override
+    public void close() {
+        final List<AgentRunner> reversed = new ArrayList<>(runners);
+        java.util.Collections.reverse(reversed);
+        CloseHelper.closeAll(reversed);
+        CloseHelper.closeAll(writers, index, counters, aeron, driver);
+    }
+
+    /** Mirrors the index's eviction count into its counter once a second. */
+    private final class EvictionMirror implements Agent {
+        private long next;
+
+        @Override
+        public int doWork() {
+            final long now = System.currentTimeMillis();
+            if (now < next) {
+                return 0;
+            }
+            next = now + 1000;
+            counters.get(CounterType.EVICTIONS).setRelease(index.evictions());
+            return 1;
+        }
+
+        @Override
+        public String roleName() {
+            return "kvidx-eviction-mirror";
+        }
+    }
+}

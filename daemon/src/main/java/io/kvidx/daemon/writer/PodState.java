@@ -1,0 +1,84 @@
+package io.kvidx.daemon.writer;
+
+import io.kvidx.client.keys.RouterKeyHasher;
+import org.agrona.collections.Long2LongHashMap;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * A pod's state on its writer agent: its index slot, the engine hash to router key map (so that BlockRemoved,
+ * which carries only engine hashes, can be applied), the media each block is held on, cached chain seeds, and
+ * liveness.
+ *
+ * <p><b>Note:</b> owned by the pod's writer agent; never touched by another thread.
+ */
+final class PodState {
+    /** Mapped value meaning "absent" (a router key of exactly 0 is not representable; probability 2^-64). */
+    static final long MISSING = 0;
+
+    final int podNumber;
+    final String podId;
+    String model;
+    int slot = -1;
+    long lastHeardMs;
+    boolean suspect;
+    final Long2LongHashMap routerKeyByHash = new Long2LongHashMap(1024, 0.6f, MISSING);
+    final Long2LongHashMap mediaByHash = new Long2LongHashMap(1024, 0.6f, 0);
+    private long baseSeed;
+    private boolean baseSeedSet;
+    private byte[] loraBytes = new byte[0];
+    private int loraLength = -1;
+    private long loraSeed;
+    private long loraIdSeedId = -1;
+    private long loraIdSeed;
+
+    PodState(final int podNumber, final String podId, final String model) {
+        this.podNumber = podNumber;
+        this.podId = podId;
+        this.model = model;
+    }
+
+    boolean registered() {
+        return slot >= 0;
+    }
+
+    void forgetBlocks() {
+        routerKeyByHash.clear();
+        mediaByHash.clear();
+    }
+
+    /**
+     * Chain seed for an event that names its LoRA adapter only by vLLM's deprecated integer id: the adapter name
+     * is taken as {@code "lora-id:<id>"} so that such blocks never share keys with the base model's.
+     */
+    long seedForLoraId(final long loraId) {
+        if (loraId != loraIdSeedId) {
+            loraIdSeed = RouterKeyHasher.chainSeed(model, "lora-id:" + loraId, null);
+            loraIdSeedId = loraId;
+        }
+        return loraIdSeed;
+    }
+
+    /**
+     * Chain seed of this pod's model with the given LoRA name; cached, so it allocates only when the LoRA name
+     * changes.
+     */
+    long seed(final boolean hasLora, final byte[] lora, final int loraLen) {
+        if (!hasLora) {
+            if (!baseSeedSet) {
+                baseSeed = RouterKeyHasher.chainSeed(model, null, null);
+                baseSeedSet = true;
+            }
+            return baseSeed;
+        }
+        if (loraLen == loraLength && Arrays.equals(lora, 0, loraLen, loraBytes, 0, loraLen)) {
+            return loraSeed;
+        }
+        final String name = new String(lora, 0, loraLen, StandardCharsets.UTF_8);
+        loraSeed = RouterKeyHasher.chainSeed(model, name, null);
+        loraBytes = Arrays.copyOf(lora, loraLen);
+        loraLength = loraLen;
+        return loraSeed;
+    }
+}

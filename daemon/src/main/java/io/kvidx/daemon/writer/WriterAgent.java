@@ -1,0 +1,209 @@
+package io.kvidx.daemon.writer;
+
+import io.kvidx.client.index.PodCapacityExceededException;
+import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.counters.IngestCounters;
+import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.ingest.vllm.VllmDecodeException;
+import io.kvidx.daemon.ingest.vllm.VllmEventDecoder;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.EpochClock;
+import org.agrona.concurrent.MessageHandler;
+import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
+import org.agrona.concurrent.status.AtomicCounter;
+
+import java.nio.ByteOrder;
+import java.util.Arrays;
+
+/**
+ * Applies the events of the pods assigned to it, in arrival order per pod, to the index. The only thread that
+ * calls the {@link IndexWriter} for these pods (the index writer's rule: one thread per pod). Also takes a pod
+ * down when nothing (event or heartbeat) was heard from it for the pod timeout.
+ *
+ * <p><b>Note:</b> run by one {@link org.agrona.concurrent.AgentRunner}; transports only write to its queue.
+ */
+public final class WriterAgent implements Agent, MessageHandler {
+    private static final int READ_LIMIT = 256;
+    private static final long TIMEOUT_CHECK_INTERVAL_MS = 100;
+
+    private final int id;
+    private final ManyToOneRingBuffer queue;
+    private final IndexWriter index;
+    private final PodDirectory directory;
+    private final IngestCounters counters;
+    private final IngestErrors errors;
+    private final EpochClock clock;
+    private final long podTimeoutMs;
+    private final VllmEventDecoder decoder = new VllmEventDecoder();
+    private final VllmApplier vllm;
+    private final SbeApplier sbe;
+    private final AtomicCounter decodeErrors;
+    private final AtomicCounter podsAlive;
+    private final AtomicCounter podsTimedOut;
+    private final AtomicCounter podsRejected;
+    private final AtomicCounter suspectPods;
+    private PodState[] pods = new PodState[16];
+    private int[] owned = new int[16];
+    private int ownedCount;
+    private long now;
+    private long nextTimeoutCheckMs;
+
+    WriterAgent(final int id, final ManyToOneRingBuffer queue, final IndexWriter index, final PodDirectory directory,
+        final IngestCounters counters, final IngestErrors errors, final EpochClock clock, final long podTimeoutMs) {
+        this.id = id;
+        this.queue = queue;
+        this.index = index;
+        this.directory = directory;
+        this.counters = counters;
+        this.errors = errors;
+        this.clock = clock;
+        this.podTimeoutMs = podTimeoutMs;
+        this.vllm = new VllmApplier(index, counters, errors);
+        this.sbe = new SbeApplier(vllm);
+        this.decodeErrors = counters.get(CounterType.DECODE_ERRORS);
+        this.podsAlive = counters.get(CounterType.PODS_ALIVE);
+        this.podsTimedOut = counters.get(CounterType.PODS_TIMED_OUT);
+        this.podsRejected = counters.get(CounterType.PODS_REJECTED);
+        this.suspectPods = counters.get(CounterType.SUSPECT_PODS);
+    }
+
+    @Override
+    public int doWork() {
+        now = clock.time();
+        int work = queue.read(this, READ_LIMIT);
+        if (podTimeoutMs > 0 && now >= nextTimeoutCheckMs) {
+            nextTimeoutCheckMs = now + TIMEOUT_CHECK_INTERVAL_MS;
+            work += checkTimeouts();
+        }
+        return work;
+    }
+
+    @Override
+    public void onMessage(final int msgTypeId, final org.agrona.MutableDirectBuffer buffer, final int index,
+        final int length) {
+        final int podNumber = buffer.getInt(index, ByteOrder.LITTLE_ENDIAN);
+        final PodState pod = pod(podNumber);
+        final int payload = index + WriterMessages.POD_NUMBER_LENGTH;
+        final int payloadLength = length - WriterMessages.POD_NUMBER_LENGTH;
+        // SBE events were checked by the transport (SbeEventFrame) before they were queued.
+        switch (msgTypeId) {
+            case WriterMessages.VLLM_BATCH -> {
+                if (ensureRegistered(pod)) {
+                    pod.lastHeardMs = now;
+                    vllm.pod(pod);
+                    decodeVllm(pod, buffer, payload, payloadLength);
+                }
+            }
+            case WriterMessages.SBE_EVENT -> {
+                if (ensureRegistered(pod)) {
+                    pod.lastHeardMs = now;
+                    sbe.apply(pod, buffer, payload);
+                }
+            }
+            case WriterMessages.REGISTER -> {
+                if (ensureRegistered(pod)) {
+                    pod.lastHeardMs = now;
+                }
+            }
+            case WriterMessages.HEARTBEAT -> pod.lastHeardMs = now;
+            case WriterMessages.CLEAR_POD -> {
+                if (pod.registered()) {
+                    this.index.clearPod(pod.slot);
+                    counters.get(CounterType.POD_CLEARS).increment();
+                }
+                pod.forgetBlocks();
+            }
+            case WriterMessages.POD_DOWN -> podDown(pod);
+            case WriterMessages.MARK_SUSPECT -> {
+                if (!pod.suspect) {
+                    pod.suspect = true;
+                    suspectPods.increment();
+                }
+            }
+            default -> decodeErrors.increment();
+        }
+    }
+
+    private void decodeVllm(final PodState pod, final DirectBuffer buffer, final int offset, final int length) {
+        try {
+            decoder.decode(buffer, offset, length, vllm);
+        } catch (final VllmDecodeException ex) {
+            decodeErrors.increment();
+            errors.report(CounterType.DECODE_ERRORS.typeId(), pod.podNumber,
+                () -> "pod " + pod.podId + ": malformed vLLM batch dropped: " + ex.getMessage());
+        }
+    }
+
+    private PodState pod(final int podNumber) {
+        if (podNumber >= pods.length) {
+            pods = Arrays.copyOf(pods, Math.max(podNumber + 1, pods.length * 2));
+        }
+        PodState pod = pods[podNumber];
+        if (pod == null) {
+            pod = new PodState(podNumber, directory.podId(podNumber), directory.model(podNumber));
+            pods[podNumber] = pod;
+            if (ownedCount == owned.length) {
+                owned = Arrays.copyOf(owned, owned.length * 2);
+            }
+            owned[ownedCount++] = podNumber;
+        }
+        return pod;
+    }
+
+    private boolean ensureRegistered(final PodState pod) {
+        if (pod.registered()) {
+            return true;
+        }
+        if (pod.model == null) {
+            pod.model = directory.model(pod.podNumber);
+        }
+        try {
+            pod.slot = index.registerPod(pod.podId, pod.model);
+            pod.forgetBlocks();
+            pod.lastHeardMs = now;
+            podsAlive.increment();
+            return true;
+        } catch (final PodCapacityExceededException | IllegalArgumentException ex) {
+            podsRejected.increment();
+            errors.report(CounterType.PODS_REJECTED.typeId(), pod.podNumber,
+                () -> "pod " + pod.podId + " cannot be registered: " + ex.getMessage() + "; its events are dropped");
+            return false;
+        }
+    }
+
+    private void podDown(final PodState pod) {
+        if (pod.registered()) {
+            index.podDown(pod.slot);
+            pod.slot = -1;
+            pod.forgetBlocks();
+            podsAlive.decrement();
+        }
+    }
+
+    private int checkTimeouts() {
+        int work = 0;
+        for (int i = 0; i < ownedCount; i++) {
+            final PodState pod = pods[owned[i]];
+            if (pod.registered() && now - pod.lastHeardMs > podTimeoutMs) {
+                podDown(pod);
+                podsTimedOut.increment();
+                work++;
+            }
+        }
+        return work;
+    }
+
+    /**
+     * @return writer number.
+     */
+    public int id() {
+        return id;
+    }
+
+    @Override
+    public String roleName() {
+        return "kvidx-writer-" + id;
+    }
+}

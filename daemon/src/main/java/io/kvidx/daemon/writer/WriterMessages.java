@@ -1,0 +1,28 @@
+package io.kvidx.daemon.writer;
+
+/**
+ * Message types on a writer agent's queue (an Agrona many-to-one ring buffer). Every message starts with the
+ * pod number (int, little-endian) followed by the type's payload.
+ */
+public final class WriterMessages {
+    /** A vLLM msgpack batch; payload = the msgpack bytes. */
+    public static final int VLLM_BATCH = 1;
+    /** Remove every block of the pod (publisher restart); no payload. */
+    public static final int CLEAR_POD = 2;
+    /** The pod is alive (its transport is connected); no payload. */
+    public static final int HEARTBEAT = 3;
+    /** Take the pod down now (explicit PodDown); no payload. */
+    public static final int POD_DOWN = 4;
+    /** Register the pod (from config or an explicit register); no payload. */
+    public static final int REGISTER = 5;
+    /** The pod's state may be incomplete (a gap that replay could not fill); no payload. */
+    public static final int MARK_SUSPECT = 6;
+    /** An SBE event (kvidx schema); payload = the SBE message with its header. */
+    public static final int SBE_EVENT = 7;
+
+    /** Length of the pod number prefix. */
+    public static final int POD_NUMBER_LENGTH = 4;
+
+    private WriterMessages() {
+    }
+}

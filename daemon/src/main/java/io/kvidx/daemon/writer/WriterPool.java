@@ -1,0 +1,181 @@
+package io.kvidx.daemon.writer;
+
+import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.counters.IngestCounters;
+import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.index.IndexWriter;
+import org.agrona.CloseHelper;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.AgentRunner;
+import org.agrona.concurrent.EpochClock;
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
+import org.agrona.concurrent.ringbuffer.RingBuffer;
+import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
+import org.agrona.concurrent.status.AtomicCounter;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Supplier;
+
+/**
+ * The writer agents and their queues. A pod is assigned to writer {@code podNumber % writers} for the process's
+ * lifetime (sticky), so its events are applied in the order its transports queued them, by one thread. Several
+ * transports may queue events for the same pod: every event is idempotent.
+ *
+ * <p>Transports call {@link #offer}; a full queue applies back-pressure: the caller idles until there is room
+ * or the pool closes.
+ *
+ * <p><b>Note:</b> {@link #offer} is thread safe (many-to-one queues); {@link #start()} and {@link #close()} are
+ * called by the owner.
+ */
+public final class WriterPool implements AutoCloseable {
+    private final ManyToOneRingBuffer[] queues;
+    private final WriterAgent[] agents;
+    private final List<AgentRunner> runners = new ArrayList<>();
+    private final Supplier<IdleStrategy> idle;
+    private final ThreadLocal<IdleStrategy> offerIdle;
+    private final AtomicCounter oversized;
+    private final AtomicCounter received;
+    private final IngestErrors errors;
+    private final PodDirectory directory;
+    private volatile boolean closed;
+
+    /**
+     * @param writers        number of writer agents (threads).
+     * @param queueLength    bytes per writer queue (a power of two); the largest message is an eighth of it.
+     * @param index          the index.
+     * @param directory      pod ids.
+     * @param counters       counters.
+     * @param errors         error log.
+     * @param clock          clock for heartbeats and timeouts.
+     * @param podTimeoutMs   silence after which a pod is taken down (0: never).
+     * @param idle           idle strategy of each writer thread.
+     * @param offerIdle      idle strategy of a producer waiting for room (one per producer thread).
+     */
+    public WriterPool(final int writers, final int queueLength, final IndexWriter index, final PodDirectory directory,
+        final IngestCounters counters, final IngestErrors errors, final EpochClock clock, final long podTimeoutMs,
+        final Supplier<IdleStrategy> idle, final Supplier<IdleStrategy> offerIdle) {
+        if (writers < 1) {
+            throw new IllegalArgumentException("writers must be >= 1: " + writers);
+        }
+        this.queues = new ManyToOneRingBuffer[writers];
+        this.agents = new WriterAgent[writers];
+        this.idle = idle;
+        this.offerIdle = ThreadLocal.withInitial(offerIdle);
+        this.errors = errors;
+        this.directory = directory;
+        this.oversized = counters.get(CounterType.OVERSIZED_MESSAGES);
+        this.received = counters.get(CounterType.MESSAGES_RECEIVED);
+        for (int i = 0; i < writers; i++) {
+            queues[i] = new ManyToOneRingBuffer(new UnsafeBuffer(ByteBuffer.allocateDirect(
+                queueLength + RingBufferDescriptor.TRAILER_LENGTH)));
+            agents[i] = new WriterAgent(i, queues[i], index, directory, counters, errors, clock, podTimeoutMs);
+        }
+    }
+
+    /**
+     * Starts one thread per writer agent.
+     *
+     * @return this.
+     */
+    public WriterPool start() {
+        for (final WriterAgent agent : agents) {
+            final AgentRunner runner = new AgentRunner(idle.get(), Throwable::printStackTrace, null, agent);
+            runners.add(runner);
+            AgentRunner.startOnThread(runner);
+        }
+        return this;
+    }
+
+    /**
+     * @return the agents (to run them by hand in tests).
+     */
+    public WriterAgent[] agents() {
+        return agents.clone();
+    }
+
+    /**
+     * @param podNumber a pod number.
+     * @return the writer the pod is assigned to.
+     */
+    public int writerOf(final int podNumber) {
+        return podNumber % queues.length;
+    }
+
+    /**
+     * Queues a message for a pod's writer, waiting while the queue is full.
+     *
+     * @param podNumber pod number.
+     * @param type      a {@link WriterMessages} type.
+     * @param src       payload buffer.
+     * @param offset    payload offset.
+     * @param length    payload length (0 for none).
+     * @return false when the message is too large for the queue (counted, logged) or the pool is closed.
+     */
+    public boolean offer(final int podNumber, final int type, final DirectBuffer src, final int offset,
+        final int length) {
+        final RingBuffer queue = queues[podNumber % queues.length];
+        final int total = WriterMessages.POD_NUMBER_LENGTH + length;
+        if (total > queue.maxMsgLength()) {
+            oversized.increment();
+            errors.report(CounterType.OVERSIZED_MESSAGES.typeId(), podNumber, () -> "pod "
+                + directory.podId(podNumber) + ": message of " + length + " bytes exceeds the writer queue's "
+                + "largest message (" + queue.maxMsgLength() + " bytes); dropped. Raise the queue length");
+            return false;
+        }
+        if (type == WriterMessages.VLLM_BATCH || type == WriterMessages.SBE_EVENT) {
+            received.increment();
+        }
+        final IdleStrategy idleStrategy = offerIdle.get();
+        idleStrategy.reset();
+        while (!closed) {
+            final int claim = queue.tryClaim(type, total);
+            if (claim > 0) {
+                final var b = queue.buffer();
+                b.putInt(claim, podNumber, ByteOrder.LITTLE_ENDIAN);
+                if (length > 0) {
+                    b.putBytes(claim + WriterMessages.POD_NUMBER_LENGTH, src, offset, length);
+                }
+                queue.commit(claim);
+                return true;
+            }
+            idleStrategy.idle();
+        }
+        return false;
+    }
+
+    /**
+     * Queues a message without payload.
+     *
+     * @param podNumber pod number.
+     * @param type      a {@link WriterMessages} type.
+     * @return false when the pool is closed.
+     */
+    public boolean offer(final int podNumber, final int type) {
+        return offer(podNumber, type, EMPTY, 0, 0);
+    }
+
+    private static final UnsafeBuffer EMPTY = new UnsafeBuffer(new byte[0]);
+
+    /**
+     * @return true when every queue is empty (everything offered so far has been applied or is being applied).
+     */
+    public boolean isIdle() {
+        for (final ManyToOneRingBuffer q : queues) {
+            if (q.size() > 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        CloseHelper.closeAll(runners);
+    }
+}

@@ -1,0 +1,120 @@
+package io.kvidx.daemon.cli;
+
+import io.kvidx.daemon.config.DaemonConfigFile;
+import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.ingest.vllm.Capture;
+import io.kvidx.daemon.ingest.vllm.VllmPayloads;
+import io.kvidx.daemon.ingest.zmq.JavaVllmPublisherAccess;
+import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code kvidx daemon} and {@code kvidx query} as real processes: the daemon subscribes to a real publisher, the
+ * query maps the index read-only, SIGTERM stops the daemon cleanly.
+ */
+class DaemonCommandTest {
+    private static final String MODEL = "Qwen/Qwen3-0.6B";
+
+    @TempDir
+    Path dir;
+
+    private static List<String> java(final String... args) {
+        final List<String> cmd = new ArrayList<>();
+        cmd.add(ProcessHandle.current().info().command().orElse("java"));
+        cmd.addAll(Arrays.asList("--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
+            "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+            "io.kvidx.daemon.cli.KvidxCli"));
+        cmd.addAll(Arrays.asList(args));
+        return cmd;
+    }
+
+    private String query(final String... tokens) throws IOException, InterruptedException {
+        final Process q = new ProcessBuilder(java("query", "--dir", dir.toString(), "--model", MODEL, "--tokens",
+            String.join(",", tokens))).redirectErrorStream(true).start();
+        assertTrue(q.waitFor(30, TimeUnit.SECONDS));
+        final String out = new String(q.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, q.exitValue(), out);
+        return out.strip();
+    }
+
+    @Test
+    @Timeout(90)
+    void shouldRunDaemonProcessAnswerQueriesAndStopOnSigterm() throws Exception {
+        final Capture base = Capture.load("kv_event_base.json");
+        final String[] tokens = Arrays.stream(base.tokenIds()).mapToObj(Integer::toString).toArray(String[]::new);
+        try (JavaVllmPublisherAccess publisher = new JavaVllmPublisherAccess("whatever", true)) {
+            final Path log = dir.resolve("daemon.log");
+            final Process daemon = new ProcessBuilder(java("daemon", "--dir", dir.toString(), "--capacity", "8192",
+                "--zmq", "pod-7@" + MODEL + "=" + publisher.endpoint(), "--replay",
+                "pod-7=" + publisher.replayEndpoint(), "--idle", "sleeping"))
+                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            try {
+                final long deadline = System.currentTimeMillis() + 30_000;
+                final byte[] store = new VllmPayloads(VllmPayloads.Shape.MAP, VllmPayloads.HashWidth.UINT64)
+                    .stored(base.blockHashes(), null, base.tokenIds(), 16, null, "GPU").batch(0);
+                String answer = "";
+                while (!answer.equals("pod-7 25") && System.currentTimeMillis() < deadline) {
+                    publisher.publish(store);
+                    Thread.sleep(200);
+                    if (Files.exists(dir.resolve("default").resolve("index"))) {
+                        answer = query(tokens);
+                    }
+                }
+                assertEquals("pod-7 25", answer);
+                assertEquals("pod-7 4", query(Arrays.copyOf(tokens, 70)));
+                assertEquals("", query("1", "2", "3"));
+            } finally {
+                daemon.destroy();
+                assertTrue(daemon.waitFor(30, TimeUnit.SECONDS), "daemon did not stop on SIGTERM");
+            }
+            final String out = Files.readString(log);
+            // The JVM reports a SIGTERM-initiated exit as 128 + 15 after the shutdown hooks have run.
+            assertTrue(daemon.exitValue() == 0 || daemon.exitValue() == 143, daemon.exitValue() + ": " + out);
+            assertTrue(out.contains("kvidx daemon: stopping"), out);
+            assertTrue(out.lines().anyMatch(l -> l.startsWith("kvidx blocks stored: 25")), out);
+        }
+    }
+
+    @Test
+    void shouldParseZmqSpecs() {
+        assertEquals(new ZmqEndpoint("tcp://h:5557", "pod-1", "org/model@v2", null),
+            DaemonCommand.parseZmq("pod-1@org/model@v2=tcp://h:5557"));
+        assertEquals(new ZmqEndpoint("tcp://h:5557", "pod-1", null, null),
+            DaemonCommand.parseZmq("pod-1=tcp://h:5557"));
+        assertEquals(new ZmqEndpoint("tcp://h:5557", null, null, null), DaemonCommand.parseZmq("*=tcp://h:5557"));
+        assertThrows(IllegalArgumentException.class, () -> DaemonCommand.parseZmq("tcp://h:5557"));
+    }
+
+    @Test
+    void shouldReadYamlConfigAndRejectUnknownKeys() {
+        final DaemonContext ctx = DaemonConfigFile.parse(String.join("\n",
+            "dir: /tmp/x", "blockSize: 32", "podTimeoutMs: 1000", "idleStrategy: sleeping",
+            "zmq:", "  - endpoint: tcp://a:5557", "    pod: a", "    model: m", "    replay: tcp://a:5558",
+            "  - endpoint: tcp://b:5557"), new DaemonContext(), "test").conclude();
+        assertEquals(Path.of("/tmp/x"), ctx.dir());
+        assertEquals(32, ctx.blockSize());
+        assertEquals(1000, ctx.podTimeoutMs());
+        assertEquals(List.of(new ZmqEndpoint("tcp://a:5557", "a", "m", "tcp://a:5558"),
+            new ZmqEndpoint("tcp://b:5557", null, null, null)), ctx.zmqEndpoints());
+        final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class,
+            () -> DaemonConfigFile.parse("blocksize: 32", new DaemonContext(), "test"));
+        assertTrue(ex.getMessage().contains("unknown key 'blocksize'"), ex.getMessage());
+        assertThrows(IllegalArgumentException.class,
+            () -> DaemonConfigFile.parse("idleStrategy: nope", new DaemonContext(), "test").conclude());
+    }
+}

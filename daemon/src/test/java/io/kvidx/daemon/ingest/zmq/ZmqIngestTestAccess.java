@@ -1,0 +1,34 @@
+package io.kvidx.daemon.ingest.zmq;
+
+import io.kvidx.client.index.IndexReader;
+import io.kvidx.daemon.ingest.vllm.Capture;
+
+import java.util.function.BooleanSupplier;
+
+/**
+ * Shared test helpers for other packages.
+ */
+public final class ZmqIngestTestAccess {
+    private ZmqIngestTestAccess() {
+    }
+
+    /**
+     * @param reader  index reader.
+     * @param podId   pod id.
+     * @param capture capture whose tokens form the chain.
+     * @param lora    LoRA name or null.
+     * @return the pod's depth.
+     */
+    public static int depth(final IndexReader reader, final String podId, final Capture capture, final String lora) {
+        return ZmqIngestTest.depth(reader, podId, capture, lora);
+    }
+
+    /**
+     * @param what      description.
+     * @param condition condition.
+     * @throws InterruptedException when interrupted.
+     */
+    public static void await(final String what, final BooleanSupplier condition) throws InterruptedException {
+        ZmqIngestTest.await(what, condition);
+    }
+}
