@@ -14,6 +14,7 @@ import picocli.CommandLine.Command;
         DaemonCommand.class,
         QueryCommand.class,
         DemoCommand.class,
+        CountersCommand.class,
         DemoReaderCommand.class,
         HashCommand.class,
     })
