@@ -1,5 +1,6 @@
 package io.kvidx.bench;
 
+import io.kvidx.client.routing.lmcache.MiniJson;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -24,7 +25,7 @@ class QueryBenchTest {
             "--blocks", "4000", "--warmup-ms", "200", "--measure-ms", "300", "--rounds", "1", "--json"}), out);
 
         final List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
-        final Map<String, Object> json = MiniJson.parseObject(lines.getLast());
+        final Map<String, Object> json = parseObject(lines.getLast());
         for (final String store : List.of("kvidx", "naive", "chronicle")) {
             final Map<String, Object> s = object(json, store);
             final double p50 = number(s, "p50_ns");
@@ -53,13 +54,18 @@ class QueryBenchTest {
             "--blocks", "4000", "--warmup-ms", "300", "--measure-ms", "500", "--churn-window", "256", "--json"}), out);
 
         final List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
-        final Map<String, Object> x = object(MiniJson.parseObject(lines.getLast()), "xproc");
+        final Map<String, Object> x = object(parseObject(lines.getLast()), "xproc");
         assertTrue(number(x, "queries") > 100, "reader timed too few queries: " + x);
         assertTrue(number(x, "p50_ns") > 0, "p50: " + x);
         assertEquals(0.0, number(x, "mismatches"), "answers changed under churn of other keys: " + x);
         assertEquals(0.0, number(x, "writer_evictions"), "the churn must not evict: " + x);
         assertTrue(number(x, "writer_stores_per_s") > 0, "writer rate: " + x);
         assertTrue(number(x, "reader_pid") != ProcessHandle.current().pid(), "reader ran in this JVM");
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> parseObject(final String line) {
+        return (Map<String, Object>) assertInstanceOf(Map.class, MiniJson.parse(line), line);
     }
 
     private static Map<String, Object> object(final Map<String, Object> json, final String key) {
@@ -69,6 +75,6 @@ class QueryBenchTest {
     }
 
     private static double number(final Map<String, Object> json, final String key) {
-        return assertInstanceOf(Double.class, json.get(key), key + " in " + json);
+        return assertInstanceOf(Number.class, json.get(key), key + " in " + json).doubleValue();
     }
 }

@@ -46,14 +46,7 @@ public final class RoutingProfiles {
         } else {
             b.prepare(new BlockKeysPreparer("block-keys", keyFunction, blockSize));
         }
-        return b.prepare(new PrefixQueryPreparer("prefix-query",
-                overlay == null ? PrefixQueryPreparer.Mode.INDEX : PrefixQueryPreparer.Mode.INDEX_AND_OVERLAY,
-                overlay))
-            .filter(new AliveFilter("alive", index))
-            .score(new CacheAffinityScorer("cache-affinity"), CACHE_WEIGHT_DEFAULT)
-            .score(new LeastLoadScorer("least-load", registry, LoadMetric.REQUESTS), LOAD_WEIGHT_DEFAULT)
-            .pick(new MaxScorePicker("max-score"))
-            .build(registry);
+        return cacheAwareStages(b, index, registry, overlay);
     }
 
     /**
@@ -74,9 +67,17 @@ public final class RoutingProfiles {
             throw new IllegalArgumentException("router block size " + hasher.blockSize() + " differs from the index's "
                 + index.blockSize() + ": every prefix would score 0");
         }
-        return Profile.builder(name)
-            .prepare(new RouterKeysPreparer("router-keys", hasher))
-            .prepare(new PrefixQueryPreparer("prefix-query",
+        return cacheAwareStages(Profile.builder(name).prepare(new RouterKeysPreparer("router-keys", hasher)), index,
+            registry, overlay);
+    }
+
+    /**
+     * The stages both cache-aware profiles share once block keys are in the context: prefix query (plus overlay),
+     * alive filter, cache affinity + least load, max score.
+     */
+    private static Profile cacheAwareStages(final Profile.Builder b, final PodIndex index, final PodRegistry registry,
+        final PickOverlay overlay) {
+        return b.prepare(new PrefixQueryPreparer("prefix-query",
                 overlay == null ? PrefixQueryPreparer.Mode.INDEX : PrefixQueryPreparer.Mode.INDEX_AND_OVERLAY,
                 overlay))
             .filter(new AliveFilter("alive", index))
