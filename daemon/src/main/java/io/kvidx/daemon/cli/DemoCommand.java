@@ -70,11 +70,9 @@ public final class DemoCommand implements Callable<Integer> {
         final Path indexDir = dir != null ? dir : IndexConfiguration.dir();
         final PrintStream out = System.out;
         final CountDownLatch stopped = new CountDownLatch(1);
-        final boolean[] stop = {false};
+        final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
         final Thread hook = new Thread(() -> {
-            synchronized (stop) {
-                stop[0] = true;
-            }
+            stop.set(true);
             try {
                 stopped.await(5, TimeUnit.SECONDS);
             } catch (final InterruptedException ignore) {
@@ -113,7 +111,7 @@ public final class DemoCommand implements Callable<Integer> {
             long sliceStart = startNs;
             long sliceBlocks = 0;
             final long blocksPerMs = Math.max(1, rate / 1000);
-            while (!isStopped(stop) && System.nanoTime() < endNs) {
+            while (!stop.get() && System.nanoTime() < endNs) {
                 sliceBlocks += fleet.step();
                 if (sliceBlocks >= blocksPerMs) {
                     final long wait = 1_000_000L - (System.nanoTime() - sliceStart);
@@ -151,12 +149,6 @@ public final class DemoCommand implements Callable<Integer> {
             }
         }
         return 0;
-    }
-
-    private static boolean isStopped(final boolean[] stop) {
-        synchronized (stop) {
-            return stop[0];
-        }
     }
 
     private Process startReader(final Path indexDir) throws java.io.IOException {

@@ -89,10 +89,8 @@ public final class IndexWriter implements AutoCloseable {
     private final Map<String, Integer> slotByPodId = new HashMap<>();
     private final String[] podIds;
     private final int[] generations;
-    private long sweepPending0;
-    private long sweepPending1;
-    private long sweepPending2;
-    private long sweepPending3;
+    /** Pods downed since the current sweep pass began: swept by the next pass. */
+    private final long[] sweepPending = new long[IndexDescriptor.POD_WORDS];
     private final long[] sweepCurrent = new long[IndexDescriptor.POD_WORDS];
     private int sweepShard = -1;
     private volatile boolean closed;
@@ -280,12 +278,7 @@ public final class IndexWriter implements AutoCloseable {
         STATE.setVolatile(podStates, slot, POD_STATE_DRAINING);
         writePodState(slot, POD_STATE_DRAINING);
         slotByPodId.remove(podIds[slot]);
-        switch (slot >>> 6) {
-            case 0 -> sweepPending0 |= 1L << slot;
-            case 1 -> sweepPending1 |= 1L << slot;
-            case 2 -> sweepPending2 |= 1L << slot;
-            default -> sweepPending3 |= 1L << slot;
-        }
+        sweepPending[slot >>> 6] |= 1L << slot;
         return true;
     }
 
@@ -298,17 +291,11 @@ public final class IndexWriter implements AutoCloseable {
      */
     public synchronized int sweepStep() {
         if (sweepShard < 0) {
-            if ((sweepPending0 | sweepPending1 | sweepPending2 | sweepPending3) == 0) {
+            if (!hasPendingSweep()) {
                 return 0;
             }
-            sweepCurrent[0] = sweepPending0;
-            sweepCurrent[1] = sweepPending1;
-            sweepCurrent[2] = sweepPending2;
-            sweepCurrent[3] = sweepPending3;
-            sweepPending0 = 0;
-            sweepPending1 = 0;
-            sweepPending2 = 0;
-            sweepPending3 = 0;
+            System.arraycopy(sweepPending, 0, sweepCurrent, 0, sweepPending.length);
+            java.util.Arrays.fill(sweepPending, 0L);
             sweepShard = 0;
         }
         sweepShard(sweepShard, sweepCurrent[0], sweepCurrent[1], sweepCurrent[2], sweepCurrent[3]);
@@ -329,7 +316,11 @@ public final class IndexWriter implements AutoCloseable {
      * @return true while some pod's bits are still being swept.
      */
     public synchronized boolean isSweeping() {
-        return sweepShard >= 0 || (sweepPending0 | sweepPending1 | sweepPending2 | sweepPending3) != 0;
+        return sweepShard >= 0 || hasPendingSweep();
+    }
+
+    private boolean hasPendingSweep() {
+        return (sweepPending[0] | sweepPending[1] | sweepPending[2] | sweepPending[3]) != 0;
     }
 
     /**

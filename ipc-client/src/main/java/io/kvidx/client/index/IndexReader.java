@@ -540,12 +540,20 @@ public final class IndexReader implements AutoCloseable {
      * reattach to follow it. Reads the file system: not for the hot path.
      */
     public boolean isReplaced() {
-        try (IndexReader fresh = attach(new Context().dir(context.dir()).cell(context.cell())
-            .attachTimeoutMs(0).heartbeatTimeoutMs(0))) {
-            return fresh.epoch() != epoch;
-        } catch (final IndexException ex) {
+        final java.nio.ByteBuffer header = java.nio.ByteBuffer.allocate(IndexDescriptor.EPOCH_OFFSET + 8)
+            .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(region.path(),
+            java.nio.file.StandardOpenOption.READ)) {
+            while (header.hasRemaining()) {
+                if (channel.read(header, header.position()) < 0) {
+                    return true;
+                }
+            }
+        } catch (final IOException ex) {
             return true;
         }
+        return header.getLong(IndexDescriptor.MAGIC_OFFSET) != IndexDescriptor.MAGIC
+            || header.getLong(IndexDescriptor.EPOCH_OFFSET) != epoch;
     }
 
     private void checkSlot(final int slot) {
