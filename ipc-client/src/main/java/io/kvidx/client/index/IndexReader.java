@@ -36,6 +36,11 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
  */
 public final class IndexReader implements AutoCloseable {
     private static final VarHandle LONG = Layouts.LONG;
+    /**
+     * Plain loads without the alignment check (every field is 8-byte aligned anyway), for data read between two
+     * reads of a seqlock version; ordering comes from explicit fences.
+     */
+    private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
     private static final int SPINS_BEFORE_HEARTBEAT_CHECK = 1 << 16;
     private static final int BUCKET_SHIFT_BYTES = IndexDescriptor.BUCKET_SHIFT + ENTRY_LENGTH_SHIFT;
 
@@ -237,14 +242,12 @@ public final class IndexReader implements AutoCloseable {
         if (length == 0 || (s0 | s1 | s2 | s3) == 0) {
             return 0;
         }
-        if (prefetch) {
-            result.sink = prefetch(keys, length);
-        }
+        result.sink = resolve(keys, length, result);
         final long[] stack = result.stack;
         final long[] words = result.words;
         // Probe block 0 first: the pods that hold nothing of the chain (most of a large cell) leave after one
         // lookup instead of a descent to depth 0; the holders search [1, N].
-        lookup(keys[0], words);
+        probe(result, 0, words);
         int probes = 1;
         s0 &= words[0];
         s1 &= words[1];
@@ -271,7 +274,7 @@ public final class IndexReader implements AutoCloseable {
                 continue;
             }
             final int mid = (lo + hi) >>> 1;
-            lookup(keys[mid], words);
+            probe(result, mid, words);
             probes++;
             final long h0 = f0 & words[0];
             final long h1 = f1 & words[1];
@@ -315,13 +318,11 @@ public final class IndexReader implements AutoCloseable {
             s2 &= candidates.word(2);
             s3 &= candidates.word(3);
         }
-        if (prefetch) {
-            result.sink = prefetch(keys, length);
-        }
+        result.sink = resolve(keys, length, result);
         final long[] words = result.words;
         int i = 0;
         while (i < length && (s0 | s1 | s2 | s3) != 0) {
-            lookup(keys[i], words);
+            probe(result, i, words);
             result.addAll(s0 & ~words[0], s1 & ~words[1], s2 & ~words[2], s3 & ~words[3], i);
             s0 &= words[0];
             s1 &= words[1];
@@ -335,29 +336,47 @@ public final class IndexReader implements AutoCloseable {
     }
 
     /**
-     * Loads the group bucket of every key of the chain (both cache lines, once per bucket) before the search
-     * starts: the loads are independent, so their cache misses overlap instead of being paid one probe at a time.
-     * Router keys v2 put 8 consecutive blocks in one bucket, so a 32-block chain costs 4 buckets.
+     * Computes every key's stored form and group bucket once, and (when prefetching) loads each distinct bucket,
+     * both cache lines, before the search starts: the loads are independent, so their cache misses overlap instead
+     * of being paid one probe at a time. Router keys v2 put 8 consecutive blocks in one bucket, so a 32-block
+     * chain costs 4 buckets.
      */
-    private long prefetch(final long[] keys, final int length) {
+    private long resolve(final long[] keys, final int length, final PrefixResult result) {
+        result.ensureChain(length);
+        final long[] stored = result.storedKeys;
+        final long[] buckets = result.buckets;
         final MemorySegment s = segment;
+        final boolean load = prefetch;
         long sink = 0;
         long previous = -1;
         for (int i = 0; i < length; i++) {
-            final long b = bucketOffset(IndexDescriptor.place(IndexDescriptor.storedKey(keys[i])));
-            if (b != previous) {
-                sink += (long) LONG.get(s, b) + (long) LONG.get(s, b + 64);
-                previous = b;
+            final long k = IndexDescriptor.storedKey(keys[i]);
+            final long p = IndexDescriptor.place(k);
+            final long shard = p >>> (64 - shardBits);
+            final long bucket = (p << shardBits) >>> (64 - bucketBits);
+            stored[i] = k;
+            buckets[i] = (shard << 32) | bucket;
+            if (load) {
+                final long b = tablesOffset + shard * shardTableLength + (bucket << BUCKET_SHIFT_BYTES);
+                if (b != previous) {
+                    sink += (long) PLAIN.get(s, b) + (long) PLAIN.get(s, b + 64);
+                    previous = b;
+                }
             }
         }
         return sink;
     }
 
-    private long bucketOffset(final long placement) {
-        final int shard = (int) (placement >>> (64 - shardBits));
-        final int bucket = (int) ((placement << shardBits) >>> (64 - bucketBits));
-        return tablesOffset + shard * shardTableLength + ((long) bucket << BUCKET_SHIFT_BYTES);
+    /** Looks up key i of the chain resolved into {@code result}. */
+    private void probe(final PrefixResult result, final int i, final long[] out) {
+        final long k = result.storedKeys[i];
+        final long sb = result.buckets[i];
+        if (lookupBucket(k, (int) (sb >>> 32), (int) sb, out) == SPILLED) {
+            final long h = IndexDescriptor.spread(k);
+            lookupProbe(k, (int) (h >>> (64 - shardBits)), (int) ((h << shardBits) >>> (64 - slotBits)), out);
+        }
     }
+
 
     private static void push(final long[] stack, final int frame, final int lo, final int hi, final long w0,
         final long w1, final long w2, final long w3) {
@@ -418,13 +437,15 @@ public final class IndexReader implements AutoCloseable {
             if ((v1 & 1) == 0) {
                 int result = ABSENT;
                 for (long e = first, end = first + IndexDescriptor.BUCKET_LENGTH; e < end; e += ENTRY_LENGTH) {
-                    if ((long) LONG.getAcquire(s, e + ENTRY_KEY_OFFSET) == k) {
-                        readPods(s, shard, (long) LONG.getAcquire(s, e + ENTRY_PODS_OFFSET), out);
+                    if ((long) PLAIN.get(s, e + ENTRY_KEY_OFFSET) == k) {
+                        // The key is published after its pods word: read the pods word after the key.
+                        VarHandle.acquireFence();
+                        readPods(s, shard, (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET), out);
                         result = FOUND;
                         break;
                     }
                 }
-                if (result == ABSENT && ((long) LONG.getAcquire(s, spillWord) & (1L << bucket)) != 0) {
+                if (result == ABSENT && ((long) PLAIN.get(s, spillWord) & (1L << bucket)) != 0) {
                     result = SPILLED;
                 }
                 VarHandle.loadLoadFence();
@@ -497,13 +518,15 @@ public final class IndexReader implements AutoCloseable {
             out[2] = w2;
             out[3] = w3;
         } else {
-            // Masked: even a corrupted index cannot point outside this shard's overflow area.
+            // Masked: even a corrupted index cannot point outside this shard's overflow area. The bitmap is
+            // filled before its index is published in the pods word.
             final long o = overflowOffset + ((long) shard * overflowPerShard + ((int) pods & overflowMask))
                 * OVERFLOW_LENGTH;
-            out[0] = (long) LONG.getOpaque(s, o);
-            out[1] = (long) LONG.getOpaque(s, o + 8);
-            out[2] = (long) LONG.getOpaque(s, o + 16);
-            out[3] = (long) LONG.getOpaque(s, o + 24);
+            VarHandle.acquireFence();
+            out[0] = (long) PLAIN.get(s, o);
+            out[1] = (long) PLAIN.get(s, o + 8);
+            out[2] = (long) PLAIN.get(s, o + 16);
+            out[3] = (long) PLAIN.get(s, o + 24);
         }
     }
 
