@@ -1,6 +1,5 @@
 package io.kvidx.bench;
 
-import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.index.IndexWriter;
 
 import java.util.SplittableRandom;
@@ -8,9 +7,7 @@ import java.util.SplittableRandom;
 /**
  * Bounded store/remove churn on an index: each step stores a chain of fresh keys for one pod and removes the chain
  * stored {@code window} steps earlier, so the index holds a steady {@code window x chainLength} extra entries and
- * never needs to evict. Keys come from a pool of {@code 2 x window} chains, reused only after their removal; each
- * chain is chained from one seed per driver like router keys v2 ({@link Workload#nextKey}), so its groups of 8
- * blocks share their top 24 bits.
+ * never needs to evict. Keys come from a pool of {@code 2 x window} chains, reused only after their removal.
  *
  * <p><b>Note:</b> not thread safe; the single writer thread calls {@link #step()}.
  */
@@ -37,12 +34,13 @@ public final class ChurnDriver {
         this.chainLength = chainLength;
         this.pool = new long[window * 2][chainLength];
         final SplittableRandom rnd = new SplittableRandom(seed);
-        final long chainSeed = RouterKeyHasher.seedOf(rnd.nextLong());
         for (final long[] chain : pool) {
-            long parent = chainSeed;
             for (int i = 0; i < chainLength; i++) {
-                parent = Workload.nextKey(rnd, parent);
-                chain[i] = parent;
+                long k;
+                do {
+                    k = rnd.nextLong();
+                } while (k == 0);
+                chain[i] = k;
             }
         }
     }

@@ -1,6 +1,5 @@
 package io.kvidx.bench;
 
-import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.index.IndexWriter;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -31,7 +30,6 @@ import java.util.concurrent.TimeUnit;
  *   <li>{@code fillChain32}: pure stores into an empty index (32,768 chains of 32 new keys, a fresh index each
  *   iteration): the score is ns per block store (stores/s = 1e9 / score).</li>
  * </ul>
- * All keys are structured like router keys v2 (chained with {@code RouterKeyHasher.compose}, see {@link Workload}).
  *
  * <p>Run (about 2 minutes): <pre>./kvidx bench IndexStoreBenchmark -prof gc</pre>
  */
@@ -133,12 +131,9 @@ public class IndexStoreBenchmark {
         public void keys(final IndexStoreBenchmark bench) {
             podCount = bench.pods;
             final SplittableRandom rnd = new SplittableRandom(3);
-            final long chainSeed = RouterKeyHasher.seedOf(rnd.nextLong());
             for (final long[] chain : pool) {
-                long parent = chainSeed;
                 for (int i = 0; i < CHAIN; i++) {
-                    parent = Workload.nextKey(rnd, parent);
-                    chain[i] = parent;
+                    chain[i] = rnd.nextLong() | 1;
                 }
             }
         }

@@ -1,7 +1,5 @@
 package io.kvidx.bench;
 
-import io.kvidx.client.keys.RouterKeyHasher;
-
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -18,11 +16,7 @@ import java.util.SplittableRandom;
  *   <li>each chain is held by {@code 1 + Geometric(1/2)} distinct pods (mean 2); 7 in 8 of them hold the group's
  *   whole shared prefix and drop off at a uniform depth in the chain's own part, 1 in 8 drop off at a uniform depth
  *   in {@code [1, chainLength]}: many pods hold a group's early blocks, few hold a chain's tail;</li>
- *   <li>keys are non-zero and structured like router keys v2 (docs/keys.md): every chain starts from one common
- *   seed ({@link RouterKeyHasher#seedOf(long)} of a value drawn from the workload seed) and each key is
- *   {@link RouterKeyHasher#compose(long, long) compose(parent, random raw hash)}, so the 8 blocks of each group of
- *   positions share their top 24 bits exactly as real router keys do; a chain's own suffix continues from its group
- *   prefix's last key;</li>
+ *   <li>keys are uniform random non-zero 64-bit values, as router keys (hashes) are;</li>
  *   <li>chains are added until {@code blocks} distinct keys are held by at least one pod (the last chain may
  *   overshoot by less than one chain).</li>
  * </ul>
@@ -91,13 +85,11 @@ public final class Workload {
             throw new IllegalArgumentException("blocks must be in [1, 2^28]: " + blocks);
         }
         final SplittableRandom rnd = new SplittableRandom(seed);
-        // Its own stream, so that the shape (and the figures of docs/perf.md) does not move with the key scheme.
-        final long chainSeed = RouterKeyHasher.seedOf(new SplittableRandom(~seed).nextLong());
         final int groupCount = (int) Math.max(1, Math.min(4096, blocks / (chainLength * 16L)));
         final long[][] groupPrefix = new long[groupCount][];
         final int[] groupHeld = new int[groupCount];
         for (int g = 0; g < groupCount; g++) {
-            groupPrefix[g] = chainedKeys(rnd, chainSeed, rnd.nextInt(chainLength / 2 + 1));
+            groupPrefix[g] = randomKeys(rnd, rnd.nextInt(chainLength / 2 + 1));
         }
         int capacity = (int) Math.max(16, blocks / Math.max(1, chainLength / 2));
         long[][] chains = new long[capacity][];
@@ -119,10 +111,8 @@ public final class Workload {
             final long[] prefix = groupPrefix[g];
             final long[] chain = new long[chainLength];
             System.arraycopy(prefix, 0, chain, 0, prefix.length);
-            long parent = prefix.length == 0 ? chainSeed : prefix[prefix.length - 1];
             for (int i = prefix.length; i < chainLength; i++) {
-                parent = nextKey(rnd, parent);
-                chain[i] = parent;
+                chain[i] = nonZero(rnd);
             }
             int holderCount = 1;
             while (holderCount < pods && rnd.nextBoolean()) {
@@ -175,28 +165,18 @@ public final class Workload {
             Arrays.copyOf(holderDepth, holders), order, indexed, podBlocks);
     }
 
-    private static long[] chainedKeys(final SplittableRandom rnd, final long seed, final int n) {
+    private static long[] randomKeys(final SplittableRandom rnd, final int n) {
         final long[] keys = new long[n];
-        long parent = seed;
         for (int i = 0; i < n; i++) {
-            parent = nextKey(rnd, parent);
-            keys[i] = parent;
+            keys[i] = nonZero(rnd);
         }
         return keys;
     }
 
-    /**
-     * The synthetic key after {@code parent}, structured like a router key v2: a random raw hash composed with the
-     * parent's group and pos ({@link RouterKeyHasher#compose(long, long)}).
-     *
-     * @param rnd    random source (one draw, more only if the key would be 0).
-     * @param parent the previous key, or a chain seed ({@link RouterKeyHasher#seedOf(long)}).
-     * @return the key, never 0.
-     */
-    static long nextKey(final SplittableRandom rnd, final long parent) {
+    private static long nonZero(final SplittableRandom rnd) {
         long k;
         do {
-            k = RouterKeyHasher.compose(parent, rnd.nextLong());
+            k = rnd.nextLong();
         } while (k == 0);
         return k;
     }

@@ -1,6 +1,5 @@
 package io.kvidx.bench;
 
-import io.kvidx.client.keys.RouterKeyHasher;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
@@ -8,7 +7,6 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
-import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -51,28 +49,5 @@ class WorkloadTest {
         final long shared = holdersByKey.values().stream().filter(n -> n >= 8).count();
         assertTrue(shared > 100, "early blocks are shared by many holders: " + shared);
         assertTrue(Arrays.stream(w.queryOrder()).allMatch(q -> q >= 0 && q < w.chainCount()));
-    }
-
-    @Test
-    void shouldStructureKeysLikeRouterKeysV2() {
-        final Workload w = Workload.generate(64, 32, 20_000, 5);
-        final long seed = RouterKeyHasher.seedOf(new SplittableRandom(~5L).nextLong());
-        final Map<Long, Long> parentOf = new HashMap<>();
-        for (int c = 0; c < w.chainCount(); c++) {
-            final long[] chain = w.chain(c);
-            for (int i = 0; i < chain.length; i++) {
-                final long key = chain[i];
-                assertTrue(key != 0, "key 0");
-                assertEquals(i % RouterKeyHasher.GROUP_SIZE, (int) (key >>> RouterKeyHasher.POS_SHIFT) & 7,
-                    "pos of chain " + c + " block " + i);
-                assertEquals(chain[i - i % 8] >>> RouterKeyHasher.GROUP_SHIFT, key >>> RouterKeyHasher.GROUP_SHIFT,
-                    "group of chain " + c + " block " + i);
-                final long parent = i == 0 ? seed : chain[i - 1];
-                // compose(parent, raw) == key: the key's own bits are a raw hash composed onto this parent.
-                assertEquals(key, RouterKeyHasher.compose(parent, key), "chain " + c + " block " + i);
-                // A shared key is a shared prefix: one parent per key.
-                assertEquals(parent, (long) parentOf.computeIfAbsent(key, k -> parent), "chain " + c + " block " + i);
-            }
-        }
     }
 }

@@ -17,14 +17,13 @@ import java.util.HexFormat;
 import java.util.concurrent.Callable;
 
 /**
- * {@code kvidx hash}: block keys of a token sequence, one line per full block, with kvidx's router keys (version 2)
- * or any of vLLM's four prefix-cache hashes (see docs/keys.md).
+ * {@code kvidx hash}: block keys of a token sequence, one line per full block, with kvidx's router keys or any of
+ * vLLM's four prefix-cache hashes (see docs/keys.md).
  */
 @Command(name = "hash", mixinStandardHelpOptions = true,
     description = {
         "Print the key of every full block of a token sequence, one unsigned decimal per line.",
-        "router: kvidx's router keys v2, a chained XXH3-64 with index placement bits (seeded by --model,"
-            + " --lora-name, --cache-salt).",
+        "router: kvidx's chained XXH3-64 (seeded by --model, --lora-name, --cache-salt).",
         "sha256, sha256_cbor, xxhash, xxhash_cbor: vLLM's block hashes (seeded by --seed = PYTHONHASHSEED);"
             + " the value is vLLM's KV-event value (last 8 bytes of the digest, big-endian).",
     })

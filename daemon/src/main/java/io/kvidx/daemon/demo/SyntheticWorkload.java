@@ -1,7 +1,5 @@
 package io.kvidx.daemon.demo;
 
-import io.kvidx.client.keys.RouterKeyHasher;
-
 import java.util.SplittableRandom;
 
 /**
@@ -9,10 +7,7 @@ import java.util.SplittableRandom;
  * shared by many conversations, and multi-turn conversations whose prompts grow turn by turn. The writer side
  * (the fleet) and the reader side (the router) build the same chains from the same seed, in different processes.
  *
- * <p>Keys are chained and structured like router keys v2 (docs/keys.md): key i identifies the whole prefix of blocks
- * 0..i, and the 8 blocks of each group of positions share their top 24 bits. Each system prompt has its own chain
- * seed ({@link RouterKeyHasher#seedOf(long)}); each key is {@link RouterKeyHasher#compose(long, long)} of its parent
- * and a SplitMix-mixed raw value.
+ * <p>Keys are chained like router keys: key i identifies the whole prefix of blocks 0..i.
  *
  * <p><b>Note:</b> not thread safe; one instance per thread.
  */
@@ -84,10 +79,10 @@ public final class SyntheticWorkload {
         final int prefix = groupLength[group];
         final int full = conversationLength[c];
         final int length = Math.max(prefix, full - random.nextInt(Math.max(1, (full - prefix) + 1)));
-        long parent = RouterKeyHasher.seedOf(mix(0x5EED_0000L + group));
+        long parent = mix(0x5EED_0000L + group);
         for (int i = 0; i < length; i++) {
             final long block = i < prefix ? mix(((long) group << 32) | i) : mix((1L << 62) | ((long) c << 20) | i);
-            parent = RouterKeyHasher.compose(parent, mix(parent ^ block));
+            parent = mix(parent ^ block);
             keys[i] = parent;
         }
         return length;

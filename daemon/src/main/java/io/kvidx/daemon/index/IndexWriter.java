@@ -44,9 +44,6 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
  *   <li>the file is built under a temporary name, the layout version is stored last with a release store, then
  *   the file is renamed into place, so a reader never maps a half-initialised index;</li>
  *   <li>inserting a key into an empty entry writes its bitmap and stamp, then the key with a release store;</li>
- *   <li>a key that does not fit in its group bucket is spilled: the bucket's spill bit is set (release) before
- *   the key is published at its own hash position, and cleared only after the bucket's last spilled key is
- *   gone, under the bucket's shard lock;</li>
  *   <li>setting or clearing one pod's bit in an existing entry is a single 64-bit store: readers see the old or
  *   the new word, and each bit belongs to one pod;</li>
  *   <li>removing an entry or moving entries (backward-shift deletion, eviction) happens between an odd and the
@@ -64,9 +61,6 @@ public final class IndexWriter implements AutoCloseable {
     private static final VarHandle STATE = MethodHandles.arrayElementVarHandle(int[].class);
     private static final int LOCK_STRIDE = 16;
     private static final int EVICTION_SAMPLES = 8;
-    private static final VarHandle COUNT = MethodHandles.arrayElementVarHandle(int[].class);
-    /** {@link #addPod} had to evict first: search for the entry again. */
-    private static final int RETRY = -2;
 
     private final Context context;
     private final MappedRegion region;
@@ -82,16 +76,6 @@ public final class IndexWriter implements AutoCloseable {
     private final long overflowOffset;
     private final int overflowPerShard;
     private final int slotsPerShard;
-    private final int bucketBits;
-    private final int bucketsPerShard;
-    private final long spillOffset;
-    private final int spillWordsPerShard;
-    /**
-     * Writer-private: keys of each group bucket (index shard * bucketsPerShard + bucket) that live spilled.
-     * Incremented under the bucket's shard lock, decremented (atomically) by whichever shard lock deletes or moves
-     * the spilled key; the shared spill bit is set while it is non-zero and cleared only under the bucket's lock.
-     */
-    private final int[] spillCounts;
     /** Writer-private store stamps (eviction clock), one per table slot; moved with entries. */
     private final long[] stamps;
     /** Writer-private free lists of overflow bitmap indexes, one stack per shard. */
@@ -126,11 +110,6 @@ public final class IndexWriter implements AutoCloseable {
         this.tablesOffset = IndexDescriptor.tablesOffset(maxPods, context.shardCount);
         this.shardTableLength = (long) context.slotsPerShard * IndexDescriptor.ENTRY_LENGTH;
         this.slotsPerShard = context.slotsPerShard;
-        this.bucketsPerShard = context.slotsPerShard >>> IndexDescriptor.BUCKET_SHIFT;
-        this.bucketBits = Integer.numberOfTrailingZeros(bucketsPerShard);
-        this.spillOffset = IndexDescriptor.spillOffset(maxPods, context.shardCount, context.slotsPerShard);
-        this.spillWordsPerShard = IndexDescriptor.spillWordsPerShard(context.slotsPerShard);
-        this.spillCounts = new int[context.shardCount * bucketsPerShard];
         this.overflowOffset = IndexDescriptor.overflowOffset(maxPods, context.shardCount, context.slotsPerShard);
         this.overflowPerShard = IndexDescriptor.overflowPerShard(context.slotsPerShard);
         this.stamps = new long[context.shardCount * context.slotsPerShard];
@@ -391,11 +370,18 @@ public final class IndexWriter implements AutoCloseable {
         java.util.Objects.checkFromIndexSize(offset, length, keys.length);
         int added = 0;
         for (int i = offset, end = offset + length; i < end; i++) {
-            final int r = storeKey(IndexDescriptor.storedKey(keys[i]), slot);
-            if (r < 0) {
-                break;
+            final long k = IndexDescriptor.storedKey(keys[i]);
+            final long h = IndexDescriptor.spread(k);
+            final int shard = (int) (h >>> (64 - shardBits));
+            lock(shard);
+            try {
+                if ((int) STATE.getVolatile(podStates, slot) != POD_STATE_ALIVE) {
+                    break;
+                }
+                added += storeLocked(shard, k, (int) ((h << shardBits) >>> (64 - slotBits)), slot);
+            } finally {
+                unlock(shard);
             }
-            added += r;
         }
         return added;
     }
@@ -415,293 +401,94 @@ public final class IndexWriter implements AutoCloseable {
         java.util.Objects.checkFromIndexSize(offset, length, keys.length);
         int removed = 0;
         for (int i = offset, end = offset + length; i < end; i++) {
-            removed += removeKey(IndexDescriptor.storedKey(keys[i]), slot);
+            final long k = IndexDescriptor.storedKey(keys[i]);
+            final long h = IndexDescriptor.spread(k);
+            final int shard = (int) (h >>> (64 - shardBits));
+            lock(shard);
+            try {
+                removed += removeLocked(shard, k, (int) ((h << shardBits) >>> (64 - slotBits)), slot);
+            } finally {
+                unlock(shard);
+            }
         }
         return removed;
     }
 
-    /**
-     * @return entries that live outside their group bucket (spilled), summed over buckets; a placement quality
-     *         measure (racy).
-     */
-    public long spilledEntries() {
-        long n = 0;
-        for (int i = 0; i < spillCounts.length; i++) {
-            n += (int) COUNT.getVolatile(spillCounts, i);
-        }
-        return n;
-    }
-
-    /**
-     * Stores one key for one pod: in its group bucket when it is there or the bucket has room, else spilled to its
-     * own hash position in shard B, after the bucket's spill bit is set. Locks the group bucket's shard A and, only
-     * on the spill path, shard B too (lower shard first, so two writers never wait for each other in a cycle).
-     *
-     * @return 1 when new for the pod, 0 when already held, -1 when the pod is no longer alive.
-     */
-    private int storeKey(final long k, final int slot) {
-        final long p = IndexDescriptor.place(k);
-        final int shardA = (int) (p >>> (64 - shardBits));
-        final int bucket = (int) ((p << shardBits) >>> (64 - bucketBits));
-        final int spillIndex = shardA * bucketsPerShard + bucket;
-        final long h = IndexDescriptor.spread(k);
-        final int shardB = (int) (h >>> (64 - shardBits));
-        final int homeB = (int) ((h << shardBits) >>> (64 - slotBits));
-        lock(shardA);
-        boolean lockedB = shardB == shardA;
-        try {
-            while (true) {
-                if ((int) STATE.getVolatile(podStates, slot) != POD_STATE_ALIVE) {
-                    return -1;
-                }
-                final int a = findInBucket(shardA, bucket, k);
-                if (a >= 0) {
-                    final int r = addPod(shardA, a, slot);
-                    if (r != RETRY) {
-                        return r;
-                    }
-                    continue;
-                }
-                final boolean spilled = spilled(shardA, bucket, spillIndex);
-                final int free = freeInBucket(shardA, bucket);
-                if (!spilled && free >= 0) {
-                    if (shardFull(shardA)) {
-                        evictOldest(shardA, false);
-                        continue;
-                    }
-                    insert(shardA, free, k, slot);
-                    return 1;
-                }
-                if (!lockedB) {
-                    lockedB = true;
-                    if (shardB < shardA) {
-                        unlock(shardA);
-                        lock(shardB);
-                        lock(shardA);
-                        continue;
-                    }
-                    lock(shardB);
-                }
-                if (spilled) {
-                    final int b = findProbe(shardB, homeB, k);
-                    if (b >= 0) {
-                        final int r = addPod(shardB, b, slot);
-                        if (r != RETRY) {
-                            return r;
+    private int storeLocked(final int shard, final long k, final int home, final int slot) {
+        final long table = tablesOffset + shard * shardTableLength;
+        final int stateBase = shard * LOCK_STRIDE;
+        final int stampBase = shard * slotsPerShard;
+        while (true) {
+            int idx = home;
+            boolean restart = false;
+            while (!restart) {
+                final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
+                final long ek = (long) LONG.get(segment, e + ENTRY_KEY_OFFSET);
+                if (ek == k) {
+                    stamps[stampBase + idx] = ++shardState[stateBase];
+                    final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
+                    if (pods < 0) {
+                        final long word = overflowEntry(shard, (int) pods) + (slot >>> 6) * 8L;
+                        final long old = (long) LONG.get(segment, word);
+                        final long bit = 1L << slot;
+                        if ((old & bit) != 0) {
+                            return 0;
                         }
-                        continue;
-                    }
-                    if (free >= 0) {
-                        if (shardFull(shardA)) {
-                            evictOldest(shardA, false);
-                            continue;
-                        }
-                        insert(shardA, free, k, slot);
+                        LONG.setOpaque(segment, word, old | bit);
                         return 1;
                     }
-                }
-                if (shardFull(shardB)) {
-                    evictOldest(shardB, false);
-                    continue;
-                }
-                // The spill bit is set (release) before the key is published in shard B: a reader that finds the
-                // bit clear searched the bucket before the key existed anywhere.
-                COUNT.getAndAdd(spillCounts, spillIndex, 1);
-                setSpillBit(shardA, bucket, true);
-                insert(shardB, firstEmpty(shardB, homeB), k, slot);
-                return 1;
-            }
-        } finally {
-            if (lockedB && shardB != shardA) {
-                unlock(shardB);
-            }
-            unlock(shardA);
-        }
-    }
-
-    private int removeKey(final long k, final int slot) {
-        final long p = IndexDescriptor.place(k);
-        final int shardA = (int) (p >>> (64 - shardBits));
-        final int bucket = (int) ((p << shardBits) >>> (64 - bucketBits));
-        final int spillIndex = shardA * bucketsPerShard + bucket;
-        final long h = IndexDescriptor.spread(k);
-        final int shardB = (int) (h >>> (64 - shardBits));
-        final int homeB = (int) ((h << shardBits) >>> (64 - slotBits));
-        lock(shardA);
-        boolean lockedB = shardB == shardA;
-        try {
-            while (true) {
-                final int a = findInBucket(shardA, bucket, k);
-                if (a >= 0) {
-                    return removePod(shardA, a, slot);
-                }
-                if (!spilled(shardA, bucket, spillIndex)) {
-                    return 0;
-                }
-                if (!lockedB) {
-                    lockedB = true;
-                    if (shardB < shardA) {
-                        unlock(shardA);
-                        lock(shardB);
-                        lock(shardA);
+                    if (inlineIndexOf(pods, slot) >= 0) {
+                        return 0;
+                    }
+                    if (IndexDescriptor.inlineCount(pods) < PODS_INLINE_MAX) {
+                        LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, inlineAdd(pods, slot));
+                        return 1;
+                    }
+                    final int overflow = allocOverflow(shard);
+                    if (overflow < 0) {
+                        evictOverflow(shard, table);
+                        restart = true;
                         continue;
                     }
-                    lock(shardB);
+                    // Fill the bitmap first, then publish the overflow index in one release store.
+                    final long o = overflowEntry(shard, overflow);
+                    for (int w = 0; w < IndexDescriptor.POD_WORDS; w++) {
+                        LONG.setOpaque(segment, o + w * 8L, 0L);
+                    }
+                    orBit(o, slot);
+                    for (int i = 0; i < PODS_INLINE_MAX; i++) {
+                        orBit(o, IndexDescriptor.inlineSlot(pods, i));
+                    }
+                    LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, PODS_OVERFLOW_FLAG | overflow);
+                    return 1;
                 }
-                final int b = findProbe(shardB, homeB, k);
-                return b < 0 ? 0 : removePod(shardB, b, slot);
-            }
-        } finally {
-            if (lockedB && shardB != shardA) {
-                unlock(shardB);
-            }
-            unlock(shardA);
-        }
-    }
-
-    /**
-     * Whether keys of a bucket may live spilled; clears a spill bit left set after its last spilled key went away
-     * (callers hold the bucket's shard lock, the only place where the bit may be cleared).
-     */
-    private boolean spilled(final int shard, final int bucket, final int spillIndex) {
-        if ((int) COUNT.getVolatile(spillCounts, spillIndex) > 0) {
-            return true;
-        }
-        final long word = spillWord(shard, bucket);
-        if (((long) LONG.get(segment, word) & (1L << bucket)) != 0) {
-            setSpillBit(shard, bucket, false);
-        }
-        return false;
-    }
-
-    private long spillWord(final int shard, final int bucket) {
-        return spillOffset + ((long) shard * spillWordsPerShard + (bucket >>> 6)) * Long.BYTES;
-    }
-
-    private void setSpillBit(final int shard, final int bucket, final boolean set) {
-        final long word = spillWord(shard, bucket);
-        final long old = (long) LONG.get(segment, word);
-        final long bit = 1L << bucket;
-        final long now = set ? old | bit : old & ~bit;
-        if (now != old) {
-            LONG.setRelease(segment, word, now);
-        }
-    }
-
-    private boolean shardFull(final int shard) {
-        return (int) INT.get(segment, shardHeader(shard) + SHARD_ENTRY_COUNT_OFFSET) >= maxCountPerShard;
-    }
-
-    private long table(final int shard) {
-        return tablesOffset + shard * shardTableLength;
-    }
-
-    private long entry(final int shard, final int idx) {
-        return tablesOffset + shard * shardTableLength + ((long) idx << ENTRY_LENGTH_SHIFT);
-    }
-
-    private int findInBucket(final int shard, final int bucket, final long k) {
-        final int first = bucket << IndexDescriptor.BUCKET_SHIFT;
-        for (int i = 0; i < IndexDescriptor.BUCKET_ENTRIES; i++) {
-            if ((long) LONG.get(segment, entry(shard, first + i) + ENTRY_KEY_OFFSET) == k) {
-                return first + i;
+                if (ek == 0) {
+                    final long countOffset = shardHeader(shard) + SHARD_ENTRY_COUNT_OFFSET;
+                    final int count = (int) INT.get(segment, countOffset);
+                    if (count >= maxCountPerShard) {
+                        evict(shard, table);
+                        restart = true;
+                        continue;
+                    }
+                    // Empty entries have a zero pods word: write this pod's list, then publish the key.
+                    LONG.setOpaque(segment, e + ENTRY_PODS_OFFSET, inlineAdd(0L, slot));
+                    stamps[stampBase + idx] = ++shardState[stateBase];
+                    LONG.setRelease(segment, e + ENTRY_KEY_OFFSET, k);
+                    INT.setRelease(segment, countOffset, count + 1);
+                    return 1;
+                }
+                idx = (idx + 1) & slotMask;
             }
         }
-        return -1;
     }
 
-    private int freeInBucket(final int shard, final int bucket) {
-        final int first = bucket << IndexDescriptor.BUCKET_SHIFT;
-        for (int i = 0; i < IndexDescriptor.BUCKET_ENTRIES; i++) {
-            if ((long) LONG.get(segment, entry(shard, first + i) + ENTRY_KEY_OFFSET) == 0) {
-                return first + i;
-            }
-        }
-        return -1;
-    }
-
-    private int findProbe(final int shard, final int home, final long k) {
-        int idx = home;
-        for (int n = 0; n <= slotMask; n++) {
-            final long ek = (long) LONG.get(segment, entry(shard, idx) + ENTRY_KEY_OFFSET);
-            if (ek == k) {
-                return idx;
-            }
-            if (ek == 0) {
-                return -1;
-            }
-            idx = (idx + 1) & slotMask;
-        }
-        return -1;
-    }
-
-    private int firstEmpty(final int shard, final int home) {
-        int idx = home;
-        while ((long) LONG.get(segment, entry(shard, idx) + ENTRY_KEY_OFFSET) != 0) {
-            idx = (idx + 1) & slotMask;
-        }
-        return idx;
-    }
-
-    /** Publishes a new entry in an empty slot: bitmap and stamp first, then the key with a release store. */
-    private void insert(final int shard, final int idx, final long k, final int slot) {
-        final long e = entry(shard, idx);
-        LONG.setOpaque(segment, e + ENTRY_PODS_OFFSET, inlineAdd(0L, slot));
-        stamps[shard * slotsPerShard + idx] = ++shardState[shard * LOCK_STRIDE];
-        LONG.setRelease(segment, e + ENTRY_KEY_OFFSET, k);
-        final long countOffset = shardHeader(shard) + SHARD_ENTRY_COUNT_OFFSET;
-        INT.setRelease(segment, countOffset, (int) INT.get(segment, countOffset) + 1);
-    }
-
-    /**
-     * Adds a pod to an existing entry.
-     *
-     * @return 1 when new for the pod, 0 when already held, {@link #RETRY} when an overflow bitmap had to be
-     *         evicted first (entries may have moved: search again).
-     */
-    private int addPod(final int shard, final int idx, final int slot) {
-        final long e = entry(shard, idx);
-        stamps[shard * slotsPerShard + idx] = ++shardState[shard * LOCK_STRIDE];
-        final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
-        if (pods < 0) {
-            final long word = overflowEntry(shard, (int) pods) + (slot >>> 6) * 8L;
-            final long old = (long) LONG.get(segment, word);
-            final long bit = 1L << slot;
-            if ((old & bit) != 0) {
-                return 0;
-            }
-            LONG.setOpaque(segment, word, old | bit);
-            return 1;
-        }
-        if (inlineIndexOf(pods, slot) >= 0) {
+    private int removeLocked(final int shard, final long k, final int home, final int slot) {
+        final long table = tablesOffset + shard * shardTableLength;
+        final int idx = find(table, k, home);
+        if (idx < 0) {
             return 0;
         }
-        if (IndexDescriptor.inlineCount(pods) < PODS_INLINE_MAX) {
-            LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, inlineAdd(pods, slot));
-            return 1;
-        }
-        final int overflow = allocOverflow(shard);
-        if (overflow < 0) {
-            if (!evictOldest(shard, true)) {
-                throw new IllegalStateException("shard " + shard + ": overflow pool exhausted but no entry uses it");
-            }
-            return RETRY;
-        }
-        // Fill the bitmap first, then publish the overflow index in one release store.
-        final long o = overflowEntry(shard, overflow);
-        for (int w = 0; w < IndexDescriptor.POD_WORDS; w++) {
-            LONG.setOpaque(segment, o + w * 8L, 0L);
-        }
-        orBit(o, slot);
-        for (int i = 0; i < PODS_INLINE_MAX; i++) {
-            orBit(o, IndexDescriptor.inlineSlot(pods, i));
-        }
-        LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, PODS_OVERFLOW_FLAG | overflow);
-        return 1;
-    }
-
-    private int removePod(final int shard, final int idx, final int slot) {
-        final long e = entry(shard, idx);
+        final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
         final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
         if (pods < 0) {
             final long o = overflowEntry(shard, (int) pods);
@@ -713,7 +500,7 @@ public final class IndexWriter implements AutoCloseable {
             }
             LONG.setOpaque(segment, word, old & ~bit);
             if (isEmptyBitmap(o)) {
-                delete(shard, idx);
+                delete(shard, table, idx);
             }
             return 1;
         }
@@ -722,32 +509,26 @@ public final class IndexWriter implements AutoCloseable {
             return 0;
         }
         if (IndexDescriptor.inlineCount(pods) == 1) {
-            delete(shard, idx);
+            delete(shard, table, idx);
         } else {
             LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, inlineRemoveAt(pods, at));
         }
         return 1;
     }
 
-    /**
-     * @return the spill-count index of the key's group bucket when the key sits outside it at (shard, idx), else
-     *         -1 (the key is in its group bucket and never moves).
-     */
-    private int spillIndexIfSpilled(final long k, final int shard, final int idx) {
-        final long p = IndexDescriptor.place(k);
-        final int shardA = (int) (p >>> (64 - shardBits));
-        final int bucket = (int) ((p << shardBits) >>> (64 - bucketBits));
-        if (shardA == shard && bucket == idx >>> IndexDescriptor.BUCKET_SHIFT) {
-            return -1;
+    private int find(final long table, final long k, final int home) {
+        int idx = home;
+        for (int n = 0; n <= slotMask; n++) {
+            final long ek = (long) LONG.get(segment, table + ((long) idx << ENTRY_LENGTH_SHIFT) + ENTRY_KEY_OFFSET);
+            if (ek == k) {
+                return idx;
+            }
+            if (ek == 0) {
+                return -1;
+            }
+            idx = (idx + 1) & slotMask;
         }
-        return shardA * bucketsPerShard + bucket;
-    }
-
-    /** One spilled key of a bucket is gone from its spill position; the bit is cleared now if this shard owns it. */
-    private void unspill(final int spillIndex, final int shard) {
-        if ((int) COUNT.getAndAdd(spillCounts, spillIndex, -1) == 1 && spillIndex / bucketsPerShard == shard) {
-            setSpillBit(shard, spillIndex % bucketsPerShard, false);
-        }
+        return -1;
     }
 
     static int inlineIndexOf(final long pods, final int slot) {
@@ -810,12 +591,21 @@ public final class IndexWriter implements AutoCloseable {
         INT.setRelease(segment, inUse, (int) INT.get(segment, inUse) - 1);
     }
 
+    private void evict(final int shard, final long table) {
+        evictOldest(shard, table, false);
+    }
+
+    private void evictOverflow(final int shard, final long table) {
+        if (!evictOldest(shard, table, true)) {
+            throw new IllegalStateException("shard " + shard + ": overflow pool exhausted but no entry uses it");
+        }
+    }
+
     /**
      * Sampled LRU: among the next few occupied entries after the shard's clock hand (only overflow entries when
      * {@code overflowOnly}), deletes the one stored least recently.
      */
-    private boolean evictOldest(final int shard, final boolean overflowOnly) {
-        final long table = table(shard);
+    private boolean evictOldest(final int shard, final long table, final boolean overflowOnly) {
         final int stateBase = shard * LOCK_STRIDE;
         final int stampBase = shard * slotsPerShard;
         int hand = (int) shardState[stateBase + 1];
@@ -838,28 +628,22 @@ public final class IndexWriter implements AutoCloseable {
         if (victim < 0) {
             return false;
         }
-        delete(shard, victim);
+        delete(shard, table, victim);
         final long evictionsOffset = shardHeader(shard) + SHARD_EVICTIONS_OFFSET;
         LONG.setRelease(segment, evictionsOffset, (long) LONG.get(segment, evictionsOffset) + 1);
         return true;
     }
 
     /**
-     * Deletes entry {@code idx} inside an odd shard version, so that readers retry. Entries in their group bucket
-     * never move; the hole is then closed by backward shift over the spilled entries after it (a spilled entry may
-     * move back as far as its own home slot), as in plain linear probing where group-bucket entries are just
-     * occupied slots.
+     * Backward-shift deletion of entry {@code idx}, inside an odd shard version so that readers retry.
      */
-    private void delete(final int shard, final int idx) {
-        final long table = table(shard);
+    private void delete(final int shard, final long table, final int idx) {
         final long header = shardHeader(shard);
         final int stampBase = shard * slotsPerShard;
         final long version = (long) LONG.get(segment, header + SHARD_VERSION_OFFSET);
         LONG.setOpaque(segment, header + SHARD_VERSION_OFFSET, version + 1);
         VarHandle.storeStoreFence();
-        final long freed = table + ((long) idx << ENTRY_LENGTH_SHIFT);
-        final long freedPods = (long) LONG.get(segment, freed + ENTRY_PODS_OFFSET);
-        final int freedSpill = spillIndexIfSpilled((long) LONG.get(segment, freed + ENTRY_KEY_OFFSET), shard, idx);
+        final long freedPods = (long) LONG.get(segment, table + ((long) idx << ENTRY_LENGTH_SHIFT) + ENTRY_PODS_OFFSET);
         int hole = idx;
         int j = idx;
         while (true) {
@@ -869,10 +653,6 @@ public final class IndexWriter implements AutoCloseable {
             if (kj == 0) {
                 break;
             }
-            final int spill = spillIndexIfSpilled(kj, shard, j);
-            if (spill < 0) {
-                continue;
-            }
             final int home = (int) ((IndexDescriptor.spread(kj) << shardBits) >>> (64 - slotBits));
             final boolean stays = hole < j ? (home > hole && home <= j) : (home > hole || home <= j);
             if (!stays) {
@@ -880,10 +660,6 @@ public final class IndexWriter implements AutoCloseable {
                 LONG.setOpaque(segment, eh + ENTRY_PODS_OFFSET, (long) LONG.get(segment, ej + ENTRY_PODS_OFFSET));
                 LONG.setOpaque(segment, eh + ENTRY_KEY_OFFSET, kj);
                 stamps[stampBase + hole] = stamps[stampBase + j];
-                if (spillIndexIfSpilled(kj, shard, hole) < 0) {
-                    // Moved back into its own group bucket: no longer spilled.
-                    unspill(spill, shard);
-                }
                 hole = j;
             }
         }
@@ -897,9 +673,6 @@ public final class IndexWriter implements AutoCloseable {
         final long countOffset = header + SHARD_ENTRY_COUNT_OFFSET;
         INT.setOpaque(segment, countOffset, (int) INT.get(segment, countOffset) - 1);
         LONG.setRelease(segment, header + SHARD_VERSION_OFFSET, version + 2);
-        if (freedSpill >= 0) {
-            unspill(freedSpill, shard);
-        }
     }
 
     private void sweepShard(final int shard, final long m0, final long m1, final long m2, final long m3) {
@@ -908,7 +681,7 @@ public final class IndexWriter implements AutoCloseable {
         }
         lock(shard);
         try {
-            final long table = table(shard);
+            final long table = tablesOffset + shard * shardTableLength;
             for (int idx = 0; idx <= slotMask; idx++) {
                 while (true) {
                     final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
@@ -941,11 +714,8 @@ public final class IndexWriter implements AutoCloseable {
                         break;
                     }
                     // The deletion may shift another entry into idx: examine idx again.
-                    delete(shard, idx);
+                    delete(shard, table, idx);
                 }
-            }
-            for (int bucket = 0; bucket < bucketsPerShard; bucket++) {
-                spilled(shard, bucket, shard * bucketsPerShard + bucket);
             }
         } finally {
             unlock(shard);
@@ -1091,7 +861,7 @@ public final class IndexWriter implements AutoCloseable {
         private int maxPods = IndexDescriptor.MAX_PODS;
         private int maxChainLength = Configuration.MAX_CHAIN_LENGTH_DEFAULT;
         private int blockSize = Configuration.BLOCK_SIZE_DEFAULT;
-        private int keyScheme = IndexDescriptor.KEY_SCHEME_ROUTER_V2;
+        private int keyScheme = IndexDescriptor.KEY_SCHEME_ROUTER_V1;
         private boolean deleteOnClose;
         private boolean adviseRandom = true;
         private boolean hugePages = true;

@@ -14,7 +14,7 @@ import java.util.Arrays;
  * <p><b>Note:</b> owned by the pod's writer agent; never touched by another thread.
  */
 final class PodState {
-    /** Mapped value meaning "absent" (a router key of exactly 0 is not representable; probability 2^-61). */
+    /** Mapped value meaning "absent" (a router key of exactly 0 is not representable; probability 2^-64). */
     static final long MISSING = 0;
 
     final int podNumber;

@@ -60,24 +60,18 @@ class IndexAttachTest {
     @Test
     void shouldRejectAnotherMajorVersion() throws Exception {
         final Path file = createAndClose();
-        final int other = IndexDescriptor.composeVersion(IndexDescriptor.VERSION_MAJOR + 1, 0, 0);
-        putInt(file, IndexDescriptor.LAYOUT_VERSION_OFFSET, other);
+        putInt(file, IndexDescriptor.LAYOUT_VERSION_OFFSET, IndexDescriptor.composeVersion(2, 0, 0));
         final IndexVersionException ex = assertThrows(IndexVersionException.class,
             () -> IndexReader.attach(TestIndexes.reader(dir).heartbeatTimeoutMs(0)));
-        assertTrue(ex.getMessage().contains(IndexDescriptor.versionString(other)), ex.getMessage());
-        // The layout of version 1 (no group buckets) is not readable either.
-        putInt(file, IndexDescriptor.LAYOUT_VERSION_OFFSET, IndexDescriptor.composeVersion(1, 0, 0));
-        assertThrows(IndexVersionException.class,
-            () -> IndexReader.attach(TestIndexes.reader(dir).heartbeatTimeoutMs(0)));
+        assertTrue(ex.getMessage().contains("2.0.0"), ex.getMessage());
     }
 
     @Test
     void shouldAcceptANewerMinorVersion() throws Exception {
         final Path file = createAndClose();
-        putInt(file, IndexDescriptor.LAYOUT_VERSION_OFFSET,
-            IndexDescriptor.composeVersion(IndexDescriptor.VERSION_MAJOR, 7, 0));
+        putInt(file, IndexDescriptor.LAYOUT_VERSION_OFFSET, IndexDescriptor.composeVersion(1, 7, 0));
         try (IndexReader reader = IndexReader.attach(TestIndexes.reader(dir).heartbeatTimeoutMs(0))) {
-            assertEquals(IndexDescriptor.VERSION_MAJOR + ".7.0", IndexDescriptor.versionString(reader.layoutVersion()));
+            assertEquals("1.7.0", IndexDescriptor.versionString(reader.layoutVersion()));
         }
     }
 

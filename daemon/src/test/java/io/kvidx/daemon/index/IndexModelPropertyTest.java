@@ -39,7 +39,6 @@ class IndexModelPropertyTest {
     @BeforeProperty
     void createDir() throws IOException {
         dir = Files.createTempDirectory("kvidx-prop");
-        crowdedKeys = false;
     }
 
     @AfterProperty
@@ -104,24 +103,6 @@ class IndexModelPropertyTest {
         run(ops, 24, false);
     }
 
-    @Property(tries = 150)
-    void shouldAgreeWithTheReferenceModelWhenGroupBucketsSpill(@ForAll("ops") final List<Op> ops) {
-        crowdedKeys = true;
-        run(ops, 4096, true);
-    }
-
-    @Property(tries = 100)
-    void shouldStaySoundWhenSpilledKeysAreEvicted(@ForAll("crowdedOps") final List<Op> ops) {
-        crowdedKeys = true;
-        run(ops, 24, false);
-    }
-
-    private static boolean crowdedKeys;
-
-    private static long[] keys(final int chain) {
-        return crowdedKeys ? TestIndexes.crowdedChain(chain, CHAIN_LENGTH) : TestIndexes.chain(chain, CHAIN_LENGTH);
-    }
-
     private void run(final List<Op> ops, final int capacity, final boolean exact) {
         final IndexWriter.Context ctx = new IndexWriter.Context().dir(dir).cell("prop").shardCount(2)
             .capacityBlocks(capacity).maxLoadFactor(0.75).maxChainLength(CHAIN_LENGTH).deleteOnClose(true);
@@ -141,7 +122,7 @@ class IndexModelPropertyTest {
     private static void apply(final IndexWriter writer, final Map<Long, Set<String>> model,
         final Map<String, Integer> slots, final Op op, final java.util.Random random) {
         final String pod = PODS[op.pod()];
-        final long[] keys = keys(op.chain());
+        final long[] keys = TestIndexes.chain(op.chain(), CHAIN_LENGTH);
         switch (op.kind()) {
             case STORE_PREFIX, STORE_RANDOM -> {
                 final int slot = slots.computeIfAbsent(pod, p -> writer.registerPod(p, "model"));
@@ -207,7 +188,7 @@ class IndexModelPropertyTest {
         final PrefixResult binary = new PrefixResult();
         final PrefixResult linear = new PrefixResult();
         for (int c = 0; c < CHAINS; c++) {
-            final long[] keys = keys(c);
+            final long[] keys = TestIndexes.chain(c, CHAIN_LENGTH);
             reader.query(keys, CHAIN_LENGTH, null, binary);
             reader.queryExact(keys, CHAIN_LENGTH, null, linear);
             for (final Map.Entry<String, Integer> pod : slots.entrySet()) {

@@ -100,8 +100,7 @@ class SeqlockProtocolTest {
 
     private static long versionOffset(final IndexWriter writer, final long key) {
         final IndexWriter.Context ctx = writer.context();
-        // Small keys have all-zero placement bits; their group bucket's shard is the one a lookup locks first.
-        final long h = IndexDescriptor.place(IndexDescriptor.storedKey(key));
+        final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(key));
         final int shard = (int) (h >>> (64 - Integer.numberOfTrailingZeros(ctx.shardCount())));
         return IndexDescriptor.shardHeadersOffset(ctx.maxPods()) + (long) shard * IndexDescriptor.SHARD_HEADER_LENGTH
             + IndexDescriptor.SHARD_VERSION_OFFSET;

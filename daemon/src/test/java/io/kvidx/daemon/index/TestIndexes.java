@@ -28,18 +28,6 @@ final class TestIndexes {
         return keys;
     }
 
-    /**
-     * A chain whose keys all carry one of two placement values (top 24 bits): every chain's blocks compete for
-     * the same two group buckets, so most keys spill, and deletions shift spilled keys around.
-     */
-    static long[] crowdedChain(final long base, final int n) {
-        final long[] keys = chain(base, n);
-        for (int i = 0; i < n; i++) {
-            keys[i] = ((long) (i & 1) << 40) | (keys[i] & 0xFF_FFFF_FFFFL);
-        }
-        return keys;
-    }
-
     static long mix(final long x) {
         return io.kvidx.daemon.demo.SyntheticWorkload.mix(x);
     }

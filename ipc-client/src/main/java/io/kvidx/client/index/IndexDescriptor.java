@@ -29,8 +29,6 @@ import io.kvidx.ffm.Layouts;
  *     | shard tables: shard count x slots per shard x 16-byte entries    |
  *     +-------------------------------- 4 KiB aligned -------------------+
  *     | overflow: shard count x (slots per shard / 8) x 32-byte bitmaps  |
- *     +-------------------------------- 4 KiB aligned -------------------+
- *     | spill bits: shard count x max(1, buckets per shard / 64) x u64    |
  *     +------------------------------------------------------------------+
  *
  * Pod table entry (256 bytes)                 Shard header (128 bytes)
@@ -39,8 +37,6 @@ import io.kvidx.ffm.Layouts;
  *  16 pod id length i32 | 20 model length i32  12 overflow bitmaps in use i32
  *  24 pod id, UTF-8, 112 bytes                 16 evictions i64
  * 136 model, UTF-8, 120 bytes                  24..127 reserved
- *
- * Bucket (128 bytes = 8 entries, two cache lines): a shard table is an array of buckets.
  *
  * Entry (16 bytes, four per cache line)
  *   0 key u64 (0 = empty; published last with a release store)
@@ -51,15 +47,9 @@ import io.kvidx.ffm.Layouts;
  * Overflow bitmap (32 bytes): 4 x u64, bit p = pod slot p holds the block.
  * </pre>
  *
- * <p>Placement (ADR 0003). A key first goes to its <em>group bucket</em>, chosen by Fibonacci hashing of its top
- * 24 bits: {@code p = (key >>> 40) * 0x9E3779B97F4A7C15}, shard = the top {@code log2(shards)} bits of p, bucket =
- * the next {@code log2(slotsPerShard / 8)} bits; any free entry of the bucket will do. Router keys v2 share those
- * 24 bits across 8 consecutive blocks of a chain, so one bucket serves a query's 8 neighbouring probes. When the
- * group bucket is full, the key <em>spills</em>: it goes where a plain hash table would put it, by Fibonacci
- * hashing of the whole key ({@code h = key * 0x9E3779B97F4A7C15}, shard = top bits of h, home slot = the next
- * {@code log2(slotsPerShard)} bits, linear probing), and the writer sets the group bucket's spill bit, which
- * readers check before searching there. Key 0 marks an empty entry, so a key of 0 is stored as
- * {@link #ZERO_KEY_ALIAS}.
+ * <p>Keys select a shard and a home slot by Fibonacci hashing: {@code h = key * 0x9E3779B97F4A7C15}, shard =
+ * the top {@code log2(shards)} bits of h, home slot = the next {@code log2(slotsPerShard)} bits. Collisions are
+ * resolved by linear probing. Key 0 marks an empty entry, so a key of 0 is stored as {@link #ZERO_KEY_ALIAS}.
  *
  * <p>See docs/index-layout.md for the publication protocol readers rely on.
  */
@@ -67,7 +57,7 @@ public final class IndexDescriptor {
     /** "KVIDXIX1" read as a little-endian u64. */
     public static final long MAGIC = 0x3158_4958_4449_564BL;
     /** Layout major version: readers reject another major. */
-    public static final int VERSION_MAJOR = 2;
+    public static final int VERSION_MAJOR = 1;
     /** Layout minor version: additive, compatible changes. */
     public static final int VERSION_MINOR = 0;
     /** Layout patch version. */
@@ -77,8 +67,6 @@ public final class IndexDescriptor {
 
     /** Key scheme 1: kvidx router keys (chained 64-bit hash of token ids). */
     public static final int KEY_SCHEME_ROUTER_V1 = 1;
-    /** Key scheme: kvidx router keys version 2 (docs/keys.md), whose top bits are shared by a group of 8 blocks. */
-    public static final int KEY_SCHEME_ROUTER_V2 = 2;
 
     /** Length of the file header, including the alive bitmap. */
     public static final int HEADER_LENGTH = 256;
@@ -167,16 +155,6 @@ public final class IndexDescriptor {
     public static final int OVERFLOW_LENGTH = 32;
     /** Table slots per overflow bitmap: each shard has slotsPerShard / 8 overflow bitmaps. */
     public static final int SLOTS_PER_OVERFLOW = 8;
-    /** Entries per bucket: a group of 8 consecutive router keys is placed in one bucket. */
-    public static final int BUCKET_ENTRIES = 8;
-    /** log2 of {@link #BUCKET_ENTRIES}. */
-    public static final int BUCKET_SHIFT = 3;
-    /** Bytes per bucket (two cache lines). */
-    public static final int BUCKET_LENGTH = BUCKET_ENTRIES * 16;
-    /** A key's bits from here up choose its group bucket (router keys v2 share them across a group). */
-    public static final int PLACEMENT_SHIFT = 40;
-    /** Largest number of buckets in a file: the 24 placement bits address no more. */
-    public static final long MAX_BUCKETS = 1L << (64 - PLACEMENT_SHIFT);
 
     /** Pods per cell: the width of every bitmap. */
     public static final int MAX_PODS = 256;
@@ -260,36 +238,8 @@ public final class IndexDescriptor {
      * @return the length of the whole file.
      */
     public static long fileLength(final int maxPods, final int shardCount, final int slotsPerShard) {
-        return spillOffset(maxPods, shardCount, slotsPerShard)
-            + (long) shardCount * spillWordsPerShard(slotsPerShard) * Long.BYTES;
-    }
-
-    /**
-     * @param maxPods       pods in the cell.
-     * @param shardCount    shards.
-     * @param slotsPerShard entries per shard.
-     * @return offset of the spill bits (4 KiB aligned).
-     */
-    public static long spillOffset(final int maxPods, final int shardCount, final int slotsPerShard) {
-        return Layouts.align(overflowOffset(maxPods, shardCount, slotsPerShard)
-            + (long) shardCount * overflowPerShard(slotsPerShard) * OVERFLOW_LENGTH, Layouts.PAGE_LENGTH);
-    }
-
-    /**
-     * @param slotsPerShard entries per shard.
-     * @return u64 words of spill bits per shard (one bit per bucket, at least one word).
-     */
-    public static int spillWordsPerShard(final int slotsPerShard) {
-        return Math.max(1, (slotsPerShard >>> BUCKET_SHIFT) >>> 6);
-    }
-
-    /**
-     * @param storedKey a stored key.
-     * @return the Fibonacci hash of its placement bits, whose top bits select the group bucket's shard and the
-     *         next bits the bucket.
-     */
-    public static long place(final long storedKey) {
-        return (storedKey >>> PLACEMENT_SHIFT) * FIBONACCI_MULTIPLIER;
+        return overflowOffset(maxPods, shardCount, slotsPerShard)
+            + (long) shardCount * overflowPerShard(slotsPerShard) * OVERFLOW_LENGTH;
     }
 
     /**
@@ -327,8 +277,7 @@ public final class IndexDescriptor {
 
     /**
      * @param storedKey a stored key.
-     * @return its Fibonacci hash, whose top bits select the shard and the next bits the home slot of a spilled
-     *         key.
+     * @return its Fibonacci hash, whose top bits select the shard and the next bits the home slot.
      */
     public static long spread(final long storedKey) {
         return storedKey * FIBONACCI_MULTIPLIER;
@@ -350,10 +299,6 @@ public final class IndexDescriptor {
         }
         if (!Layouts.isPowerOfTwo(slotsPerShard) || slotsPerShard < 16 || slotsPerShard > (1 << 24)) {
             return "slots per shard must be a power of two in [16, 16777216]: " + slotsPerShard;
-        }
-        if ((long) shardCount * (slotsPerShard >>> BUCKET_SHIFT) > MAX_BUCKETS) {
-            return "shard count x slots per shard must not exceed " + (MAX_BUCKETS << BUCKET_SHIFT) + " entries: "
-                + shardCount + " x " + slotsPerShard;
         }
         if (maxPods < 1 || maxPods > MAX_PODS) {
             return "max pods must be in [1, " + MAX_PODS + "]: " + maxPods;

@@ -36,13 +36,7 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
  */
 public final class IndexReader implements AutoCloseable {
     private static final VarHandle LONG = Layouts.LONG;
-    /**
-     * Plain loads without the alignment check (every field is 8-byte aligned anyway), for data read between two
-     * reads of a seqlock version; ordering comes from explicit fences.
-     */
-    private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
     private static final int SPINS_BEFORE_HEARTBEAT_CHECK = 1 << 16;
-    private static final int BUCKET_SHIFT_BYTES = IndexDescriptor.BUCKET_SHIFT + ENTRY_LENGTH_SHIFT;
 
     private final MappedRegion region;
     private final MemorySegment segment;
@@ -66,9 +60,6 @@ public final class IndexReader implements AutoCloseable {
     private final int overflowPerShard;
     private final int overflowMask;
     private final boolean prefetch;
-    private final int bucketBits;
-    private final long spillOffset;
-    private final int spillWordsPerShard;
 
     private IndexReader(final MappedRegion region, final Context context) {
         this.region = region;
@@ -93,9 +84,6 @@ public final class IndexReader implements AutoCloseable {
         this.overflowPerShard = IndexDescriptor.overflowPerShard(slotsPerShard);
         this.overflowMask = overflowPerShard - 1;
         this.prefetch = context.prefetch();
-        this.bucketBits = Integer.numberOfTrailingZeros(slotsPerShard >>> IndexDescriptor.BUCKET_SHIFT);
-        this.spillOffset = IndexDescriptor.spillOffset(maxPods, shardCount, slotsPerShard);
-        this.spillWordsPerShard = IndexDescriptor.spillWordsPerShard(slotsPerShard);
     }
 
     /**
@@ -242,12 +230,14 @@ public final class IndexReader implements AutoCloseable {
         if (length == 0 || (s0 | s1 | s2 | s3) == 0) {
             return 0;
         }
-        result.sink = resolve(keys, length, result);
+        if (prefetch) {
+            result.sink = prefetch(keys, length);
+        }
         final long[] stack = result.stack;
         final long[] words = result.words;
         // Probe block 0 first: the pods that hold nothing of the chain (most of a large cell) leave after one
         // lookup instead of a descent to depth 0; the holders search [1, N].
-        probe(result, 0, words);
+        lookup(keys[0], words);
         int probes = 1;
         s0 &= words[0];
         s1 &= words[1];
@@ -274,7 +264,7 @@ public final class IndexReader implements AutoCloseable {
                 continue;
             }
             final int mid = (lo + hi) >>> 1;
-            probe(result, mid, words);
+            lookup(keys[mid], words);
             probes++;
             final long h0 = f0 & words[0];
             final long h1 = f1 & words[1];
@@ -318,11 +308,13 @@ public final class IndexReader implements AutoCloseable {
             s2 &= candidates.word(2);
             s3 &= candidates.word(3);
         }
-        result.sink = resolve(keys, length, result);
+        if (prefetch) {
+            result.sink = prefetch(keys, length);
+        }
         final long[] words = result.words;
         int i = 0;
         while (i < length && (s0 | s1 | s2 | s3) != 0) {
-            probe(result, i, words);
+            lookup(keys[i], words);
             result.addAll(s0 & ~words[0], s1 & ~words[1], s2 & ~words[2], s3 & ~words[3], i);
             s0 &= words[0];
             s1 &= words[1];
@@ -336,47 +328,20 @@ public final class IndexReader implements AutoCloseable {
     }
 
     /**
-     * Computes every key's stored form and group bucket once, and (when prefetching) loads each distinct bucket,
-     * both cache lines, before the search starts: the loads are independent, so their cache misses overlap instead
-     * of being paid one probe at a time. Router keys v2 put 8 consecutive blocks in one bucket, so a 32-block
-     * chain costs 4 buckets.
+     * Loads the home entry of every key of the chain before the search starts: the loads are independent, so
+     * their cache misses overlap instead of being paid one probe at a time.
      */
-    private long resolve(final long[] keys, final int length, final PrefixResult result) {
-        result.ensureChain(length);
-        final long[] stored = result.storedKeys;
-        final long[] buckets = result.buckets;
+    private long prefetch(final long[] keys, final int length) {
         final MemorySegment s = segment;
-        final boolean load = prefetch;
         long sink = 0;
-        long previous = -1;
         for (int i = 0; i < length; i++) {
-            final long k = IndexDescriptor.storedKey(keys[i]);
-            final long p = IndexDescriptor.place(k);
-            final long shard = p >>> (64 - shardBits);
-            final long bucket = (p << shardBits) >>> (64 - bucketBits);
-            stored[i] = k;
-            buckets[i] = (shard << 32) | bucket;
-            if (load) {
-                final long b = tablesOffset + shard * shardTableLength + (bucket << BUCKET_SHIFT_BYTES);
-                if (b != previous) {
-                    sink += (long) PLAIN.get(s, b) + (long) PLAIN.get(s, b + 64);
-                    previous = b;
-                }
-            }
+            final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(keys[i]));
+            final int shard = (int) (h >>> (64 - shardBits));
+            final int home = (int) ((h << shardBits) >>> (64 - slotBits));
+            sink += (long) LONG.get(s, tablesOffset + shard * shardTableLength + ((long) home << ENTRY_LENGTH_SHIFT));
         }
         return sink;
     }
-
-    /** Looks up key i of the chain resolved into {@code result}. */
-    private void probe(final PrefixResult result, final int i, final long[] out) {
-        final long k = result.storedKeys[i];
-        final long sb = result.buckets[i];
-        if (lookupBucket(k, (int) (sb >>> 32), (int) sb, out) == SPILLED) {
-            final long h = IndexDescriptor.spread(k);
-            lookupProbe(k, (int) (h >>> (64 - shardBits)), (int) ((h << shardBits) >>> (64 - slotBits)), out);
-        }
-    }
-
 
     private static void push(final long[] stack, final int frame, final int lo, final int hi, final long w0,
         final long w1, final long w2, final long w3) {
@@ -401,8 +366,7 @@ public final class IndexReader implements AutoCloseable {
     }
 
     /**
-     * Reads the pod bitmap of one key into {@code out[0..3]} (all zero when the key is absent): first in the key's
-     * group bucket, then, only when that bucket's spill bit is set, at the key's own hash position.
+     * Reads the pod bitmap of one key into {@code out[0..3]} (all zero when the key is absent).
      *
      * @param key block key.
      * @param out at least 4 words, written.
@@ -410,72 +374,47 @@ public final class IndexReader implements AutoCloseable {
      */
     public boolean lookup(final long key, final long[] out) {
         final long k = IndexDescriptor.storedKey(key);
-        final long p = IndexDescriptor.place(k);
-        final int shard = (int) (p >>> (64 - shardBits));
-        final int bucket = (int) ((p << shardBits) >>> (64 - bucketBits));
-        final int found = lookupBucket(k, shard, bucket, out);
-        if (found != SPILLED) {
-            return found == FOUND;
-        }
         final long h = IndexDescriptor.spread(k);
-        return lookupProbe(k, (int) (h >>> (64 - shardBits)), (int) ((h << shardBits) >>> (64 - slotBits)), out);
-    }
-
-    private static final int ABSENT = 0;
-    private static final int FOUND = 1;
-    private static final int SPILLED = 2;
-
-    /** Searches the 8 entries of a group bucket under the shard's seqlock. */
-    private int lookupBucket(final long k, final int shard, final int bucket, final long[] out) {
-        final MemorySegment s = segment;
-        final long versionOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_VERSION_OFFSET;
-        final long first = tablesOffset + shard * shardTableLength + ((long) bucket << BUCKET_SHIFT_BYTES);
-        final long spillWord = spillOffset + ((long) shard * spillWordsPerShard + (bucket >>> 6)) * Long.BYTES;
-        int spins = 0;
-        while (true) {
-            final long v1 = (long) LONG.getAcquire(s, versionOffset);
-            if ((v1 & 1) == 0) {
-                int result = ABSENT;
-                for (long e = first, end = first + IndexDescriptor.BUCKET_LENGTH; e < end; e += ENTRY_LENGTH) {
-                    if ((long) PLAIN.get(s, e + ENTRY_KEY_OFFSET) == k) {
-                        // The key is published after its pods word: read the pods word after the key.
-                        VarHandle.acquireFence();
-                        readPods(s, shard, (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET), out);
-                        result = FOUND;
-                        break;
-                    }
-                }
-                if (result == ABSENT && ((long) PLAIN.get(s, spillWord) & (1L << bucket)) != 0) {
-                    result = SPILLED;
-                }
-                VarHandle.loadLoadFence();
-                if ((long) LONG.getOpaque(s, versionOffset) == v1) {
-                    if (result != FOUND) {
-                        clear(out);
-                    }
-                    return result;
-                }
-            }
-            spins = spin(spins, shard);
-        }
-    }
-
-    /** Searches a spilled key by linear probing from its own home slot under the shard's seqlock. */
-    private boolean lookupProbe(final long k, final int shard, final int home, final long[] out) {
-        final MemorySegment s = segment;
+        final int shard = (int) (h >>> (64 - shardBits));
+        final int home = (int) ((h << shardBits) >>> (64 - slotBits));
         final long versionOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_VERSION_OFFSET;
         final long table = tablesOffset + shard * shardTableLength;
+        final MemorySegment s = segment;
         int spins = 0;
         while (true) {
             final long v1 = (long) LONG.getAcquire(s, versionOffset);
             if ((v1 & 1) == 0) {
+                long w0 = 0;
+                long w1 = 0;
+                long w2 = 0;
+                long w3 = 0;
                 boolean found = false;
                 int idx = home;
                 for (int n = 0; n <= slotMask; n++) {
                     final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
                     final long ek = (long) LONG.getAcquire(s, e + ENTRY_KEY_OFFSET);
                     if (ek == k) {
-                        readPods(s, shard, (long) LONG.getAcquire(s, e + ENTRY_PODS_OFFSET), out);
+                        final long pods = (long) LONG.getAcquire(s, e + ENTRY_PODS_OFFSET);
+                        if (pods >= 0) {
+                            for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
+                                final int slot = IndexDescriptor.inlineSlot(pods, i);
+                                final long bit = 1L << slot;
+                                switch (slot >>> 6) {
+                                    case 0 -> w0 |= bit;
+                                    case 1 -> w1 |= bit;
+                                    case 2 -> w2 |= bit;
+                                    default -> w3 |= bit;
+                                }
+                            }
+                        } else {
+                            // Masked: even a corrupted index cannot point outside this shard's overflow area.
+                            final long o = overflowOffset
+                                + ((long) shard * overflowPerShard + ((int) pods & overflowMask)) * OVERFLOW_LENGTH;
+                            w0 = (long) LONG.getOpaque(s, o);
+                            w1 = (long) LONG.getOpaque(s, o + 8);
+                            w2 = (long) LONG.getOpaque(s, o + 16);
+                            w3 = (long) LONG.getOpaque(s, o + 24);
+                        }
                         found = true;
                         break;
                     }
@@ -486,67 +425,22 @@ public final class IndexReader implements AutoCloseable {
                 }
                 VarHandle.loadLoadFence();
                 if ((long) LONG.getOpaque(s, versionOffset) == v1) {
-                    if (!found) {
-                        clear(out);
-                    }
+                    out[0] = w0;
+                    out[1] = w1;
+                    out[2] = w2;
+                    out[3] = w3;
                     return found;
                 }
             }
-            spins = spin(spins, shard);
-        }
-    }
-
-    /** Decodes a pods word (inline list or overflow bitmap of the shard) into out[0..3]. */
-    private void readPods(final MemorySegment s, final int shard, final long pods, final long[] out) {
-        if (pods >= 0) {
-            long w0 = 0;
-            long w1 = 0;
-            long w2 = 0;
-            long w3 = 0;
-            for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
-                final int slot = IndexDescriptor.inlineSlot(pods, i);
-                final long bit = 1L << slot;
-                switch (slot >>> 6) {
-                    case 0 -> w0 |= bit;
-                    case 1 -> w1 |= bit;
-                    case 2 -> w2 |= bit;
-                    default -> w3 |= bit;
+            Thread.onSpinWait();
+            if (++spins == SPINS_BEFORE_HEARTBEAT_CHECK) {
+                spins = 0;
+                if (isWriterStale()) {
+                    throw new StaleWriterException("shard " + shard + " of " + region.path()
+                        + " stays locked and the writer's heartbeat stopped " + heartbeatAgeMs() + " ms ago");
                 }
             }
-            out[0] = w0;
-            out[1] = w1;
-            out[2] = w2;
-            out[3] = w3;
-        } else {
-            // Masked: even a corrupted index cannot point outside this shard's overflow area. The bitmap is
-            // filled before its index is published in the pods word.
-            final long o = overflowOffset + ((long) shard * overflowPerShard + ((int) pods & overflowMask))
-                * OVERFLOW_LENGTH;
-            VarHandle.acquireFence();
-            out[0] = (long) PLAIN.get(s, o);
-            out[1] = (long) PLAIN.get(s, o + 8);
-            out[2] = (long) PLAIN.get(s, o + 16);
-            out[3] = (long) PLAIN.get(s, o + 24);
         }
-    }
-
-    private static void clear(final long[] out) {
-        out[0] = 0;
-        out[1] = 0;
-        out[2] = 0;
-        out[3] = 0;
-    }
-
-    private int spin(final int spins, final int shard) {
-        Thread.onSpinWait();
-        if (spins + 1 == SPINS_BEFORE_HEARTBEAT_CHECK) {
-            if (isWriterStale()) {
-                throw new StaleWriterException("shard " + shard + " of " + region.path()
-                    + " stays locked and the writer's heartbeat stopped " + heartbeatAgeMs() + " ms ago");
-            }
-            return 0;
-        }
-        return spins + 1;
     }
 
     /**

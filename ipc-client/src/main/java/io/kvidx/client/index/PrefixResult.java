@@ -17,9 +17,6 @@ public final class PrefixResult {
     final long[] words = new long[IndexDescriptor.POD_WORDS];
     private final int[] slots = new int[IndexDescriptor.MAX_PODS];
     private final int[] depthBySlot = new int[IndexDescriptor.MAX_PODS];
-    /** The chain's keys as stored, and each one's group bucket as shard << 32 | bucket; grown, never shrunk. */
-    long[] storedKeys = new long[64];
-    long[] buckets = new long[64];
     /** Sum of prefetched words: keeps the prefetch loads observable so the JIT cannot drop them. */
     long sink;
     private int count;
@@ -33,15 +30,6 @@ public final class PrefixResult {
         count = 0;
         probes = 0;
         this.chainLength = chainLength;
-    }
-
-    /** Makes room for a chain of {@code length} keys (allocates only for a chain longer than any before). */
-    void ensureChain(final int length) {
-        if (storedKeys.length < length) {
-            final int n = Math.max(length, storedKeys.length * 2);
-            storedKeys = new long[n];
-            buckets = new long[n];
-        }
     }
 
     void addAll(final long w0, final long w1, final long w2, final long w3, final int depth) {

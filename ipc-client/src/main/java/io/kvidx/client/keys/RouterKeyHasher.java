@@ -26,28 +26,16 @@ import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 
 /**
- * kvidx's own block keys ("router keys", version 2): a chained XXH3-64 over each full block of token ids, with index
- * placement bits.
+ * kvidx's own block keys ("router keys"): a chained XXH3-64 over each full block of token ids.
  *
- * <p>The raw hash of a block is {@code XXH3-64(seed 0)} of the byte string
+ * <p>The key of a block is {@code XXH3-64(seed 0)} of the byte string
  * {@code LE64(parentKey) || LE32(token[0]) || ... || LE32(token[blockSize - 1])}; the parent of the first block is
  * the chain seed {@link #chainSeed(String, String, String)}, which folds in the model name, the LoRA adapter name
- * and the cache salt. The key is the raw hash with placement bits laid over it ({@link #compose(long, long)}):
- * <pre>
- *   63            40 39  37 36                      0
- *  +----------------+------+-------------------------+
- *  |  group (24)    |pos(3)|  raw hash bits 36..0    |
- *  +----------------+------+-------------------------+
- * </pre>
- * {@code pos} counts the blocks of a chain modulo {@link #GROUP_SIZE} (the seed's pos is 7, so block 0 has pos 0);
- * a block with pos 0 takes its group from its raw hash, the others inherit their parent's group. The
- * {@link #GROUP_SIZE} consecutive blocks of a group thus share the top 24 bits, which the index uses to place them
- * in one bucket. A key still depends only on its parent key and its tokens. A trailing partial block has no key.
- * docs/keys.md gives the definition in full, so that other languages can compute the same keys, and the collision
- * cost of the shared bits.
+ * and the cache salt. A trailing partial block has no key. docs/keys.md gives the definition in full so that other
+ * languages can compute the same keys.
  *
  * <p>The byte string is never built: the hash reads the parent and the token ids where they lie, so
- * {@link #blockKey}, {@link #keys}, {@link #extend} and {@link #compose} allocate nothing.
+ * {@link #blockKey}, {@link #keys} and {@link #extend} allocate nothing.
  *
  * <p><b>Note:</b> immutable and thread safe; one instance may serve every router thread.
  */
@@ -55,22 +43,9 @@ public final class RouterKeyHasher {
     /** Block size used when none is given: 16 tokens, vLLM's default. */
     public static final int BLOCK_SIZE_DEFAULT = 16;
 
-    /** Lowest bit of a key's group field (bits 63..40, 24 bits), which places a group of blocks in the index. */
-    public static final int GROUP_SHIFT = 40;
+    /** Domain tag at the start of the chain seed's byte string (version 1 of the key definition). */
+    static final String SEED_TAG = "kvidx.router.v1";
 
-    /** Lowest bit of a key's pos field (bits 39..37, 3 bits): the block's position in its group. */
-    public static final int POS_SHIFT = 37;
-
-    /** Consecutive blocks of a chain that share one group field. */
-    public static final int GROUP_SIZE = 8;
-
-    /** The raw hash bits a key keeps: bits 36..0. */
-    static final long LOW_MASK = (1L << POS_SHIFT) - 1;
-
-    /** Domain tag at the start of the chain seed's byte string (version 2 of the key definition). */
-    static final String SEED_TAG = "kvidx.router.v2";
-
-    private static final long POS_MASK = (long)(GROUP_SIZE - 1) << POS_SHIFT;
     private static final long LOW32 = 0xFFFFFFFFL;
 
     private final int blockSize;
@@ -102,9 +77,8 @@ public final class RouterKeyHasher {
     }
 
     /**
-     * The parent key of a chain's first block: {@link #seedOf(long)} of the XXH3-64 of the tagged fields.
-     * {@code null} means absent, which differs from the empty string. Allocates (call it once per model / adapter /
-     * salt and keep the value).
+     * The parent key of a chain's first block. {@code null} means absent, which differs from the empty string.
+     * Allocates (call it once per model / adapter / salt and keep the value).
      *
      * @param model     model name, or null.
      * @param loraName  LoRA adapter name, or null.
@@ -122,34 +96,7 @@ public final class RouterKeyHasher {
         p = putField(msg, p, m);
         p = putField(msg, p, l);
         putField(msg, p, s);
-        return seedOf(Xxh3.hash64(msg, 0, msg.length, 0L));
-    }
-
-    /**
-     * A chain seed from any 64-bit value: {@code raw} with its pos field set to 7, so that the chain's first block
-     * gets pos 0 and starts a group. Synthetic workloads use it to seed chains the way {@link #chainSeed} does.
-     *
-     * @param raw any value, e.g. a hash or a random number.
-     * @return {@code raw} with bits 39..37 set.
-     */
-    public static long seedOf(final long raw) {
-        return raw | POS_MASK;
-    }
-
-    /**
-     * The key of a block from its parent key and its raw hash: pos is the parent's pos plus one (mod
-     * {@link #GROUP_SIZE}); the group is the raw hash's top 24 bits when pos wraps to 0, the parent's otherwise;
-     * the low 37 bits are the raw hash's. {@link #blockKey} is {@code compose(parentKey, XXH3-64(message))}.
-     * Synthetic workloads use it with a random {@code raw} to build keys structured like real router keys.
-     *
-     * @param parentKey key of the previous block, or the chain seed.
-     * @param raw       the block's raw 64-bit hash.
-     * @return the block key.
-     */
-    public static long compose(final long parentKey, final long raw) {
-        final long pos = ((parentKey >>> POS_SHIFT) + 1) & (GROUP_SIZE - 1);
-        final long groupSource = pos == 0 ? raw : parentKey;
-        return ((groupSource >>> GROUP_SHIFT) << GROUP_SHIFT) | (pos << POS_SHIFT) | (raw & LOW_MASK);
+        return Xxh3.hash64(msg, 0, msg.length, 0L);
     }
 
     /**
@@ -162,7 +109,7 @@ public final class RouterKeyHasher {
      */
     public long blockKey(final long parentKey, final int[] tokens, final int offset) {
         Objects.checkFromIndexSize(offset, blockSize, tokens.length);
-        return compose(parentKey, hash(parentKey, tokens, offset, messageLength));
+        return hash(parentKey, tokens, offset, messageLength);
     }
 
     /**
@@ -203,7 +150,7 @@ public final class RouterKeyHasher {
         final int n = Math.min(length / bs, out.length - outOffset);
         long parent = parentKey;
         for (int i = 0; i < n; i++) {
-            parent = compose(parent, hash(parent, tokens, offset + i * bs, len));
+            parent = hash(parent, tokens, offset + i * bs, len);
             out[outOffset + i] = parent;
         }
         return n;

@@ -62,11 +62,6 @@ class IndexDescriptorTest {
         assertEquals(32, IndexDescriptor.OVERFLOW_LENGTH);
         assertEquals(8, IndexDescriptor.SLOTS_PER_OVERFLOW);
         assertEquals(7, IndexDescriptor.PODS_INLINE_MAX);
-        assertEquals(8, IndexDescriptor.BUCKET_ENTRIES);
-        assertEquals(1 << IndexDescriptor.BUCKET_SHIFT, IndexDescriptor.BUCKET_ENTRIES);
-        assertEquals(128, IndexDescriptor.BUCKET_LENGTH);
-        assertEquals(40, IndexDescriptor.PLACEMENT_SHIFT);
-        assertEquals(2, IndexDescriptor.KEY_SCHEME_ROUTER_V2);
     }
 
     @Test
@@ -77,12 +72,7 @@ class IndexDescriptorTest {
         // 32 MiB of 16-byte entries, then 256 x 1024 overflow bitmaps of 32 bytes (8 MiB).
         assertEquals(102_400 + 256L * 8192 * 16, IndexDescriptor.overflowOffset(256, 256, 8192));
         assertEquals(1024, IndexDescriptor.overflowPerShard(8192));
-        // Then one spill bit per 8-entry bucket: 1024 buckets = 16 words per shard (32 KiB), page aligned.
-        final long spill = 102_400 + 256L * 8192 * 16 + 256L * 1024 * 32;
-        assertEquals(spill, IndexDescriptor.spillOffset(256, 256, 8192));
-        assertEquals(16, IndexDescriptor.spillWordsPerShard(8192));
-        assertEquals(1, IndexDescriptor.spillWordsPerShard(16));
-        assertEquals(spill + 256L * 16 * 8, IndexDescriptor.fileLength(256, 256, 8192));
+        assertEquals(102_400 + 256L * 8192 * 16 + 256L * 1024 * 32, IndexDescriptor.fileLength(256, 256, 8192));
         assertEquals(0, IndexDescriptor.tablesOffset(1, 2) % 4096);
     }
 
@@ -99,7 +89,7 @@ class IndexDescriptorTest {
 
     @Test
     void shouldPackSemanticVersion() {
-        assertEquals(0x0002_0000, IndexDescriptor.LAYOUT_VERSION);
+        assertEquals(0x0001_0000, IndexDescriptor.LAYOUT_VERSION);
         assertEquals(0x0002_0304, IndexDescriptor.composeVersion(2, 3, 4));
         assertEquals(2, IndexDescriptor.majorVersion(0x0002_0304));
         assertEquals("2.3.4", IndexDescriptor.versionString(0x0002_0304));
@@ -110,9 +100,6 @@ class IndexDescriptorTest {
         assertEquals(IndexDescriptor.ZERO_KEY_ALIAS, IndexDescriptor.storedKey(0));
         assertEquals(42, IndexDescriptor.storedKey(42));
         assertEquals(0x9E37_79B9_7F4A_7C15L, IndexDescriptor.spread(1));
-        // Placement hashes only the top 24 bits: keys that share them share a group bucket.
-        assertEquals(0x9E37_79B9_7F4A_7C15L, IndexDescriptor.place(1L << 40));
-        assertEquals(IndexDescriptor.place(0xABCD_EF00_0000_0000L), IndexDescriptor.place(0xABCD_EFFF_FFFF_FFFFL));
     }
 
     @Test
@@ -124,8 +111,5 @@ class IndexDescriptorTest {
         assertNotNull(IndexDescriptor.validateGeometry(256, 8192, 257, 8192));
         assertNotNull(IndexDescriptor.validateGeometry(256, 8192, 0, 8192));
         assertNotNull(IndexDescriptor.validateGeometry(256, 8192, 256, 0));
-        // 2^24 buckets of 8 entries at most: the placement bits address no more.
-        assertNull(IndexDescriptor.validateGeometry(65536, 1 << 11, 256, 8192));
-        assertNotNull(IndexDescriptor.validateGeometry(65536, 1 << 12, 256, 8192));
     }
 }
