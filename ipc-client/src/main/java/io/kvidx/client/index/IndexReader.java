@@ -36,6 +36,11 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
  */
 public final class IndexReader implements AutoCloseable {
     private static final VarHandle LONG = Layouts.LONG;
+    /**
+     * Plain loads without the alignment check (every field is 8-byte aligned anyway) for data read between two
+     * reads of a seqlock version; explicit fences order them.
+     */
+    private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
     private static final int SPINS_BEFORE_HEARTBEAT_CHECK = 1 << 16;
 
     private final MappedRegion region;
@@ -231,7 +236,7 @@ public final class IndexReader implements AutoCloseable {
             return 0;
         }
         if (prefetch) {
-            result.sink = prefetch(keys, length);
+            result.sink = prefetch(keys, length, result);
         }
         final long[] stack = result.stack;
         final long[] words = result.words;
@@ -309,7 +314,7 @@ public final class IndexReader implements AutoCloseable {
             s3 &= candidates.word(3);
         }
         if (prefetch) {
-            result.sink = prefetch(keys, length);
+            result.sink = prefetch(keys, length, result);
         }
         final long[] words = result.words;
         int i = 0;
@@ -331,14 +336,20 @@ public final class IndexReader implements AutoCloseable {
      * Loads the home entry of every key of the chain before the search starts: the loads are independent, so
      * their cache misses overlap instead of being paid one probe at a time.
      */
-    private long prefetch(final long[] keys, final int length) {
+    private long prefetch(final long[] keys, final int length, final PrefixResult result) {
+        // Two passes: first compute every home entry's offset, then load them in a loop of a few instructions per
+        // load, so that many more misses are in flight at once than if each load waited behind its own hashing.
+        final long[] offsets = result.offsets(length);
+        final int shift = 64 - shardBits - slotBits;
+        final long base = tablesOffset;
+        for (int i = 0; i < length; i++) {
+            offsets[i] = base + ((IndexDescriptor.spread(IndexDescriptor.storedKey(keys[i])) >>> shift)
+                << ENTRY_LENGTH_SHIFT);
+        }
         final MemorySegment s = segment;
         long sink = 0;
         for (int i = 0; i < length; i++) {
-            final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(keys[i]));
-            final int shard = (int) (h >>> (64 - shardBits));
-            final int home = (int) ((h << shardBits) >>> (64 - slotBits));
-            sink += (long) LONG.get(s, tablesOffset + shard * shardTableLength + ((long) home << ENTRY_LENGTH_SHIFT));
+            sink += (long) PLAIN.get(s, offsets[i]);
         }
         return sink;
     }
@@ -392,9 +403,11 @@ public final class IndexReader implements AutoCloseable {
                 int idx = home;
                 for (int n = 0; n <= slotMask; n++) {
                     final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
-                    final long ek = (long) LONG.getAcquire(s, e + ENTRY_KEY_OFFSET);
+                    final long ek = (long) PLAIN.get(s, e + ENTRY_KEY_OFFSET);
                     if (ek == k) {
-                        final long pods = (long) LONG.getAcquire(s, e + ENTRY_PODS_OFFSET);
+                        // The key is published (release) after its pods word: read the pods word after the key.
+                        VarHandle.acquireFence();
+                        final long pods = (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET);
                         if (pods >= 0) {
                             for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
                                 final int slot = IndexDescriptor.inlineSlot(pods, i);
@@ -410,10 +423,12 @@ public final class IndexReader implements AutoCloseable {
                             // Masked: even a corrupted index cannot point outside this shard's overflow area.
                             final long o = overflowOffset
                                 + ((long) shard * overflowPerShard + ((int) pods & overflowMask)) * OVERFLOW_LENGTH;
-                            w0 = (long) LONG.getOpaque(s, o);
-                            w1 = (long) LONG.getOpaque(s, o + 8);
-                            w2 = (long) LONG.getOpaque(s, o + 16);
-                            w3 = (long) LONG.getOpaque(s, o + 24);
+                            // The bitmap is filled before its index is published (release) in the pods word.
+                            VarHandle.acquireFence();
+                            w0 = (long) PLAIN.get(s, o);
+                            w1 = (long) PLAIN.get(s, o + 8);
+                            w2 = (long) PLAIN.get(s, o + 16);
+                            w3 = (long) PLAIN.get(s, o + 24);
                         }
                         found = true;
                         break;

@@ -17,6 +17,8 @@ public final class PrefixResult {
     final long[] words = new long[IndexDescriptor.POD_WORDS];
     private final int[] slots = new int[IndexDescriptor.MAX_PODS];
     private final int[] depthBySlot = new int[IndexDescriptor.MAX_PODS];
+    /** Scratch: the home entry offsets of the chain being prefetched; grown, never shrunk. */
+    private long[] offsets = new long[64];
     /** Sum of prefetched words: keeps the prefetch loads observable so the JIT cannot drop them. */
     long sink;
     private int count;
@@ -30,6 +32,13 @@ public final class PrefixResult {
         count = 0;
         probes = 0;
         this.chainLength = chainLength;
+    }
+
+    long[] offsets(final int length) {
+        if (offsets.length < length) {
+            offsets = new long[Math.max(length, offsets.length * 2)];
+        }
+        return offsets;
     }
 
     void addAll(final long w0, final long w1, final long w2, final long w3, final int depth) {
