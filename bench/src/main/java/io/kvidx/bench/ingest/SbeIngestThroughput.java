@@ -7,7 +7,7 @@ import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.lifecycle.KvidxDaemon;
 import io.kvidx.sbe.events.Medium;
-import org.agrona.concurrent.BusySpinIdleStrategy;
+import org.agrona.concurrent.SleepingIdleStrategy;
 
 import java.nio.file.Path;
 import java.util.SplittableRandom;
@@ -68,7 +68,7 @@ public final class SbeIngestThroughput {
             final KvEventPublisher[] publishers = new KvEventPublisher[pods];
             for (int p = 0; p < pods; p++) {
                 publishers[p] = new KvEventPublisher(publication, "bench-pod-" + p, "bench-model",
-                    new BusySpinIdleStrategy());
+                    new SleepingIdleStrategy(1_000));
                 publishers[p].register();
             }
             final long start = System.nanoTime();
