@@ -44,6 +44,9 @@ public class IndexStoreBenchmark {
     /** Distinct blocks indexed before the churn starts. */
     @Param({"1048576"})
     public long blocks;
+    /** Writer batch prefetch (IndexWriter.Context#prefetch), for fillChain32: on, and off to measure its worth. */
+    @Param({"true", "false"})
+    public boolean prefetch;
 
     private static final int CHAIN = 32;
     private static final int WINDOW_CHAINS = 4_096;
@@ -121,6 +124,7 @@ public class IndexStoreBenchmark {
         private Path dir;
         private IndexWriter writer;
         private int podCount;
+        private boolean prefetch;
 
         /**
          * Generates the key pool.
@@ -130,6 +134,7 @@ public class IndexStoreBenchmark {
         @Setup(Level.Trial)
         public void keys(final IndexStoreBenchmark bench) {
             podCount = bench.pods;
+            prefetch = bench.prefetch;
             final SplittableRandom rnd = new SplittableRandom(3);
             for (final long[] chain : pool) {
                 for (int i = 0; i < CHAIN; i++) {
@@ -145,7 +150,7 @@ public class IndexStoreBenchmark {
         public void create() {
             dir = KvidxStore.tempDir("kvidx-bench-fill-");
             writer = IndexWriter.create(new IndexWriter.Context().dir(dir).cell("bench")
-                .capacityBlocks((long) CHAINS * CHAIN).deleteOnClose(true));
+                .capacityBlocks((long) CHAINS * CHAIN).prefetch(prefetch).deleteOnClose(true));
             for (int p = 0; p < podCount; p++) {
                 writer.registerPod("pod-" + p, "bench-model");
             }
