@@ -17,19 +17,26 @@ import java.util.SplittableRandom;
  * ({@code --blocks} blocks of 16 tokens each, chains of 4 events) for several pods through one IPC publication;
  * the daemon (embedded media driver, writer agents, router-key recomputation, engine-hash maps, index stores)
  * applies them. Reports blocks applied per second, measured from the first offer until the daemon's counters show
- * every block applied. The first pass over the block pool stores new blocks; later passes re-store held blocks
- * (idempotent, same path minus the entry insert).
+ * every block applied. Two modes:
+ * <ul>
+ *   <li>{@code churn} (default): steady state of a cache that is full. Each pod stores its events in a loop over a
+ *   pool of 8,192 events and, after each store, removes the event stored 4,096 events earlier (BlockRemoved), so
+ *   every store is a new block for the pod and the index stays the same size. Stores and removals are counted;
+ *   the figure is block stores per second with the removals applied too;</li>
+ *   <li>{@code restore}: no removals; after the first pass over the pool every store re-stores a block the pod
+ *   already holds (idempotent, same path minus the entry insert).</li>
+ * </ul>
  *
  * <p>{@code java --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --enable-native-access=ALL-UNNAMED
  * -cp bench/target/kvidx-bench.jar io.kvidx.bench.ingest.SbeIngestThroughput [seconds] [blocksPerEvent] [idle]
- * [writers]}
+ * [writers] [churn|restore]}
  */
 public final class SbeIngestThroughput {
     private SbeIngestThroughput() {
     }
 
     /**
-     * @param args [seconds (5)] [blocks per event (16)] [idle strategy (sleeping)] [writers (1)].
+     * @param args [seconds (5)] [blocks per event (16)] [idle strategy (sleeping)] [writers (1)] [mode (churn)].
      * @throws Exception on failure.
      */
     public static void main(final String[] args) throws Exception {
@@ -37,6 +44,11 @@ public final class SbeIngestThroughput {
         final int blocksPerEvent = args.length > 1 ? Integer.parseInt(args[1]) : 16;
         final String idle = args.length > 2 ? args[2] : "sleeping";
         final int writers = args.length > 3 ? Integer.parseInt(args[3]) : 1;
+        final boolean churn = args.length <= 4 || !"restore".equals(args[4]);
+        if (args.length > 4 && !churn && !"restore".equals(args[4]) || args.length > 4 && churn
+            && !"churn".equals(args[4])) {
+            throw new IllegalArgumentException("mode must be churn or restore: " + args[4]);
+        }
         final int pods = 4;
         final int eventsPerPod = 8192;
         final int blockSize = 16;
@@ -73,7 +85,10 @@ public final class SbeIngestThroughput {
             }
             final long start = System.nanoTime();
             final long deadline = start + seconds * 1_000_000_000L;
+            final int window = eventsPerPod / 2;
             long blocks = 0;
+            long removedBlocks = 0;
+            long pass = 0;
             int e = 0;
             while (System.nanoTime() < deadline) {
                 for (int p = 0; p < pods; p++) {
@@ -82,12 +97,22 @@ public final class SbeIngestThroughput {
                     publishers[p].blockStored(hashes[p][e], blocksPerEvent, !first, parent, tokens[p][e], blockSize,
                         Medium.GPU, null, 0);
                     blocks += blocksPerEvent;
+                    if (churn && (pass > 0 || e >= window)) {
+                        publishers[p].blockRemoved(hashes[p][(e + eventsPerPod - window) % eventsPerPod],
+                            blocksPerEvent, Medium.GPU);
+                        removedBlocks += blocksPerEvent;
+                    }
                 }
-                e = (e + 1) % eventsPerPod;
+                if (++e == eventsPerPod) {
+                    e = 0;
+                    pass++;
+                }
             }
             final long published = System.nanoTime();
             while (daemon.counters().value(CounterType.BLOCKS_STORED)
-                + daemon.counters().value(CounterType.DUPLICATE_BLOCKS) < blocks) {
+                + daemon.counters().value(CounterType.DUPLICATE_BLOCKS) < blocks
+                || daemon.counters().value(CounterType.BLOCKS_REMOVED)
+                + daemon.counters().value(CounterType.UNKNOWN_REMOVALS) < removedBlocks) {
                 Thread.onSpinWait();
                 if (System.nanoTime() - published > 60_000_000_000L) {
                     throw new IllegalStateException("daemon did not apply everything: " + daemon.counters()
@@ -96,12 +121,13 @@ public final class SbeIngestThroughput {
             }
             final long end = System.nanoTime();
             final double secs = (end - start) / 1e9;
-            System.out.printf("SBE over Aeron IPC -> index (%d writer(s), idle %s): %d blocks (%d-block events, %d "
-                    + "pods) in %.2f s = %.2f M blocks/s end to end (publishing took %.2f s); new stores %d, "
-                    + "re-stores %d, evictions %d, "
-                    + "unknown parents %d%n", writers, idle, blocks, blocksPerEvent, pods, secs, blocks / secs / 1e6,
-                (published - start) / 1e9, daemon.counters().value(CounterType.BLOCKS_STORED),
-                daemon.counters().value(CounterType.DUPLICATE_BLOCKS), daemon.index().evictions(),
+            System.out.printf("SBE over Aeron IPC -> index (%s, %d writer(s), idle %s): %d blocks stored (%d-block "
+                    + "events, %d pods) and %d removed in %.2f s = %.2f M block stores/s end to end (publishing took "
+                    + "%.2f s); new stores %d, re-stores %d, removed %d, evictions %d, unknown parents %d%n",
+                churn ? "churn" : "restore", writers, idle, blocks, blocksPerEvent, pods, removedBlocks, secs,
+                blocks / secs / 1e6, (published - start) / 1e9, daemon.counters().value(CounterType.BLOCKS_STORED),
+                daemon.counters().value(CounterType.DUPLICATE_BLOCKS),
+                daemon.counters().value(CounterType.BLOCKS_REMOVED), daemon.index().evictions(),
                 daemon.counters().value(CounterType.UNKNOWN_PARENTS));
         }
     }
