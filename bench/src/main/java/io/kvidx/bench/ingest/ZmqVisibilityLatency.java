@@ -106,5 +106,7 @@ public final class ZmqVisibilityLatency {
                     histogram.getMaxValue() / 1e3, histogram.getTotalCount(), lost);
             }
         }
+        // The daemon deleted its index and cell directory on close; remove the run's own directory too.
+        java.nio.file.Files.deleteIfExists(dir);
     }
 }

@@ -857,7 +857,7 @@ public final class IndexWriter implements AutoCloseable {
 
     /**
      * Unmaps the file, leaving it in place (readers keep their mappings; its heartbeat stops). With
-     * {@link Context#deleteOnClose(boolean)} the file is also deleted.
+     * {@link Context#deleteOnClose(boolean)} the file is also deleted, and its cell directory when that is empty.
      */
     @Override
     public void close() {
@@ -871,6 +871,14 @@ public final class IndexWriter implements AutoCloseable {
                 Files.deleteIfExists(context.indexFile());
             } catch (final IOException ex) {
                 throw new IndexException("cannot delete " + context.indexFile(), ex);
+            }
+            try {
+                // The cell directory goes too when nothing else lives in it.
+                Files.deleteIfExists(context.indexFile().getParent());
+            } catch (final java.nio.file.DirectoryNotEmptyException ex) {
+                // Another file shares the directory: keep it.
+            } catch (final IOException ex) {
+                throw new IndexException("cannot delete " + context.indexFile().getParent(), ex);
             }
         }
     }
