@@ -21,6 +21,11 @@ import java.util.concurrent.locks.LockSupport;
  * publisher thread polls an {@link IndexReader} until the event's last block is visible. Events are paced at a
  * moderate rate; the time from send to visible goes into an HdrHistogram.
  *
+ * <p>Baseline, same run: the same publisher, payloads and pacing to a bare JeroMQ SUB socket in another context,
+ * read by a thread that polls it without blocking and yields like the daemon's ingest agent; the publisher
+ * thread waits, the same way, until that thread has the message. The difference between the two is what kvidx
+ * adds (decode, router keys, writer hand-off, index store) on top of the transport and this host's scheduler.
+ *
  * <p>{@code java --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --enable-native-access=ALL-UNNAMED
  * -cp bench/target/kvidx-bench.jar io.kvidx.bench.ingest.ZmqVisibilityLatency [events/s] [seconds] [blocks] [idle]}
  */
@@ -105,8 +110,79 @@ public final class ZmqVisibilityLatency {
                     histogram.getValueAtPercentile(99) / 1e3, histogram.getValueAtPercentile(99.9) / 1e3,
                     histogram.getMaxValue() / 1e3, histogram.getTotalCount(), lost);
             }
+            final Histogram baseline = transportBaseline(zmq, pub, rate, seconds, blocks, model);
+            System.out.printf("baseline, same run: bare JeroMQ PUB -> SUB on tcp loopback, received by a yielding "
+                    + "poller thread: p50 %.1f us, p90 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us (%d samples)%n",
+                baseline.getValueAtPercentile(50) / 1e3, baseline.getValueAtPercentile(90) / 1e3,
+                baseline.getValueAtPercentile(99) / 1e3, baseline.getValueAtPercentile(99.9) / 1e3,
+                baseline.getMaxValue() / 1e3, baseline.getTotalCount());
         }
         // The daemon deleted its index and cell directory on close; remove the run's own directory too.
         java.nio.file.Files.deleteIfExists(dir);
+    }
+
+    /**
+     * The transport alone: same publisher socket, payloads and pacing; a SUB socket in its own context, read by a
+     * thread that polls without blocking and yields when idle (as the daemon's ingest agent does).
+     */
+    private static Histogram transportBaseline(final ZContext pubContext, final ZMQ.Socket pub, final int rate,
+        final int seconds, final int blocks, final String model) throws InterruptedException {
+        final Histogram histogram = new Histogram(10_000_000_000L, 3);
+        final java.util.concurrent.atomic.AtomicLong received = new java.util.concurrent.atomic.AtomicLong(-1);
+        final java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+        try (ZContext subContext = new ZContext(1)) {
+            final ZMQ.Socket sub = subContext.createSocket(SocketType.SUB);
+            sub.subscribe("base@".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            sub.connect(pub.getLastEndpoint());
+            final Thread receiver = Thread.ofPlatform().name("baseline-sub").start(() -> {
+                while (running.get()) {
+                    final byte[] topic = sub.recv(ZMQ.DONTWAIT);
+                    if (topic == null) {
+                        Thread.yield();
+                        continue;
+                    }
+                    final byte[] seq = sub.recv(0);
+                    sub.recv(0);
+                    received.set(ByteBuffer.wrap(seq).getLong());
+                }
+            });
+            final SplittableRandom random = new SplittableRandom(5);
+            final long[] hashes = new long[blocks];
+            final int[] tokens = new int[blocks * 16];
+            final long interval = 1_000_000_000L / rate;
+            final int warmup = Math.min(rate * 2, 5000);
+            final int total = warmup + rate * seconds;
+            long next = System.nanoTime();
+            for (int i = 0; i < total; i++) {
+                final byte[] payload = VllmBatches.stored(random, blocks, 16, hashes, tokens);
+                while (System.nanoTime() < next) {
+                    LockSupport.parkNanos(Math.min(next - System.nanoTime(), 200_000));
+                }
+                final long sent = System.nanoTime();
+                pub.sendMore("base@bench-pod@" + model);
+                pub.sendMore(ByteBuffer.allocate(8).putLong(i).array());
+                pub.send(payload, 0);
+                boolean seen = false;
+                while (System.nanoTime() - sent < 1_000_000_000L) {
+                    if (received.get() == i) {
+                        seen = true;
+                        break;
+                    }
+                    Thread.yield();
+                }
+                if (seen && i >= warmup) {
+                    histogram.recordValue(System.nanoTime() - sent);
+                }
+                if (i == 0 && !seen) {
+                    // Slow joiner: the subscription was not up yet; start over.
+                    i = -1;
+                    LockSupport.parkNanos(10_000_000);
+                }
+                next = Math.max(next + interval, System.nanoTime());
+            }
+            running.set(false);
+            receiver.join();
+        }
+        return histogram;
     }
 }
