@@ -1,5 +1,6 @@
 package io.kvidx.bench;
 
+import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.daemon.index.IndexWriter;
@@ -64,11 +65,28 @@ public final class KvidxStore implements QueryStore {
      * @return the store; close it to delete the index.
      */
     public static KvidxStore load(final Workload workload, final long spareBlocks, final Path parent) {
+        return load(workload, spareBlocks, parent, Math.max(workload.pods(), IndexDescriptor.DIRECT_MAX_PODS));
+    }
+
+    /**
+     * Like {@link #load(Workload, long, Path)} with the cell's pod capacity given: the default sizes the cell to
+     * the fleet (64 slots for up to 64 pods, whose entries then hold plain 64-bit bitmaps); 256 gives the general
+     * layout (inline lists and overflow bitmaps).
+     *
+     * @param workload    the workload.
+     * @param spareBlocks capacity beyond the workload's blocks.
+     * @param parent      parent of the index's temporary directory; null for /dev/shm (or java.io.tmpdir).
+     * @param maxPods     pod slots of the cell, at least the workload's pods.
+     * @return the store; close it to delete the index.
+     */
+    public static KvidxStore load(final Workload workload, final long spareBlocks, final Path parent,
+        final int maxPods) {
         final Path dir = parent == null ? tempDir("kvidx-bench-") : tempDir(parent, "kvidx-bench-");
         final IndexWriter writer = IndexWriter.create(new IndexWriter.Context()
             .dir(dir)
             .cell("bench")
             .capacityBlocks(capacityFor(workload.blocks() + spareBlocks))
+            .maxPods(maxPods)
             .deleteOnClose(true));
         final int[] slots = new int[workload.pods()];
         for (int p = 0; p < slots.length; p++) {
@@ -174,6 +192,15 @@ public final class KvidxStore implements QueryStore {
         view.name = "kvidx_noprefetch";
         view.ownReader = plain;
         return view;
+    }
+
+    /**
+     * @param label the name this store reports.
+     * @return this.
+     */
+    public KvidxStore named(final String label) {
+        this.name = label;
+        return this;
     }
 
     @Override

@@ -50,6 +50,11 @@ public final class QueryBench {
                 final KvidxStore plain = kvidx.noPrefetchView();
                 Verifier.check(w, naive, plain, VERIFY_QUERIES);
                 stores.add(plain);
+                // The same workload in a general cell (256 slots: inline pod lists and overflow bitmaps).
+                final KvidxStore general = KvidxStore.load(w, ChurnDriver.spareBlocks(o.churnWindow(), o.chain()),
+                    o.indexDir(), io.kvidx.client.index.IndexDescriptor.MAX_PODS).named("kvidx_cell256");
+                Verifier.check(w, naive, general, VERIFY_QUERIES);
+                stores.add(general);
                 out.printf("experiments: %s; dependent random read: %.1f ns in 4 MiB, %.1f ns in 16 MiB,"
                     + " %.1f ns in 128 MiB%n", hugePages(), MemoryLatencyProbe.dependentReadNs(4L << 20, 3_000_000),
                     MemoryLatencyProbe.dependentReadNs(16L << 20, 3_000_000),

@@ -76,6 +76,8 @@ public final class IndexWriter implements AutoCloseable {
     private final long shardTableLength;
     private final long overflowOffset;
     private final int overflowPerShard;
+    /** Pods words are plain 64-bit bitmaps (a cell of at most 64 pods): no inline lists, no overflow bitmaps. */
+    private final boolean direct;
     private final int slotsPerShard;
     private final boolean prefetch;
     /** Writer-private store stamps (eviction clock), one per table slot; moved with entries. */
@@ -114,7 +116,8 @@ public final class IndexWriter implements AutoCloseable {
         this.slotsPerShard = context.slotsPerShard;
         this.prefetch = context.prefetch;
         this.overflowOffset = IndexDescriptor.overflowOffset(maxPods, context.shardCount, context.slotsPerShard);
-        this.overflowPerShard = IndexDescriptor.overflowPerShard(context.slotsPerShard);
+        this.overflowPerShard = IndexDescriptor.overflowPerShard(maxPods, context.slotsPerShard);
+        this.direct = IndexDescriptor.isDirect(maxPods);
         this.stamps = new long[context.shardCount * context.slotsPerShard];
         this.overflowFree = new int[context.shardCount * overflowPerShard];
         this.overflowTop = new int[context.shardCount];
@@ -454,6 +457,14 @@ public final class IndexWriter implements AutoCloseable {
                 if (ek == k) {
                     stamps[stampBase + idx] = ++shardState[stateBase];
                     final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
+                    if (direct) {
+                        final long bit = 1L << slot;
+                        if ((pods & bit) != 0) {
+                            return 0;
+                        }
+                        LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, pods | bit);
+                        return 1;
+                    }
                     if (pods < 0) {
                         final long word = overflowEntry(shard, (int) pods) + (slot >>> 6) * 8L;
                         final long old = (long) LONG.get(segment, word);
@@ -497,8 +508,8 @@ public final class IndexWriter implements AutoCloseable {
                         restart = true;
                         continue;
                     }
-                    // Empty entries have a zero pods word: write this pod's list, then publish the key.
-                    LONG.setOpaque(segment, e + ENTRY_PODS_OFFSET, inlineAdd(0L, slot));
+                    // Empty entries have a zero pods word: write this pod's bit or list, then publish the key.
+                    LONG.setOpaque(segment, e + ENTRY_PODS_OFFSET, direct ? 1L << slot : inlineAdd(0L, slot));
                     stamps[stampBase + idx] = ++shardState[stateBase];
                     LONG.setRelease(segment, e + ENTRY_KEY_OFFSET, k);
                     INT.setRelease(segment, countOffset, count + 1);
@@ -517,6 +528,18 @@ public final class IndexWriter implements AutoCloseable {
         }
         final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
         final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
+        if (direct) {
+            final long bit = 1L << slot;
+            if ((pods & bit) == 0) {
+                return 0;
+            }
+            if (pods == bit) {
+                delete(shard, table, idx);
+            } else {
+                LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, pods & ~bit);
+            }
+            return 1;
+        }
         if (pods < 0) {
             final long o = overflowEntry(shard, (int) pods);
             final long word = o + (slot >>> 6) * 8L;
@@ -694,7 +717,7 @@ public final class IndexWriter implements AutoCloseable {
         LONG.setOpaque(segment, eh + ENTRY_KEY_OFFSET, 0L);
         LONG.setOpaque(segment, eh + ENTRY_PODS_OFFSET, 0L);
         stamps[stampBase + hole] = 0;
-        if (freedPods < 0) {
+        if (!direct && freedPods < 0) {
             freeOverflow(shard, (int) freedPods & (overflowPerShard - 1));
         }
         final long countOffset = header + SHARD_ENTRY_COUNT_OFFSET;
@@ -717,7 +740,14 @@ public final class IndexWriter implements AutoCloseable {
                     }
                     final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
                     final boolean empty;
-                    if (pods < 0) {
+                    if (direct) {
+                        // Slots 0..63 only: the other mask words are empty in a direct cell.
+                        final long kept = pods & ~m0;
+                        empty = kept == 0;
+                        if (!empty && kept != pods) {
+                            LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, kept);
+                        }
+                    } else if (pods < 0) {
                         final long o = overflowEntry(shard, (int) pods);
                         clearBits(o, m0);
                         clearBits(o + 8, m1);

@@ -60,18 +60,25 @@ class IndexAttachTest {
     @Test
     void shouldRejectAnotherMajorVersion() throws Exception {
         final Path file = createAndClose();
-        putInt(file, IndexDescriptor.LAYOUT_VERSION_OFFSET, IndexDescriptor.composeVersion(2, 0, 0));
+        final int other = IndexDescriptor.composeVersion(IndexDescriptor.VERSION_MAJOR + 1, 0, 0);
+        putInt(file, IndexDescriptor.LAYOUT_VERSION_OFFSET, other);
         final IndexVersionException ex = assertThrows(IndexVersionException.class,
             () -> IndexReader.attach(TestIndexes.reader(dir).heartbeatTimeoutMs(0)));
-        assertTrue(ex.getMessage().contains("2.0.0"), ex.getMessage());
+        assertTrue(ex.getMessage().contains(IndexDescriptor.versionString(other)), ex.getMessage());
+        // Layout 1 (no direct 64-pod cells) is not readable either.
+        putInt(file, IndexDescriptor.LAYOUT_VERSION_OFFSET, IndexDescriptor.composeVersion(1, 0, 0));
+        assertThrows(IndexVersionException.class,
+            () -> IndexReader.attach(TestIndexes.reader(dir).heartbeatTimeoutMs(0)));
     }
 
     @Test
     void shouldAcceptANewerMinorVersion() throws Exception {
         final Path file = createAndClose();
-        putInt(file, IndexDescriptor.LAYOUT_VERSION_OFFSET, IndexDescriptor.composeVersion(1, 7, 0));
+        putInt(file, IndexDescriptor.LAYOUT_VERSION_OFFSET,
+            IndexDescriptor.composeVersion(IndexDescriptor.VERSION_MAJOR, 7, 0));
         try (IndexReader reader = IndexReader.attach(TestIndexes.reader(dir).heartbeatTimeoutMs(0))) {
-            assertEquals("1.7.0", IndexDescriptor.versionString(reader.layoutVersion()));
+            assertEquals(IndexDescriptor.VERSION_MAJOR + ".7.0",
+                IndexDescriptor.versionString(reader.layoutVersion()));
         }
     }
 

@@ -1,5 +1,6 @@
 package io.kvidx.daemon.index;
 
+import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PrefixResult;
 import net.jqwik.api.Arbitraries;
@@ -103,9 +104,24 @@ class IndexModelPropertyTest {
         run(ops, 24, false);
     }
 
+    @Property(tries = 150)
+    void shouldAgreeWithTheReferenceModelInADirectCell(@ForAll("ops") final List<Op> ops) {
+        run(ops, 4096, true, IndexDescriptor.DIRECT_MAX_PODS);
+    }
+
+    @Property(tries = 100)
+    void shouldStaySoundUnderEvictionsInADirectCell(@ForAll("crowdedOps") final List<Op> ops) {
+        run(ops, 24, false, IndexDescriptor.DIRECT_MAX_PODS);
+    }
+
     private void run(final List<Op> ops, final int capacity, final boolean exact) {
+        run(ops, capacity, exact, IndexDescriptor.MAX_PODS);
+    }
+
+    private void run(final List<Op> ops, final int capacity, final boolean exact, final int maxPods) {
         final IndexWriter.Context ctx = new IndexWriter.Context().dir(dir).cell("prop").shardCount(2)
-            .capacityBlocks(capacity).maxLoadFactor(0.75).maxChainLength(CHAIN_LENGTH).deleteOnClose(true);
+            .capacityBlocks(capacity).maxLoadFactor(0.75).maxChainLength(CHAIN_LENGTH).maxPods(maxPods)
+            .deleteOnClose(true);
         try (IndexWriter writer = IndexWriter.create(ctx);
              IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("prop")
                  .attachTimeoutMs(1_000).heartbeatTimeoutMs(0))) {

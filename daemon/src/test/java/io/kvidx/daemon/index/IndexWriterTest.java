@@ -43,6 +43,61 @@ class IndexWriterTest {
     }
 
     @Test
+    void shouldKeepEveryPodOfADirectCellIncludingSlot63() throws Exception {
+        // A cell of at most 64 pods stores plain 64-bit bitmaps; slot 63 is the sign bit of the pods word.
+        final Path directDir = Files.createDirectories(dir.resolve("direct"));
+        try (IndexWriter w = IndexWriter.create(TestIndexes.small(directDir).maxPods(64));
+             IndexReader r = IndexReader.attach(TestIndexes.reader(directDir))) {
+            assertEquals(IndexDescriptor.tablesOffset(64, 4) + 4L * 64 * 16, Files.size(w.context().indexFile()),
+                "no overflow area");
+            final int[] slots = new int[64];
+            for (int i = 0; i < 64; i++) {
+                slots[i] = w.registerPod("pod-" + i, "m");
+            }
+            assertEquals(63, slots[63]);
+            assertThrows(PodCapacityExceededException.class, () -> w.registerPod("pod-64", "m"));
+            final long[] keys = TestIndexes.chain(7, 20);
+            for (int i = 0; i < 64; i++) {
+                assertEquals(1 + i % 20, w.store(slots[i], keys, 0, 1 + i % 20));
+            }
+            assertEquals(0, w.store(slots[63], keys, 0, 4), "idempotent");
+            assertEquals(20, r.query(keys, 20, null, result));
+            assertEquals(64, result.count());
+            for (int i = 0; i < 64; i++) {
+                assertEquals(1 + i % 20, result.depthOf(slots[i]), "pod " + i);
+            }
+            final long[] bits = new long[4];
+            assertTrue(r.lookup(keys[0], bits));
+            assertEquals(-1L, bits[0], "all 64 pods hold block 0");
+
+            // Remove slot 63's tail, clear slot 0, then down slot 62 and sweep: sign bit and last holders.
+            assertEquals(2, w.remove(slots[63], keys, 2, 18));
+            w.clearPod(slots[0]);
+            assertTrue(w.podDown(slots[62]));
+            while (w.isSweeping()) {
+                w.sweepStep();
+            }
+            r.queryExact(keys, 20, null, result);
+            assertEquals(2, result.depthOf(slots[63]));
+            assertEquals(0, result.depthOf(slots[0]));
+            assertEquals(0, result.depthOf(slots[62]));
+            assertEquals(1 + 61 % 20, result.depthOf(slots[61]));
+            assertTrue(r.lookup(keys[0], bits));
+            assertEquals(~((1L << 0) | (1L << 62)), bits[0]);
+
+            // The last holder of a block leaves: the entry is freed.
+            final long before = w.entryCount();
+            for (int i = 1; i < 64; i++) {
+                if (i != 62) {
+                    w.remove(slots[i], keys, 19, 1);
+                }
+            }
+            assertFalse(r.lookup(keys[19], bits));
+            assertEquals(before - 1, w.entryCount());
+        }
+    }
+
+    @Test
     void shouldAnswerDepthPerPodForPrefixes() {
         final int a = writer.registerPod("pod-a", "m");
         final int b = writer.registerPod("pod-b", "m");

@@ -29,6 +29,7 @@ import io.kvidx.ffm.Layouts;
  *     | shard tables: shard count x slots per shard x 16-byte entries    |
  *     +-------------------------------- 4 KiB aligned -------------------+
  *     | overflow: shard count x (slots per shard / 8) x 32-byte bitmaps  |
+ *     |   (absent, length 0, in a direct cell: max pods &lt;= 64)           |
  *     +------------------------------------------------------------------+
  *
  * Pod table entry (256 bytes)                 Shard header (128 bytes)
@@ -40,7 +41,8 @@ import io.kvidx.ffm.Layouts;
  *
  * Entry (16 bytes, four per cache line)
  *   0 key u64 (0 = empty; published last with a release store)
- *   8 pods u64, one of two forms, always replaced by one 64-bit store:
+ *   8 pods u64. Direct cell (max pods &lt;= 64): the bitmap itself, bit p = pod slot p holds the block.
+ *     Otherwise one of two forms, always replaced by one 64-bit store:
  *       inline   (bit 63 = 0): byte 7 = count n (0..7), bytes 0..n-1 = the pod slots holding the block
  *       overflow (bit 63 = 1): bits 0..31 = index of a 32-byte bitmap in the shard's overflow area
  *
@@ -57,7 +59,7 @@ public final class IndexDescriptor {
     /** "KVIDXIX1" read as a little-endian u64. */
     public static final long MAGIC = 0x3158_4958_4449_564BL;
     /** Layout major version: readers reject another major. */
-    public static final int VERSION_MAJOR = 1;
+    public static final int VERSION_MAJOR = 2;
     /** Layout minor version: additive, compatible changes. */
     public static final int VERSION_MINOR = 0;
     /** Layout patch version. */
@@ -155,6 +157,11 @@ public final class IndexDescriptor {
     public static final int OVERFLOW_LENGTH = 32;
     /** Table slots per overflow bitmap: each shard has slotsPerShard / 8 overflow bitmaps. */
     public static final int SLOTS_PER_OVERFLOW = 8;
+    /**
+     * Largest cell whose pods words are plain 64-bit bitmaps ({@link #isDirect}): no inline lists, no overflow
+     * area, one load per lookup.
+     */
+    public static final int DIRECT_MAX_PODS = 64;
 
     /** Pods per cell: the width of every bitmap. */
     public static final int MAX_PODS = 256;
@@ -213,11 +220,20 @@ public final class IndexDescriptor {
     }
 
     /**
-     * @param slotsPerShard entries per shard.
-     * @return overflow bitmaps per shard.
+     * @param maxPods pods in the cell.
+     * @return true when the cell's pods words are 64-bit bitmaps (at most {@link #DIRECT_MAX_PODS} pods).
      */
-    public static int overflowPerShard(final int slotsPerShard) {
-        return slotsPerShard / SLOTS_PER_OVERFLOW;
+    public static boolean isDirect(final int maxPods) {
+        return maxPods <= DIRECT_MAX_PODS;
+    }
+
+    /**
+     * @param maxPods       pods in the cell.
+     * @param slotsPerShard entries per shard.
+     * @return overflow bitmaps per shard (0 in a direct cell).
+     */
+    public static int overflowPerShard(final int maxPods, final int slotsPerShard) {
+        return isDirect(maxPods) ? 0 : slotsPerShard / SLOTS_PER_OVERFLOW;
     }
 
     /**
@@ -239,7 +255,7 @@ public final class IndexDescriptor {
      */
     public static long fileLength(final int maxPods, final int shardCount, final int slotsPerShard) {
         return overflowOffset(maxPods, shardCount, slotsPerShard)
-            + (long) shardCount * overflowPerShard(slotsPerShard) * OVERFLOW_LENGTH;
+            + (long) shardCount * overflowPerShard(maxPods, slotsPerShard) * OVERFLOW_LENGTH;
     }
 
     /**

@@ -63,6 +63,8 @@ public final class IndexReader implements AutoCloseable {
     private final long shardTableLength;
     private final long overflowOffset;
     private final int overflowPerShard;
+    /** Pods words are plain 64-bit bitmaps (at most 64 pods): one load per lookup. */
+    private final boolean direct;
     private final int overflowMask;
     private final boolean prefetch;
 
@@ -86,8 +88,9 @@ public final class IndexReader implements AutoCloseable {
         this.tablesOffset = IndexDescriptor.tablesOffset(maxPods, shardCount);
         this.shardTableLength = (long) slotsPerShard * ENTRY_LENGTH;
         this.overflowOffset = IndexDescriptor.overflowOffset(maxPods, shardCount, slotsPerShard);
-        this.overflowPerShard = IndexDescriptor.overflowPerShard(slotsPerShard);
-        this.overflowMask = overflowPerShard - 1;
+        this.overflowPerShard = IndexDescriptor.overflowPerShard(maxPods, slotsPerShard);
+        this.overflowMask = Math.max(0, overflowPerShard - 1);
+        this.direct = IndexDescriptor.isDirect(maxPods);
         this.prefetch = context.prefetch();
     }
 
@@ -408,7 +411,9 @@ public final class IndexReader implements AutoCloseable {
                         // The key is published (release) after its pods word: read the pods word after the key.
                         VarHandle.acquireFence();
                         final long pods = (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET);
-                        if (pods >= 0) {
+                        if (direct) {
+                            w0 = pods;
+                        } else if (pods >= 0) {
                             for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
                                 final int slot = IndexDescriptor.inlineSlot(pods, i);
                                 final long bit = 1L << slot;

@@ -3,8 +3,10 @@ package io.kvidx.client.index;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Pins every offset of the index layout: changing one is a layout change that needs a new version.
@@ -71,9 +73,22 @@ class IndexDescriptorTest {
         assertEquals(102_400, IndexDescriptor.tablesOffset(256, 256)); // 98,560 rounded up to 4 KiB
         // 32 MiB of 16-byte entries, then 256 x 1024 overflow bitmaps of 32 bytes (8 MiB).
         assertEquals(102_400 + 256L * 8192 * 16, IndexDescriptor.overflowOffset(256, 256, 8192));
-        assertEquals(1024, IndexDescriptor.overflowPerShard(8192));
+        assertEquals(1024, IndexDescriptor.overflowPerShard(256, 8192));
         assertEquals(102_400 + 256L * 8192 * 16 + 256L * 1024 * 32, IndexDescriptor.fileLength(256, 256, 8192));
         assertEquals(0, IndexDescriptor.tablesOffset(1, 2) % 4096);
+    }
+
+    @Test
+    void shouldDropTheOverflowAreaInADirectCell() {
+        // At most 64 pods: pods words are 64-bit bitmaps, so the file ends after the tables.
+        assertEquals(64, IndexDescriptor.DIRECT_MAX_PODS);
+        assertTrue(IndexDescriptor.isDirect(64));
+        assertFalse(IndexDescriptor.isDirect(65));
+        assertEquals(0, IndexDescriptor.overflowPerShard(64, 8192));
+        assertEquals(1024, IndexDescriptor.overflowPerShard(65, 8192));
+        final long tables = IndexDescriptor.tablesOffset(64, 256); // 256 + 64 x 256 + 256 x 128 = 49,408 -> 53,248
+        assertEquals(53_248, tables);
+        assertEquals(tables + 256L * 8192 * 16, IndexDescriptor.fileLength(64, 256, 8192));
     }
 
     @Test
@@ -89,7 +104,7 @@ class IndexDescriptorTest {
 
     @Test
     void shouldPackSemanticVersion() {
-        assertEquals(0x0001_0000, IndexDescriptor.LAYOUT_VERSION);
+        assertEquals(0x0002_0000, IndexDescriptor.LAYOUT_VERSION);
         assertEquals(0x0002_0304, IndexDescriptor.composeVersion(2, 3, 4));
         assertEquals(2, IndexDescriptor.majorVersion(0x0002_0304));
         assertEquals("2.3.4", IndexDescriptor.versionString(0x0002_0304));
