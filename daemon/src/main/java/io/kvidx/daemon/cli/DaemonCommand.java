@@ -35,6 +35,10 @@ public final class DaemonCommand implements Callable<Integer> {
     @Option(names = "--capacity", paramLabel = "BLOCKS", description = "Blocks held before evicting.")
     private Long capacity;
 
+    @Option(names = "--max-pods", paramLabel = "P", description = "Pod slots of the cell, 1..256 (default 256). A cell "
+        + "of at most 64 pods stores plain 64-bit pod bitmaps: a smaller, faster index.")
+    private Integer maxPods;
+
     @Option(names = "--writers", description = "Writer threads (default 1).")
     private Integer writers;
 
@@ -78,6 +82,9 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (blockSize != null) {
             context.blockSize(blockSize);
+        }
+        if (maxPods != null) {
+            context.maxPods(maxPods);
         }
         if (capacity != null) {
             context.capacityBlocks(capacity);

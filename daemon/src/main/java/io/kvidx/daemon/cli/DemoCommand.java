@@ -81,7 +81,9 @@ public final class DemoCommand implements Callable<Integer> {
         }, "kvidx-demo-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
 
+        // The cell is sized to the fleet: up to 64 pods get the direct layout (64-bit pod bitmaps).
         final IndexWriter.Context ctx = new IndexWriter.Context().dir(indexDir).cell(cell).capacityBlocks(capacity)
+            .maxPods(Math.max(pods, io.kvidx.client.index.IndexDescriptor.DIRECT_MAX_PODS))
             .maxChainLength(Math.max(MAX_CHAIN, 8192)).deleteOnClose(true);
         Process child = null;
         try (IndexWriter writer = IndexWriter.create(ctx);
