@@ -60,6 +60,7 @@ class DaemonCommandTest {
         try (JavaVllmPublisherAccess publisher = new JavaVllmPublisherAccess("whatever", true)) {
             final Path log = dir.resolve("daemon.log");
             final Process daemon = new ProcessBuilder(java("daemon", "--dir", dir.toString(), "--capacity", "8192",
+                "--max-pods", "64",
                 "--zmq", "pod-7@" + MODEL + "=" + publisher.endpoint(), "--replay",
                 "pod-7=" + publisher.replayEndpoint(), "--idle", "sleeping"))
                 .redirectErrorStream(true).redirectOutput(log.toFile()).start();
@@ -76,6 +77,10 @@ class DaemonCommandTest {
                     }
                 }
                 assertEquals("pod-7 25", answer);
+                try (io.kvidx.client.index.IndexReader reader = io.kvidx.client.index.IndexReader.attach(
+                    new io.kvidx.client.index.IndexReader.Context().dir(dir))) {
+                    assertEquals(64, reader.maxPods(), "--max-pods 64: a direct cell");
+                }
                 assertEquals("pod-7 4", query(Arrays.copyOf(tokens, 70)));
                 assertEquals("", query("1", "2", "3"));
             } finally {
