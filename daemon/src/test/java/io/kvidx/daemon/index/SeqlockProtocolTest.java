@@ -2,9 +2,12 @@ package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.index.StaleWriterException;
 import io.kvidx.ffm.Layouts;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -32,6 +35,43 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SeqlockProtocolTest {
     @TempDir
     Path dir;
+
+    /**
+     * A query (not just a lookup) must wait too, in both cell forms: the general one (inline lists) and a direct
+     * cell of at most 64 pods, whose query has its own lookup.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {64, 256})
+    void shouldHoldAQueryWhileAShardIsBeingChanged(final int maxPods) throws Exception {
+        try (IndexWriter writer = IndexWriter.create(TestIndexes.small(dir).maxPods(maxPods));
+             IndexReader reader = IndexReader.attach(TestIndexes.reader(dir));
+             IndexReader impatient = IndexReader.attach(TestIndexes.reader(dir).heartbeatTimeoutMs(100));
+             Arena arena = Arena.ofShared()) {
+            final int pod = writer.registerPod("p", "m");
+            final long key = 99L;
+            writer.store(pod, new long[] {key}, 0, 1);
+            final long versionOffset = versionOffset(writer, key);
+            final MemorySegment rw = mapReadWrite(writer.context().indexFile(), arena);
+            final long even = (long) Layouts.LONG.getAcquire(rw, versionOffset);
+
+            Layouts.LONG.setRelease(rw, versionOffset, even + 1);
+            final CompletableFuture<Integer> query = CompletableFuture.supplyAsync(
+                () -> reader.query(new long[] {key}, 1, null, new PrefixResult()));
+            assertThrows(TimeoutException.class, () -> query.get(200, TimeUnit.MILLISECONDS),
+                "a query must not answer while the shard version is odd");
+            Layouts.LONG.setRelease(rw, versionOffset, even + 2);
+            assertEquals(1, query.get(5, TimeUnit.SECONDS));
+
+            // A writer that died mid-change: the query reports it instead of answering.
+            writer.heartbeat(System.currentTimeMillis() - 10_000);
+            Layouts.LONG.setRelease(rw, versionOffset, even + 3);
+            final java.util.concurrent.ExecutionException ex = assertThrows(
+                java.util.concurrent.ExecutionException.class, () -> CompletableFuture.supplyAsync(
+                    () -> impatient.query(new long[] {key}, 1, null, new PrefixResult())).get(10, TimeUnit.SECONDS));
+            assertInstanceOf(StaleWriterException.class, ex.getCause());
+            assertTrue(ex.getCause().getMessage().contains("stays locked"), ex.getCause().getMessage());
+        }
+    }
 
     @Test
     void shouldWaitWhileAShardIsBeingChangedAndAnswerAfterwards() throws Exception {

@@ -238,6 +238,9 @@ public final class IndexReader implements AutoCloseable {
         if (length == 0 || (s0 | s1 | s2 | s3) == 0) {
             return 0;
         }
+        if (direct) {
+            return queryDirect(keys, length, s0, result);
+        }
         if (prefetch) {
             result.sink = prefetch(keys, length, result);
         }
@@ -342,6 +345,17 @@ public final class IndexReader implements AutoCloseable {
     private long prefetch(final long[] keys, final int length, final PrefixResult result) {
         // Two passes: first compute every home entry's offset, then load them in a loop of a few instructions per
         // load, so that many more misses are in flight at once than if each load waited behind its own hashing.
+        final long[] offsets = homeOffsets(keys, length, result);
+        final MemorySegment s = segment;
+        long sink = 0;
+        for (int i = 0; i < length; i++) {
+            sink += (long) PLAIN.get(s, offsets[i]);
+        }
+        return sink;
+    }
+
+    /** The file offset of every key's home entry, in the result's scratch array. */
+    private long[] homeOffsets(final long[] keys, final int length, final PrefixResult result) {
         final long[] offsets = result.offsets(length);
         final int shift = 64 - shardBits - slotBits;
         final long base = tablesOffset;
@@ -349,12 +363,112 @@ public final class IndexReader implements AutoCloseable {
             offsets[i] = base + ((IndexDescriptor.spread(IndexDescriptor.storedKey(keys[i])) >>> shift)
                 << ENTRY_LENGTH_SHIFT);
         }
-        final MemorySegment s = segment;
-        long sink = 0;
-        for (int i = 0; i < length; i++) {
-            sink += (long) PLAIN.get(s, offsets[i]);
+        return offsets;
+    }
+
+    /**
+     * {@link #query} in a direct cell (at most 64 pods): pod sets are single words, so the search keeps one word
+     * per frame and each lookup returns the pods word itself.
+     */
+    private int queryDirect(final long[] keys, final int length, final long alive, final PrefixResult result) {
+        final long[] offsets;
+        if (prefetch) {
+            result.sink = prefetch(keys, length, result);
+            offsets = result.offsets(length);
+        } else {
+            offsets = homeOffsets(keys, length, result);
         }
-        return sink;
+        long s0 = alive & lookupDirect(IndexDescriptor.storedKey(keys[0]), offsets[0]);
+        int probes = 1;
+        if (s0 == 0) {
+            result.probes(probes);
+            return 0;
+        }
+        final long[] stack = result.stack;
+        int top = 0;
+        stack[0] = 1;
+        stack[1] = length;
+        stack[2] = s0;
+        top++;
+        int max = 0;
+        while (top > 0) {
+            final int base = --top * 3;
+            final int lo = (int) stack[base];
+            final int hi = (int) stack[base + 1];
+            final long f = stack[base + 2];
+            if (lo == hi) {
+                result.addWord0(f, lo);
+                max = Math.max(max, lo);
+                continue;
+            }
+            final int mid = (lo + hi) >>> 1;
+            final long w = lookupDirect(IndexDescriptor.storedKey(keys[mid]), offsets[mid]);
+            probes++;
+            final long low = f & ~w;
+            final long high = f & w;
+            if (low != 0) {
+                final int b = top++ * 3;
+                stack[b] = lo;
+                stack[b + 1] = mid;
+                stack[b + 2] = low;
+            }
+            if (high != 0) {
+                final int b = top++ * 3;
+                stack[b] = mid + 1;
+                stack[b + 1] = hi;
+                stack[b + 2] = high;
+            }
+        }
+        result.probes(probes);
+        return max;
+    }
+
+    /**
+     * The pods word of a stored key in a direct cell (0 when absent), by linear probing from its home entry's
+     * file offset under the shard's seqlock.
+     */
+    private long lookupDirect(final long k, final long home) {
+        final MemorySegment s = segment;
+        final int shard = (int) ((home - tablesOffset) >>> (slotBits + ENTRY_LENGTH_SHIFT));
+        final long table = tablesOffset + shard * shardTableLength;
+        final long versionOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_VERSION_OFFSET;
+        final long tableEnd = table + shardTableLength;
+        int spins = 0;
+        while (true) {
+            final long v1 = (long) LONG.getAcquire(s, versionOffset);
+            if ((v1 & 1) == 0) {
+                long pods = 0;
+                long e = home;
+                for (int n = 0; n <= slotMask; n++) {
+                    final long ek = (long) PLAIN.get(s, e + ENTRY_KEY_OFFSET);
+                    if (ek == k) {
+                        // The key is published (release) after its pods word: read the pods word after the key.
+                        VarHandle.acquireFence();
+                        pods = (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET);
+                        break;
+                    }
+                    if (ek == 0) {
+                        break;
+                    }
+                    e += ENTRY_LENGTH;
+                    if (e == tableEnd) {
+                        e = table;
+                    }
+                }
+                VarHandle.loadLoadFence();
+                if ((long) LONG.getOpaque(s, versionOffset) == v1) {
+                    return pods;
+                }
+            }
+            Thread.onSpinWait();
+            if (++spins == SPINS_BEFORE_HEARTBEAT_CHECK) {
+                spins = 0;
+                if (isWriterStale()) {
+                    throw new StaleWriterException("shard " + shard + " of " + region.path()
+                        + " stays locked and the writer's heartbeat stopped " + heartbeatAgeMs() + " ms ago");
+                }
+            }
+        }
     }
 
     private static void push(final long[] stack, final int frame, final int lo, final int hi, final long w0,

@@ -50,6 +50,11 @@ public final class PrefixResult {
         }
     }
 
+    /** Adds the pods of word 0 (slots 0..63) at a depth {@code >= 1}. */
+    void addWord0(final long word, final int depth) {
+        addWord(word, 0, depth);
+    }
+
     private void addWord(final long word, final int base, final int depth) {
         long w = word;
         while (w != 0) {
