@@ -460,15 +460,27 @@ public final class IndexReader implements AutoCloseable {
                     return pods;
                 }
             }
-            Thread.onSpinWait();
-            if (++spins == SPINS_BEFORE_HEARTBEAT_CHECK) {
-                spins = 0;
-                if (isWriterStale()) {
-                    throw new StaleWriterException("shard " + shard + " of " + region.path()
-                        + " stays locked and the writer's heartbeat stopped " + heartbeatAgeMs() + " ms ago");
-                }
-            }
+            spins = waitForWriter(spins, shard);
         }
+    }
+
+    /**
+     * One spin while a shard's version is odd; every {@link #SPINS_BEFORE_HEARTBEAT_CHECK} spins, checks that the
+     * writer is still alive.
+     *
+     * @return the spin count to carry on with.
+     * @throws StaleWriterException when the shard stays locked and the writer's heartbeat has stopped.
+     */
+    private int waitForWriter(final int spins, final int shard) {
+        Thread.onSpinWait();
+        if (spins + 1 < SPINS_BEFORE_HEARTBEAT_CHECK) {
+            return spins + 1;
+        }
+        if (isWriterStale()) {
+            throw new StaleWriterException("shard " + shard + " of " + region.path()
+                + " stays locked and the writer's heartbeat stopped " + heartbeatAgeMs() + " ms ago");
+        }
+        return 0;
     }
 
     private static void push(final long[] stack, final int frame, final int lo, final int hi, final long w0,
@@ -566,14 +578,7 @@ public final class IndexReader implements AutoCloseable {
                     return found;
                 }
             }
-            Thread.onSpinWait();
-            if (++spins == SPINS_BEFORE_HEARTBEAT_CHECK) {
-                spins = 0;
-                if (isWriterStale()) {
-                    throw new StaleWriterException("shard " + shard + " of " + region.path()
-                        + " stays locked and the writer's heartbeat stopped " + heartbeatAgeMs() + " ms ago");
-                }
-            }
+            spins = waitForWriter(spins, shard);
         }
     }
 
