@@ -76,8 +76,9 @@ public class DecisionBenchmark {
         final Path shm = Path.of("/dev/shm");
         dir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
             "kvidx-decision-");
+        // The cell is sized to the fleet (64 pods: plain 64-bit pod bitmaps), as `kvidx daemon --max-pods 64`.
         writer = IndexWriter.create(new IndexWriter.Context().dir(dir).cell("bench").shardCount(256)
-            .capacityBlocks(1 << 18).blockSize(BLOCK).deleteOnClose(true));
+            .capacityBlocks(1 << 18).blockSize(BLOCK).maxPods(PODS).deleteOnClose(true));
         final PodRegistry registry = new PodRegistry();
         final int[] slots = new int[PODS];
         for (int p = 0; p < PODS; p++) {
