@@ -44,11 +44,11 @@ public final class SbeIngestThroughput {
         final int blocksPerEvent = args.length > 1 ? Integer.parseInt(args[1]) : 16;
         final String idle = args.length > 2 ? args[2] : "sleeping";
         final int writers = args.length > 3 ? Integer.parseInt(args[3]) : 1;
-        final boolean churn = args.length <= 4 || !"restore".equals(args[4]);
-        if (args.length > 4 && !churn && !"restore".equals(args[4]) || args.length > 4 && churn
-            && !"churn".equals(args[4])) {
-            throw new IllegalArgumentException("mode must be churn or restore: " + args[4]);
+        final String mode = args.length > 4 ? args[4] : "churn";
+        if (!"churn".equals(mode) && !"restore".equals(mode)) {
+            throw new IllegalArgumentException("mode must be churn or restore: " + mode);
         }
+        final boolean churn = "churn".equals(mode);
         final int pods = 4;
         final int eventsPerPod = 8192;
         final int blockSize = 16;

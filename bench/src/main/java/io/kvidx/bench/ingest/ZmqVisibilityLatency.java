@@ -56,50 +56,21 @@ public final class ZmqVisibilityLatency {
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 final RouterKeyHasher hasher = new RouterKeyHasher(16);
                 final long seed = RouterKeyHasher.chainSeed(model, null, null);
-                final SplittableRandom random = new SplittableRandom(3);
-                final long[] hashes = new long[blocks];
-                final int[] tokens = new int[blocks * 16];
                 final long[] keys = new long[blocks];
                 final long[] bits = new long[4];
-                final Histogram histogram = new Histogram(10_000_000_000L, 3);
-                final long interval = 1_000_000_000L / rate;
-                final int warmup = Math.min(rate * 2, 5000);
-                final int total = warmup + rate * seconds;
-                long seq = 0;
-                long next = System.nanoTime();
-                int lost = 0;
-                for (int i = 0; i < total; i++) {
-                    final byte[] payload = VllmBatches.stored(random, blocks, 16, hashes, tokens);
-                    hasher.keys(seed, tokens, tokens.length, keys);
-                    while (System.nanoTime() < next) {
-                        LockSupport.parkNanos(Math.min(next - System.nanoTime(), 200_000));
+                final Run run = paced(pub, "kv@bench-pod@" + model, rate, seconds, blocks, 3, new Probe() {
+                    @Override
+                    public void prepared(final int[] tokens) {
+                        hasher.keys(seed, tokens, tokens.length, keys);
                     }
-                    final long sent = System.nanoTime();
-                    pub.sendMore("kv@bench-pod@" + model);
-                    pub.sendMore(ByteBuffer.allocate(8).putLong(seq++).array());
-                    pub.send(payload, 0);
-                    boolean visible = false;
-                    while (System.nanoTime() - sent < 1_000_000_000L) {
-                        if (reader.lookup(keys[blocks - 1], bits)) {
-                            visible = true;
-                            break;
-                        }
-                        // Yield, not spin: on a 2-core host the daemon's threads need the core.
-                        Thread.yield();
+
+                    @Override
+                    public boolean visible(final long seq) {
+                        return reader.lookup(keys[blocks - 1], bits);
                     }
-                    final long latency = System.nanoTime() - sent;
-                    if (!visible) {
-                        lost++;
-                    } else if (i >= warmup) {
-                        histogram.recordValue(latency);
-                    }
-                    next = Math.max(next + interval, System.nanoTime());
-                    if (i == 0 && !visible) {
-                        // Slow joiner: the subscription was not up yet; start over.
-                        i = -1;
-                        LockSupport.parkNanos(10_000_000);
-                    }
-                }
+                });
+                final Histogram histogram = run.histogram();
+                final int lost = run.lost();
                 System.out.print(daemon.counters().describe().lines()
                     .filter(l -> l.contains("stored") || l.contains("gaps") || l.contains("errors"))
                     .reduce("", (a, b) -> a + b + "\n"));
@@ -110,7 +81,7 @@ public final class ZmqVisibilityLatency {
                     histogram.getValueAtPercentile(99) / 1e3, histogram.getValueAtPercentile(99.9) / 1e3,
                     histogram.getMaxValue() / 1e3, histogram.getTotalCount(), lost);
             }
-            final Histogram baseline = transportBaseline(zmq, pub, rate, seconds, blocks, model);
+            final Histogram baseline = transportBaseline(pub, rate, seconds, blocks, model);
             System.out.printf("baseline, same run: bare JeroMQ PUB -> SUB on tcp loopback, received by a yielding "
                     + "poller thread: p50 %.1f us, p90 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us (%d samples)%n",
                 baseline.getValueAtPercentile(50) / 1e3, baseline.getValueAtPercentile(90) / 1e3,
@@ -125,9 +96,8 @@ public final class ZmqVisibilityLatency {
      * The transport alone: same publisher socket, payloads and pacing; a SUB socket in its own context, read by a
      * thread that polls without blocking and yields when idle (as the daemon's ingest agent does).
      */
-    private static Histogram transportBaseline(final ZContext pubContext, final ZMQ.Socket pub, final int rate,
-        final int seconds, final int blocks, final String model) throws InterruptedException {
-        final Histogram histogram = new Histogram(10_000_000_000L, 3);
+    private static Histogram transportBaseline(final ZMQ.Socket pub, final int rate, final int seconds,
+        final int blocks, final String model) throws InterruptedException {
         final java.util.concurrent.atomic.AtomicLong received = new java.util.concurrent.atomic.AtomicLong(-1);
         final java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
         try (ZContext subContext = new ZContext(1)) {
@@ -146,43 +116,91 @@ public final class ZmqVisibilityLatency {
                     received.set(ByteBuffer.wrap(seq).getLong());
                 }
             });
-            final SplittableRandom random = new SplittableRandom(5);
-            final long[] hashes = new long[blocks];
-            final int[] tokens = new int[blocks * 16];
-            final long interval = 1_000_000_000L / rate;
-            final int warmup = Math.min(rate * 2, 5000);
-            final int total = warmup + rate * seconds;
-            long next = System.nanoTime();
-            for (int i = 0; i < total; i++) {
-                final byte[] payload = VllmBatches.stored(random, blocks, 16, hashes, tokens);
-                while (System.nanoTime() < next) {
-                    LockSupport.parkNanos(Math.min(next - System.nanoTime(), 200_000));
+            final Run run = paced(pub, "base@bench-pod@" + model, rate, seconds, blocks, 5, new Probe() {
+                @Override
+                public void prepared(final int[] tokens) {
+                    // Nothing to compute: the receiving thread reports the sequence it got.
                 }
-                final long sent = System.nanoTime();
-                pub.sendMore("base@bench-pod@" + model);
-                pub.sendMore(ByteBuffer.allocate(8).putLong(i).array());
-                pub.send(payload, 0);
-                boolean seen = false;
-                while (System.nanoTime() - sent < 1_000_000_000L) {
-                    if (received.get() == i) {
-                        seen = true;
-                        break;
-                    }
-                    Thread.yield();
+
+                @Override
+                public boolean visible(final long seq) {
+                    return received.get() == seq;
                 }
-                if (seen && i >= warmup) {
-                    histogram.recordValue(System.nanoTime() - sent);
-                }
-                if (i == 0 && !seen) {
-                    // Slow joiner: the subscription was not up yet; start over.
-                    i = -1;
-                    LockSupport.parkNanos(10_000_000);
-                }
-                next = Math.max(next + interval, System.nanoTime());
-            }
+            });
             running.set(false);
             receiver.join();
+            return run.histogram();
         }
-        return histogram;
+    }
+
+    /** What a paced run measures: how to prepare for an event and when it counts as arrived. */
+    private interface Probe {
+        /**
+         * @param tokens the token ids of the event about to be sent.
+         */
+        void prepared(int[] tokens);
+
+        /**
+         * @param seq the sequence number the event was sent with.
+         * @return true once the event has arrived.
+         */
+        boolean visible(long seq);
+    }
+
+    /** Send-to-visible latencies of a paced run, and the events that never arrived within a second. */
+    private record Run(Histogram histogram, int lost) {
+    }
+
+    /**
+     * Publishes vLLM BlockStored batches at {@code rate} events per second for a warm-up plus {@code seconds},
+     * each as three frames (topic, sequence, payload), and after each one waits, yielding, until the probe sees
+     * it. Restarts once when the first event never arrives (ZeroMQ's slow joiner).
+     */
+    private static Run paced(final ZMQ.Socket pub, final String topic, final int rate, final int seconds,
+        final int blocks, final long randomSeed, final Probe probe) {
+        final SplittableRandom random = new SplittableRandom(randomSeed);
+        final long[] hashes = new long[blocks];
+        final int[] tokens = new int[blocks * 16];
+        final Histogram histogram = new Histogram(10_000_000_000L, 3);
+        final long interval = 1_000_000_000L / rate;
+        final int warmup = Math.min(rate * 2, 5000);
+        final int total = warmup + rate * seconds;
+        long seq = 0;
+        long next = System.nanoTime();
+        int lost = 0;
+        for (int i = 0; i < total; i++) {
+            final byte[] payload = VllmBatches.stored(random, blocks, 16, hashes, tokens);
+            probe.prepared(tokens);
+            while (System.nanoTime() < next) {
+                LockSupport.parkNanos(Math.min(next - System.nanoTime(), 200_000));
+            }
+            final long sent = System.nanoTime();
+            final long sentSeq = seq++;
+            pub.sendMore(topic);
+            pub.sendMore(ByteBuffer.allocate(8).putLong(sentSeq).array());
+            pub.send(payload, 0);
+            boolean visible = false;
+            while (System.nanoTime() - sent < 1_000_000_000L) {
+                if (probe.visible(sentSeq)) {
+                    visible = true;
+                    break;
+                }
+                // Yield, not spin: on a 2-core host the daemon's threads need the core.
+                Thread.yield();
+            }
+            final long latency = System.nanoTime() - sent;
+            if (!visible) {
+                lost++;
+            } else if (i >= warmup) {
+                histogram.recordValue(latency);
+            }
+            next = Math.max(next + interval, System.nanoTime());
+            if (i == 0 && !visible) {
+                // Slow joiner: the subscription was not up yet; start over.
+                i = -1;
+                LockSupport.parkNanos(10_000_000);
+            }
+        }
+        return new Run(histogram, lost);
     }
 }

@@ -357,13 +357,16 @@ public final class IndexReader implements AutoCloseable {
     /** The file offset of every key's home entry, in the result's scratch array. */
     private long[] homeOffsets(final long[] keys, final int length, final PrefixResult result) {
         final long[] offsets = result.offsets(length);
-        final int shift = 64 - shardBits - slotBits;
-        final long base = tablesOffset;
         for (int i = 0; i < length; i++) {
-            offsets[i] = base + ((IndexDescriptor.spread(IndexDescriptor.storedKey(keys[i])) >>> shift)
-                << ENTRY_LENGTH_SHIFT);
+            offsets[i] = homeOffset(IndexDescriptor.storedKey(keys[i]));
         }
         return offsets;
+    }
+
+    /** File offset of a stored key's home entry: shard and slot are consecutive bits of its Fibonacci hash. */
+    private long homeOffset(final long storedKey) {
+        final long index = IndexDescriptor.spread(storedKey) >>> (64 - shardBits - slotBits);
+        return tablesOffset + (index << ENTRY_LENGTH_SHIFT);
     }
 
     /**
@@ -514,6 +517,14 @@ public final class IndexReader implements AutoCloseable {
      */
     public boolean lookup(final long key, final long[] out) {
         final long k = IndexDescriptor.storedKey(key);
+        if (direct) {
+            // A direct cell deletes an entry with its last pod: a non-zero word is a present key.
+            out[0] = lookupDirect(k, homeOffset(k));
+            out[1] = 0;
+            out[2] = 0;
+            out[3] = 0;
+            return out[0] != 0;
+        }
         final long h = IndexDescriptor.spread(k);
         final int shard = (int) (h >>> (64 - shardBits));
         final int home = (int) ((h << shardBits) >>> (64 - slotBits));
@@ -537,9 +548,7 @@ public final class IndexReader implements AutoCloseable {
                         // The key is published (release) after its pods word: read the pods word after the key.
                         VarHandle.acquireFence();
                         final long pods = (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET);
-                        if (direct) {
-                            w0 = pods;
-                        } else if (pods >= 0) {
+                        if (pods >= 0) {
                             for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
                                 final int slot = IndexDescriptor.inlineSlot(pods, i);
                                 final long bit = 1L << slot;
