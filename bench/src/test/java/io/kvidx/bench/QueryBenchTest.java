@@ -43,6 +43,12 @@ class QueryBenchTest {
         assertTrue(number(object(json, "naive"), "alloc_bytes_per_op") > 0,
             "the boxed naive baseline must show its allocation, else the allocation probe is broken");
         assertEquals(64.0, number(object(json, "workload"), "pods"));
+        for (final String floor : List.of("floor_1line", "floor_lines")) {
+            final Map<String, Object> f = object(json, floor);
+            assertTrue(number(f, "p50_ns") > 0 && number(f, "p99_ns") >= number(f, "p50_ns"), floor + ": " + f);
+            assertTrue(number(f, "alloc_bytes_per_op") < 1.0, floor + " allocates: " + f);
+        }
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("floor: one cold line p50 ")), "floor line missing");
     }
 
     @Test
