@@ -432,13 +432,17 @@ public final class IndexReader implements AutoCloseable {
      */
     private long lookupDirect(final long k, final long home) {
         final MemorySegment s = segment;
-        final int shard = (int) ((home - tablesOffset) >>> (slotBits + ENTRY_LENGTH_SHIFT));
-        final long table = tablesOffset + shard * shardTableLength;
+        final long inTables = home - tablesOffset;
+        final long tableMask = shardTableLength - 1;
+        final long table = home - (inTables & tableMask);
+        final int shard = (int) (inTables >>> (slotBits + ENTRY_LENGTH_SHIFT));
         final long versionOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_VERSION_OFFSET;
-        final long tableEnd = table + shardTableLength;
         int spins = 0;
         while (true) {
-            final long v1 = (long) LONG.getAcquire(s, versionOffset);
+            // Plain loads with explicit fences: the same ordering as getAcquire / getOpaque without their
+            // alignment checks, and the table wraps by a mask (ADR 0004: 7 % less in-cache time per query).
+            final long v1 = (long) PLAIN.get(s, versionOffset);
+            VarHandle.acquireFence();
             if ((v1 & 1) == 0) {
                 long pods = 0;
                 long e = home;
@@ -453,13 +457,10 @@ public final class IndexReader implements AutoCloseable {
                     if (ek == 0) {
                         break;
                     }
-                    e += ENTRY_LENGTH;
-                    if (e == tableEnd) {
-                        e = table;
-                    }
+                    e = table + ((e + ENTRY_LENGTH - table) & tableMask);
                 }
                 VarHandle.loadLoadFence();
-                if ((long) LONG.getOpaque(s, versionOffset) == v1) {
+                if ((long) PLAIN.get(s, versionOffset) == v1) {
                     return pods;
                 }
             }
