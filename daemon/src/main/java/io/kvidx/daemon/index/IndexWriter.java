@@ -387,7 +387,7 @@ public final class IndexWriter implements AutoCloseable {
                 if ((int) STATE.getVolatile(podStates, slot) != POD_STATE_ALIVE) {
                     break;
                 }
-                added += storeLocked(shard, k, (int) ((h << shardBits) >>> (64 - slotBits)), slot);
+                added += storeLocked(shard, k, IndexDescriptor.homeSlot(h, shardBits, slotBits), slot);
             } finally {
                 unlock(shard);
             }
@@ -418,7 +418,7 @@ public final class IndexWriter implements AutoCloseable {
             final int shard = (int) (h >>> (64 - shardBits));
             lock(shard);
             try {
-                removed += removeLocked(shard, k, (int) ((h << shardBits) >>> (64 - slotBits)), slot);
+                removed += removeLocked(shard, k, IndexDescriptor.homeSlot(h, shardBits, slotBits), slot);
             } finally {
                 unlock(shard);
             }
@@ -431,10 +431,10 @@ public final class IndexWriter implements AutoCloseable {
      * a tight loop, so their cache misses overlap instead of being paid one store at a time.
      */
     private void prefetch(final long[] keys, final int offset, final int length) {
-        final int shift = 64 - shardBits - slotBits;
         long sink = 0;
         for (int i = offset, end = offset + length; i < end; i++) {
-            final int index = (int) (IndexDescriptor.spread(IndexDescriptor.storedKey(keys[i])) >>> shift);
+            final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(keys[i]));
+            final int index = (int) IndexDescriptor.homeIndex(h, shardBits, slotBits);
             sink += (long) PLAIN.get(segment, tablesOffset + ((long) index << ENTRY_LENGTH_SHIFT)) + stamps[index];
         }
         // Consume the loads so the JIT keeps them, without a store every call: several writer threads share this
@@ -709,7 +709,7 @@ public final class IndexWriter implements AutoCloseable {
             if (kj == 0) {
                 break;
             }
-            final int home = (int) ((IndexDescriptor.spread(kj) << shardBits) >>> (64 - slotBits));
+            final int home = IndexDescriptor.homeSlot(IndexDescriptor.spread(kj), shardBits, slotBits);
             final boolean stays = hole < j ? (home > hole && home <= j) : (home > hole || home <= j);
             if (!stays) {
                 final long eh = table + ((long) hole << ENTRY_LENGTH_SHIFT);

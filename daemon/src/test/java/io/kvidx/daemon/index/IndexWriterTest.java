@@ -404,6 +404,45 @@ class IndexWriterTest {
     }
 
     @Test
+    void shouldFillAKeysHomeLineFromItsFirstEntryAndShiftSpillsBackOnRemoval() throws Exception {
+        final int a = writer.registerPod("pod-a", "m");
+        // Small geometry: 4 shards (2 bits), 64 slots (6 bits). Five keys of shard 1 whose hashed slots all fall in
+        // line 2 (slots 8..11), the first of them hashing to the line's last slot.
+        final long[] keys = new long[5];
+        int found = 0;
+        for (long key = 1; found < keys.length; key++) {
+            final long h = IndexDescriptor.spread(key);
+            final int hashed = (int) ((h << 2) >>> 58);
+            if ((h >>> 62) == 1 && hashed >= 8 && hashed <= 11 && (found > 0 || hashed == 11)) {
+                keys[found++] = key;
+            }
+        }
+        writer.store(a, keys, 0, keys.length);
+        final long table = IndexDescriptor.tablesOffset(reader.maxPods(), reader.shardCount())
+            + (long) reader.slotsPerShard() * IndexDescriptor.ENTRY_LENGTH;
+        try (io.kvidx.ffm.MappedRegion region = io.kvidx.ffm.MappedRegion.mapReadOnly(writer.context().indexFile(),
+            Files.size(writer.context().indexFile()))) {
+            final java.lang.foreign.MemorySegment s = region.segment();
+            for (int i = 0; i < 5; i++) {
+                // Keys 0..3 fill slots 8..11 in store order; the fifth spills to slot 12, the next line's first.
+                assertEquals(keys[i], (long) Layouts.LONG.get(s, table + (8L + i) * IndexDescriptor.ENTRY_LENGTH));
+            }
+            writer.remove(a, keys, 1, 1);
+            final long[] expected = {keys[0], keys[2], keys[3], keys[4], 0L};
+            for (int i = 0; i < 5; i++) {
+                assertEquals(expected[i], (long) Layouts.LONG.get(s, table + (8L + i) * IndexDescriptor.ENTRY_LENGTH),
+                    "slot " + (8 + i) + " after the removal");
+            }
+        }
+        final long[] out = new long[4];
+        for (final int i : new int[] {0, 2, 3, 4}) {
+            assertTrue(reader.lookup(keys[i], out), "key " + i);
+            assertEquals(1L << a, out[0]);
+        }
+        assertFalse(reader.lookup(keys[1], out));
+    }
+
+    @Test
     void shouldMapReadOnly() throws Exception {
         try (io.kvidx.ffm.MappedRegion region = io.kvidx.ffm.MappedRegion.mapReadOnly(writer.context().indexFile(),
             4096)) {

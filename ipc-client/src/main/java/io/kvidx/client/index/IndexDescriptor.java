@@ -50,8 +50,9 @@ import io.kvidx.ffm.Layouts;
  * </pre>
  *
  * <p>Keys select a shard and a home slot by Fibonacci hashing: {@code h = key * 0x9E3779B97F4A7C15}, shard =
- * the top {@code log2(shards)} bits of h, home slot = the next {@code log2(slotsPerShard)} bits. Collisions are
- * resolved by linear probing. Key 0 marks an empty entry, so a key of 0 is stored as {@link #ZERO_KEY_ALIAS}.
+ * the top {@code log2(shards)} bits of h, home slot = the next {@code log2(slotsPerShard)} bits with the low two
+ * cleared (the first entry of a 64-byte line, {@link #HOME_SLOT_MASK}). Collisions are resolved by linear probing
+ * from the home slot. Key 0 marks an empty entry, so a key of 0 is stored as {@link #ZERO_KEY_ALIAS}.
  *
  * <p>See docs/index-layout.md for the publication protocol readers rely on.
  */
@@ -59,7 +60,7 @@ public final class IndexDescriptor {
     /** "KVIDXIX1" read as a little-endian u64. */
     public static final long MAGIC = 0x3158_4958_4449_564BL;
     /** Layout major version: readers reject another major. */
-    public static final int VERSION_MAJOR = 2;
+    public static final int VERSION_MAJOR = 3;
     /** Layout minor version: additive, compatible changes. */
     public static final int VERSION_MINOR = 0;
     /** Layout patch version. */
@@ -167,6 +168,12 @@ public final class IndexDescriptor {
     public static final int MAX_PODS = 256;
     /** Words in a pod bitmap. */
     public static final int POD_WORDS = MAX_PODS / 64;
+    /**
+     * Clears the low two bits of a hashed slot: a key's home is the first entry of its 64-byte line (4 entries),
+     * so the keys that hash into one line are stored in that line before any spills into the next (layout 3.0,
+     * ADR 0006).
+     */
+    public static final int HOME_SLOT_MASK = ~3;
     /** Multiplier of Fibonacci hashing (2^64 / golden ratio). */
     public static final long FIBONACCI_MULTIPLIER = 0x9E37_79B9_7F4A_7C15L;
     /** The value stored in place of key 0, which marks empty entries. */
@@ -297,6 +304,26 @@ public final class IndexDescriptor {
      */
     public static long spread(final long storedKey) {
         return storedKey * FIBONACCI_MULTIPLIER;
+    }
+
+    /**
+     * @param spread    a stored key's {@link #spread}.
+     * @param shardBits log2 of the shard count.
+     * @param slotBits  log2 of the slots per shard.
+     * @return the key's home slot within its shard.
+     */
+    public static int homeSlot(final long spread, final int shardBits, final int slotBits) {
+        return (int) ((spread << shardBits) >>> (64 - slotBits)) & HOME_SLOT_MASK;
+    }
+
+    /**
+     * @param spread    a stored key's {@link #spread}.
+     * @param shardBits log2 of the shard count.
+     * @param slotBits  log2 of the slots per shard.
+     * @return shard * slotsPerShard + home slot: the index of the key's home entry over all tables.
+     */
+    public static long homeIndex(final long spread, final int shardBits, final int slotBits) {
+        return (spread >>> (64 - shardBits - slotBits)) & HOME_SLOT_MASK;
     }
 
     /**

@@ -365,7 +365,7 @@ public final class IndexReader implements AutoCloseable {
 
     /** File offset of a stored key's home entry: shard and slot are consecutive bits of its Fibonacci hash. */
     private long homeOffset(final long storedKey) {
-        final long index = IndexDescriptor.spread(storedKey) >>> (64 - shardBits - slotBits);
+        final long index = IndexDescriptor.homeIndex(IndexDescriptor.spread(storedKey), shardBits, slotBits);
         return tablesOffset + (index << ENTRY_LENGTH_SHIFT);
     }
 
@@ -528,7 +528,7 @@ public final class IndexReader implements AutoCloseable {
         }
         final long h = IndexDescriptor.spread(k);
         final int shard = (int) (h >>> (64 - shardBits));
-        final int home = (int) ((h << shardBits) >>> (64 - slotBits));
+        final int home = IndexDescriptor.homeSlot(h, shardBits, slotBits);
         final long versionOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_VERSION_OFFSET;
         final long table = tablesOffset + shard * shardTableLength;
         final MemorySegment s = segment;

@@ -104,7 +104,7 @@ class IndexDescriptorTest {
 
     @Test
     void shouldPackSemanticVersion() {
-        assertEquals(0x0002_0000, IndexDescriptor.LAYOUT_VERSION);
+        assertEquals(0x0003_0000, IndexDescriptor.LAYOUT_VERSION);
         assertEquals(0x0002_0304, IndexDescriptor.composeVersion(2, 3, 4));
         assertEquals(2, IndexDescriptor.majorVersion(0x0002_0304));
         assertEquals("2.3.4", IndexDescriptor.versionString(0x0002_0304));
@@ -115,6 +115,21 @@ class IndexDescriptorTest {
         assertEquals(IndexDescriptor.ZERO_KEY_ALIAS, IndexDescriptor.storedKey(0));
         assertEquals(42, IndexDescriptor.storedKey(42));
         assertEquals(0x9E37_79B9_7F4A_7C15L, IndexDescriptor.spread(1));
+    }
+
+    @Test
+    void shouldPlaceHomesAtTheFirstEntryOfTheirCacheLine() {
+        // 256 shards (8 bits), 8192 slots (13 bits). Key 1 spreads to 0x9E3779B97F4A7C15: shard 0x9E, hashed slot
+        // 0x06EF (the next 13 bits), home slot 0x06EC: the line's first entry.
+        final long h = IndexDescriptor.spread(1);
+        assertEquals(0x06EC, IndexDescriptor.homeSlot(h, 8, 13));
+        assertEquals(0x9EL * 8192 + 0x06EC, IndexDescriptor.homeIndex(h, 8, 13));
+        for (long key = 1; key < 10_000; key++) {
+            final long spread = IndexDescriptor.spread(key);
+            final int slot = IndexDescriptor.homeSlot(spread, 8, 13);
+            assertEquals(0, slot & 3, "home slot of key " + key + " is not the first entry of its line");
+            assertEquals((spread >>> 56) * 8192 + slot, IndexDescriptor.homeIndex(spread, 8, 13));
+        }
     }
 
     @Test
