@@ -319,6 +319,9 @@ public final class IndexReader implements AutoCloseable {
             s2 &= candidates.word(2);
             s3 &= candidates.word(3);
         }
+        if (direct) {
+            return queryExactDirect(keys, length, s0, result);
+        }
         if (prefetch) {
             result.sink = prefetch(keys, length, result);
         }
@@ -336,6 +339,39 @@ public final class IndexReader implements AutoCloseable {
         result.addAll(s0, s1, s2, s3, i);
         result.probes(i);
         return result.maxDepth();
+    }
+
+    /**
+     * {@link #queryExact} in a direct cell: one pods word per block, the home offsets computed once (by the
+     * prefetch when it is on), and the pods that leave at block i recorded with depth i.
+     */
+    private int queryExactDirect(final long[] keys, final int length, final long alive, final PrefixResult result) {
+        final long[] offsets;
+        if (prefetch) {
+            result.sink = prefetch(keys, length, result);
+            offsets = result.offsets(length);
+        } else {
+            offsets = homeOffsets(keys, length, result);
+        }
+        long held = alive;
+        int max = 0;
+        int i = 0;
+        while (i < length && held != 0) {
+            final long w = lookupDirect(IndexDescriptor.storedKey(keys[i]), offsets[i]);
+            final long left = held & ~w;
+            if (left != 0 && i > 0) {
+                result.addWord0(left, i);
+                max = i;
+            }
+            held &= w;
+            i++;
+        }
+        if (held != 0 && i > 0) {
+            result.addWord0(held, i);
+            max = i;
+        }
+        result.probes(i);
+        return max;
     }
 
     /**
