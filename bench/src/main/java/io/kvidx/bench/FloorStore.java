@@ -47,17 +47,18 @@ public final class FloorStore implements QueryStore {
     private final MemorySegment segment;
     private final Mode mode;
     private final long tablesOffset;
-    private final int indexShift;
+    private final int shardBits;
+    private final int slotBits;
     private final long[] offsets;
 
-    private FloorStore(final MappedRegion region, final Mode mode, final long tablesOffset, final int indexShift,
-        final int maxChain) {
+    private FloorStore(final MappedRegion region, final Mode mode, final IndexReader reader) {
         this.region = region;
         this.segment = region.segment();
         this.mode = mode;
-        this.tablesOffset = tablesOffset;
-        this.indexShift = indexShift;
-        this.offsets = new long[maxChain];
+        this.tablesOffset = IndexDescriptor.tablesOffset(reader.maxPods(), reader.shardCount());
+        this.shardBits = Integer.numberOfTrailingZeros(reader.shardCount());
+        this.slotBits = Integer.numberOfTrailingZeros(reader.slotsPerShard());
+        this.offsets = new long[reader.maxChainLength()];
     }
 
     /**
@@ -69,11 +70,7 @@ public final class FloorStore implements QueryStore {
      */
     public static FloorStore of(final IndexReader reader, final Mode mode) {
         try {
-            final MappedRegion region = MappedRegion.mapReadOnly(reader.path(), Files.size(reader.path()));
-            final int bits = Integer.numberOfTrailingZeros(reader.shardCount())
-                + Integer.numberOfTrailingZeros(reader.slotsPerShard());
-            return new FloorStore(region, mode, IndexDescriptor.tablesOffset(reader.maxPods(), reader.shardCount()),
-                64 - bits, reader.maxChainLength());
+            return new FloorStore(MappedRegion.mapReadOnly(reader.path(), Files.size(reader.path())), mode, reader);
         } catch (final IOException ex) {
             throw new UncheckedIOException(ex);
         }
@@ -103,8 +100,8 @@ public final class FloorStore implements QueryStore {
     }
 
     private long home(final long key) {
-        final long index = IndexDescriptor.spread(IndexDescriptor.storedKey(key)) >>> indexShift;
-        return tablesOffset + (index << IndexDescriptor.ENTRY_LENGTH_SHIFT);
+        final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(key));
+        return tablesOffset + (IndexDescriptor.homeIndex(h, shardBits, slotBits) << IndexDescriptor.ENTRY_LENGTH_SHIFT);
     }
 
     /**

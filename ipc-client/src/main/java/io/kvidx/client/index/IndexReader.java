@@ -346,13 +346,7 @@ public final class IndexReader implements AutoCloseable {
      * prefetch when it is on), and the pods that leave at block i recorded with depth i.
      */
     private int queryExactDirect(final long[] keys, final int length, final long alive, final PrefixResult result) {
-        final long[] offsets;
-        if (prefetch) {
-            result.sink = prefetch(keys, length, result);
-            offsets = result.offsets(length);
-        } else {
-            offsets = homeOffsets(keys, length, result);
-        }
+        final long[] offsets = chainOffsets(keys, length, result);
         long held = alive;
         int max = 0;
         int i = 0;
@@ -390,6 +384,18 @@ public final class IndexReader implements AutoCloseable {
         return sink;
     }
 
+    /**
+     * The home entry offset of every key of the chain, in the result's scratch array; with prefetching on, the
+     * entries are loaded too (see {@link #prefetch}).
+     */
+    private long[] chainOffsets(final long[] keys, final int length, final PrefixResult result) {
+        if (prefetch) {
+            result.sink = prefetch(keys, length, result);
+            return result.offsets(length);
+        }
+        return homeOffsets(keys, length, result);
+    }
+
     /** The file offset of every key's home entry, in the result's scratch array. */
     private long[] homeOffsets(final long[] keys, final int length, final PrefixResult result) {
         final long[] offsets = result.offsets(length);
@@ -410,13 +416,7 @@ public final class IndexReader implements AutoCloseable {
      * per frame and each lookup returns the pods word itself.
      */
     private int queryDirect(final long[] keys, final int length, final long alive, final PrefixResult result) {
-        final long[] offsets;
-        if (prefetch) {
-            result.sink = prefetch(keys, length, result);
-            offsets = result.offsets(length);
-        } else {
-            offsets = homeOffsets(keys, length, result);
-        }
+        final long[] offsets = chainOffsets(keys, length, result);
         long s0 = alive & lookupDirect(IndexDescriptor.storedKey(keys[0]), offsets[0]);
         int probes = 1;
         if (s0 == 0) {
@@ -476,7 +476,7 @@ public final class IndexReader implements AutoCloseable {
         int spins = 0;
         while (true) {
             // Plain loads with explicit fences: the same ordering as getAcquire / getOpaque without their
-            // alignment checks, and the table wraps by a mask (ADR 0004: 7 % less in-cache time per query).
+            // alignment checks, and the table wraps by a mask (docs/perf.md, session 3: 7 % less in-cache time).
             final long v1 = (long) PLAIN.get(s, versionOffset);
             VarHandle.acquireFence();
             if ((v1 & 1) == 0) {
