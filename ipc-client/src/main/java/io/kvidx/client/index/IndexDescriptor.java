@@ -21,6 +21,8 @@ import io.kvidx.ffm.Layouts;
  *  56 | file length i64                                                  |
  *  64 | writer heartbeat i64, epoch ms (own line: the writer's clock)    |
  * 128 | alive bitmap: 4 x u64, bit p (word p/64, bit p%64) = pod slot p  |
+ * 160 | pod table version i64: bumped (release) after every pod entry     |
+ *     |   change, BEFORE a newly given slot's alive bit is set (3.1)     |
  * 256 +------------------------------------------------------------------+
  *     | pod table: max pods x 256-byte entries      (see POD_* offsets)  |
  *     +------------------------------------------------------------------+
@@ -62,7 +64,7 @@ public final class IndexDescriptor {
     /** Layout major version: readers reject another major. */
     public static final int VERSION_MAJOR = 3;
     /** Layout minor version: additive, compatible changes. */
-    public static final int VERSION_MINOR = 0;
+    public static final int VERSION_MINOR = 1;
     /** Layout patch version. */
     public static final int VERSION_PATCH = 0;
     /** The semantic layout version this code writes. */
@@ -101,6 +103,13 @@ public final class IndexDescriptor {
     public static final int HEARTBEAT_OFFSET = 64;
     /** Offset of the alive bitmap (4 words). */
     public static final int ALIVE_BITMAP_OFFSET = 128;
+    /**
+     * Offset of the pod table version (layout 3.1): the writer increments it with a release store after every change
+     * of a pod table entry, and before it sets the alive bit of a slot it has just given to a pod. A reader that
+     * loads the alive bitmap and then this version therefore sees a new version whenever an alive bit it saw belongs
+     * to a slot that changed hands; it shares the alive bitmap's cache line.
+     */
+    public static final int POD_TABLE_VERSION_OFFSET = 160;
     /** Offset of the pod table. */
     public static final int POD_TABLE_OFFSET = HEADER_LENGTH;
 

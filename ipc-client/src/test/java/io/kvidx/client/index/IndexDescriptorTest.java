@@ -29,6 +29,7 @@ class IndexDescriptorTest {
         assertEquals(56, IndexDescriptor.FILE_LENGTH_OFFSET);
         assertEquals(64, IndexDescriptor.HEARTBEAT_OFFSET);
         assertEquals(128, IndexDescriptor.ALIVE_BITMAP_OFFSET);
+        assertEquals(160, IndexDescriptor.POD_TABLE_VERSION_OFFSET);
         assertEquals(256, IndexDescriptor.HEADER_LENGTH);
         assertEquals(256, IndexDescriptor.POD_TABLE_OFFSET);
     }
@@ -104,7 +105,7 @@ class IndexDescriptorTest {
 
     @Test
     void shouldPackSemanticVersion() {
-        assertEquals(0x0003_0000, IndexDescriptor.LAYOUT_VERSION);
+        assertEquals(0x0003_0100, IndexDescriptor.LAYOUT_VERSION);
         assertEquals(0x0002_0304, IndexDescriptor.composeVersion(2, 3, 4));
         assertEquals(2, IndexDescriptor.majorVersion(0x0002_0304));
         assertEquals("2.3.4", IndexDescriptor.versionString(0x0002_0304));
