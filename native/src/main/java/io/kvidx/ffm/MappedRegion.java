@@ -92,6 +92,33 @@ public final class MappedRegion implements AutoCloseable {
     }
 
     /**
+     * Maps an existing file read-write, exactly {@code length} bytes from its start, without changing its length or
+     * contents: how a restarted writer re-attaches to the file its predecessor left.
+     *
+     * @param path   the file.
+     * @param length bytes to map; the file must be at least that long.
+     * @return the writable region.
+     * @throws IOException when the file cannot be opened or mapped, or is shorter than {@code length}.
+     */
+    public static MappedRegion mapReadWrite(final Path path, final long length) throws IOException {
+        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            final long size = channel.size();
+            if (size < length) {
+                throw new IOException("file " + path + " is " + size + " bytes, shorter than the " + length
+                    + " bytes to map");
+            }
+            final Arena arena = Arena.ofShared();
+            try {
+                final MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, length, arena);
+                return new MappedRegion(path, arena, segment, false);
+            } catch (final IOException | RuntimeException ex) {
+                arena.close();
+                throw ex;
+            }
+        }
+    }
+
+    /**
      * @return the file this region maps.
      */
     public Path path() {
