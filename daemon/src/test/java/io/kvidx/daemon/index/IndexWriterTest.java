@@ -17,6 +17,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -162,7 +163,7 @@ class IndexWriterTest {
     }
 
     @Test
-    void shouldEvictWhenTheOverflowPoolIsExhausted() {
+    void shouldRefuseAHolderRatherThanEvictAPopularBlockWhenTheOverflowPoolIsExhausted() {
         // 4 shards x 64 slots: 8 overflow bitmaps per shard, 32 in all. 60 blocks held by 9 pods need 60.
         final int[] slots = new int[9];
         for (int p = 0; p < slots.length; p++) {
@@ -172,7 +173,11 @@ class IndexWriterTest {
         for (final int slot : slots) {
             writer.store(slot, keys, 0, 60);
         }
-        assertTrue(writer.evictions() > 0);
+        assertEquals(0, writer.evictions(), "no block is evicted to give another an 8th holder");
+        assertTrue(writer.holdersRefused() > 0);
+        for (final long key : keys) {
+            assertTrue(reader.lookup(key, new long[4]), "every block stays indexed");
+        }
         final long[] out = new long[4];
         int crowded = 0;
         for (final long key : keys) {
@@ -194,13 +199,13 @@ class IndexWriterTest {
     void shouldPackInlinePodLists() {
         long word = 0;
         for (int slot : new int[] {3, 250, 64, 7}) {
-            word = IndexWriter.inlineAdd(word, slot);
+            word = EntryTable.inlineAdd(word, slot);
         }
         assertEquals(4, IndexDescriptor.inlineCount(word));
-        assertEquals(1, IndexWriter.inlineIndexOf(word, 250));
-        word = IndexWriter.inlineRemoveAt(word, 1);
+        assertEquals(1, EntryTable.inlineIndexOf(word, 250));
+        word = EntryTable.inlineRemoveAt(word, 1);
         assertEquals(3, IndexDescriptor.inlineCount(word));
-        assertEquals(-1, IndexWriter.inlineIndexOf(word, 250));
+        assertEquals(-1, EntryTable.inlineIndexOf(word, 250));
         assertEquals(7, IndexDescriptor.inlineSlot(word, 1), "the last slot moved into the hole");
         assertEquals(64, IndexDescriptor.inlineSlot(word, 2));
         assertEquals(0, word >>> 63, "inline words keep bit 63 clear");
@@ -325,11 +330,12 @@ class IndexWriterTest {
         assertEquals(0, writer.entryCount());
         assertEquals(IndexDescriptor.POD_STATE_FREE, reader.pod(a).state());
 
-        final int again = writer.registerPod("pod-b", "other-model");
-        assertEquals(a, again, "the swept slot is reused");
+        assertNotEquals(a, writer.registerPod("pod-b", "m"), "a new pod prefers a slot that never held one");
+        final int again = writer.registerPod("pod-a", "other-model");
+        assertEquals(a, again, "the swept slot goes back to the pod that held it");
         final IndexReader.PodInfo info = reader.pod(again);
         assertEquals(generation + 1, info.generation());
-        assertEquals("pod-b", info.podId());
+        assertEquals("pod-a", info.podId());
         assertEquals("other-model", info.model());
         reader.query(keys, 16, null, result);
         assertEquals(0, result.count(), "no ghost bits from the previous owner");

@@ -39,7 +39,10 @@ import io.kvidx.ffm.Layouts;
  *   8 generation i32 | 12 state i32            8 count i32 (occupied entries)
  *  16 pod id length i32 | 20 model length i32  12 overflow bitmaps in use i32
  *  24 pod id, UTF-8, 112 bytes                 16 evictions i64
- * 136 model, UTF-8, 120 bytes                  24..127 reserved
+ * 136 model, UTF-8, 120 bytes                  24 evictions of inner blocks i64 (3.1)
+ *                                              32 holders refused i64 (3.1)
+ *                                              40 overflow demotions i64 (3.1)
+ *                                              48..127 reserved
  *
  * Entry (16 bytes, four per cache line)
  *   0 key u64 (0 = empty; published last with a release store)
@@ -150,6 +153,15 @@ public final class IndexDescriptor {
     public static final int SHARD_OVERFLOW_IN_USE_OFFSET = 12;
     /** Shard header: entries evicted because the shard was full. */
     public static final int SHARD_EVICTIONS_OFFSET = 16;
+    /**
+     * Shard header (3.1): of those evictions, entries evicted while blocks stored after them in their chain were
+     * still indexed (no sampled entry was a chain's tail).
+     */
+    public static final int SHARD_EVICTIONS_INNER_OFFSET = 24;
+    /** Shard header (3.1): pods not recorded as holders of a block because the overflow pool was full. */
+    public static final int SHARD_HOLDERS_REFUSED_OFFSET = 32;
+    /** Shard header (3.1): overflow bitmaps given back by turning an entry of at most 7 holders inline again. */
+    public static final int SHARD_OVERFLOW_DEMOTIONS_OFFSET = 40;
 
     /** Length of one table entry: a quarter of a cache line. */
     public static final int ENTRY_LENGTH = 16;

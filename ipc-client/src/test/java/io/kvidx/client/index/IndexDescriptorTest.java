@@ -58,6 +58,9 @@ class IndexDescriptorTest {
         assertEquals(8, IndexDescriptor.SHARD_ENTRY_COUNT_OFFSET);
         assertEquals(12, IndexDescriptor.SHARD_OVERFLOW_IN_USE_OFFSET);
         assertEquals(16, IndexDescriptor.SHARD_EVICTIONS_OFFSET);
+        assertEquals(24, IndexDescriptor.SHARD_EVICTIONS_INNER_OFFSET);
+        assertEquals(32, IndexDescriptor.SHARD_HOLDERS_REFUSED_OFFSET);
+        assertEquals(40, IndexDescriptor.SHARD_OVERFLOW_DEMOTIONS_OFFSET);
         assertEquals(16, IndexDescriptor.ENTRY_LENGTH);
         assertEquals(1 << IndexDescriptor.ENTRY_LENGTH_SHIFT, IndexDescriptor.ENTRY_LENGTH);
         assertEquals(0, IndexDescriptor.ENTRY_KEY_OFFSET);

@@ -1,0 +1,655 @@
+package io.kvidx.daemon.index;
+
+import io.kvidx.client.index.IndexDescriptor;
+import io.kvidx.ffm.Layouts;
+import org.agrona.collections.LongArrayList;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.atomic.AtomicLongArray;
+
+import static io.kvidx.client.index.IndexDescriptor.ENTRY_KEY_OFFSET;
+import static io.kvidx.client.index.IndexDescriptor.ENTRY_PODS_OFFSET;
+import static io.kvidx.client.index.IndexDescriptor.PODS_INLINE_MAX;
+import static io.kvidx.client.index.IndexDescriptor.PODS_OVERFLOW_FLAG;
+import static io.kvidx.client.index.IndexDescriptor.SHARD_ENTRY_COUNT_OFFSET;
+import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
+
+/**
+ * The shards' open-addressing tables: stores and removes pod bits, inserts and deletes entries (backward shift
+ * inside an odd shard version), manages each shard's overflow pool, and keeps the writer's per-entry records
+ * ({@link WriterMeta}: parent key, store stamp) and each entry's count of indexed children.
+ *
+ * <p>Children: an entry's children are the indexed entries whose parent key is its key (the next block of some
+ * chain). The count drives {@link Eviction}: a block whose chain continues in the index is evicted only after its
+ * descendants. Counts are heap state, rebuilt from the parent keys when the writer attaches.
+ *
+ * <p><b>Note:</b> thread safe through per-shard writer locks (never taken by readers): a thread holds at most one
+ * shard lock at a time, so adjusting a parent's count in another shard happens after the child's lock is released.
+ * A writer that throws while it holds a shard leaves it repaired ({@link IndexRepair#repairShard}) and even.
+ */
+final class EntryTable {
+    private static final VarHandle LONG = Layouts.LONG;
+    private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
+    private static final VarHandle INT = Layouts.INT;
+    private static final int LOCK_STRIDE = 16;
+    private static final int NOT_STORED = -1;
+    private static final int NEED_EVICTION = -2;
+    private static final int NEED_OVERFLOW = -3;
+
+    final IndexGeometry g;
+    private final MemorySegment segment;
+    private final WriterMeta meta;
+    private final boolean prefetch;
+    private final AtomicLongArray shardLocks;
+    /** Per-shard writer state, guarded by the shard lock: [store clock, eviction hand] at shard * LOCK_STRIDE. */
+    final long[] shardState;
+    /** Indexed children per table slot; guarded by the slot's shard lock. */
+    final int[] children;
+    /** Free overflow bitmap indexes, a stack per shard; guarded by the shard lock. */
+    final int[] overflowFree;
+    final int[] overflowTop;
+    final Eviction eviction;
+
+    EntryTable(final IndexGeometry g, final MemorySegment segment, final WriterMeta meta, final boolean prefetch) {
+        this.g = g;
+        this.segment = segment;
+        this.meta = meta;
+        this.prefetch = prefetch;
+        this.shardLocks = new AtomicLongArray(g.shardCount * LOCK_STRIDE);
+        this.shardState = new long[g.shardCount * LOCK_STRIDE];
+        this.children = new int[g.totalSlots()];
+        this.overflowFree = new int[g.shardCount * g.overflowPerShard];
+        this.overflowTop = new int[g.shardCount];
+        this.eviction = new Eviction(this, segment, meta);
+    }
+
+    MemorySegment segment() {
+        return segment;
+    }
+
+    WriterMeta meta() {
+        return meta;
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Stores and removes
+    // ---------------------------------------------------------------------------------------------------------
+
+    /**
+     * Records that pod {@code slot} holds the blocks {@code keys[offset..offset+length)}, a run of one chain: the
+     * parent of the first is {@code parentKey} (0 when it starts the chain), of the others the key before it.
+     *
+     * @param alive checked under each shard's lock: the store stops when the pod is no longer alive.
+     * @return keys new for this pod.
+     */
+    int store(final int slot, final long[] keys, final int offset, final int length, final long parentKey,
+        final PodTable alive) {
+        if (prefetch && length > 1) {
+            prefetch(keys, offset, length);
+        }
+        int added = 0;
+        for (int i = offset, end = offset + length; i < end; i++) {
+            final long k = IndexDescriptor.storedKey(keys[i]);
+            final long parent = i == offset ? parentKey : keys[i - 1];
+            final long storedParent = parent == 0 ? 0 : IndexDescriptor.storedKey(parent);
+            final long h = IndexDescriptor.spread(k);
+            final int shard = g.shardOf(h);
+            final int home = g.homeSlot(h);
+            int result;
+            while (true) {
+                long evictedParent = 0;
+                lock(shard);
+                try {
+                    if (!alive.isAlive(slot)) {
+                        return added;
+                    }
+                    result = storeLocked(shard, k, home, slot, storedParent);
+                    if (result == NEED_EVICTION) {
+                        evictedParent = eviction.evictOne(shard, storedParent);
+                    } else if (result == NEED_OVERFLOW) {
+                        result = eviction.makeOverflowRoom(shard) ? NEED_OVERFLOW
+                            : refuseHolder(shard);
+                    }
+                } catch (final RuntimeException | Error ex) {
+                    IndexRepair.repairShard(this, shard);
+                    throw ex;
+                } finally {
+                    unlock(shard);
+                }
+                if (evictedParent != 0) {
+                    adjustChildren(evictedParent, -1);
+                }
+                if (result >= 0 || result == NOT_STORED) {
+                    break;
+                }
+            }
+            if (result > 0) {
+                added++;
+                if (result == 2 && storedParent != 0) {
+                    adjustChildren(storedParent, +1);
+                }
+            }
+        }
+        return added;
+    }
+
+    private int refuseHolder(final int shard) {
+        addToShardCounter(shard, IndexDescriptor.SHARD_HOLDERS_REFUSED_OFFSET, 1);
+        return NOT_STORED;
+    }
+
+    /**
+     * @return 0 already held, 1 added to an existing entry, 2 inserted a new entry, or NEED_EVICTION / NEED_OVERFLOW.
+     */
+    private int storeLocked(final int shard, final long k, final int home, final int slot, final long parent) {
+        final long table = g.table(shard);
+        final int stampBase = shard * g.slotsPerShard;
+        final int stateBase = shard * LOCK_STRIDE;
+        int idx = home;
+        while (true) {
+            final long e = g.entry(table, idx);
+            final long ek = (long) LONG.get(segment, e + ENTRY_KEY_OFFSET);
+            if (ek == k) {
+                meta.stamp(stampBase + idx, ++shardState[stateBase]);
+                final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
+                if (g.direct) {
+                    final long bit = 1L << slot;
+                    if ((pods & bit) != 0) {
+                        return 0;
+                    }
+                    LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, pods | bit);
+                    return 1;
+                }
+                if (pods < 0) {
+                    final long word = g.overflowEntry(shard, (int) pods) + (slot >>> 6) * 8L;
+                    final long old = (long) LONG.get(segment, word);
+                    final long bit = 1L << slot;
+                    if ((old & bit) != 0) {
+                        return 0;
+                    }
+                    LONG.setOpaque(segment, word, old | bit);
+                    return 1;
+                }
+                if (inlineIndexOf(pods, slot) >= 0) {
+                    return 0;
+                }
+                if (IndexDescriptor.inlineCount(pods) < PODS_INLINE_MAX) {
+                    LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, inlineAdd(pods, slot));
+                    return 1;
+                }
+                final int overflow = allocOverflow(shard);
+                if (overflow < 0) {
+                    return NEED_OVERFLOW;
+                }
+                // Fill the bitmap first, then publish the overflow index in one release store.
+                final long o = g.overflowEntry(shard, overflow);
+                for (int w = 0; w < IndexDescriptor.POD_WORDS; w++) {
+                    LONG.setOpaque(segment, o + w * 8L, 0L);
+                }
+                orBit(o, slot);
+                for (int i = 0; i < PODS_INLINE_MAX; i++) {
+                    orBit(o, IndexDescriptor.inlineSlot(pods, i));
+                }
+                LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, PODS_OVERFLOW_FLAG | overflow);
+                return 1;
+            }
+            if (ek == 0) {
+                final long countOffset = g.shardHeader(shard) + SHARD_ENTRY_COUNT_OFFSET;
+                final int count = (int) INT.get(segment, countOffset);
+                if (count >= g.maxCountPerShard) {
+                    return NEED_EVICTION;
+                }
+                // Empty entries have a zero pods word: write this pod's bit or list, then publish the key.
+                LONG.setOpaque(segment, e + ENTRY_PODS_OFFSET, g.direct ? 1L << slot : inlineAdd(0L, slot));
+                meta.set(stampBase + idx, parent, ++shardState[stateBase]);
+                children[stampBase + idx] = 0;
+                LONG.setRelease(segment, e + ENTRY_KEY_OFFSET, k);
+                INT.setRelease(segment, countOffset, count + 1);
+                return 2;
+            }
+            idx = (idx + 1) & g.slotMask;
+        }
+    }
+
+    /**
+     * Records that pod {@code slot} no longer holds the given blocks; entries no pod holds any more are deleted.
+     *
+     * @return keys the pod held and no longer holds.
+     */
+    int remove(final int slot, final long[] keys, final int offset, final int length) {
+        if (prefetch && length > 1) {
+            prefetch(keys, offset, length);
+        }
+        int removed = 0;
+        for (int i = offset, end = offset + length; i < end; i++) {
+            final long k = IndexDescriptor.storedKey(keys[i]);
+            final long h = IndexDescriptor.spread(k);
+            final int shard = g.shardOf(h);
+            long deletedParent = 0;
+            lock(shard);
+            try {
+                final long r = removeLocked(shard, k, g.homeSlot(h), slot);
+                if (r != 0) {
+                    removed++;
+                    deletedParent = r == 1 ? 0 : r;
+                }
+            } catch (final RuntimeException | Error ex) {
+                IndexRepair.repairShard(this, shard);
+                throw ex;
+            } finally {
+                unlock(shard);
+            }
+            if (deletedParent != 0) {
+                adjustChildren(deletedParent, -1);
+            }
+        }
+        return removed;
+    }
+
+    /**
+     * @return 0 when the pod did not hold the key, 1 when its bit was cleared and the entry stays, else the parent
+     * key of the entry it deleted (a stored parent key is never 0 or 1: see {@link #deletedParent}).
+     */
+    private long removeLocked(final int shard, final long k, final int home, final int slot) {
+        final long table = g.table(shard);
+        final int idx = find(table, k, home);
+        if (idx < 0) {
+            return 0;
+        }
+        final long e = g.entry(table, idx);
+        final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
+        final boolean delete;
+        if (g.direct) {
+            final long bit = 1L << slot;
+            if ((pods & bit) == 0) {
+                return 0;
+            }
+            delete = pods == bit;
+            if (!delete) {
+                LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, pods & ~bit);
+            }
+        } else if (pods < 0) {
+            final long o = g.overflowEntry(shard, (int) pods);
+            final long word = o + (slot >>> 6) * 8L;
+            final long old = (long) LONG.get(segment, word);
+            final long bit = 1L << slot;
+            if ((old & bit) == 0) {
+                return 0;
+            }
+            LONG.setOpaque(segment, word, old & ~bit);
+            delete = isEmptyBitmap(o);
+        } else {
+            final int at = inlineIndexOf(pods, slot);
+            if (at < 0) {
+                return 0;
+            }
+            delete = IndexDescriptor.inlineCount(pods) == 1;
+            if (!delete) {
+                LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, inlineRemoveAt(pods, at));
+            }
+        }
+        if (!delete) {
+            return 1;
+        }
+        return deletedParent(delete(shard, table, idx));
+    }
+
+    /** Maps a deleted entry's parent key to removeLocked's result: 1 stands for "no parent". */
+    private static long deletedParent(final long parent) {
+        return parent == 0 || parent == 1 ? 1 : parent;
+    }
+
+    /**
+     * Clears the bits of the pods in the mask from every entry of one shard, deleting entries no pod holds any
+     * more; the parents of deleted entries are added to {@code deletedParents} (their counts are adjusted by the
+     * caller once the shard's lock is released).
+     */
+    void sweepShard(final int shard, final long m0, final long m1, final long m2, final long m3,
+        final LongArrayList deletedParents) {
+        if ((m0 | m1 | m2 | m3) == 0) {
+            return;
+        }
+        lock(shard);
+        try {
+            final long table = g.table(shard);
+            for (int idx = 0; idx <= g.slotMask; idx++) {
+                while (true) {
+                    final long e = g.entry(table, idx);
+                    if ((long) LONG.get(segment, e + ENTRY_KEY_OFFSET) == 0) {
+                        break;
+                    }
+                    final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
+                    final boolean empty;
+                    if (g.direct) {
+                        // Slots 0..63 only: the other mask words are empty in a direct cell.
+                        final long kept = pods & ~m0;
+                        empty = kept == 0;
+                        if (!empty && kept != pods) {
+                            LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, kept);
+                        }
+                    } else if (pods < 0) {
+                        final long o = g.overflowEntry(shard, (int) pods);
+                        clearBits(o, m0);
+                        clearBits(o + 8, m1);
+                        clearBits(o + 16, m2);
+                        clearBits(o + 24, m3);
+                        empty = isEmptyBitmap(o);
+                    } else {
+                        long kept = 0;
+                        for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
+                            final int slot = IndexDescriptor.inlineSlot(pods, i);
+                            if (!inMask(slot, m0, m1, m2, m3)) {
+                                kept = inlineAdd(kept, slot);
+                            }
+                        }
+                        empty = kept == 0;
+                        if (!empty && kept != pods) {
+                            LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, kept);
+                        }
+                    }
+                    if (!empty) {
+                        break;
+                    }
+                    // The deletion may shift another entry into idx: examine idx again.
+                    final long parent = delete(shard, table, idx);
+                    if (parent != 0) {
+                        deletedParents.addLong(parent);
+                    }
+                }
+            }
+        } catch (final RuntimeException | Error ex) {
+            IndexRepair.repairShard(this, shard);
+            throw ex;
+        } finally {
+            unlock(shard);
+        }
+    }
+
+    /**
+     * Adds {@code delta} to the children count of the entry of {@code parent} (stored form), when it is indexed.
+     * Takes the parent's shard lock: call it holding no other.
+     */
+    void adjustChildren(final long parent, final int delta) {
+        final long h = IndexDescriptor.spread(parent);
+        final int shard = g.shardOf(h);
+        lock(shard);
+        try {
+            final int idx = find(g.table(shard), parent, g.homeSlot(h));
+            if (idx >= 0) {
+                final int i = shard * g.slotsPerShard + idx;
+                children[i] = Math.max(0, children[i] + delta);
+            }
+        } finally {
+            unlock(shard);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Entries
+    // ---------------------------------------------------------------------------------------------------------
+
+    int childrenOf(final long k) {
+        final long h = IndexDescriptor.spread(k);
+        final int shard = g.shardOf(h);
+        lock(shard);
+        try {
+            final int idx = find(g.table(shard), k, g.homeSlot(h));
+            return idx < 0 ? -1 : children[shard * g.slotsPerShard + idx];
+        } finally {
+            unlock(shard);
+        }
+    }
+
+    int find(final long table, final long k, final int home) {
+        int idx = home;
+        for (int n = 0; n <= g.slotMask; n++) {
+            final long ek = (long) LONG.get(segment, g.entry(table, idx) + ENTRY_KEY_OFFSET);
+            if (ek == k) {
+                return idx;
+            }
+            if (ek == 0) {
+                return -1;
+            }
+            idx = (idx + 1) & g.slotMask;
+        }
+        return -1;
+    }
+
+    /**
+     * Backward-shift deletion of entry {@code idx}, inside an odd shard version so that readers retry.
+     *
+     * @return the deleted entry's parent key (0 when none).
+     */
+    long delete(final int shard, final long table, final int idx) {
+        final long header = g.shardHeader(shard);
+        final int base = shard * g.slotsPerShard;
+        final long version = (long) LONG.get(segment, header + SHARD_VERSION_OFFSET);
+        LONG.setOpaque(segment, header + SHARD_VERSION_OFFSET, version + 1);
+        VarHandle.storeStoreFence();
+        final long freedPods = (long) LONG.get(segment, g.entry(table, idx) + ENTRY_PODS_OFFSET);
+        final long parent = meta.parent(base + idx);
+        int hole = idx;
+        int j = idx;
+        while (true) {
+            j = (j + 1) & g.slotMask;
+            final long ej = g.entry(table, j);
+            final long kj = (long) LONG.get(segment, ej + ENTRY_KEY_OFFSET);
+            if (kj == 0) {
+                break;
+            }
+            final int home = g.homeSlot(IndexDescriptor.spread(kj));
+            final boolean stays = hole < j ? (home > hole && home <= j) : (home > hole || home <= j);
+            if (!stays) {
+                final long eh = g.entry(table, hole);
+                LONG.setOpaque(segment, eh + ENTRY_PODS_OFFSET, (long) LONG.get(segment, ej + ENTRY_PODS_OFFSET));
+                LONG.setOpaque(segment, eh + ENTRY_KEY_OFFSET, kj);
+                meta.move(base + j, base + hole);
+                children[base + hole] = children[base + j];
+                hole = j;
+            }
+        }
+        final long eh = g.entry(table, hole);
+        LONG.setOpaque(segment, eh + ENTRY_KEY_OFFSET, 0L);
+        LONG.setOpaque(segment, eh + ENTRY_PODS_OFFSET, 0L);
+        meta.set(base + hole, 0, 0);
+        children[base + hole] = 0;
+        if (!g.direct && freedPods < 0) {
+            freeOverflow(shard, (int) freedPods & (g.overflowPerShard - 1));
+        }
+        final long countOffset = header + SHARD_ENTRY_COUNT_OFFSET;
+        INT.setOpaque(segment, countOffset, (int) INT.get(segment, countOffset) - 1);
+        LONG.setRelease(segment, header + SHARD_VERSION_OFFSET, version + 2);
+        return parent;
+    }
+
+    /**
+     * Turns an overflow entry back into an inline pods word (its holders, at most 7, listed), inside an odd shard
+     * version, and returns its bitmap to the pool: the bitmap may be reused at once, and a reader that followed the
+     * old index retries because the version moved on.
+     */
+    void demote(final int shard, final long entry) {
+        final long header = g.shardHeader(shard);
+        final long pods = (long) LONG.get(segment, entry + ENTRY_PODS_OFFSET);
+        final long o = g.overflowEntry(shard, (int) pods);
+        long inline = 0;
+        for (int w = 0; w < IndexDescriptor.POD_WORDS; w++) {
+            long bits = (long) LONG.get(segment, o + w * 8L);
+            while (bits != 0) {
+                inline = inlineAdd(inline, (w << 6) + Long.numberOfTrailingZeros(bits));
+                bits &= bits - 1;
+            }
+        }
+        final long version = (long) LONG.get(segment, header + SHARD_VERSION_OFFSET);
+        LONG.setOpaque(segment, header + SHARD_VERSION_OFFSET, version + 1);
+        VarHandle.storeStoreFence();
+        LONG.setOpaque(segment, entry + ENTRY_PODS_OFFSET, inline);
+        freeOverflow(shard, (int) pods & (g.overflowPerShard - 1));
+        LONG.setRelease(segment, header + SHARD_VERSION_OFFSET, version + 2);
+        addToShardCounter(shard, IndexDescriptor.SHARD_OVERFLOW_DEMOTIONS_OFFSET, 1);
+    }
+
+    int holders(final int shard, final long pods) {
+        if (g.direct) {
+            return Long.bitCount(pods);
+        }
+        if (pods >= 0) {
+            return IndexDescriptor.inlineCount(pods);
+        }
+        final long o = g.overflowEntry(shard, (int) pods);
+        return Long.bitCount((long) LONG.get(segment, o)) + Long.bitCount((long) LONG.get(segment, o + 8))
+            + Long.bitCount((long) LONG.get(segment, o + 16)) + Long.bitCount((long) LONG.get(segment, o + 24));
+    }
+
+    void addToShardCounter(final int shard, final int fieldOffset, final long delta) {
+        final long offset = g.shardHeader(shard) + fieldOffset;
+        LONG.setRelease(segment, offset, (long) LONG.get(segment, offset) + delta);
+    }
+
+    long sumShardCounter(final int fieldOffset) {
+        long n = 0;
+        for (int shard = 0; shard < g.shardCount; shard++) {
+            n += (long) LONG.getAcquire(segment, g.shardHeader(shard) + fieldOffset);
+        }
+        return n;
+    }
+
+    long entryCount() {
+        long n = 0;
+        for (int shard = 0; shard < g.shardCount; shard++) {
+            n += (int) INT.getAcquire(segment, g.shardHeader(shard) + SHARD_ENTRY_COUNT_OFFSET);
+        }
+        return n;
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Overflow pool
+    // ---------------------------------------------------------------------------------------------------------
+
+    private int allocOverflow(final int shard) {
+        final int top = overflowTop[shard];
+        if (top == 0) {
+            return -1;
+        }
+        overflowTop[shard] = top - 1;
+        final long inUse = g.shardHeader(shard) + IndexDescriptor.SHARD_OVERFLOW_IN_USE_OFFSET;
+        INT.setRelease(segment, inUse, (int) INT.get(segment, inUse) + 1);
+        return overflowFree[shard * g.overflowPerShard + top - 1];
+    }
+
+    private void freeOverflow(final int shard, final int index) {
+        overflowFree[shard * g.overflowPerShard + overflowTop[shard]++] = index;
+        final long inUse = g.shardHeader(shard) + IndexDescriptor.SHARD_OVERFLOW_IN_USE_OFFSET;
+        INT.setRelease(segment, inUse, (int) INT.get(segment, inUse) - 1);
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // Helpers
+    // ---------------------------------------------------------------------------------------------------------
+
+    /**
+     * Loads the home entry and the writer record of every key of a batch before storing any: independent loads in
+     * a tight loop, so their cache misses overlap instead of being paid one store at a time.
+     */
+    private void prefetch(final long[] keys, final int offset, final int length) {
+        long sink = 0;
+        for (int i = offset, end = offset + length; i < end; i++) {
+            final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(keys[i]));
+            final int index = (int) IndexDescriptor.homeIndex(h, g.shardBits, g.slotBits);
+            sink += (long) PLAIN.get(segment, g.tablesOffset + ((long) index << IndexDescriptor.ENTRY_LENGTH_SHIFT))
+                + meta.touch(index);
+        }
+        // Consume the loads so the JIT keeps them, without a store every call: several writer threads share this
+        // object, and writing one field on each batch would bounce its cache line between them.
+        if (sink == PREFETCH_NEVER) {
+            prefetchSink = sink;
+        }
+    }
+
+    /** A sum the prefetch loads practically never produce; only then is it stored. */
+    private static final long PREFETCH_NEVER = 0x6b76_6964_7850_6643L;
+    /** Makes the prefetch loads observable to the JIT. */
+    @SuppressWarnings("unused")
+    private long prefetchSink;
+
+    static boolean inMask(final int slot, final long m0, final long m1, final long m2, final long m3) {
+        final long mask = switch (slot >>> 6) {
+            case 0 -> m0;
+            case 1 -> m1;
+            case 2 -> m2;
+            default -> m3;
+        };
+        return (mask & (1L << slot)) != 0;
+    }
+
+    private void clearBits(final long offset, final long mask) {
+        if (mask != 0) {
+            final long old = (long) LONG.get(segment, offset);
+            if ((old & mask) != 0) {
+                LONG.setOpaque(segment, offset, old & ~mask);
+            }
+        }
+    }
+
+    static int inlineIndexOf(final long pods, final int slot) {
+        for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
+            if (IndexDescriptor.inlineSlot(pods, i) == slot) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    static long inlineAdd(final long pods, final int slot) {
+        final int count = IndexDescriptor.inlineCount(pods);
+        return (pods & 0x00FF_FFFF_FFFF_FFFFL) | ((long) slot << (count << 3)) | ((long) (count + 1) << 56);
+    }
+
+    static long inlineRemoveAt(final long pods, final int index) {
+        final int last = IndexDescriptor.inlineCount(pods) - 1;
+        final long lastSlot = IndexDescriptor.inlineSlot(pods, last);
+        long word = pods & ~(0xFFL << (last << 3));
+        if (index != last) {
+            word = (word & ~(0xFFL << (index << 3))) | (lastSlot << (index << 3));
+        }
+        return (word & 0x00FF_FFFF_FFFF_FFFFL) | ((long) last << 56);
+    }
+
+    private void orBit(final long overflow, final int slot) {
+        final long word = overflow + (slot >>> 6) * 8L;
+        LONG.setOpaque(segment, word, (long) LONG.get(segment, word) | (1L << slot));
+    }
+
+    boolean isEmptyBitmap(final long o) {
+        return ((long) LONG.get(segment, o) | (long) LONG.get(segment, o + 8)
+            | (long) LONG.get(segment, o + 16) | (long) LONG.get(segment, o + 24)) == 0;
+    }
+
+    void lock(final int shard) {
+        final int i = shard * LOCK_STRIDE;
+        while (!shardLocks.compareAndSet(i, 0, 1)) {
+            Thread.onSpinWait();
+        }
+    }
+
+    void unlock(final int shard) {
+        shardLocks.setRelease(shard * LOCK_STRIDE, 0);
+    }
+
+    long clock(final int shard) {
+        return shardState[shard * LOCK_STRIDE];
+    }
+
+    void clock(final int shard, final long value) {
+        shardState[shard * LOCK_STRIDE] = value;
+    }
+
+    int hand(final int shard) {
+        return (int) shardState[shard * LOCK_STRIDE + 1];
+    }
+
+    void hand(final int shard, final int value) {
+        shardState[shard * LOCK_STRIDE + 1] = value;
+    }
+}

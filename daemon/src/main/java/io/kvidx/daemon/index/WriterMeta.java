@@ -1,0 +1,135 @@
+package io.kvidx.daemon.index;
+
+import io.kvidx.ffm.Layouts;
+import io.kvidx.ffm.MappedRegion;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * The writer's private side table of the index, one record per table slot, in its own mapped file beside the index
+ * ({@code <cell>/index.writer}) so that it survives a daemon restart with the index. Routers never map it.
+ *
+ * <pre>
+ *   0 +-------------------------------------------+
+ *     | magic u64 = "KVIDXWM1"                    |
+ *   8 | index epoch i64 (the index it belongs to) |
+ *  16 | slots i64 (shard count x slots per shard) |
+ *  24 .. 63 reserved                              |
+ *  64 +-------------------------------------------+
+ *     | per table slot, 16 bytes:                 |
+ *     |   0 parent key u64 (0 = a chain's first)  |
+ *     |   8 store stamp u64 (shard's store clock) |
+ *     +-------------------------------------------+
+ * </pre>
+ *
+ * A record moves with its entry (backward-shift deletion). A crash inside a shard's odd version can leave that
+ * shard's records out of step with its entries; {@link IndexRepair} resets them (parent unknown, oldest stamp).
+ *
+ * <p><b>Note:</b> written only under the shard lock of the slot's shard, like the entry it describes.
+ */
+final class WriterMeta implements AutoCloseable {
+    static final long MAGIC = 0x314D_5758_4449_564BL;
+    static final int HEADER_LENGTH = 64;
+    static final int RECORD_LENGTH = 16;
+    static final String FILE_SUFFIX = ".writer";
+    private static final int EPOCH_OFFSET = 8;
+    private static final int SLOTS_OFFSET = 16;
+    private static final VarHandle LONG = Layouts.LONG;
+
+    private final MappedRegion region;
+    private final MemorySegment segment;
+    private final boolean fresh;
+
+    private WriterMeta(final MappedRegion region, final boolean fresh) {
+        this.region = region;
+        this.segment = region.segment();
+        this.fresh = fresh;
+    }
+
+    /**
+     * Maps the side table of an index, re-using the existing file when it belongs to that index (same epoch and
+     * geometry), else creating it empty.
+     *
+     * @param file  the side table's file.
+     * @param epoch the index's epoch.
+     * @param slots table slots of the index.
+     * @return the mapped table.
+     */
+    static WriterMeta open(final Path file, final long epoch, final int slots) {
+        final long length = HEADER_LENGTH + (long) slots * RECORD_LENGTH;
+        try {
+            if (Files.exists(file) && Files.size(file) == length) {
+                final MappedRegion region = MappedRegion.mapReadWrite(file, length);
+                final MemorySegment s = region.segment();
+                if (s.get(ValueLayout.JAVA_LONG, 0) == MAGIC && s.get(ValueLayout.JAVA_LONG, EPOCH_OFFSET) == epoch
+                    && s.get(ValueLayout.JAVA_LONG, SLOTS_OFFSET) == slots) {
+                    return new WriterMeta(region, false);
+                }
+                region.close();
+            }
+            final MappedRegion region = IndexFiles.createPrivate(file, length);
+            final MemorySegment s = region.segment();
+            s.set(ValueLayout.JAVA_LONG, EPOCH_OFFSET, epoch);
+            s.set(ValueLayout.JAVA_LONG, SLOTS_OFFSET, slots);
+            LONG.setRelease(s, 0L, MAGIC);
+            return new WriterMeta(region, true);
+        } catch (final IOException ex) {
+            throw new UncheckedIOException("cannot open the writer's side table " + file, ex);
+        }
+    }
+
+    /**
+     * @return true when the file was created empty (its records say nothing about the index's entries).
+     */
+    boolean fresh() {
+        return fresh;
+    }
+
+    long parent(final int slot) {
+        return segment.get(ValueLayout.JAVA_LONG, HEADER_LENGTH + (long) slot * RECORD_LENGTH);
+    }
+
+    long stamp(final int slot) {
+        return segment.get(ValueLayout.JAVA_LONG, HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8);
+    }
+
+    void set(final int slot, final long parent, final long stamp) {
+        final long o = HEADER_LENGTH + (long) slot * RECORD_LENGTH;
+        segment.set(ValueLayout.JAVA_LONG, o, parent);
+        segment.set(ValueLayout.JAVA_LONG, o + 8, stamp);
+    }
+
+    void stamp(final int slot, final long stamp) {
+        segment.set(ValueLayout.JAVA_LONG, HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8, stamp);
+    }
+
+    void move(final int from, final int to) {
+        MemorySegment.copy(segment, HEADER_LENGTH + (long) from * RECORD_LENGTH, segment,
+            HEADER_LENGTH + (long) to * RECORD_LENGTH, RECORD_LENGTH);
+    }
+
+    /**
+     * Loads a slot's record without using it (to overlap its cache miss with others).
+     *
+     * @param slot table slot.
+     * @return the stamp.
+     */
+    long touch(final int slot) {
+        return stamp(slot);
+    }
+
+    Path path() {
+        return region.path();
+    }
+
+    @Override
+    public void close() {
+        region.close();
+    }
+}
