@@ -68,6 +68,19 @@ public final class DaemonCommand implements Callable<Integer> {
     @Option(names = "--stats-ms", description = "Print counters every N ms (0 = only at exit).")
     private long statsMs;
 
+    @Option(names = "--pod-max-blocks", paramLabel = "N", description = "Most blocks per pod the daemon tracks "
+        + "(each pod's engine-hash map; default 131072). A pod holding more loses its least recently stored blocks.")
+    private Integer podMaxBlocks;
+
+    @Option(names = "--replay-gap-policy", paramLabel = "clear|keep", description = "When an engine no longer "
+        + "buffers the batches a restart or gap missed: clear the pod and rebuild it from the replay (default), or "
+        + "keep its blocks and mark it suspect.")
+    private String replayGapPolicy;
+
+    @Option(names = "--checkpoint-ms", paramLabel = "MS", description = "How often each publisher's applied "
+        + "sequence is recorded for a restart (default 200).")
+    private Long checkpointMs;
+
     @Override
     public Integer call() {
         final DaemonContext context = new DaemonContext();
@@ -97,6 +110,15 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (idle != null) {
             context.idleStrategy(idle);
+        }
+        if (podMaxBlocks != null) {
+            context.podMaxBlocks(podMaxBlocks);
+        }
+        if (replayGapPolicy != null) {
+            context.replayGapPolicy(replayGapPolicy);
+        }
+        if (checkpointMs != null) {
+            context.checkpointIntervalMs(checkpointMs);
         }
         for (final String z : zmq) {
             context.addZmq(parseZmq(z));

@@ -13,6 +13,9 @@ import java.util.Map;
 import java.util.Set;
 
 import static io.kvidx.daemon.config.DaemonContext.Configuration.BLOCK_SIZE_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonContext.Configuration.CHECKPOINT_INTERVAL_MS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonContext.Configuration.POD_MAX_BLOCKS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonContext.Configuration.REPLAY_GAP_POLICY_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.CAPACITY_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.HEARTBEAT_INTERVAL_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.IDLE_STRATEGY_PROP_NAME;
@@ -43,7 +46,8 @@ public final class DaemonConfigFile {
     private static final Set<String> KEYS = Set.of("dir", "cell", BLOCK_SIZE_PROP_NAME, CAPACITY_BLOCKS_PROP_NAME,
         SHARD_COUNT_PROP_NAME, MAX_PODS_PROP_NAME, WRITERS_PROP_NAME, WRITER_QUEUE_LENGTH_PROP_NAME,
         POD_TIMEOUT_MS_PROP_NAME, HEARTBEAT_INTERVAL_MS_PROP_NAME, REPLAY_TIMEOUT_MS_PROP_NAME,
-        IDLE_STRATEGY_PROP_NAME, "zmq", "aeron");
+        IDLE_STRATEGY_PROP_NAME, POD_MAX_BLOCKS_PROP_NAME, REPLAY_GAP_POLICY_PROP_NAME,
+        CHECKPOINT_INTERVAL_MS_PROP_NAME, "zmq", "aeron");
     private static final Set<String> AERON_KEYS = Set.of("channels", "streamId", "dir", "embeddedDriver",
         "termLength");
     private static final Set<String> ZMQ_KEYS = Set.of("endpoint", "pod", "model", "replay");
@@ -99,6 +103,9 @@ public final class DaemonConfigFile {
                 case HEARTBEAT_INTERVAL_MS_PROP_NAME -> context.heartbeatIntervalMs(toLong(source, key, v));
                 case REPLAY_TIMEOUT_MS_PROP_NAME -> context.replayTimeoutMs(toInt(source, key, v));
                 case IDLE_STRATEGY_PROP_NAME -> context.idleStrategy(String.valueOf(v));
+                case POD_MAX_BLOCKS_PROP_NAME -> context.podMaxBlocks(toInt(source, key, v));
+                case REPLAY_GAP_POLICY_PROP_NAME -> context.replayGapPolicy(String.valueOf(v));
+                case CHECKPOINT_INTERVAL_MS_PROP_NAME -> context.checkpointIntervalMs(toLong(source, key, v));
                 case "aeron" -> aeron(source, v, context);
                 default -> zmq(source, v, context);
             }

@@ -41,6 +41,9 @@ public final class DaemonContext {
     private String aeronDir;
     private boolean embeddedDriver = Configuration.EMBEDDED_DRIVER_DEFAULT;
     private int aeronTermLength = Configuration.AERON_TERM_LENGTH_DEFAULT;
+    private int podMaxBlocks = Configuration.POD_MAX_BLOCKS_DEFAULT;
+    private String replayGapPolicy = Configuration.REPLAY_GAP_POLICY_DEFAULT;
+    private long checkpointIntervalMs = Configuration.CHECKPOINT_INTERVAL_MS_DEFAULT;
     private boolean concluded;
 
     /**
@@ -72,6 +75,18 @@ public final class DaemonContext {
         if (aeronDir == null) {
             aeronDir = Path.of("/dev/shm").toFile().isDirectory() ? "/dev/shm/kvidx-aeron-" + cell
                 : System.getProperty("java.io.tmpdir") + "/kvidx-aeron-" + cell;
+        }
+        if (podMaxBlocks < 1 || podMaxBlocks > (1 << 28)) {
+            throw new IllegalArgumentException(Configuration.POD_MAX_BLOCKS_PROP_NAME + " must be in [1, 2^28]: "
+                + podMaxBlocks);
+        }
+        if (!"clear".equals(replayGapPolicy) && !"keep".equals(replayGapPolicy)) {
+            throw new IllegalArgumentException(Configuration.REPLAY_GAP_POLICY_PROP_NAME
+                + " must be clear or keep: " + replayGapPolicy);
+        }
+        if (checkpointIntervalMs < 1) {
+            throw new IllegalArgumentException(Configuration.CHECKPOINT_INTERVAL_MS_PROP_NAME + " must be >= 1: "
+                + checkpointIntervalMs);
         }
         if (Integer.bitCount(aeronTermLength) != 1 || aeronTermLength < 64 * 1024) {
             throw new IllegalArgumentException("Aeron term length must be a power of two >= 64 KiB: "
@@ -410,6 +425,57 @@ public final class DaemonContext {
     }
 
     /**
+     * @param blocks most blocks each pod's engine-hash map holds (its file is sized for it); a pod holding more
+     *               loses its least recently stored blocks from the map and the index, counted.
+     * @return this.
+     */
+    public DaemonContext podMaxBlocks(final int blocks) {
+        this.podMaxBlocks = blocks;
+        return this;
+    }
+
+    /**
+     * @return most blocks per pod.
+     */
+    public int podMaxBlocks() {
+        return podMaxBlocks;
+    }
+
+    /**
+     * @param policy what to do when an engine's replay no longer reaches back to the first missing batch:
+     *               {@code clear} (default) clears the pod and rebuilds it from what the engine still buffers (no
+     *               block the engine dropped stays indexed); {@code keep} keeps its blocks and marks it suspect.
+     * @return this.
+     */
+    public DaemonContext replayGapPolicy(final String policy) {
+        this.replayGapPolicy = policy;
+        return this;
+    }
+
+    /**
+     * @return the replay gap policy, clear or keep.
+     */
+    public String replayGapPolicy() {
+        return replayGapPolicy;
+    }
+
+    /**
+     * @param ms how often each publisher's applied sequence is recorded in the state directory.
+     * @return this.
+     */
+    public DaemonContext checkpointIntervalMs(final long ms) {
+        this.checkpointIntervalMs = ms;
+        return this;
+    }
+
+    /**
+     * @return checkpoint interval.
+     */
+    public long checkpointIntervalMs() {
+        return checkpointIntervalMs;
+    }
+
+    /**
      * Defaults. Property names are those of the YAML config file.
      */
     public static final class Configuration {
@@ -459,6 +525,21 @@ public final class DaemonContext {
         public static final boolean EMBEDDED_DRIVER_DEFAULT = true;
         /** Default term buffer length: 1 MiB (Aeron's 64 MiB IPC default is far too large here). */
         public static final int AERON_TERM_LENGTH_DEFAULT = 1 << 20;
+        /** Blocks per pod key. */
+        public static final String POD_MAX_BLOCKS_PROP_NAME = "podMaxBlocks";
+        /**
+         * Default most blocks per pod: 131,072 (2M tokens at block size 16); each pod's map file is then 8 MiB of
+         * tmpfs, touched as it fills.
+         */
+        public static final int POD_MAX_BLOCKS_DEFAULT = 1 << 17;
+        /** Replay gap policy key. */
+        public static final String REPLAY_GAP_POLICY_PROP_NAME = "replayGapPolicy";
+        /** Default replay gap policy: clear the pod, rebuild from the engine's buffer. */
+        public static final String REPLAY_GAP_POLICY_DEFAULT = "clear";
+        /** Checkpoint interval key. */
+        public static final String CHECKPOINT_INTERVAL_MS_PROP_NAME = "checkpointIntervalMs";
+        /** Default checkpoint interval. */
+        public static final long CHECKPOINT_INTERVAL_MS_DEFAULT = 200;
 
         private Configuration() {
         }

@@ -54,7 +54,15 @@ public enum CounterType {
     /** Messages dropped because they exceed the writer queue's largest message. */
     OVERSIZED_MESSAGES(5024, "kvidx oversized messages"),
     /** Pods marked suspect (their state may be incomplete). */
-    SUSPECT_PODS(5025, "kvidx suspect pods");
+    SUSPECT_PODS(5025, "kvidx suspect pods"),
+    /** Mappings a full pod block map evicted (their blocks left the index for that pod). */
+    BLOCK_MAP_EVICTIONS(5026, "kvidx block map evictions"),
+    /** Exceptions that escaped an agent's duty cycle (logged in the error log). */
+    AGENT_ERRORS(5027, "kvidx agent errors"),
+    /** Replays after a restart or gap that no longer covered the missing batches, with the policy applied. */
+    REPLAY_GAP_CLEARS(5028, "kvidx replay gap clears"),
+    /** Writer restarts that re-attached to the existing index (warm restarts). */
+    WARM_RESTARTS(5029, "kvidx warm restarts");
 
     private final int typeId;
     private final String label;

@@ -11,7 +11,10 @@ import io.kvidx.daemon.index.IndexMaintenanceAgent;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.ingest.aeron.AeronIngestAgent;
 import io.kvidx.daemon.ingest.zmq.ZmqIngestAgent;
+import io.kvidx.daemon.state.PodBlockMaps;
+import io.kvidx.daemon.state.PublisherProgress;
 import io.kvidx.daemon.writer.PodDirectory;
+import io.kvidx.daemon.writer.WriterMessages;
 import io.kvidx.daemon.writer.WriterPool;
 import org.agrona.CloseHelper;
 import org.agrona.concurrent.Agent;
@@ -48,6 +51,9 @@ public final class KvidxDaemon implements AutoCloseable {
     private final EvictionMirror evictions;
     private final MediaDriver driver;
     private final Aeron aeron;
+    private final java.nio.file.Path stateDir;
+    private final PublisherProgress progress;
+    private ZmqIngestAgent zmq;
 
     private KvidxDaemon(final DaemonContext context, final PrintStream log) {
         this.context = context.conclude();
@@ -71,10 +77,25 @@ public final class KvidxDaemon implements AutoCloseable {
             aeron = null;
             this.counters = IngestCounters.local();
         }
-        this.index = IndexWriter.create(context.indexContext());
+        this.index = IndexWriter.open(context.indexContext());
+        if (log != null) {
+            log.println("kvidx: " + (index.attached() ? "re-attached to " : "created ") + context.indexContext()
+                .indexFile() + " (" + index.openReason() + "; epoch " + index.epoch() + "); repair: "
+                + index.repairSummary());
+        }
+        if (index.attached()) {
+            counters.get(CounterType.WARM_RESTARTS).increment();
+        }
+        this.stateDir = context.indexContext().indexFile().resolveSibling(PodBlockMaps.STATE_DIR_NAME);
+        this.progress = new PublisherProgress(stateDir);
+        if (!index.attached()) {
+            // A new index holds no blocks: what the previous daemon recorded about the engines does not apply.
+            progress.write(List.of());
+        }
         this.directory = new PodDirectory(PodDirectory.MAX_PODS_DEFAULT);
-        this.writers = new WriterPool(context.writers(), context.writerQueueLength(), index, directory, counters,
-            errors, clock, context.podTimeoutMs(), context.idleStrategySupplier(), context.idleStrategySupplier());
+        this.writers = new WriterPool(context.writers(), context.writerQueueLength(), index,
+            new PodBlockMaps(stateDir, context.podMaxBlocks()), directory, counters, errors, clock,
+            context.podTimeoutMs(), context.idleStrategySupplier(), context.idleStrategySupplier());
         this.evictions = new EvictionMirror();
     }
 
@@ -98,12 +119,23 @@ public final class KvidxDaemon implements AutoCloseable {
 
     private void startAgents() {
         writers.start();
+        // Pods alive in a re-attached index go back to their writers, which take them down if they stay silent.
+        for (int slot = 0; slot < index.context().maxPods(); slot++) {
+            if (index.isAlive(slot)) {
+                final int pod = directory.podNumber(index.podId(slot), null);
+                if (pod >= 0) {
+                    writers.offer(pod, WriterMessages.REGISTER);
+                }
+            }
+        }
         final EpochClock clock = SystemEpochClock.INSTANCE;
         run(new IndexMaintenanceAgent(index, clock, context.heartbeatIntervalMs()), true);
         run(evictions, true);
         if (!context.zmqEndpoints().isEmpty()) {
-            run(new ZmqIngestAgent(context.zmqEndpoints(), directory, writers, counters, errors, clock,
-                context.heartbeatIntervalMs(), context.replayTimeoutMs()), false);
+            zmq = new ZmqIngestAgent(context.zmqEndpoints(), directory, writers, counters, errors, clock,
+                context.heartbeatIntervalMs(), context.replayTimeoutMs(), new ZmqIngestAgent.Recovery(progress,
+                context.checkpointIntervalMs(), "clear".equals(context.replayGapPolicy())));
+            run(zmq, false);
         }
         if (aeron != null) {
             run(new AeronIngestAgent(aeron, context.aeronChannels(), context.aeronStreamId(), directory, writers,
@@ -113,7 +145,8 @@ public final class KvidxDaemon implements AutoCloseable {
 
     private void run(final Agent agent, final boolean background) {
         final AgentRunner runner = new AgentRunner(background ? new SleepingMillisIdleStrategy(1)
-            : context.idleStrategySupplier().get(), Throwable::printStackTrace, null, agent);
+            : context.idleStrategySupplier().get(), AgentErrorHandler.of(agent.roleName(), errors,
+            counters.get(CounterType.AGENT_ERRORS)), null, agent);
         runners.add(runner);
         AgentRunner.startOnThread(runner);
     }
@@ -169,8 +202,21 @@ public final class KvidxDaemon implements AutoCloseable {
         final List<AgentRunner> reversed = new ArrayList<>(runners);
         java.util.Collections.reverse(reversed);
         CloseHelper.closeAll(reversed);
-        CloseHelper.closeAll(writers, index, counters, aeron, driver);
+        // Let the writers apply what the transports queued (bounded), then record how far each publisher got.
+        final long deadline = System.nanoTime() + CLOSE_DRAIN_NS;
+        while (!writers.isIdle() && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        final boolean drained = writers.isIdle();
+        CloseHelper.closeAll(writers);
+        if (zmq != null && drained) {
+            progress.write(zmq.dispatched());
+        }
+        CloseHelper.closeAll(index, counters, aeron, driver);
     }
+
+    /** How long close waits for the writers to drain their queues. */
+    private static final long CLOSE_DRAIN_NS = java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
 
     /** Mirrors the index's eviction count into its counter once a second. */
     private final class EvictionMirror implements Agent {

@@ -1,15 +1,15 @@
 package io.kvidx.daemon.writer;
 
 import io.kvidx.client.keys.RouterKeyHasher;
-import org.agrona.collections.Long2LongHashMap;
+import io.kvidx.daemon.state.PodBlockMap;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
- * A pod's state on its writer agent: its index slot, the engine hash to router key map (so that BlockRemoved,
- * which carries only engine hashes, can be applied), the media each block is held on, cached chain seeds, and
- * liveness.
+ * A pod's state on its writer agent: its index slot, its {@link PodBlockMap} (engine hash to router key and media,
+ * so that BlockRemoved, which carries only engine hashes, can be applied; a mapped file that survives a daemon
+ * restart), cached chain seeds, and liveness.
  *
  * <p><b>Note:</b> owned by the pod's writer agent; never touched by another thread.
  */
@@ -23,8 +23,8 @@ final class PodState {
     int slot = -1;
     long lastHeardMs;
     boolean suspect;
-    final Long2LongHashMap routerKeyByHash = new Long2LongHashMap(1024, 0.6f, MISSING);
-    final Long2LongHashMap mediaByHash = new Long2LongHashMap(1024, 0.6f, 0);
+    /** Engine hash to router key and media; open while the pod is registered, else null. */
+    PodBlockMap blocks;
     private long baseSeed;
     private boolean baseSeedSet;
     private byte[] loraBytes = new byte[0];
@@ -43,9 +43,19 @@ final class PodState {
         return slot >= 0;
     }
 
+    /** Drops every mapping (the pod's blocks left the index). */
     void forgetBlocks() {
-        routerKeyByHash.clear();
-        mediaByHash.clear();
+        if (blocks != null) {
+            blocks.clear();
+        }
+    }
+
+    /** Closes the map (the pod went down: its slot's next owner gets a new one). */
+    void closeBlocks() {
+        if (blocks != null) {
+            blocks.close();
+            blocks = null;
+        }
     }
 
     /**

@@ -7,7 +7,7 @@ import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.ingest.vllm.VllmEvent;
 import io.kvidx.daemon.ingest.vllm.VllmEventListener;
-import org.agrona.collections.Long2LongHashMap;
+import io.kvidx.daemon.state.PodBlockMap;
 import org.agrona.concurrent.status.AtomicCounter;
 
 import java.util.Arrays;
@@ -25,7 +25,9 @@ import java.util.Arrays;
  *   <li>a LoRA adapter given only by vLLM's deprecated integer {@code lora_id}: keyed as the adapter name
  *   {@code "lora-id:<id>"} (never as the base model).</li>
  * </ul>
- * A block stored on several media (GPU, CPU, disk) leaves the index only when removed from all of them.
+ * A block stored on several media (GPU, CPU, disk) leaves the index only when removed from all of them. The
+ * pod's block map is bounded ({@code --pod-max-blocks}): a pod holding more evicts its least recently stored
+ * blocks from the map and the index (counted as block map evictions).
  *
  * <p><b>Note:</b> owned by one writer agent.
  */
@@ -45,6 +47,8 @@ final class VllmApplier implements VllmEventListener {
     private final AtomicCounter blockSizeMismatches;
     private final AtomicCounter tokenCountMismatches;
     private final AtomicCounter unknownRemovals;
+    private final AtomicCounter mapEvictions;
+    private final long[] evicted = new long[1];
     private long[] keys = new long[256];
     private PodState pod;
 
@@ -64,13 +68,12 @@ final class VllmApplier implements VllmEventListener {
         this.blockSizeMismatches = counters.get(CounterType.BLOCK_SIZE_MISMATCHES);
         this.tokenCountMismatches = counters.get(CounterType.TOKEN_COUNT_MISMATCHES);
         this.unknownRemovals = counters.get(CounterType.UNKNOWN_REMOVALS);
+        this.mapEvictions = counters.get(CounterType.BLOCK_MAP_EVICTIONS);
     }
 
     void pod(final PodState pod) {
         this.pod = pod;
     }
-
-    private static final long GPU = 1;
 
     static long mediumBit(final int medium) {
         return switch (medium) {
@@ -101,8 +104,9 @@ final class VllmApplier implements VllmEventListener {
                 + (long) n * bs + "; event dropped");
             return;
         }
-        final Long2LongHashMap map = p.routerKeyByHash;
+        final PodBlockMap map = p.blocks;
         final long parentKey;
+        final long indexParent;
         if (e.hasParent()) {
             parentKey = map.get(e.parentHash());
             if (parentKey == PodState.MISSING) {
@@ -112,10 +116,13 @@ final class VllmApplier implements VllmEventListener {
                     + " is unknown (its store was missed); event dropped");
                 return;
             }
+            indexParent = parentKey;
         } else if (!e.hasLoraName() && e.loraId() >= 0) {
             parentKey = p.seedForLoraId(e.loraId());
+            indexParent = 0;
         } else {
             parentKey = p.seed(e.hasLoraName(), e.loraNameBytes(), e.loraNameLength());
+            indexParent = 0;
         }
         if (keys.length < n) {
             keys = Arrays.copyOf(keys, Math.max(n, keys.length * 2));
@@ -124,28 +131,33 @@ final class VllmApplier implements VllmEventListener {
         hasher.extend(parentKey, e.tokens(), 0, n * bs, k, 0);
         final long[] hashes = e.hashes();
         final long bit = mediumBit(e.medium());
-        final Long2LongHashMap media = p.mediaByHash;
         touch(map, hashes, n);
         for (int i = 0; i < n; i++) {
-            final long h = hashes[i];
-            final long previous = map.put(h, k[i]);
-            // Media: a held block without an entry in the media map is held on GPU only (the common case costs
-            // no second map operation).
-            if (bit != GPU) {
-                final long explicit = previous == PodState.MISSING ? 0 : media.get(h);
-                final long old = previous == PodState.MISSING ? 0 : explicit == 0 ? GPU : explicit;
-                media.put(h, old | bit);
-            } else if (previous != PodState.MISSING && !media.isEmpty()) {
-                final long explicit = media.get(h);
-                if (explicit != 0) {
-                    media.put(h, explicit | GPU);
-                }
+            if (map.isFull() && map.get(hashes[i]) == PodState.MISSING) {
+                evictMapping(p, map);
             }
+            map.store(hashes[i], k[i], bit);
         }
-        final int added = n == 0 ? 0 : index.store(p.slot, k, 0, n);
+        final int added = n == 0 ? 0 : index.store(p.slot, k, 0, n, indexParent);
         blocksStored.getAndAdd(added);
         duplicates.getAndAdd(n - added);
         eventsApplied.increment();
+    }
+
+    /**
+     * Makes room in a full block map: its least recently stored mapping goes, and so does that block from the
+     * index for this pod (the pod's removal of it could no longer be applied).
+     */
+    private void evictMapping(final PodState p, final PodBlockMap map) {
+        final long key = map.evictOldest();
+        if (key != PodState.MISSING) {
+            evicted[0] = key;
+            index.remove(p.slot, evicted, 0, 1);
+            mapEvictions.increment();
+            errors.report(CounterType.BLOCK_MAP_EVICTIONS.typeId(), p.podNumber, () -> "pod " + p.podId
+                + ": more than " + map.maxBlocks() + " blocks held (removals lost, or --pod-max-blocks too small);"
+                + " its least recently stored blocks leave the index");
+        }
     }
 
     /** Keeps the prefetch lookups observable. */
@@ -156,10 +168,10 @@ final class VllmApplier implements VllmEventListener {
      * Looks every hash of an event up once in a tight loop before the event is applied: the lookups are
      * independent, so their cache misses overlap, and the slower apply loop then finds the map's slots in cache.
      */
-    private void touch(final Long2LongHashMap map, final long[] hashes, final int n) {
+    private void touch(final PodBlockMap map, final long[] hashes, final int n) {
         long sink = 0;
         for (int i = 0; i < n; i++) {
-            sink += map.get(hashes[i]);
+            sink += map.touch(hashes[i]);
         }
         prefetchSink = sink;
     }
@@ -174,33 +186,17 @@ final class VllmApplier implements VllmEventListener {
         final long[] k = keys;
         final long[] hashes = e.hashes();
         final long bit = mediumBit(e.medium());
-        final Long2LongHashMap map = p.routerKeyByHash;
-        final Long2LongHashMap media = p.mediaByHash;
+        final PodBlockMap map = p.blocks;
         int m = 0;
         int unknown = 0;
         touch(map, hashes, n);
         for (int i = 0; i < n; i++) {
-            final long h = hashes[i];
-            final long key = map.get(h);
+            final long key = map.release(hashes[i], bit);
             if (key == PodState.MISSING) {
                 unknown++;
-                continue;
+            } else if (map.lastReleaseRemoved()) {
+                k[m++] = key;
             }
-            final long explicit = media.isEmpty() ? 0 : media.get(h);
-            final long left = (explicit == 0 ? GPU : explicit) & ~bit;
-            if (left != 0) {
-                if (left == GPU) {
-                    media.remove(h);
-                } else {
-                    media.put(h, left);
-                }
-                continue;
-            }
-            if (explicit != 0) {
-                media.remove(h);
-            }
-            map.remove(h);
-            k[m++] = key;
         }
         if (unknown > 0) {
             unknownRemovals.getAndAdd(unknown);

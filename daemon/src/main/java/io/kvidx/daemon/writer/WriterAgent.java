@@ -7,6 +7,7 @@ import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.ingest.vllm.VllmDecodeException;
 import io.kvidx.daemon.ingest.vllm.VllmEventDecoder;
+import io.kvidx.daemon.state.PodBlockMaps;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.EpochClock;
@@ -31,6 +32,7 @@ public final class WriterAgent implements Agent, MessageHandler {
     private final int id;
     private final ManyToOneRingBuffer queue;
     private final IndexWriter index;
+    private final PodBlockMaps blockMaps;
     private final PodDirectory directory;
     private final IngestCounters counters;
     private final IngestErrors errors;
@@ -50,9 +52,11 @@ public final class WriterAgent implements Agent, MessageHandler {
     private long now;
     private long nextTimeoutCheckMs;
 
-    WriterAgent(final int id, final ManyToOneRingBuffer queue, final IndexWriter index, final PodDirectory directory,
-        final IngestCounters counters, final IngestErrors errors, final EpochClock clock, final long podTimeoutMs) {
+    WriterAgent(final int id, final ManyToOneRingBuffer queue, final IndexWriter index, final PodBlockMaps blockMaps,
+        final PodDirectory directory, final IngestCounters counters, final IngestErrors errors, final EpochClock clock,
+        final long podTimeoutMs) {
         this.id = id;
+        this.blockMaps = blockMaps;
         this.queue = queue;
         this.index = index;
         this.directory = directory;
@@ -160,8 +164,12 @@ public final class WriterAgent implements Agent, MessageHandler {
             pod.model = directory.model(pod.podNumber);
         }
         try {
-            pod.slot = index.registerPod(pod.podId, pod.model);
-            pod.forgetBlocks();
+            final int slot = index.registerPod(pod.podId, pod.model);
+            // The pod's map is its slot's: re-used when the slot and generation are those of a previous daemon's
+            // (a warm restart), empty when the slot was just given to it.
+            pod.closeBlocks();
+            pod.blocks = blockMaps.open(slot, pod.podId, index.generation(slot));
+            pod.slot = slot;
             pod.lastHeardMs = now;
             podsAlive.increment();
             return true;
@@ -178,6 +186,7 @@ public final class WriterAgent implements Agent, MessageHandler {
             index.podDown(pod.slot);
             pod.slot = -1;
             pod.forgetBlocks();
+            pod.closeBlocks();
             podsAlive.decrement();
         }
     }
@@ -193,6 +202,13 @@ public final class WriterAgent implements Agent, MessageHandler {
             }
         }
         return work;
+    }
+
+    @Override
+    public void onClose() {
+        for (int i = 0; i < ownedCount; i++) {
+            pods[owned[i]].closeBlocks();
+        }
     }
 
     /**

@@ -1,9 +1,12 @@
 package io.kvidx.daemon.writer;
 
+import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.lifecycle.AgentErrorHandler;
+import io.kvidx.daemon.state.PodBlockMaps;
 import org.agrona.CloseHelper;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.AgentRunner;
@@ -40,6 +43,7 @@ public final class WriterPool implements AutoCloseable {
     private final ThreadLocal<IdleStrategy> offerIdle;
     private final AtomicCounter oversized;
     private final AtomicCounter received;
+    private final AtomicCounter agentErrors;
     private final IngestErrors errors;
     private final PodDirectory directory;
     private volatile boolean closed;
@@ -59,6 +63,28 @@ public final class WriterPool implements AutoCloseable {
     public WriterPool(final int writers, final int queueLength, final IndexWriter index, final PodDirectory directory,
         final IngestCounters counters, final IngestErrors errors, final EpochClock clock, final long podTimeoutMs,
         final Supplier<IdleStrategy> idle, final Supplier<IdleStrategy> offerIdle) {
+        this(writers, queueLength, index, PodBlockMaps.beside(index.context().indexFile(),
+            DaemonContext.Configuration.POD_MAX_BLOCKS_DEFAULT), directory, counters, errors, clock, podTimeoutMs,
+            idle, offerIdle);
+    }
+
+    /**
+     * @param writers        number of writer agents (threads).
+     * @param queueLength    bytes per writer queue (a power of two); the largest message is an eighth of it.
+     * @param index          the index.
+     * @param blockMaps      where the pods' engine-hash maps live, and their size.
+     * @param directory      pod ids.
+     * @param counters       counters.
+     * @param errors         error log.
+     * @param clock          clock for heartbeats and timeouts.
+     * @param podTimeoutMs   silence after which a pod is taken down (0: never).
+     * @param idle           idle strategy of each writer thread.
+     * @param offerIdle      idle strategy of a producer waiting for room (one per producer thread).
+     */
+    public WriterPool(final int writers, final int queueLength, final IndexWriter index,
+        final PodBlockMaps blockMaps, final PodDirectory directory, final IngestCounters counters,
+        final IngestErrors errors, final EpochClock clock, final long podTimeoutMs,
+        final Supplier<IdleStrategy> idle, final Supplier<IdleStrategy> offerIdle) {
         if (writers < 1) {
             throw new IllegalArgumentException("writers must be >= 1: " + writers);
         }
@@ -70,10 +96,12 @@ public final class WriterPool implements AutoCloseable {
         this.directory = directory;
         this.oversized = counters.get(CounterType.OVERSIZED_MESSAGES);
         this.received = counters.get(CounterType.MESSAGES_RECEIVED);
+        this.agentErrors = counters.get(CounterType.AGENT_ERRORS);
         for (int i = 0; i < writers; i++) {
             queues[i] = new ManyToOneRingBuffer(new UnsafeBuffer(ByteBuffer.allocateDirect(
                 queueLength + RingBufferDescriptor.TRAILER_LENGTH)));
-            agents[i] = new WriterAgent(i, queues[i], index, directory, counters, errors, clock, podTimeoutMs);
+            agents[i] = new WriterAgent(i, queues[i], index, blockMaps, directory, counters, errors, clock,
+                podTimeoutMs);
         }
     }
 
@@ -84,7 +112,8 @@ public final class WriterPool implements AutoCloseable {
      */
     public WriterPool start() {
         for (final WriterAgent agent : agents) {
-            final AgentRunner runner = new AgentRunner(idle.get(), Throwable::printStackTrace, null, agent);
+            final AgentRunner runner = new AgentRunner(idle.get(),
+                AgentErrorHandler.of(agent.roleName(), errors, agentErrors), null, agent);
             runners.add(runner);
             AgentRunner.startOnThread(runner);
         }
@@ -167,6 +196,30 @@ public final class WriterPool implements AutoCloseable {
     public boolean isIdle() {
         for (final ManyToOneRingBuffer q : queues) {
             if (q.size() > 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * @return each queue's producer position: every message offered so far lies before it.
+     */
+    public long[] producerPositions() {
+        final long[] positions = new long[queues.length];
+        for (int i = 0; i < queues.length; i++) {
+            positions[i] = queues[i].producerPosition();
+        }
+        return positions;
+    }
+
+    /**
+     * @param positions producer positions taken earlier ({@link #producerPositions()}).
+     * @return true when every message before those positions has been applied (its writer finished it).
+     */
+    public boolean appliedUpTo(final long[] positions) {
+        for (int i = 0; i < queues.length; i++) {
+            if (queues[i].consumerPosition() < positions[i]) {
                 return false;
             }
         }

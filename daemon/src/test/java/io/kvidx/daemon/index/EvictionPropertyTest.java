@@ -99,9 +99,9 @@ class EvictionPropertyTest {
 
     private void run(final List<Prompt> prompts, final int maxPods) {
         final String cell = "e" + System.nanoTime();
-        // 2 shards x 64 slots at 0.75: 96 entries for 100 to 200 prompts of 2 to 16 blocks: constant eviction.
+        // 2 shards x 256 slots at 0.75: 384 entries for 100 to 200 prompts of 2 to 16 blocks: steady eviction.
         try (IndexWriter writer = IndexWriter.create(new IndexWriter.Context().dir(dir).cell(cell).shardCount(2)
-            .slotsPerShard(64).maxChainLength(64).maxPods(maxPods).deleteOnClose(true));
+            .slotsPerShard(256).maxChainLength(64).maxPods(maxPods).deleteOnClose(true));
             IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell(cell)
                 .attachTimeoutMs(1_000).heartbeatTimeoutMs(0))) {
             final int[] slots = new int[4];
@@ -114,7 +114,7 @@ class EvictionPropertyTest {
             int number = 0;
             int checked = 0;
             for (final Prompt prompt : prompts) {
-                // Every prompt's own blocks are new (its number is in their keys): 100+ prompts overflow 96 entries.
+                // Every prompt's own blocks are new (its number is in their keys): 100+ prompts overflow 384 entries.
                 number++;
                 final int n = prompt.shared() + prompt.own();
                 for (int i = 0; i < n; i++) {

@@ -3,6 +3,7 @@ package io.kvidx.daemon.ingest.zmq;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.state.PublisherProgress;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterMessages;
 import io.kvidx.daemon.writer.WriterPool;
@@ -22,6 +23,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Subscribes to vLLM engines' ZeroMQ PUB sockets (JeroMQ SUB, one socket per endpoint) and hands their batches to
@@ -40,6 +42,15 @@ import java.util.List;
  * </ul>
  * The first message of a publisher with a replay socket triggers a replay from 0 so that batches published before
  * the daemon subscribed are indexed too.
+ *
+ * <p>Restarts ({@link Recovery}): every checkpoint interval the agent records each publisher's last sequence whose
+ * batches the writers have all applied ({@link PublisherProgress}, a barrier on the writer queues). A restarted
+ * daemon, before it reads any live message, asks every engine with a replay socket for the batches after that
+ * sequence. When the engine no longer buffers the first of them, the gap policy applies: {@code clear} (default)
+ * clears the publisher's pods before the replayed batches are applied, so the pod is rebuilt from what the engine
+ * still buffers and no block it dropped meanwhile stays indexed (counted as a replay gap clear); {@code keep} keeps
+ * the pod's blocks and marks it suspect. A live sequence at or below the recorded one after a restart means the
+ * publisher restarted too: its pods are cleared as for any reset.
  *
  * <p>Liveness: while an endpoint's connection is up (socket monitor), its pods get a heartbeat every interval.
  *
@@ -71,6 +82,23 @@ public final class ZmqIngestAgent implements Agent {
     private long nextHeartbeatMs;
     private long replayFirst;
     private int monitorId;
+    private final Recovery recovery;
+    private final AtomicCounter replayGapClears;
+    private long nextCheckpointMs;
+    private long[] checkpointPositions;
+    private long[] checkpointSequences;
+    private boolean gapCleared;
+
+    /**
+     * How the agent survives a daemon restart.
+     *
+     * @param progress             where each publisher's applied sequence is recorded.
+     * @param checkpointIntervalMs how often it is recorded.
+     * @param clearOnReplayGap     true: a replay that no longer reaches back clears the pods (policy clear); false:
+     *                             keep them and mark them suspect (policy keep).
+     */
+    public record Recovery(PublisherProgress progress, long checkpointIntervalMs, boolean clearOnReplayGap) {
+    }
 
     /**
      * @param endpoints           publishers to subscribe to.
@@ -85,6 +113,25 @@ public final class ZmqIngestAgent implements Agent {
     public ZmqIngestAgent(final List<ZmqEndpoint> endpoints, final PodDirectory directory, final WriterPool writers,
         final IngestCounters counters, final IngestErrors errors, final EpochClock clock,
         final long heartbeatIntervalMs, final int replayTimeoutMs) {
+        this(endpoints, directory, writers, counters, errors, clock, heartbeatIntervalMs, replayTimeoutMs, null);
+    }
+
+    /**
+     * @param endpoints           publishers to subscribe to.
+     * @param directory           pod ids.
+     * @param writers             writer agents.
+     * @param counters            counters.
+     * @param errors              error log.
+     * @param clock               clock.
+     * @param heartbeatIntervalMs heartbeat interval for connected endpoints.
+     * @param replayTimeoutMs     how long to wait for each replay reply.
+     * @param recovery            progress recording and replay after a restart, or null for none.
+     */
+    public ZmqIngestAgent(final List<ZmqEndpoint> endpoints, final PodDirectory directory, final WriterPool writers,
+        final IngestCounters counters, final IngestErrors errors, final EpochClock clock,
+        final long heartbeatIntervalMs, final int replayTimeoutMs, final Recovery recovery) {
+        this.recovery = recovery;
+        this.replayGapClears = counters.get(CounterType.REPLAY_GAP_CLEARS);
         this.endpoints = List.copyOf(endpoints);
         this.directory = directory;
         this.writers = writers;
@@ -113,6 +160,7 @@ public final class ZmqIngestAgent implements Agent {
         int lastTopicPod = -1;
         long next = -1;
         long lastLive = -1;
+        long recorded = -1;
         boolean connected;
 
         Publisher(final ZmqEndpoint config) {
@@ -149,6 +197,85 @@ public final class ZmqIngestAgent implements Agent {
                 writers.offer(publishers[i].fixedPod, WriterMessages.REGISTER);
             }
         }
+        if (recovery != null) {
+            recover(recovery.progress().read());
+        }
+    }
+
+    /**
+     * After a restart: resumes each publisher after its recorded sequence and, before any live message, replays
+     * what the engine published since.
+     */
+    private void recover(final Map<String, PublisherProgress.Entry> recorded) {
+        for (final Publisher p : publishers) {
+            final PublisherProgress.Entry e = recorded.get(p.config.endpoint());
+            if (e == null || e.sequence() < 0) {
+                continue;
+            }
+            p.next = e.sequence() + 1;
+            p.lastLive = e.sequence();
+            if (p.fixedPod < 0 && e.podId() != null) {
+                final int pod = directory.podNumber(e.podId(), p.config.model());
+                if (pod >= 0) {
+                    p.lastTopicPod = pod;
+                    if (!p.pods.containsInt(pod)) {
+                        p.pods.addInt(pod);
+                    }
+                    writers.offer(pod, WriterMessages.REGISTER);
+                }
+            }
+            if (p.config.replayEndpoint() != null) {
+                replay(p, p.next, true, true);
+            }
+        }
+    }
+
+    /**
+     * Records, for every publisher, the last sequence whose batches are all applied: the sequences dispatched at
+     * the previous checkpoint once the writers have consumed their queues past that checkpoint's positions.
+     */
+    private void checkpoint(final long now) {
+        nextCheckpointMs = now + recovery.checkpointIntervalMs();
+        if (checkpointPositions != null && writers.appliedUpTo(checkpointPositions)) {
+            final List<PublisherProgress.Entry> entries = new ArrayList<>(publishers.length);
+            boolean changed = false;
+            for (int i = 0; i < publishers.length; i++) {
+                entries.add(new PublisherProgress.Entry(publishers[i].config.endpoint(), checkpointSequences[i],
+                    podIdOf(publishers[i])));
+                changed |= checkpointSequences[i] != publishers[i].recorded;
+                publishers[i].recorded = checkpointSequences[i];
+            }
+            if (changed) {
+                recovery.progress().write(entries);
+            }
+            checkpointPositions = null;
+        }
+        if (checkpointPositions == null) {
+            checkpointSequences = new long[publishers.length];
+            for (int i = 0; i < publishers.length; i++) {
+                checkpointSequences[i] = publishers[i].next - 1;
+            }
+            checkpointPositions = writers.producerPositions();
+        }
+    }
+
+    private String podIdOf(final Publisher p) {
+        final int pod = p.fixedPod >= 0 ? p.fixedPod : p.lastTopicPod;
+        return pod < 0 ? null : directory.podId(pod);
+    }
+
+    /**
+     * @return each publisher's last dispatched sequence (call once the agent has stopped and the writers have
+     * drained their queues: then it is also the last applied one).
+     */
+    public List<PublisherProgress.Entry> dispatched() {
+        final List<PublisherProgress.Entry> entries = new ArrayList<>();
+        if (publishers != null) {
+            for (final Publisher p : publishers) {
+                entries.add(new PublisherProgress.Entry(p.config.endpoint(), p.next - 1, podIdOf(p)));
+            }
+        }
+        return entries;
     }
 
     @Override
@@ -158,6 +285,9 @@ public final class ZmqIngestAgent implements Agent {
             work += poll(p);
         }
         final long now = clock.time();
+        if (recovery != null && now >= nextCheckpointMs) {
+            checkpoint(now);
+        }
         if (now >= nextHeartbeatMs) {
             nextHeartbeatMs = now + heartbeatIntervalMs;
             for (final Publisher p : publishers) {
@@ -267,7 +397,7 @@ public final class ZmqIngestAgent implements Agent {
     private void onLive(final Publisher p, final int pod, final long seq, final byte[] payload) {
         if (p.next < 0) {
             if (seq > 0 && p.config.replayEndpoint() != null) {
-                replay(p, 0, false);
+                replay(p, 0, false, false);
             }
         } else if (seq <= p.lastLive) {
             resets.increment();
@@ -306,7 +436,7 @@ public final class ZmqIngestAgent implements Agent {
             replayFailed(p, "sequence gap " + p.next + ".." + (seq - 1) + " and no replay endpoint configured");
             return;
         }
-        replay(p, p.next, true);
+        replay(p, p.next, true, false);
     }
 
     private void replayFailed(final Publisher p, final String why) {
@@ -323,16 +453,22 @@ public final class ZmqIngestAgent implements Agent {
      * batch applied. A replay that gets no end marker within the timeout is retried from where it stopped, with a
      * fresh socket, up to {@link #REPLAY_ATTEMPTS} times.
      */
-    private void replay(final Publisher p, final long from, final boolean mustCoverFrom) {
+    private void replay(final Publisher p, final long from, final boolean mustCoverFrom,
+        final boolean emptyIsCurrent) {
         replays.increment();
         replayFirst = -1;
+        gapCleared = false;
         boolean done = false;
         for (int attempt = 0; attempt < REPLAY_ATTEMPTS && !done; attempt++) {
-            done = replayOnce(p, replayFirst < 0 || p.next < 0 ? from : p.next);
+            done = replayOnce(p, replayFirst < 0 || p.next < 0 ? from : p.next, mustCoverFrom ? from : -1);
         }
         if (!done) {
             replayFailed(p, "replay from " + from + " got no end marker in " + REPLAY_ATTEMPTS + " attempts of "
                 + replayTimeoutMs + " ms");
+        } else if (gapCleared || (emptyIsCurrent && replayFirst < 0)) {
+            // The gap policy cleared the pods before the replayed batches (counted), or the engine has published
+            // nothing since the recorded sequence.
+            return;
         } else if (mustCoverFrom && replayFirst != from) {
             final long f = replayFirst;
             replayFailed(p, "replay from " + from + " started at " + (f < 0 ? "nothing" : Long.toString(f))
@@ -340,7 +476,7 @@ public final class ZmqIngestAgent implements Agent {
         }
     }
 
-    private boolean replayOnce(final Publisher p, final long from) {
+    private boolean replayOnce(final Publisher p, final long from, final long mustStartAt) {
         if (p.replay == null) {
             // A poller, not a receive timeout: JeroMQ 0.6.0's DEALER receive timeout misses replies now and then.
             p.replay = context.createSocket(SocketType.DEALER);
@@ -388,6 +524,9 @@ public final class ZmqIngestAgent implements Agent {
             }
             if (replayFirst < 0) {
                 replayFirst = seq;
+                if (mustStartAt >= 0 && seq > mustStartAt && recovery != null && recovery.clearOnReplayGap()) {
+                    clearForGap(p, mustStartAt, seq);
+                }
             }
             final int pod = topic != null && topic.length > 0 ? resolvePod(p, topic)
                 : p.fixedPod >= 0 ? p.fixedPod : p.lastTopicPod;
@@ -400,6 +539,21 @@ public final class ZmqIngestAgent implements Agent {
             }
             apply(pod, payload);
             p.next = seq + 1;
+        }
+    }
+
+    /**
+     * Gap policy clear: the engine's buffer starts after the first missing batch, so the pods' blocks may include
+     * some the engine dropped meanwhile: clear them, then rebuild them from the replayed batches.
+     */
+    private void clearForGap(final Publisher p, final long from, final long first) {
+        gapCleared = true;
+        replayGapClears.increment();
+        errors.report(CounterType.REPLAY_GAP_CLEARS.typeId(), -1 - endpoints.indexOf(p.config),
+            () -> "ZeroMQ " + p.config.endpoint() + ": replay from " + from + " starts at " + first
+                + " (the engine no longer buffers the gap); its pods are cleared and rebuilt from the replay");
+        for (int i = 0; i < p.pods.size(); i++) {
+            writers.offer(p.pods.getInt(i), WriterMessages.CLEAR_POD);
         }
     }
 

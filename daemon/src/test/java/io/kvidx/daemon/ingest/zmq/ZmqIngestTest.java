@@ -60,6 +60,10 @@ class ZmqIngestTest {
         return new VllmPayloads(VllmPayloads.Shape.valueOf(shape), VllmPayloads.HashWidth.UINT64);
     }
 
+    private static boolean keepOnGap(final String shape) {
+        return "ARRAY".equals(shape);
+    }
+
     @ParameterizedTest(name = "{0} events, new replay framing {1}, pod from topic {2}")
     @CsvSource({"ARRAY, false, false", "MAP, true, true", "MAP, false, true", "ARRAY, true, false"})
     void shouldIngestStoreRemoveGapReplayClearRestartAndBadInput(final String shape, final boolean newFraming,
@@ -71,6 +75,7 @@ class ZmqIngestTest {
         try (JavaVllmPublisher publisher = new JavaVllmPublisher("kv@" + pod + "@" + MODEL, newFraming)) {
             final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
                 .podTimeoutMs(0).heartbeatIntervalMs(50).replayTimeoutMs(2_000).idleStrategy("backoff")
+                .replayGapPolicy(keepOnGap(shape) ? "keep" : "clear")
                 .addZmq(new ZmqEndpoint(publisher.endpoint(), podFromTopic ? null : pod,
                     podFromTopic ? null : MODEL, publisher.replayEndpoint()));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
@@ -126,13 +131,22 @@ class ZmqIngestTest {
                 assertEquals(0, depth(reader, pod, lora, "Alice"), "the restart cleared the pod first");
                 assertEquals(1, daemon.counters().value(CounterType.SEQUENCE_RESETS));
 
-                // A gap the engine can no longer replay: counted, pod marked suspect, later batches still apply.
+                // A gap the engine can no longer replay (the lost batch cleared the pod).
                 publisher.lose(payloads(shape).cleared().batch(0));
                 publisher.dropReplayBuffer();
                 publisher.publish(payloads(shape).removed(Arrays.copyOfRange(h, 20, 25), null).batch(0));
-                await("depth 20 after unreplayable gap", () -> depth(reader, pod, base, null) == 20);
-                await("replay failure", () -> daemon.counters().value(CounterType.REPLAY_FAILURES) == 1);
-                await("suspect", () -> daemon.counters().value(CounterType.SUSPECT_PODS) == 1);
+                if (keepOnGap(shape)) {
+                    // Policy keep: counted, pod marked suspect, its blocks kept, later batches still apply.
+                    await("depth 20 after unreplayable gap", () -> depth(reader, pod, base, null) == 20);
+                    await("replay failure", () -> daemon.counters().value(CounterType.REPLAY_FAILURES) == 1);
+                    await("suspect", () -> daemon.counters().value(CounterType.SUSPECT_PODS) == 1);
+                } else {
+                    // Policy clear: the pod is cleared and rebuilt from what the engine still buffers, so the lost
+                    // clear takes effect and no block the engine dropped stays indexed.
+                    await("depth 0 after unreplayable gap", () -> depth(reader, pod, base, null) == 0
+                        && daemon.counters().value(CounterType.REPLAY_GAP_CLEARS) == 1);
+                    assertEquals(0, daemon.counters().value(CounterType.REPLAY_FAILURES));
+                }
                 assertTrue(daemon.counters().value(CounterType.REPLAYS) >= 2);
             }
         }

@@ -1,0 +1,495 @@
+package io.kvidx.daemon.state;
+
+import io.kvidx.ffm.MappedRegion;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+
+/**
+ * One pod's engine hash to router key (and storage media) map, in a mapped file of the cell's state directory so
+ * that a restarted daemon can apply the pod's next BlockRemoved events (which carry only engine hashes). Its size
+ * is fixed when it is created: at most {@code maxBlocks} mappings; storing one more evicts the least recently
+ * stored mapping (sampled), and the caller removes that block from the index for the pod, so the map and the
+ * index never disagree and a pod that never removes blocks cannot grow the daemon (ADR 0007).
+ *
+ * <pre>
+ *   0 +---------------------------------------------------------------+
+ *     | magic u64 = "KVIDXPB1"                                        |
+ *   8 | table slots i32 (power of two)   | max blocks i32             |
+ *  16 | pod generation i32               | pod id length i32          |
+ *  24 | pod id, UTF-8, 112 bytes (whose slot and generation own it)   |
+ * 136 | mappings i32                     | reserved i32               |
+ * 144 | store clock u64                                               |
+ * 152 | eviction hand i32 | reserved .. 255                           |
+ * 256 +---------------------------------------------------------------+
+ *     | entries, 32 bytes each: engine hash u64 | router key u64      |
+ *     |   (0 = empty) | store stamp u64 | media bits u64             |
+ *     +---------------------------------------------------------------+
+ * </pre>
+ * Open addressing with linear probing from {@code mix(hash)}, backward-shift deletion. A crash can leave a shift
+ * half done: {@link #open} re-inserts every entry of a re-used file, which also drops duplicates.
+ *
+ * <p><b>Note:</b> one writer: the pod's writer agent. No other thread reads it.
+ */
+public final class PodBlockMap implements AutoCloseable {
+    static final long MAGIC = 0x3142_5058_4449_564BL;
+    static final int HEADER_LENGTH = 256;
+    static final int ENTRY_LENGTH = 32;
+    private static final int SLOTS_OFFSET = 8;
+    private static final int MAX_BLOCKS_OFFSET = 12;
+    private static final int GENERATION_OFFSET = 16;
+    private static final int POD_ID_LENGTH_OFFSET = 20;
+    private static final int POD_ID_OFFSET = 24;
+    private static final int POD_ID_MAX = 112;
+    private static final int COUNT_OFFSET = 136;
+    private static final int CLOCK_OFFSET = 144;
+    private static final int HAND_OFFSET = 152;
+    private static final int EVICTION_SAMPLES = 8;
+    private static final double MAX_LOAD = 0.7;
+
+    private final MappedRegion region;
+    private final MemorySegment s;
+    private final int slots;
+    private final int mask;
+    private final int maxBlocks;
+    private final boolean restored;
+    private long evictedHash;
+    private boolean lastReleaseRemoved;
+
+    private PodBlockMap(final MappedRegion region, final int slots, final int maxBlocks, final boolean restored) {
+        this.region = region;
+        this.s = region.segment();
+        this.slots = slots;
+        this.mask = slots - 1;
+        this.maxBlocks = maxBlocks;
+        this.restored = restored;
+    }
+
+    /**
+     * @param maxBlocks most mappings.
+     * @return the table slots a map of that size uses (a power of two, load at most 0.7).
+     */
+    public static int slotsFor(final int maxBlocks) {
+        final long wanted = (long) Math.ceil(maxBlocks / MAX_LOAD);
+        return (int) Math.max(16, Long.highestOneBit(Math.max(1, wanted - 1)) << 1);
+    }
+
+    /**
+     * @param maxBlocks most mappings.
+     * @return the file length of such a map.
+     */
+    public static long fileLength(final int maxBlocks) {
+        return HEADER_LENGTH + (long) slotsFor(maxBlocks) * ENTRY_LENGTH;
+    }
+
+    /**
+     * Opens a pod's map: the existing file is re-used (and its entries re-inserted) when it belongs to the same pod
+     * id and slot generation and has the same size; otherwise the map starts empty.
+     *
+     * @param file       the map's file.
+     * @param podId      the pod.
+     * @param generation the generation of the pod's index slot.
+     * @param maxBlocks  most mappings, 1..2^28.
+     * @return the map.
+     */
+    public static PodBlockMap open(final Path file, final String podId, final int generation, final int maxBlocks) {
+        if (maxBlocks < 1 || maxBlocks > (1 << 28)) {
+            throw new IllegalArgumentException("max blocks per pod must be in [1, 2^28]: " + maxBlocks);
+        }
+        final byte[] id = podId.getBytes(StandardCharsets.UTF_8);
+        if (id.length > POD_ID_MAX) {
+            throw new IllegalArgumentException("pod id longer than " + POD_ID_MAX + " bytes: " + podId);
+        }
+        final int slots = slotsFor(maxBlocks);
+        final long length = fileLength(maxBlocks);
+        try {
+            if (Files.exists(file) && Files.size(file) == length) {
+                final MappedRegion region = MappedRegion.mapReadWrite(file, length);
+                final MemorySegment m = region.segment();
+                if (m.get(ValueLayout.JAVA_LONG, 0) == MAGIC && m.get(ValueLayout.JAVA_INT, SLOTS_OFFSET) == slots
+                    && m.get(ValueLayout.JAVA_INT, MAX_BLOCKS_OFFSET) == maxBlocks
+                    && m.get(ValueLayout.JAVA_INT, GENERATION_OFFSET) == generation
+                    && m.get(ValueLayout.JAVA_INT, POD_ID_LENGTH_OFFSET) == id.length
+                    && Arrays.equals(id, m.asSlice(POD_ID_OFFSET, id.length).toArray(ValueLayout.JAVA_BYTE))) {
+                    final PodBlockMap map = new PodBlockMap(region, slots, maxBlocks, true);
+                    map.reinsertAll();
+                    return map;
+                }
+                region.close();
+            }
+            Files.createDirectories(file.toAbsolutePath().getParent());
+            final MappedRegion region = MappedRegion.create(file, length);
+            final MemorySegment m = region.segment();
+            m.set(ValueLayout.JAVA_INT, SLOTS_OFFSET, slots);
+            m.set(ValueLayout.JAVA_INT, MAX_BLOCKS_OFFSET, maxBlocks);
+            m.set(ValueLayout.JAVA_INT, GENERATION_OFFSET, generation);
+            m.set(ValueLayout.JAVA_INT, POD_ID_LENGTH_OFFSET, id.length);
+            MemorySegment.copy(id, 0, m, ValueLayout.JAVA_BYTE, POD_ID_OFFSET, id.length);
+            m.set(ValueLayout.JAVA_LONG, 0, MAGIC);
+            return new PodBlockMap(region, slots, maxBlocks, false);
+        } catch (final IOException ex) {
+            throw new UncheckedIOException("cannot open the block map " + file, ex);
+        }
+    }
+
+    /**
+     * @return true when the map was re-used from a previous daemon (its mappings are the pod's), false when new.
+     */
+    public boolean restored() {
+        return restored;
+    }
+
+    /**
+     * @return mappings held.
+     */
+    public int size() {
+        return s.get(ValueLayout.JAVA_INT, COUNT_OFFSET);
+    }
+
+    /**
+     * @return most mappings.
+     */
+    public int maxBlocks() {
+        return maxBlocks;
+    }
+
+    /**
+     * @return true when one more new mapping needs an eviction first ({@link #evictOldest()}).
+     */
+    public boolean isFull() {
+        return size() >= maxBlocks;
+    }
+
+    /**
+     * @param hash engine hash.
+     * @return its router key, or 0 when absent.
+     */
+    public long get(final long hash) {
+        final int i = find(hash);
+        return i < 0 ? 0 : s.get(ValueLayout.JAVA_LONG, entry(i) + 8);
+    }
+
+    /**
+     * @param hash engine hash.
+     * @return its media bits, or 0 when absent.
+     */
+    public long media(final long hash) {
+        final int i = find(hash);
+        return i < 0 ? 0 : s.get(ValueLayout.JAVA_LONG, entry(i) + 24);
+    }
+
+    /**
+     * Loads the home entry of a hash (to overlap its cache miss with others').
+     *
+     * @param hash engine hash.
+     * @return a value to consume.
+     */
+    public long touch(final long hash) {
+        return s.get(ValueLayout.JAVA_LONG, entry(home(hash)));
+    }
+
+    /**
+     * Maps a hash to a router key and media bits, or updates them. The map must not be full when the hash is new
+     * (check {@link #isFull()} and {@link #evictOldest()} first).
+     *
+     * @param hash      engine hash.
+     * @param routerKey router key, not 0.
+     * @param media     media bits.
+     * @return the previous router key, or 0 when the hash was new.
+     */
+    public long put(final long hash, final long routerKey, final long media) {
+        if (routerKey == 0) {
+            throw new IllegalArgumentException("router key 0 marks empty entries");
+        }
+        final long clock = s.get(ValueLayout.JAVA_LONG, CLOCK_OFFSET) + 1;
+        s.set(ValueLayout.JAVA_LONG, CLOCK_OFFSET, clock);
+        int i = home(hash);
+        while (true) {
+            final long e = entry(i);
+            final long key = s.get(ValueLayout.JAVA_LONG, e + 8);
+            if (key == 0) {
+                if (size() >= maxBlocks) {
+                    throw new IllegalStateException("block map full: evict before storing a new hash");
+                }
+                s.set(ValueLayout.JAVA_LONG, e, hash);
+                s.set(ValueLayout.JAVA_LONG, e + 16, clock);
+                s.set(ValueLayout.JAVA_LONG, e + 24, media);
+                s.set(ValueLayout.JAVA_LONG, e + 8, routerKey);
+                s.set(ValueLayout.JAVA_INT, COUNT_OFFSET, size() + 1);
+                return 0;
+            }
+            if (s.get(ValueLayout.JAVA_LONG, e) == hash) {
+                s.set(ValueLayout.JAVA_LONG, e + 8, routerKey);
+                s.set(ValueLayout.JAVA_LONG, e + 16, clock);
+                s.set(ValueLayout.JAVA_LONG, e + 24, media);
+                return key;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /**
+     * Records that the pod holds a block on one more medium: maps the hash to its router key and ORs the medium's
+     * bit into its media bits. The map must not be full when the hash is new.
+     *
+     * @param hash      engine hash.
+     * @param routerKey router key, not 0.
+     * @param mediumBit the medium's bit.
+     * @return the previous router key, or 0 when the hash was new.
+     */
+    public long store(final long hash, final long routerKey, final long mediumBit) {
+        final int i = find(hash);
+        if (i < 0) {
+            return put(hash, routerKey, mediumBit);
+        }
+        final long e = entry(i);
+        final long clock = s.get(ValueLayout.JAVA_LONG, CLOCK_OFFSET) + 1;
+        s.set(ValueLayout.JAVA_LONG, CLOCK_OFFSET, clock);
+        final long previous = s.get(ValueLayout.JAVA_LONG, e + 8);
+        s.set(ValueLayout.JAVA_LONG, e + 8, routerKey);
+        s.set(ValueLayout.JAVA_LONG, e + 16, clock);
+        s.set(ValueLayout.JAVA_LONG, e + 24, s.get(ValueLayout.JAVA_LONG, e + 24) | mediumBit);
+        return previous;
+    }
+
+    /**
+     * Records that the pod dropped a block from one medium: clears the medium's bit, and removes the mapping when
+     * no medium holds the block any more ({@link #lastReleaseRemoved()} tells which).
+     *
+     * @param hash      engine hash.
+     * @param mediumBit the medium's bit.
+     * @return the block's router key, or 0 when the hash was not mapped.
+     */
+    public long release(final long hash, final long mediumBit) {
+        lastReleaseRemoved = false;
+        final int i = find(hash);
+        if (i < 0) {
+            return 0;
+        }
+        final long e = entry(i);
+        final long key = s.get(ValueLayout.JAVA_LONG, e + 8);
+        final long left = s.get(ValueLayout.JAVA_LONG, e + 24) & ~mediumBit;
+        if (left != 0) {
+            s.set(ValueLayout.JAVA_LONG, e + 24, left);
+            return key;
+        }
+        delete(i);
+        lastReleaseRemoved = true;
+        return key;
+    }
+
+    /**
+     * @return true when the last {@link #release} removed the mapping (no medium holds the block any more).
+     */
+    public boolean lastReleaseRemoved() {
+        return lastReleaseRemoved;
+    }
+
+    /**
+     * Sets the media bits of a mapped hash.
+     *
+     * @param hash  engine hash.
+     * @param media media bits.
+     */
+    public void media(final long hash, final long media) {
+        final int i = find(hash);
+        if (i >= 0) {
+            s.set(ValueLayout.JAVA_LONG, entry(i) + 24, media);
+        }
+    }
+
+    /**
+     * @param hash engine hash.
+     * @return the router key it mapped to, or 0 when absent.
+     */
+    public long remove(final long hash) {
+        final int i = find(hash);
+        if (i < 0) {
+            return 0;
+        }
+        final long key = s.get(ValueLayout.JAVA_LONG, entry(i) + 8);
+        delete(i);
+        return key;
+    }
+
+    /**
+     * Removes the least recently stored of a few sampled mappings.
+     *
+     * @return its router key (its engine hash is {@link #evictedHash()}), or 0 when the map is empty.
+     */
+    public long evictOldest() {
+        int hand = s.get(ValueLayout.JAVA_INT, HAND_OFFSET) & mask;
+        int victim = -1;
+        long oldest = Long.MAX_VALUE;
+        int seen = 0;
+        for (int n = 0; n < slots && seen < EVICTION_SAMPLES; n++) {
+            final long e = entry(hand);
+            if (s.get(ValueLayout.JAVA_LONG, e + 8) != 0) {
+                seen++;
+                final long stamp = s.get(ValueLayout.JAVA_LONG, e + 16);
+                if (stamp < oldest) {
+                    oldest = stamp;
+                    victim = hand;
+                }
+            }
+            hand = (hand + 1) & mask;
+        }
+        s.set(ValueLayout.JAVA_INT, HAND_OFFSET, hand);
+        if (victim < 0) {
+            return 0;
+        }
+        evictedHash = s.get(ValueLayout.JAVA_LONG, entry(victim));
+        final long key = s.get(ValueLayout.JAVA_LONG, entry(victim) + 8);
+        delete(victim);
+        return key;
+    }
+
+    /**
+     * @return the engine hash of the mapping {@link #evictOldest()} removed last.
+     */
+    public long evictedHash() {
+        return evictedHash;
+    }
+
+    /**
+     * Removes every mapping.
+     */
+    public void clear() {
+        if (size() > 0) {
+            s.asSlice(HEADER_LENGTH, (long) slots * ENTRY_LENGTH).fill((byte) 0);
+            s.set(ValueLayout.JAVA_INT, COUNT_OFFSET, 0);
+        }
+    }
+
+    /**
+     * Calls {@code visitor} for every mapping (cold: checks and tests).
+     *
+     * @param visitor receives engine hash, router key, media bits.
+     */
+    public void forEach(final Visitor visitor) {
+        for (int i = 0; i < slots; i++) {
+            final long e = entry(i);
+            final long key = s.get(ValueLayout.JAVA_LONG, e + 8);
+            if (key != 0) {
+                visitor.visit(s.get(ValueLayout.JAVA_LONG, e), key, s.get(ValueLayout.JAVA_LONG, e + 24));
+            }
+        }
+    }
+
+    /** Receives mappings. */
+    @FunctionalInterface
+    public interface Visitor {
+        /**
+         * @param hash      engine hash.
+         * @param routerKey router key.
+         * @param media     media bits.
+         */
+        void visit(long hash, long routerKey, long media);
+    }
+
+    private int find(final long hash) {
+        int i = home(hash);
+        for (int n = 0; n < slots; n++) {
+            final long e = entry(i);
+            if (s.get(ValueLayout.JAVA_LONG, e + 8) == 0) {
+                return -1;
+            }
+            if (s.get(ValueLayout.JAVA_LONG, e) == hash) {
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+        return -1;
+    }
+
+    private void delete(final int at) {
+        int hole = at;
+        int j = at;
+        while (true) {
+            j = (j + 1) & mask;
+            final long ej = entry(j);
+            if (s.get(ValueLayout.JAVA_LONG, ej + 8) == 0) {
+                break;
+            }
+            final int home = home(s.get(ValueLayout.JAVA_LONG, ej));
+            final boolean stays = hole < j ? (home > hole && home <= j) : (home > hole || home <= j);
+            if (!stays) {
+                MemorySegment.copy(s, ej, s, entry(hole), ENTRY_LENGTH);
+                hole = j;
+            }
+        }
+        s.asSlice(entry(hole), ENTRY_LENGTH).fill((byte) 0);
+        s.set(ValueLayout.JAVA_INT, COUNT_OFFSET, size() - 1);
+    }
+
+    /** Re-inserts every entry of a re-used file: repairs a shift a crash left half done, drops duplicates. */
+    private void reinsertAll() {
+        final long[] all = new long[4 * Math.min(slots, maxBlocks + 16)];
+        int n = 0;
+        for (int i = 0; i < slots && n < all.length / 4; i++) {
+            final long e = entry(i);
+            final long key = s.get(ValueLayout.JAVA_LONG, e + 8);
+            if (key != 0) {
+                all[4 * n] = s.get(ValueLayout.JAVA_LONG, e);
+                all[4 * n + 1] = key;
+                all[4 * n + 2] = s.get(ValueLayout.JAVA_LONG, e + 16);
+                all[4 * n + 3] = s.get(ValueLayout.JAVA_LONG, e + 24);
+                n++;
+            }
+        }
+        s.asSlice(HEADER_LENGTH, (long) slots * ENTRY_LENGTH).fill((byte) 0);
+        s.set(ValueLayout.JAVA_INT, COUNT_OFFSET, 0);
+        long clock = s.get(ValueLayout.JAVA_LONG, CLOCK_OFFSET);
+        int count = 0;
+        for (int k = 0; k < n && count < maxBlocks; k++) {
+            final long hash = all[4 * k];
+            int i = home(hash);
+            boolean duplicate = false;
+            while (s.get(ValueLayout.JAVA_LONG, entry(i) + 8) != 0) {
+                if (s.get(ValueLayout.JAVA_LONG, entry(i)) == hash) {
+                    duplicate = true;
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+            if (duplicate) {
+                continue;
+            }
+            final long e = entry(i);
+            s.set(ValueLayout.JAVA_LONG, e, hash);
+            s.set(ValueLayout.JAVA_LONG, e + 8, all[4 * k + 1]);
+            s.set(ValueLayout.JAVA_LONG, e + 16, all[4 * k + 2]);
+            s.set(ValueLayout.JAVA_LONG, e + 24, all[4 * k + 3]);
+            clock = Math.max(clock, all[4 * k + 2]);
+            count++;
+        }
+        s.set(ValueLayout.JAVA_INT, COUNT_OFFSET, count);
+        s.set(ValueLayout.JAVA_LONG, CLOCK_OFFSET, clock);
+    }
+
+    private int home(final long hash) {
+        return (int) ((hash * 0x9E37_79B9_7F4A_7C15L) >>> 32) & mask;
+    }
+
+    private static long entry(final int i) {
+        return HEADER_LENGTH + (long) i * ENTRY_LENGTH;
+    }
+
+    /**
+     * @return the map's file.
+     */
+    public Path path() {
+        return region.path();
+    }
+
+    @Override
+    public void close() {
+        region.close();
+    }
+}
