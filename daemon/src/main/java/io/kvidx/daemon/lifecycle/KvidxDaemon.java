@@ -122,7 +122,8 @@ public final class KvidxDaemon implements AutoCloseable {
         // Pods alive in a re-attached index go back to their writers, which take them down if they stay silent.
         for (int slot = 0; slot < index.context().maxPods(); slot++) {
             if (index.isAlive(slot)) {
-                final int pod = directory.podNumber(index.podId(slot), null);
+                final String model = index.model(slot);
+                final int pod = directory.podNumber(index.podId(slot), model.isEmpty() ? null : model);
                 if (pod >= 0) {
                     writers.offer(pod, WriterMessages.REGISTER);
                 }

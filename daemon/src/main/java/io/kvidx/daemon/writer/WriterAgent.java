@@ -157,11 +157,12 @@ public final class WriterAgent implements Agent, MessageHandler {
     }
 
     private boolean ensureRegistered(final PodState pod) {
+        if (pod.model == null) {
+            // Learnt late (a pod restored at startup before its transport named the model): keys need it.
+            pod.model = directory.model(pod.podNumber);
+        }
         if (pod.registered()) {
             return true;
-        }
-        if (pod.model == null) {
-            pod.model = directory.model(pod.podNumber);
         }
         try {
             final int slot = index.registerPod(pod.podId, pod.model);
