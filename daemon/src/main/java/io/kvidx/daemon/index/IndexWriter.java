@@ -7,6 +7,7 @@ import io.kvidx.client.index.PodCapacityExceededException;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
 import io.kvidx.ffm.PosixNative;
+import io.kvidx.ffm.SharedFiles;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -17,7 +18,6 @@ import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.security.SecureRandom;
 import java.util.HashMap;
 import java.util.Map;
@@ -136,7 +136,8 @@ public final class IndexWriter implements AutoCloseable {
 
     /**
      * Creates a new index file for the context's cell, replacing any previous one atomically (readers of the old
-     * file see its heartbeat stop and reattach to the new epoch).
+     * file see its heartbeat stop and reattach to the new epoch). The cell directory (0750) and the file (0640) get
+     * the group of {@link Context#files(SharedFiles)}; a symbolic link for either is refused.
      *
      * @param context geometry and location; concluded here.
      * @return the writer.
@@ -146,8 +147,8 @@ public final class IndexWriter implements AutoCloseable {
         final Path file = context.indexFile();
         final long length = IndexDescriptor.fileLength(context.maxPods, context.shardCount, context.slotsPerShard);
         final long pid = ProcessHandle.current().pid();
-        final Path temp = file.resolveSibling(IndexConfiguration.INDEX_FILE_NAME + "." + pid + ".tmp");
-        final MappedRegion region = MappedRegion.create(temp, length);
+        final StagedIndexFile staged = StagedIndexFile.create(context.files, file, length, new SecureRandom());
+        final MappedRegion region = staged.region();
         final long epoch = new SecureRandom().nextLong() & Long.MAX_VALUE;
         try {
             final MemorySegment s = region.segment();
@@ -170,12 +171,12 @@ public final class IndexWriter implements AutoCloseable {
             s.set(ValueLayout.JAVA_LONG, IndexDescriptor.FILE_LENGTH_OFFSET, length);
             LONG.setRelease(s, (long) IndexDescriptor.HEARTBEAT_OFFSET, System.currentTimeMillis());
             INT.setRelease(s, (long) IndexDescriptor.LAYOUT_VERSION_OFFSET, IndexDescriptor.LAYOUT_VERSION);
-            Files.move(temp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            staged.publish();
         } catch (final IOException ex) {
-            region.close();
+            staged.abandon(ex);
             throw new UncheckedIOException("cannot publish index file " + file, ex);
         } catch (final RuntimeException ex) {
-            region.close();
+            staged.abandon(ex);
             throw ex;
         }
         return new IndexWriter(context, region, epoch);
@@ -937,6 +938,7 @@ public final class IndexWriter implements AutoCloseable {
         private boolean adviseRandom = true;
         private boolean hugePages = true;
         private boolean prefetch = true;
+        private SharedFiles files;
         private boolean concluded;
 
         /**
@@ -953,6 +955,9 @@ public final class IndexWriter implements AutoCloseable {
             }
             if (cell == null) {
                 cell = IndexConfiguration.cell();
+            }
+            if (files == null) {
+                files = SharedFiles.forGroup(null);
             }
             if (!(maxLoadFactor > 0.05 && maxLoadFactor <= 0.95)) {
                 throw new IllegalArgumentException("max load factor must be in (0.05, 0.95]: " + maxLoadFactor);
@@ -1096,6 +1101,15 @@ public final class IndexWriter implements AutoCloseable {
          */
         public Context prefetch(final boolean prefetch) {
             this.prefetch = prefetch;
+            return this;
+        }
+
+        /**
+         * @param files modes and group of the cell directory and index file (default: the user's primary group).
+         * @return this.
+         */
+        public Context files(final SharedFiles files) {
+            this.files = files;
             return this;
         }
 
