@@ -23,18 +23,21 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>The daemon takes it before anything else of the cell (the Aeron directory, the index file): a second daemon for
  * the same directory and cell fails {@link #acquire} at once with a {@link CellLockedException} naming the holder's
- * pid, having changed nothing. The kernel drops the lock when the holding process dies, even by {@code kill -9}, so
- * the next daemon takes over without any cleanup. The file itself stays when the lock is released: only a held lock
- * means something, and deleting the file would let a daemon that opened it just before lock an orphan while the
- * next one locks a new file.
+ * pid, having changed nothing (except a lock file wider than {@code 0600}, which is tightened before the lock is
+ * tried, see below). The kernel drops the lock when the holding process dies, even by {@code kill -9}, so the next
+ * daemon takes over without any cleanup. The file itself stays when the lock is released: only a held lock means
+ * something, and deleting the file would let a daemon that opened it just before lock an orphan while the next one
+ * locks a new file.
  *
  * <p>The file is private ({@code 0600}): any process that can open a file can lock it, so a reader able to open it
  * could keep the daemon from starting.
  *
- * <p>A record lock belongs to the process, and closing any descriptor of the file drops it. The JVM refuses a second
- * lock of a file it already locked ({@link OverlappingFileLockException}), and this class keeps its own set of the
- * cells locked in this JVM so that a second daemon in the same JVM (tests) is refused before it opens the file at
- * all. Both give the same {@link CellLockedException}.
+ * <p>A record lock belongs to the process, and closing any descriptor of the file drops it. So the lock file's mode
+ * is set before locking (setting it opens and closes a second descriptor), never while the lock is held. And while
+ * the JVM refuses a second lock of a file it already locked ({@link OverlappingFileLockException}), the descriptor
+ * opened to try it would, once closed, drop the first lock: this class therefore keeps its own set of the cells
+ * locked in this JVM, so that a second daemon in the same JVM (tests) is refused before it opens the file at all.
+ * Both refusals give the same {@link CellLockedException}.
  *
  * <p><b>Note:</b> acquire and close from one thread.
  */
