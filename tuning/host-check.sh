@@ -20,6 +20,14 @@ else
     warn "$dir is not a dedicated tmpfs with huge pages (tuning/mount-index-tmpfs.sh): 4 KiB pages cost TLB misses on large indexes"
 fi
 
+if [ -d "$dir" ]; then
+    mode=$(stat -c %a "$dir")
+    case "$mode" in
+        *7|*6|*3|*2) warn "$dir is mode $mode, world-writable: mount it with tuning/mount-index-tmpfs.sh (0750 kvidx:kvidx)";;
+        *) ok "$dir: mode $mode, $(stat -c %U:%G "$dir")";;
+    esac
+fi
+
 thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo n/a)
 ok "transparent huge pages: $thp"
 

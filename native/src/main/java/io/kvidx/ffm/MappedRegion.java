@@ -1,11 +1,10 @@
 package io.kvidx.ffm;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
@@ -32,33 +31,73 @@ public final class MappedRegion implements AutoCloseable {
     }
 
     /**
-     * Creates (or truncates) a file of {@code length} bytes, zero-filled, and maps it read-write.
+     * Creates a new file of {@code length} bytes, zero-filled, in a shared directory and maps it read-write. The file
+     * is created exclusively with the directory's policy ({@link SharedFiles}: mode 0640, its group, no symbolic
+     * link followed): when anything already has that name the create fails and that thing is left untouched.
      *
-     * @param path   file to create; its parent directories are created when missing.
-     * @param length length in bytes, {@code > 0}.
+     * @param directory the open directory.
+     * @param name      file name inside it.
+     * @param length    length in bytes, {@code > 0}.
      * @return the mapped region.
+     * @throws java.nio.file.FileAlreadyExistsException when the name is taken.
+     * @throws IOException                              when the file cannot be created or mapped.
      */
-    public static MappedRegion create(final Path path, final long length) {
+    public static MappedRegion create(final SharedFiles.Directory directory, final String name, final long length)
+        throws IOException {
         if (length <= 0) {
             throw new IllegalArgumentException("length must be > 0: " + length);
         }
-        try {
-            final Path parent = path.toAbsolutePath().getParent();
-            if (parent != null) {
-                Files.createDirectories(parent);
-            }
-            try (FileChannel channel = FileChannel.open(path, StandardOpenOption.CREATE,
-                StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-                channel.truncate(0);
+        final Path path = directory.path().resolve(name);
+        try (FileChannel channel = directory.createFile(name)) {
+            final Arena arena = Arena.ofShared();
+            try {
                 // Extend sparsely: tmpfs and ext4 both give zero pages on first touch.
                 channel.position(length - 1);
                 channel.write(java.nio.ByteBuffer.wrap(new byte[1]));
-                final Arena arena = Arena.ofShared();
                 final MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, length, arena);
                 return new MappedRegion(path, arena, segment, false);
+            } catch (final IOException | RuntimeException ex) {
+                arena.close();
+                directory.deleteIfExists(name);
+                throw ex;
             }
-        } catch (final IOException ex) {
-            throw new UncheckedIOException("cannot create mapped file " + path + " of " + length + " bytes", ex);
+        }
+    }
+
+    /**
+     * Creates a file only its writer uses (mode 0600), of {@code length} zero bytes, and maps it read-write: any
+     * previous file of that name is replaced (a symbolic link is removed, never followed), and the new file is
+     * created exclusively. Its parent directory is created (0700) when missing.
+     *
+     * @param path   the file.
+     * @param length length in bytes, {@code > 0}.
+     * @return the mapped region.
+     * @throws IOException when the file cannot be created or mapped.
+     */
+    public static MappedRegion createPrivate(final Path path, final long length) throws IOException {
+        if (length <= 0) {
+            throw new IllegalArgumentException("length must be > 0: " + length);
+        }
+        final Path parent = path.toAbsolutePath().getParent();
+        if (parent != null && java.nio.file.Files.notExists(parent, LinkOption.NOFOLLOW_LINKS)) {
+            java.nio.file.Files.createDirectories(parent, java.nio.file.attribute.PosixFilePermissions
+                .asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+        }
+        java.nio.file.Files.deleteIfExists(path);
+        try (FileChannel channel = FileChannel.open(path, java.util.Set.of(StandardOpenOption.CREATE_NEW,
+            StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS),
+            java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")))) {
+            final Arena arena = Arena.ofShared();
+            try {
+                channel.position(length - 1);
+                channel.write(java.nio.ByteBuffer.wrap(new byte[1]));
+                final MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, length, arena);
+                return new MappedRegion(path, arena, segment, false);
+            } catch (final IOException | RuntimeException ex) {
+                arena.close();
+                throw ex;
+            }
         }
     }
 
@@ -93,7 +132,8 @@ public final class MappedRegion implements AutoCloseable {
 
     /**
      * Maps an existing file read-write, exactly {@code length} bytes from its start, without changing its length or
-     * contents: how a restarted writer re-attaches to the file its predecessor left.
+     * contents: how a restarted writer re-attaches to the file its predecessor left. A symbolic link is not
+     * followed: opening one fails.
      *
      * @param path   the file.
      * @param length bytes to map; the file must be at least that long.
@@ -101,7 +141,8 @@ public final class MappedRegion implements AutoCloseable {
      * @throws IOException when the file cannot be opened or mapped, or is shorter than {@code length}.
      */
     public static MappedRegion mapReadWrite(final Path path, final long length) throws IOException {
-        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
+            LinkOption.NOFOLLOW_LINKS)) {
             final long size = channel.size();
             if (size < length) {
                 throw new IOException("file " + path + " is " + size + " bytes, shorter than the " + length

@@ -28,6 +28,10 @@ public final class DaemonCommand implements Callable<Integer> {
     @Option(names = "--cell", description = "Cell name (default 'default').")
     private String cell;
 
+    @Option(names = "--group", paramLabel = "NAME", description = "Group of the cell directory (0750) and index file "
+        + "(0640); routers in it can read the index (default: the daemon user's primary group).")
+    private String group;
+
     @Option(names = "--block-size", paramLabel = "B", description = "Router block size in tokens (default 16); "
         + "engines must use the same.")
     private Integer blockSize;
@@ -92,6 +96,9 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (cell != null) {
             context.cell(cell);
+        }
+        if (group != null) {
+            context.group(group);
         }
         if (blockSize != null) {
             context.blockSize(blockSize);

@@ -17,6 +17,7 @@ import static io.kvidx.daemon.config.DaemonContext.Configuration.CHECKPOINT_INTE
 import static io.kvidx.daemon.config.DaemonContext.Configuration.POD_MAX_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.REPLAY_GAP_POLICY_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.CAPACITY_BLOCKS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonContext.Configuration.GROUP_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.HEARTBEAT_INTERVAL_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.IDLE_STRATEGY_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.MAX_PODS_PROP_NAME;
@@ -32,6 +33,7 @@ import static io.kvidx.daemon.config.DaemonContext.Configuration.WRITER_QUEUE_LE
  * <pre>
  * dir: /dev/shm/kvidx
  * cell: default
+ * group: kvidx          # of the cell directory and index file, routers in it read (default: primary group)
  * blockSize: 16
  * podTimeoutMs: 30000
  * zmq:
@@ -43,10 +45,10 @@ import static io.kvidx.daemon.config.DaemonContext.Configuration.WRITER_QUEUE_LE
  * </pre>
  */
 public final class DaemonConfigFile {
-    private static final Set<String> KEYS = Set.of("dir", "cell", BLOCK_SIZE_PROP_NAME, CAPACITY_BLOCKS_PROP_NAME,
-        SHARD_COUNT_PROP_NAME, MAX_PODS_PROP_NAME, WRITERS_PROP_NAME, WRITER_QUEUE_LENGTH_PROP_NAME,
-        POD_TIMEOUT_MS_PROP_NAME, HEARTBEAT_INTERVAL_MS_PROP_NAME, REPLAY_TIMEOUT_MS_PROP_NAME,
-        IDLE_STRATEGY_PROP_NAME, POD_MAX_BLOCKS_PROP_NAME, REPLAY_GAP_POLICY_PROP_NAME,
+    private static final Set<String> KEYS = Set.of("dir", "cell", GROUP_PROP_NAME, BLOCK_SIZE_PROP_NAME,
+        CAPACITY_BLOCKS_PROP_NAME, SHARD_COUNT_PROP_NAME, MAX_PODS_PROP_NAME, WRITERS_PROP_NAME,
+        WRITER_QUEUE_LENGTH_PROP_NAME, POD_TIMEOUT_MS_PROP_NAME, HEARTBEAT_INTERVAL_MS_PROP_NAME,
+        REPLAY_TIMEOUT_MS_PROP_NAME, IDLE_STRATEGY_PROP_NAME, POD_MAX_BLOCKS_PROP_NAME, REPLAY_GAP_POLICY_PROP_NAME,
         CHECKPOINT_INTERVAL_MS_PROP_NAME, "zmq", "aeron");
     private static final Set<String> AERON_KEYS = Set.of("channels", "streamId", "dir", "embeddedDriver",
         "termLength");
@@ -93,6 +95,7 @@ public final class DaemonConfigFile {
             switch (key) {
                 case "dir" -> context.dir(Path.of(String.valueOf(v)));
                 case "cell" -> context.cell(String.valueOf(v));
+                case GROUP_PROP_NAME -> context.group(String.valueOf(v));
                 case BLOCK_SIZE_PROP_NAME -> context.blockSize(toInt(source, key, v));
                 case CAPACITY_BLOCKS_PROP_NAME -> context.capacityBlocks(toLong(source, key, v));
                 case SHARD_COUNT_PROP_NAME -> context.shardCount(toInt(source, key, v));

@@ -3,6 +3,7 @@ package io.kvidx.daemon.config;
 import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
+import io.kvidx.ffm.SharedFiles;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.BusySpinIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
@@ -24,6 +25,8 @@ import java.util.function.Supplier;
 public final class DaemonContext {
     private Path dir;
     private String cell;
+    private String group = Configuration.GROUP_DEFAULT;
+    private SharedFiles sharedFiles;
     private int blockSize = Configuration.BLOCK_SIZE_DEFAULT;
     private long capacityBlocks = Configuration.CAPACITY_BLOCKS_DEFAULT;
     private int shardCount = Configuration.SHARD_COUNT_DEFAULT;
@@ -61,6 +64,7 @@ public final class DaemonContext {
         if (cell == null) {
             cell = IndexConfiguration.cell();
         }
+        sharedFiles = SharedFiles.forGroup(group);
         if (writers < 1 || writers > 64) {
             throw new IllegalArgumentException("writers must be in [1, 64]: " + writers);
         }
@@ -101,7 +105,7 @@ public final class DaemonContext {
      */
     public IndexWriter.Context indexContext() {
         return new IndexWriter.Context().dir(dir).cell(cell).blockSize(blockSize).capacityBlocks(capacityBlocks)
-            .shardCount(shardCount).maxPods(maxPods).deleteOnClose(deleteOnClose);
+            .shardCount(shardCount).maxPods(maxPods).deleteOnClose(deleteOnClose).files(sharedFiles);
     }
 
     /**
@@ -157,6 +161,30 @@ public final class DaemonContext {
      */
     public String cell() {
         return cell;
+    }
+
+    /**
+     * @param group group of the cell directory and index file, so that routers in it can read the index; null for
+     *              the daemon user's primary group.
+     * @return this.
+     */
+    public DaemonContext group(final String group) {
+        this.group = group;
+        return this;
+    }
+
+    /**
+     * @return group of the cell directory and index file; null for the daemon user's primary group.
+     */
+    public String group() {
+        return group;
+    }
+
+    /**
+     * @return modes and group of the cell's files (after conclude).
+     */
+    public SharedFiles sharedFiles() {
+        return sharedFiles;
     }
 
     /**
@@ -479,6 +507,10 @@ public final class DaemonContext {
      * Defaults. Property names are those of the YAML config file.
      */
     public static final class Configuration {
+        /** Group key. */
+        public static final String GROUP_PROP_NAME = "group";
+        /** Default group: none, i.e. the daemon user's primary group. */
+        public static final String GROUP_DEFAULT = null;
         /** Block size key. */
         public static final String BLOCK_SIZE_PROP_NAME = "blockSize";
         /** Default block size (vLLM's). */

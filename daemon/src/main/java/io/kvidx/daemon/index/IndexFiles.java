@@ -1,6 +1,5 @@
 package io.kvidx.daemon.index;
 
-import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
@@ -14,10 +13,8 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.security.SecureRandom;
 
@@ -85,9 +82,8 @@ final class IndexFiles {
         final long length = IndexDescriptor.fileLength(context.maxPods(), context.shardCount(),
             context.slotsPerShard());
         final long pid = ProcessHandle.current().pid();
-        final Path temp = file.resolveSibling(IndexConfiguration.INDEX_FILE_NAME + "."
-            + Long.toUnsignedString(RANDOM.nextLong(), 36) + ".tmp");
-        final MappedRegion region = MappedRegion.create(temp, length);
+        final StagedIndexFile staged = StagedIndexFile.create(context.files(), file, length, RANDOM);
+        final MappedRegion region = staged.region();
         final long epoch = RANDOM.nextLong() & Long.MAX_VALUE;
         try {
             final MemorySegment s = region.segment();
@@ -106,12 +102,12 @@ final class IndexFiles {
             carryPodIds(file, s, context.maxPods());
             LONG.setRelease(s, (long) IndexDescriptor.HEARTBEAT_OFFSET, System.currentTimeMillis());
             INT.setRelease(s, (long) IndexDescriptor.LAYOUT_VERSION_OFFSET, IndexDescriptor.LAYOUT_VERSION);
-            Files.move(temp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            staged.publish();
         } catch (final IOException ex) {
-            region.close();
+            staged.abandon(ex);
             throw new UncheckedIOException("cannot publish index file " + file, ex);
         } catch (final RuntimeException ex) {
-            region.close();
+            staged.abandon(ex);
             throw ex;
         }
         return new Opened(region, epoch, false, reason);
@@ -124,8 +120,8 @@ final class IndexFiles {
      * @param length its length.
      * @return the mapping.
      */
-    static MappedRegion createPrivate(final Path file, final long length) {
-        return MappedRegion.create(file, length);
+    static MappedRegion createPrivate(final Path file, final long length) throws IOException {
+        return MappedRegion.createPrivate(file, length);
     }
 
     private static void advise(final MemorySegment s, final IndexWriter.Context context) {

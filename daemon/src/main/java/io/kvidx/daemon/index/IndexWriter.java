@@ -6,6 +6,7 @@ import io.kvidx.client.index.IndexException;
 import io.kvidx.client.index.PodCapacityExceededException;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
+import io.kvidx.ffm.SharedFiles;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -80,7 +81,8 @@ public final class IndexWriter implements AutoCloseable {
     /**
      * Creates a new, empty index file for the context's cell, replacing any previous one atomically (readers of
      * the old file see its heartbeat stop and re-attach to the new epoch). Pod ids of the previous file are kept in
-     * free slots so that pods get their slots back.
+     * free slots so that pods get their slots back. The cell directory (0750) and the file (0640) get the group
+     * of {@link Context#files(SharedFiles)}; a symbolic link for either is refused.
      *
      * @param context geometry and location; concluded here.
      * @return the writer.
@@ -442,6 +444,7 @@ public final class IndexWriter implements AutoCloseable {
         private boolean adviseRandom = true;
         private boolean hugePages = true;
         private boolean prefetch = true;
+        private SharedFiles files;
         private boolean concluded;
 
         /**
@@ -458,6 +461,9 @@ public final class IndexWriter implements AutoCloseable {
             }
             if (cell == null) {
                 cell = IndexConfiguration.cell();
+            }
+            if (files == null) {
+                files = SharedFiles.forGroup(null);
             }
             if (!(maxLoadFactor > 0.05 && maxLoadFactor <= 0.95)) {
                 throw new IllegalArgumentException("max load factor must be in (0.05, 0.95]: " + maxLoadFactor);
@@ -605,6 +611,15 @@ public final class IndexWriter implements AutoCloseable {
         }
 
         /**
+         * @param files modes and group of the cell directory and index file (default: the user's primary group).
+         * @return this.
+         */
+        public Context files(final SharedFiles files) {
+            this.files = files;
+            return this;
+        }
+
+        /**
          * @return index directory.
          */
         public Path dir() {
@@ -651,6 +666,13 @@ public final class IndexWriter implements AutoCloseable {
          */
         public int blockSize() {
             return blockSize;
+        }
+
+        /**
+         * @return modes and group of the cell directory and the index file.
+         */
+        public SharedFiles files() {
+            return files;
         }
 
         /**

@@ -28,8 +28,8 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The running daemon: creates the index, starts the writer agents, the transports and the index maintenance
- * agent, and stops them in reverse order on {@link #close()}.
+ * The running daemon: takes the cell's {@link CellLock}, creates the index, starts the writer agents, the transports
+ * and the index maintenance agent, and stops them in reverse order on {@link #close()}.
  *
  * <pre>
  *  ZmqIngestAgent (JeroMQ SUB, seq, replay) --\
@@ -54,9 +54,11 @@ public final class KvidxDaemon implements AutoCloseable {
     private final java.nio.file.Path stateDir;
     private final PublisherProgress progress;
     private ZmqIngestAgent zmq;
+    private final CellLock lock;
 
-    private KvidxDaemon(final DaemonContext context, final PrintStream log) {
+    private KvidxDaemon(final DaemonContext context, final PrintStream log, final CellLock lock) {
         this.context = context.conclude();
+        this.lock = lock;
         final EpochClock clock = SystemEpochClock.INSTANCE;
         this.errors = new IngestErrors(log);
         if (!context.aeronChannels().isEmpty()) {
@@ -105,9 +107,18 @@ public final class KvidxDaemon implements AutoCloseable {
      * @param context configuration.
      * @param log     where the distinct error log's first occurrences are printed (null: nowhere).
      * @return the running daemon.
+     * @throws CellLockedException when another daemon writes the same cell.
      */
     public static KvidxDaemon start(final DaemonContext context, final PrintStream log) {
-        final KvidxDaemon daemon = new KvidxDaemon(context, log);
+        // The cell's lock comes first: a second daemon must not touch the Aeron directory or the index.
+        final CellLock lock = CellLock.acquire(context.conclude().dir(), context.cell(), context.sharedFiles(), log);
+        final KvidxDaemon daemon;
+        try {
+            daemon = new KvidxDaemon(context, log, lock);
+        } catch (final RuntimeException ex) {
+            CloseHelper.quietClose(lock);
+            throw ex;
+        }
         try {
             daemon.startAgents();
         } catch (final RuntimeException ex) {
@@ -196,7 +207,7 @@ public final class KvidxDaemon implements AutoCloseable {
 
     /**
      * Stops the transports first, then the writers, then maintenance; leaves the index file in place (readers see
-     * its heartbeat stop) unless the context says to delete it.
+     * its heartbeat stop) unless the context says to delete it; releases the cell's lock last.
      */
     @Override
     public void close() {
@@ -213,7 +224,7 @@ public final class KvidxDaemon implements AutoCloseable {
         if (zmq != null && drained) {
             progress.write(zmq.dispatched());
         }
-        CloseHelper.closeAll(index, counters, aeron, driver);
+        CloseHelper.closeAll(index, counters, aeron, driver, lock);
     }
 
     /** How long close waits for the writers to drain their queues. */

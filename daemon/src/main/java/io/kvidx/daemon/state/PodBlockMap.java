@@ -123,8 +123,7 @@ public final class PodBlockMap implements AutoCloseable {
                 }
                 region.close();
             }
-            Files.createDirectories(file.toAbsolutePath().getParent());
-            final MappedRegion region = MappedRegion.create(file, length);
+            final MappedRegion region = MappedRegion.createPrivate(file, length);
             final MemorySegment m = region.segment();
             m.set(ValueLayout.JAVA_INT, SLOTS_OFFSET, slots);
             m.set(ValueLayout.JAVA_INT, MAX_BLOCKS_OFFSET, maxBlocks);

@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -83,7 +84,10 @@ public final class PublisherProgress {
             }
         }
         try {
-            Files.createDirectories(file.getParent());
+            if (Files.notExists(file.getParent())) {
+                Files.createDirectories(file.getParent(), PosixFilePermissions.asFileAttribute(
+                    PosixFilePermissions.fromString("rwx------")));
+            }
             final Path temp = Files.createTempFile(file.getParent(), FILE_NAME + ".", ".tmp");
             Files.writeString(temp, text, StandardCharsets.UTF_8);
             Files.move(temp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
