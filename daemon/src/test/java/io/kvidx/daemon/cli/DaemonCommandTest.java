@@ -200,9 +200,16 @@ class DaemonCommandTest {
             assertEquals(128 + 9, first.exitValue());
             final Process third = startDaemon(args, root.resolve("third.log"), processes);
             awaitLockedBy(third, cell, root.resolve("third.log"));
-            try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(root).cell("lk"))) {
-                assertEquals(third.pid(), reader.writerPid());
-                assertNotEquals(epoch, reader.epoch());
+            final long deadline = System.currentTimeMillis() + 10_000;
+            while (true) {
+                try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(root).cell("lk"))) {
+                    if (reader.writerPid() == third.pid()) {
+                        assertEquals(epoch, reader.epoch(), "the new daemon re-attached to the killed one's index");
+                        break;
+                    }
+                }
+                assertTrue(System.currentTimeMillis() < deadline, "the new daemon never wrote its pid");
+                Thread.sleep(20);
             }
             third.destroy();
             assertTrue(third.waitFor(30, TimeUnit.SECONDS), "the new daemon stops on SIGTERM");
