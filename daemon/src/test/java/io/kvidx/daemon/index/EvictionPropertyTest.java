@@ -1,7 +1,6 @@
 package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexReader;
-import io.kvidx.client.index.PrefixResult;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
