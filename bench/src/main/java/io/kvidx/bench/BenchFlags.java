@@ -47,7 +47,7 @@ public final class BenchFlags {
      * Sets Chronicle's analytics switch before any Chronicle class loads, for runs started without the -D flag
      * (the launcher cannot pass it; the jar manifest carries the module flags but not system properties).
      */
-    static void disableChronicleAnalytics() {
+    public static void disableChronicleAnalytics() {
         if (System.getProperty("chronicle.analytics.disable") == null) {
             System.setProperty("chronicle.analytics.disable", "true");
         }
