@@ -3,7 +3,8 @@ package io.kvidx.bench;
 import java.util.Arrays;
 
 /**
- * Main class of kvidx-bench.jar: {@code query} and {@code xproc} run the short harness comparisons; anything
+ * Main class of kvidx-bench.jar: {@code query} and {@code xproc} run the short harness comparisons, {@code restart}
+ * times a writer's re-attach to a large index ({@link RestartBench}); anything
  * else is handed to JMH's {@code org.openjdk.jmh.Main} (benchmark names, -prof gc, -h, ...).
  */
 public final class BenchMain {
@@ -34,6 +35,10 @@ public final class BenchMain {
                 } else {
                     XprocBench.run(options, System.out);
                 }
+                System.exit(0);
+            }
+            case "restart" -> {
+                RestartBench.run(rest, System.out);
                 System.exit(0);
             }
             case XprocReader.COMMAND -> XprocReader.main(rest);

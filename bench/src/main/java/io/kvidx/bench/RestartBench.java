@@ -1,0 +1,114 @@
+package io.kvidx.bench;
+
+import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.PrefixResult;
+import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.state.PodBlockMap;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+
+/**
+ * {@code ./kvidx bench restart [--blocks N] [--pods P] [--rounds R]}: how long a restarted daemon's writer needs
+ * before it can write again, for an index of N blocks (default 1,048,576 in 32-block chains over 64 pods, the
+ * default 256-shard geometry): {@link IndexWriter#open} maps the file, checks and repairs every shard, rebuilds
+ * free lists, clocks and children counts; then each pod's engine-hash map is re-opened (its entries re-inserted).
+ * Readers keep answering from the mapped file the whole time: a restart never takes the index away from routers.
+ * Prints one line per round and the median, in milliseconds.
+ */
+final class RestartBench {
+    private static final int CHAIN = 32;
+
+    private RestartBench() {
+    }
+
+    static void run(final String[] args, final PrintStream out) throws IOException {
+        long blocks = 1L << 20;
+        int pods = 64;
+        int rounds = 5;
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            switch (args[i]) {
+                case "--blocks" -> blocks = Long.parseLong(args[i + 1]);
+                case "--pods" -> pods = Integer.parseInt(args[i + 1]);
+                case "--rounds" -> rounds = Integer.parseInt(args[i + 1]);
+                default -> throw new IllegalArgumentException("unknown option " + args[i]
+                    + " (restart takes --blocks N --pods P --rounds R)");
+            }
+        }
+        final Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "kvidx-bench-restart");
+        try {
+            final IndexWriter.Context context = new IndexWriter.Context().dir(dir).cell("restart")
+                .capacityBlocks(blocks).maxPods(pods);
+            final int perPod = (int) Math.min(Integer.MAX_VALUE, blocks / pods + CHAIN);
+            final SplittableRandom random = new SplittableRandom(42);
+            final long[] chain = new long[CHAIN];
+            final long[] sample = new long[CHAIN];
+            final int[] slots = new int[pods];
+            try (IndexWriter writer = IndexWriter.create(context)) {
+                for (int p = 0; p < pods; p++) {
+                    slots[p] = writer.registerPod("pod-" + p, "model");
+                }
+                final PodBlockMap[] maps = new PodBlockMap[pods];
+                for (int p = 0; p < pods; p++) {
+                    maps[p] = PodBlockMap.open(dir.resolve("state/pod-" + p + ".blocks"), "pod-" + p, 1, perPod);
+                }
+                for (long stored = 0; stored < blocks; stored += CHAIN) {
+                    for (int i = 0; i < CHAIN; i++) {
+                        chain[i] = random.nextLong() | 1;
+                    }
+                    final int p = (int) ((stored / CHAIN) % pods);
+                    writer.store(slots[p], chain, 0, CHAIN, 0);
+                    for (int i = 0; i < CHAIN; i++) {
+                        maps[p].store(chain[i] * 31, chain[i], 1);
+                    }
+                    System.arraycopy(chain, 0, sample, 0, CHAIN);
+                }
+                for (final PodBlockMap map : maps) {
+                    map.close();
+                }
+                out.printf("restart: index of %,d entries (capacity %,d), %d pods, %s%n", writer.entryCount(),
+                    writer.capacity(), pods, context.indexFile());
+            }
+            final double[] openMs = new double[rounds];
+            final double[] mapsMs = new double[rounds];
+            for (int r = 0; r < rounds; r++) {
+                final long t0 = System.nanoTime();
+                try (IndexWriter writer = IndexWriter.open(new IndexWriter.Context().dir(dir).cell("restart")
+                    .capacityBlocks(blocks).maxPods(pods))) {
+                    final long t1 = System.nanoTime();
+                    for (int p = 0; p < pods; p++) {
+                        PodBlockMap.open(dir.resolve("state/pod-" + p + ".blocks"), "pod-" + p, 1, perPod).close();
+                    }
+                    final long t2 = System.nanoTime();
+                    if (!writer.attached()) {
+                        throw new IllegalStateException("did not re-attach: " + writer.openReason());
+                    }
+                    openMs[r] = (t1 - t0) / 1e6;
+                    mapsMs[r] = (t2 - t1) / 1e6;
+                    out.printf("round %d: index re-attached and checked in %.1f ms (%s); %d pod maps re-opened in %.1f ms%n",
+                        r + 1, openMs[r], writer.repairSummary(), pods, mapsMs[r]);
+                }
+            }
+            try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("restart")
+                .heartbeatTimeoutMs(0))) {
+                final PrefixResult result = new PrefixResult();
+                out.printf("check: the last chain stored answers depth %d%n", reader.query(sample, CHAIN, null,
+                    result));
+            }
+            Arrays.sort(openMs);
+            Arrays.sort(mapsMs);
+            out.printf("median: writer ready %.1f ms after start (index %.1f ms + pod maps %.1f ms), %,d blocks%n",
+                openMs[rounds / 2] + mapsMs[rounds / 2], openMs[rounds / 2], mapsMs[rounds / 2], blocks);
+        } finally {
+            try (Stream<Path> files = Files.walk(dir)) {
+                files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+}
