@@ -95,4 +95,33 @@ class DaemonRestartTest {
             assertTrue(Files.exists(dir.resolve("default/state/pod-" + slot + ".blocks")));
         }
     }
+
+    @Test
+    void shouldBoundAPodThatNeverRemovesBlocks() throws Exception {
+        final int max = 200;
+        try (JavaVllmPublisher publisher = new JavaVllmPublisher("kv@" + POD + "@" + MODEL, true);
+            KvidxDaemon daemon = KvidxDaemon.start(context(publisher).podMaxBlocks(max), null)) {
+            final byte[] ping = payloads().batch(0);
+            while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
+                publisher.publish(ping);
+                Thread.sleep(20);
+            }
+            // 100 prompts of 10 new blocks, never removed: 1,000 blocks for a bound of 200.
+            final java.util.SplittableRandom random = new java.util.SplittableRandom(11);
+            for (int prompt = 0; prompt < 100; prompt++) {
+                final long[] hashes = new long[10];
+                final int[] tokens = new int[160];
+                for (int i = 0; i < hashes.length; i++) {
+                    hashes[i] = random.nextLong();
+                }
+                for (int i = 0; i < tokens.length; i++) {
+                    tokens[i] = random.nextInt(150_000);
+                }
+                publisher.publish(payloads().stored(hashes, null, tokens, 16, null, null).batch(0));
+            }
+            await("all applied", () -> daemon.counters().value(CounterType.EVENTS_APPLIED) == 100);
+            assertEquals(800, daemon.counters().value(CounterType.BLOCK_MAP_EVICTIONS));
+            assertEquals(max, daemon.index().entryCount(), "the pod's evicted blocks left the index too");
+        }
+    }
 }

@@ -1,0 +1,130 @@
+package io.kvidx.daemon.state;
+
+import io.kvidx.ffm.MappedRegion;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A pod's engine-hash map agrees with a plain map, never holds more than its bound, survives a re-open by the
+ * same pod and generation, starts empty for another, and repairs a backward shift a crash left half done.
+ */
+@Timeout(30)
+class PodBlockMapTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void shouldAgreeWithAPlainMapAndStayWithinItsBound() {
+        final int max = 1000;
+        try (PodBlockMap map = PodBlockMap.open(dir.resolve("p.blocks"), "pod-a", 1, max)) {
+            final Map<Long, Long> model = new HashMap<>();
+            final SplittableRandom random = new SplittableRandom(3);
+            long evicted = 0;
+            for (int i = 0; i < 20_000; i++) {
+                final long hash = random.nextInt(3_000) + 1;
+                if (random.nextInt(3) == 0) {
+                    final long key = map.release(hash, 1);
+                    assertEquals(model.getOrDefault(hash, 0L), key);
+                    model.remove(hash);
+                } else {
+                    if (map.get(hash) == 0 && map.isFull()) {
+                        final long key = map.evictOldest();
+                        assertEquals(model.remove(map.evictedHash()), key);
+                        evicted++;
+                    }
+                    map.store(hash, hash * 7 + 1, 1);
+                    model.put(hash, hash * 7 + 1);
+                }
+                assertTrue(map.size() <= max);
+                assertEquals(model.size(), map.size());
+            }
+            assertTrue(evicted > 0, "the bound was reached");
+            for (final Map.Entry<Long, Long> e : model.entrySet()) {
+                assertEquals(e.getValue(), map.get(e.getKey()));
+            }
+        }
+    }
+
+    @Test
+    void shouldKeepABlockUntilEveryMediumReleasedIt() {
+        try (PodBlockMap map = PodBlockMap.open(dir.resolve("p.blocks"), "pod-a", 1, 16)) {
+            map.store(5, 50, 1);
+            map.store(5, 50, 2);
+            assertEquals(50, map.release(5, 1));
+            assertFalse(map.lastReleaseRemoved(), "still held on the second medium");
+            assertEquals(2, map.media(5));
+            assertEquals(50, map.release(5, 2));
+            assertTrue(map.lastReleaseRemoved());
+            assertEquals(0, map.release(5, 2));
+        }
+    }
+
+    @Test
+    void shouldSurviveAReopenByTheSamePodAndGenerationOnly() {
+        final Path file = dir.resolve("p.blocks");
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 3, 64)) {
+            for (long h = 1; h <= 40; h++) {
+                map.store(h, h + 100, 1);
+            }
+        }
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 3, 64)) {
+            assertTrue(map.restored());
+            assertEquals(40, map.size());
+            assertEquals(117, map.get(17));
+        }
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 4, 64)) {
+            assertFalse(map.restored(), "a new generation of the slot: another owner");
+            assertEquals(0, map.size());
+        }
+    }
+
+    @Test
+    void shouldRepairABackwardShiftACrashLeftHalfDone() throws Exception {
+        final Path file = dir.resolve("p.blocks");
+        final int max = 64;
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 1, max)) {
+            for (long h = 1; h <= 40; h++) {
+                map.store(h, h + 100, 1);
+            }
+        }
+        // A shift killed after copying an entry into the hole and before clearing its old place: a key twice.
+        final long length = Files.size(file);
+        try (MappedRegion region = MappedRegion.mapReadWrite(file, length)) {
+            final MemorySegment s = region.segment();
+            int full = -1;
+            int empty = -1;
+            for (int i = 0; i < PodBlockMap.slotsFor(max); i++) {
+                final long key = s.get(ValueLayout.JAVA_LONG, PodBlockMap.HEADER_LENGTH + i * 32L + 8);
+                if (key != 0 && full < 0) {
+                    full = i;
+                } else if (key == 0 && full >= 0 && empty < 0) {
+                    empty = i;
+                }
+            }
+            MemorySegment.copy(s, PodBlockMap.HEADER_LENGTH + full * 32L, s, PodBlockMap.HEADER_LENGTH + empty * 32L,
+                32);
+            s.set(ValueLayout.JAVA_INT, 136, 41);
+        }
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 1, max)) {
+            assertEquals(40, map.size(), "the duplicate is dropped");
+            for (long h = 1; h <= 40; h++) {
+                assertEquals(h + 100, map.get(h));
+                assertEquals(h + 100, map.remove(h));
+            }
+            assertEquals(0, map.size());
+        }
+    }
+}
