@@ -36,6 +36,38 @@ public final class JavaVllmPublisherAccess implements AutoCloseable {
         return publisher.publish(payload);
     }
 
+    /**
+     * @param topic topic frame.
+     * @return a publisher with the 0.26+ replay framing.
+     */
+    public static JavaVllmPublisherAccess create(final String topic) {
+        return new JavaVllmPublisherAccess(topic, true);
+    }
+
+    /**
+     * Publishes one BlockStored of {@code blocks} new random blocks (random hashes and tokens, no parent) without
+     * keeping it for replay, so that an endless stream costs the publisher nothing.
+     *
+     * @param random source of hashes and tokens.
+     * @param blocks blocks in the batch.
+     */
+    public void publishNewBlocks(final java.util.SplittableRandom random, final int blocks) {
+        final long[] hashes = new long[blocks];
+        final int[] tokens = new int[blocks * 16];
+        for (int i = 0; i < blocks; i++) {
+            hashes[i] = random.nextLong();
+        }
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = random.nextInt(150_000);
+        }
+        final byte[] payload = new io.kvidx.daemon.ingest.vllm.VllmPayloads(
+            io.kvidx.daemon.ingest.vllm.VllmPayloads.Shape.MAP, io.kvidx.daemon.ingest.vllm.VllmPayloads.HashWidth.UINT64)
+            .stored(hashes, null, tokens, 16, null, null).batch(0);
+        publisher.sendWithSeq(unbuffered++, payload);
+    }
+
+    private long unbuffered;
+
     @Override
     public void close() {
         try {
