@@ -51,6 +51,8 @@ final class EntryTable {
     final int[] overflowFree;
     final int[] overflowTop;
     final Eviction eviction;
+    /** Test hook: run inside every deletion while the shard's version is odd (null in production). */
+    Runnable deleteFault;
 
     EntryTable(final IndexGeometry g, final MemorySegment segment, final WriterMeta meta, final boolean prefetch) {
         this.g = g;
@@ -428,6 +430,10 @@ final class EntryTable {
         final long version = (long) LONG.get(segment, header + SHARD_VERSION_OFFSET);
         LONG.setOpaque(segment, header + SHARD_VERSION_OFFSET, version + 1);
         VarHandle.storeStoreFence();
+        final Runnable fault = deleteFault;
+        if (fault != null) {
+            fault.run();
+        }
         final long freedPods = (long) LONG.get(segment, g.entry(table, idx) + ENTRY_PODS_OFFSET);
         final long parent = meta.parent(base + idx);
         int hole = idx;

@@ -367,6 +367,15 @@ public final class IndexWriter implements AutoCloseable {
     }
 
     /**
+     * Test hook: runs inside every deletion while the shard's version is odd, to fail a writer mid-change.
+     *
+     * @param fault what to run, or null.
+     */
+    void deleteFault(final Runnable fault) {
+        entries.deleteFault = fault;
+    }
+
+    /**
      * @param key a block key.
      * @return its entry's count of indexed children (blocks stored after it in a chain), or -1 when not indexed.
      */

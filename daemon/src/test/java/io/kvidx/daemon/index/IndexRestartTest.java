@@ -157,4 +157,29 @@ class IndexRestartTest {
             assertEquals(0, writer.entryCount());
         }
     }
+
+    @Test
+    void shouldLeaveNoShardOddWhenAWriterThreadFailsInTheMiddleOfAChange() {
+        final long[] keys = TestIndexes.chain(9, 16);
+        try (IndexWriter writer = IndexWriter.open(context()); IndexReader reader = reader()) {
+            final int a = writer.registerPod("pod-a", "m");
+            writer.store(a, keys, 0, 16);
+            writer.deleteFault(() -> {
+                throw new IllegalStateException("injected: writer failed inside a deletion");
+            });
+            final IllegalStateException ex = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                () -> writer.remove(a, keys, 8, 1));
+            assertTrue(ex.getMessage().startsWith("injected"));
+            writer.deleteFault(null);
+            // The shard was rebuilt before the exception left the writer: readers answer at once, nothing lost.
+            final PrefixResult result = new PrefixResult();
+            final long start = System.nanoTime();
+            reader.query(keys, 16, null, result);
+            assertTrue(System.nanoTime() - start < 1_000_000_000L, "a reader never waits on a failed writer");
+            assertEquals(16, result.depthOf(a), "the failed deletion did not happen");
+            writer.remove(a, keys, 8, 8);
+            reader.query(keys, 16, null, result);
+            assertEquals(8, result.depthOf(a), "the writer goes on");
+        }
+    }
 }
