@@ -87,8 +87,9 @@ public final class DemoCommand implements Callable<Integer> {
             .maxChainLength(Math.max(MAX_CHAIN, 8192)).deleteOnClose(true);
         Process child = null;
         try (IndexWriter writer = IndexWriter.create(ctx);
-             AgentRunner maintenance = new AgentRunner(new SleepingMillisIdleStrategy(1), Throwable::printStackTrace,
-                 null, new IndexMaintenanceAgent(writer, SystemEpochClock.INSTANCE, 200))) {
+             AgentRunner maintenance = new AgentRunner(new SleepingMillisIdleStrategy(1),
+                 ex -> System.err.println("kvidx demo: index maintenance failed: " + ex), null,
+                 new IndexMaintenanceAgent(writer, SystemEpochClock.INSTANCE, 200))) {
             AgentRunner.startOnThread(maintenance);
             final SyntheticWorkload workload = new SyntheticWorkload(seed, seed, GROUPS, CONVERSATIONS, MAX_CHAIN);
             final SyntheticFleet fleet = new SyntheticFleet(writer, workload, pods, budget, "demo-model");
