@@ -236,6 +236,8 @@ public final class IndexWriter implements AutoCloseable {
         podIds[slot] = podId;
         slotByPodId.put(podId, slot);
         STATE.setVolatile(podStates, slot, POD_STATE_ALIVE);
+        // Layout 3.1: the pod table version moves before the new pod's alive bit is set (docs/index-layout.md).
+        LONG.getAndAdd(segment, (long) IndexDescriptor.POD_TABLE_VERSION_OFFSET, 1L);
         LONG.getAndBitwiseOr(segment, aliveWordOffset(slot), 1L << slot);
         return slot;
     }
@@ -283,6 +285,7 @@ public final class IndexWriter implements AutoCloseable {
         LONG.getAndBitwiseAnd(segment, aliveWordOffset(slot), ~(1L << slot));
         STATE.setVolatile(podStates, slot, POD_STATE_DRAINING);
         writePodState(slot, POD_STATE_DRAINING);
+        LONG.getAndAdd(segment, (long) IndexDescriptor.POD_TABLE_VERSION_OFFSET, 1L);
         slotByPodId.remove(podIds[slot]);
         sweepPending[slot >>> 6] |= 1L << slot;
         return true;
@@ -310,6 +313,7 @@ public final class IndexWriter implements AutoCloseable {
             for (int slot = 0; slot < maxPods; slot++) {
                 if ((sweepCurrent[slot >>> 6] & (1L << slot)) != 0) {
                     writePodState(slot, POD_STATE_FREE);
+                    LONG.getAndAdd(segment, (long) IndexDescriptor.POD_TABLE_VERSION_OFFSET, 1L);
                     podIds[slot] = null;
                     STATE.setVolatile(podStates, slot, POD_STATE_FREE);
                 }
