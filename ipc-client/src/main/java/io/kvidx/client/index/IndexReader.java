@@ -34,8 +34,9 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
  * the version again and retries when the writer moved entries meanwhile (see docs/index-layout.md). The mapping
  * is read-only: this class cannot write to the file.
  *
- * <p>No read waits without a bound. A lookup that finds its shard locked (or changed under it) retries for at most
- * the context's read bound ({@link Context#readBoundNs(long)}, default 50 us), then throws
+ * <p>No read waits without a bound. A lookup that finds its shard locked (or changed under it) retries for the
+ * context's read bound ({@link Context#readBoundNs(long)}, default 50 us; counted from the first clock reading, so
+ * {@value #SPINS_PER_CLOCK_CHECK} spins more), then throws
  * {@link IndexBusyException} (counted by {@link #busyCount()}), or {@link StaleWriterException} when the writer's
  * heartbeat has stopped; {@link #pod(int)} is bounded the same way. The clock is read only while waiting, once
  * every {@value #SPINS_PER_CLOCK_CHECK} spins: an uncontended lookup never reads it.
@@ -59,7 +60,6 @@ public final class IndexReader implements AutoCloseable {
 
     private final MappedRegion region;
     private final MemorySegment segment;
-    private final Context context;
     private final int shardCount;
     private final int slotsPerShard;
     private final int shardBits;
@@ -89,7 +89,6 @@ public final class IndexReader implements AutoCloseable {
     private IndexReader(final MappedRegion region, final Context context) {
         this.region = region;
         this.segment = region.segment();
-        this.context = context;
         this.layoutVersion = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.LAYOUT_VERSION_OFFSET);
         this.shardCount = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.SHARD_COUNT_OFFSET);
         this.slotsPerShard = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.SLOTS_PER_SHARD_OFFSET);

@@ -135,12 +135,11 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
      */
     public synchronized void refresh() {
         final Mapping m = current;
-        if (m != null && m.reader.isReplaced()) {
-            current = closed ? null : attach();
-            retired.add(m);
-        }
-        if (current == null) {
+        if (m == null) {
             tryAttach();
+        } else if (m.reader.isReplaced()) {
+            current = attach();
+            retired.add(m);
         }
         reclaim();
     }

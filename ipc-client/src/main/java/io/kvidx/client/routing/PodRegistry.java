@@ -100,6 +100,8 @@ public final class PodRegistry {
             generation);
         setBit(fromIndex, slot, false);
         version.incrementAndGet();
+        // Not checked against the index yet: the next decision's selector finds another version and syncs.
+        podTableVersion = PodIndex.NO_POD_TABLE_VERSION;
         return this;
     }
 
@@ -164,6 +166,8 @@ public final class PodRegistry {
         }
         if (added > 0) {
             version.incrementAndGet();
+            // Read entry by entry, not at one version: the next decision's selector syncs once.
+            podTableVersion = PodIndex.NO_POD_TABLE_VERSION;
         }
         return added;
     }
@@ -280,7 +284,8 @@ public final class PodRegistry {
     }
 
     /**
-     * @return the index's pod table version the registry last learnt ({@link #syncWithIndex}); 0 before any.
+     * @return the index's pod table version the registry last learnt ({@link #syncWithIndex}); 0 before any, and
+     * {@link PodIndex#NO_POD_TABLE_VERSION} after a registration not checked against the index yet.
      */
     public long podTableVersion() {
         return podTableVersion;

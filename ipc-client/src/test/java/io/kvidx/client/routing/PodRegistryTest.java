@@ -143,4 +143,16 @@ class PodRegistryTest {
         assertTrue(r.syncWithIndex(index));
         assertFalse(r.isRegistered(3), "unregistered means forgotten");
     }
+
+    @Test
+    void shouldCheckARegistrationMadeAfterTheLastSyncAtTheNextOne() {
+        final MapPodIndex index = new MapPodIndex().pod(2, "y", "m");
+        final PodRegistry r = new PodRegistry();
+        assertTrue(r.syncWithIndex(index));
+        r.register(2, "x", "m", PodRole.BOTH, null);
+        assertEquals(PodIndex.NO_POD_TABLE_VERSION, r.podTableVersion(), "a decision will find another version");
+        assertTrue(r.isRegistered(2));
+        assertTrue(r.syncWithIndex(index));
+        assertFalse(r.isRegistered(2), "the index holds y in slot 2");
+    }
 }

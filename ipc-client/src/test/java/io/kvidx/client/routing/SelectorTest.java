@@ -231,4 +231,17 @@ class SelectorTest {
         assertEquals(1, selector.counters().fallbacks(), "decided without the index it cannot pin down");
         assertEquals(3, selector.counters().podTableResyncs());
     }
+
+    @Test
+    void shouldCheckAHandRegistrationAgainstTheIndexBeforeRoutingToIt() {
+        final long[] chain = TestKeys.keys(8, 8);
+        index.store(5, chain, 8);
+        final Router router = RoutingProfiles.single(
+            RoutingProfiles.cacheAware("ca", index, registry, null, TestKeys.BLOCK, null), registry, index);
+        final RoutingContext ctx = router.newContext();
+        assertEquals(5, router.routeKeys(ctx, chain, 8));
+        registry.register(5, "impostor", "m", PodRole.BOTH, null);
+        assertNotEquals(5, router.routeKeys(ctx, chain, 8), "pod-5's blocks are not the impostor's");
+        assertFalse(registry.isRegistered(5));
+    }
 }
