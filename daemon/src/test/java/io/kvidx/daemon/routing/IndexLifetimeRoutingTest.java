@@ -128,8 +128,8 @@ class IndexLifetimeRoutingTest {
     @Test
     @Timeout(120)
     void shouldNeverThrowIntoQueriesWhileTheIndexIsRefreshedAndClosed() throws Exception {
-        final int rounds = 4;
-        final int refreshesPerRound = 40;
+        final int rounds = 3;
+        final int refreshesPerRound = 30;
         final int threads = 3;
         final long[] a = chain(7, CHAIN);
         final List<Throwable> failures = Collections.synchronizedList(new ArrayList<>());

@@ -53,6 +53,7 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
 
     private final IndexReader.Context attachContext;
     private final long retryIntervalMs;
+    /** The reader queries use, null while none is mapped; replaced only under this object's monitor. */
     private volatile Mapping current;
     private volatile long nextAttachMs;
     private volatile boolean closed;
