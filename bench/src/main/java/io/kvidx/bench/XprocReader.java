@@ -1,5 +1,6 @@
 package io.kvidx.bench;
 
+import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PrefixResult;
 import org.HdrHistogram.Histogram;
@@ -17,7 +18,8 @@ import java.nio.file.Path;
  * The second process of {@code bench xproc}: attaches to the writer's index read-only, as a router would, and
  * times prefix queries while the writer churns. Every answer is checked against the answer the writer's process
  * computed before the churn started (the churn touches other keys, so answers must not change); a torn read would
- * show up as a mismatch.
+ * show up as a mismatch. A query that gives up at the reader's read bound ({@link IndexBusyException}: the writer
+ * held a shard locked, e.g. preempted mid-change) is no answer: counted as busy, its time recorded, not checked.
  *
  * <p>Protocol on stdout: {@code ATTACHED}, {@code MEASURE_START}, {@code MEASURE_END}, then {@code RESULT <json>}.
  */
@@ -49,14 +51,19 @@ public final class XprocReader {
             final Histogram histogram = QueryHarness.newHistogram();
             final int n = q.chains.length;
             long mismatches = 0;
+            long busy = 0;
             long sink = 0;
             int i = 0;
             final long warmEnd = System.nanoTime() + warmupMs * 1_000_000L;
             while (System.nanoTime() < warmEnd) {
-                final int max = reader.query(q.chains[i], q.chains[i].length, null, result);
-                sink += max;
-                if (max != q.maxDepth[i] || checksum(result) != q.checksum[i]) {
-                    mismatches++;
+                try {
+                    final int max = reader.query(q.chains[i], q.chains[i].length, null, result);
+                    sink += max;
+                    if (max != q.maxDepth[i] || checksum(result) != q.checksum[i]) {
+                        mismatches++;
+                    }
+                } catch (final IndexBusyException ex) {
+                    busy++;
                 }
                 i = i + 1 == n ? 0 : i + 1;
             }
@@ -70,12 +77,19 @@ public final class XprocReader {
                 // The router's keys are in its own, hot buffer (QueryHarness explains why).
                 System.arraycopy(chain, 0, keys, 0, chain.length);
                 final long t0 = System.nanoTime();
-                final int max = reader.query(keys, chain.length, null, result);
+                int max = -1;
+                try {
+                    max = reader.query(keys, chain.length, null, result);
+                } catch (final IndexBusyException ex) {
+                    busy++;
+                }
                 now = System.nanoTime();
                 histogram.recordValue(Math.min(histogram.getHighestTrackableValue(), now - t0));
-                sink += max;
-                if (max != q.maxDepth[i] || checksum(result) != q.checksum[i]) {
-                    mismatches++;
+                if (max >= 0) {
+                    sink += max;
+                    if (max != q.maxDepth[i] || checksum(result) != q.checksum[i]) {
+                        mismatches++;
+                    }
                 }
                 i = i + 1 == n ? 0 : i + 1;
             }
@@ -92,6 +106,7 @@ public final class XprocReader {
                 .put("alloc_bytes_per_op", s.allocBytesPerOp())
                 .put("queries", s.queries())
                 .put("mismatches", mismatches)
+                .put("busy", busy)
                 .put("reader_pid", ProcessHandle.current().pid())
                 .put("sink", sink & 1);
             System.out.println("RESULT " + json);

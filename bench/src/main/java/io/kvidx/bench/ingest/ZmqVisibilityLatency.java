@@ -66,7 +66,11 @@ public final class ZmqVisibilityLatency {
 
                     @Override
                     public boolean visible(final long seq) {
-                        return reader.lookup(keys[blocks - 1], bits);
+                        try {
+                            return reader.lookup(keys[blocks - 1], bits);
+                        } catch (final io.kvidx.client.index.IndexBusyException ex) {
+                            return false; // the shard stayed locked past the read bound: look again
+                        }
                     }
                 });
                 final Histogram histogram = run.histogram();

@@ -1,5 +1,6 @@
 package io.kvidx.daemon.cli;
 
+import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RouterKeyHasher;
@@ -14,11 +15,17 @@ import java.util.concurrent.Callable;
 
 /**
  * {@code kvidx query}: maps the index read-only and prints, for the given prompt tokens, each pod holding at least
- * one leading block: {@code <pod-id> <depth>}, deepest first.
+ * one leading block: {@code <pod-id> <depth> slot=<slot> generation=<generation>}, deepest first, the pod named by
+ * the pod table entry of its slot as of the pod table version the query saw (read again if a slot changed hands
+ * meanwhile).
  */
 @Command(name = "query", mixinStandardHelpOptions = true,
-    description = "Print '<pod-id> <depth>' for every pod holding leading blocks of the prompt, deepest first.")
+    description = "Print '<pod-id> <depth> slot=<slot> generation=<generation>' for every pod holding leading "
+        + "blocks of the prompt, deepest first.")
 public final class QueryCommand implements Callable<Integer> {
+    /** Times the query is made again when the pod table changed under it, or a shard stayed busy. */
+    private static final int ATTEMPTS = 5;
+
     @Option(names = "--dir", paramLabel = "D", description = "Index directory (default /dev/shm/kvidx).")
     private Path dir;
 
@@ -59,20 +66,39 @@ public final class QueryCommand implements Callable<Integer> {
             final long[] keys = new long[Math.min(reader.maxChainLength(), tokens.length / bs)];
             final int n = hasher.keys(RouterKeyHasher.chainSeed(model, loraName, cacheSalt), tokens, tokens.length,
                 keys);
-            final PrefixResult result = new PrefixResult();
-            reader.query(keys, n, null, result);
-            final List<String[]> rows = new ArrayList<>();
-            for (int i = 0; i < result.count(); i++) {
-                final int slot = result.slot(i);
-                final IndexReader.PodInfo info = reader.pod(slot);
-                rows.add(new String[] {info == null ? "slot-" + slot : info.podId(),
-                    Integer.toString(result.depth(i))});
-            }
+            final List<String[]> rows = rows(reader, keys, n);
             rows.sort(Comparator.<String[]>comparingInt(r -> -Integer.parseInt(r[1])).thenComparing(r -> r[0]));
             for (final String[] r : rows) {
-                System.out.println(r[0] + " " + r[1]);
+                System.out.println(String.join(" ", r));
             }
         }
         return 0;
+    }
+
+    /**
+     * Queries, then names each slot from the pod table; the names hold when the pod table version is still the
+     * one the query saw (no slot changed hands in between), otherwise it starts again.
+     */
+    private static List<String[]> rows(final IndexReader reader, final long[] keys, final int n) {
+        final PrefixResult result = new PrefixResult();
+        for (int attempt = 1; ; attempt++) {
+            try {
+                reader.query(keys, n, null, result);
+                final List<String[]> rows = new ArrayList<>();
+                for (int i = 0; i < result.count(); i++) {
+                    final int slot = result.slot(i);
+                    final IndexReader.PodInfo info = reader.pod(slot);
+                    rows.add(new String[] {info.podId().isEmpty() ? "slot-" + slot : info.podId(),
+                        Integer.toString(result.depth(i)), "slot=" + slot, "generation=" + info.generation()});
+                }
+                if (reader.podTableVersion() == result.podTableVersion() || attempt == ATTEMPTS) {
+                    return rows;
+                }
+            } catch (final IndexBusyException ex) {
+                if (attempt == ATTEMPTS) {
+                    throw ex;
+                }
+            }
+        }
     }
 }

@@ -84,19 +84,19 @@ class DaemonCommandTest {
                 final byte[] store = new VllmPayloads(VllmPayloads.Shape.MAP, VllmPayloads.HashWidth.UINT64)
                     .stored(base.blockHashes(), null, base.tokenIds(), 16, null, "GPU").batch(0);
                 String answer = "";
-                while (!answer.equals("pod-7 25") && System.currentTimeMillis() < deadline) {
+                while (!answer.startsWith("pod-7 25 ") && System.currentTimeMillis() < deadline) {
                     publisher.publish(store);
                     Thread.sleep(200);
                     if (Files.exists(dir.resolve("default").resolve("index"))) {
                         answer = query(tokens);
                     }
                 }
-                assertEquals("pod-7 25", answer);
+                assertEquals("pod-7 25 slot=0 generation=1", answer, "pod id, depth, slot and generation");
                 try (io.kvidx.client.index.IndexReader reader = io.kvidx.client.index.IndexReader.attach(
                     new io.kvidx.client.index.IndexReader.Context().dir(dir))) {
                     assertEquals(64, reader.maxPods(), "--max-pods 64: a direct cell");
                 }
-                assertEquals("pod-7 4", query(Arrays.copyOf(tokens, 70)));
+                assertEquals("pod-7 4 slot=0 generation=1", query(Arrays.copyOf(tokens, 70)));
                 assertEquals("", query("1", "2", "3"));
             } finally {
                 daemon.destroy();

@@ -28,11 +28,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The reader's half of the seqlock, step by step with real threads: a writer holding a shard's version odd
- * (mid-move) must block every lookup in that shard until the version is even again, and a writer that died
- * mid-move must surface as {@link StaleWriterException}, never as an answer.
+ * (mid-move) must block every lookup in that shard until the version is even again (here with a read bound long
+ * enough to see it wait; {@link ReadBoundTest} covers the default bound), and a writer that died mid-move must
+ * surface as {@link StaleWriterException}, never as an answer.
  */
 @Timeout(30)
 class SeqlockProtocolTest {
+    /** Long enough that a reader waits for the whole test instead of giving up. */
+    private static final long PATIENT_NS = TimeUnit.SECONDS.toNanos(60);
+
     @TempDir
     Path dir;
 
@@ -44,8 +48,9 @@ class SeqlockProtocolTest {
     @ValueSource(ints = {64, 256})
     void shouldHoldAQueryWhileAShardIsBeingChanged(final int maxPods) throws Exception {
         try (IndexWriter writer = IndexWriter.create(TestIndexes.small(dir).maxPods(maxPods));
-             IndexReader reader = IndexReader.attach(TestIndexes.reader(dir));
-             IndexReader impatient = IndexReader.attach(TestIndexes.reader(dir).heartbeatTimeoutMs(100));
+             IndexReader reader = IndexReader.attach(TestIndexes.reader(dir).readBoundNs(PATIENT_NS));
+             IndexReader impatient = IndexReader.attach(TestIndexes.reader(dir).heartbeatTimeoutMs(100)
+                 .readBoundNs(PATIENT_NS));
              Arena arena = Arena.ofShared()) {
             final int pod = writer.registerPod("p", "m");
             final long key = 99L;
@@ -76,7 +81,7 @@ class SeqlockProtocolTest {
     @Test
     void shouldWaitWhileAShardIsBeingChangedAndAnswerAfterwards() throws Exception {
         try (IndexWriter writer = IndexWriter.create(TestIndexes.small(dir));
-             IndexReader reader = IndexReader.attach(TestIndexes.reader(dir));
+             IndexReader reader = IndexReader.attach(TestIndexes.reader(dir).readBoundNs(PATIENT_NS));
              Arena arena = Arena.ofShared()) {
             final int pod = writer.registerPod("p", "m");
             final long key = 12345L;
@@ -101,7 +106,8 @@ class SeqlockProtocolTest {
     @Test
     void shouldReportAWriterThatDiedMidChange() throws Exception {
         try (IndexWriter writer = IndexWriter.create(TestIndexes.small(dir));
-             IndexReader reader = IndexReader.attach(TestIndexes.reader(dir).heartbeatTimeoutMs(100));
+             IndexReader reader = IndexReader.attach(TestIndexes.reader(dir).heartbeatTimeoutMs(100)
+                 .readBoundNs(PATIENT_NS));
              Arena arena = Arena.ofShared()) {
             final int pod = writer.registerPod("p", "m");
             final long key = 777L;
@@ -138,7 +144,7 @@ class SeqlockProtocolTest {
         }
     }
 
-    private static long versionOffset(final IndexWriter writer, final long key) {
+    static long versionOffset(final IndexWriter writer, final long key) {
         final IndexWriter.Context ctx = writer.context();
         final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(key));
         final int shard = (int) (h >>> (64 - Integer.numberOfTrailingZeros(ctx.shardCount())));
@@ -146,7 +152,7 @@ class SeqlockProtocolTest {
             + IndexDescriptor.SHARD_VERSION_OFFSET;
     }
 
-    private static MemorySegment mapReadWrite(final Path file, final Arena arena) throws Exception {
+    static MemorySegment mapReadWrite(final Path file, final Arena arena) throws Exception {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             return channel.map(FileChannel.MapMode.READ_WRITE, 0, channel.size(), arena);
         }

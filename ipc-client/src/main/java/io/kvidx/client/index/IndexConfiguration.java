@@ -30,6 +30,19 @@ public final class IndexConfiguration {
     /** Default heartbeat interval. */
     public static final long HEARTBEAT_INTERVAL_MS_DEFAULT = 500;
 
+    /**
+     * Longest a reader waits for a shard (or a pod table entry) that the writer holds locked or keeps changing
+     * before it gives up with {@link IndexBusyException}: readers never hang on a writer that is slow, stopped
+     * mid-change or gone.
+     */
+    public static final String READ_BOUND_PROP_NAME = "kvidx.read.bound.ns";
+    /**
+     * Default read bound: 50 us. A writer holds a shard odd for one backward-shift deletion or one shard of a sweep
+     * (well under a microsecond per entry moved), so a reader that waited this long is better served by the
+     * fallback than by waiting longer.
+     */
+    public static final long READ_BOUND_NS_DEFAULT = 50_000;
+
     /** Whether readers prefetch a chain's home entries before the binary search. */
     public static final String PREFETCH_PROP_NAME = "kvidx.query.prefetch";
     /** Default: prefetch (an index larger than the CPU cache is the normal case). */
@@ -64,6 +77,13 @@ public final class IndexConfiguration {
      */
     public static long heartbeatTimeoutMs() {
         return Long.getLong(HEARTBEAT_TIMEOUT_PROP_NAME, HEARTBEAT_TIMEOUT_MS_DEFAULT);
+    }
+
+    /**
+     * @return the configured read bound.
+     */
+    public static long readBoundNs() {
+        return Long.getLong(READ_BOUND_PROP_NAME, READ_BOUND_NS_DEFAULT);
     }
 
     /**

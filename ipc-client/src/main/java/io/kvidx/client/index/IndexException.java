@@ -20,4 +20,16 @@ public class IndexException extends RuntimeException {
     public IndexException(final String message, final Throwable cause) {
         super(message, cause);
     }
+
+    /**
+     * For failures that are part of normal operation and may be frequent (a busy shard, an index being replaced):
+     * without a stack trace, so that throwing costs little more than the message.
+     *
+     * @param message            what went wrong.
+     * @param cause              the underlying failure, or null.
+     * @param writableStackTrace false to skip filling in the stack trace.
+     */
+    protected IndexException(final String message, final Throwable cause, final boolean writableStackTrace) {
+        super(message, cause, false, writableStackTrace);
+    }
 }

@@ -8,9 +8,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.concurrent.atomic.LongAdder;
 
 import static io.kvidx.client.index.IndexDescriptor.ALIVE_BITMAP_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_KEY_OFFSET;
@@ -18,6 +20,7 @@ import static io.kvidx.client.index.IndexDescriptor.ENTRY_LENGTH;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_LENGTH_SHIFT;
 import static io.kvidx.client.index.IndexDescriptor.OVERFLOW_LENGTH;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_PODS_OFFSET;
+import static io.kvidx.client.index.IndexDescriptor.POD_TABLE_VERSION_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_HEADER_LENGTH;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
 
@@ -31,6 +34,17 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
  * the version again and retries when the writer moved entries meanwhile (see docs/index-layout.md). The mapping
  * is read-only: this class cannot write to the file.
  *
+ * <p>No read waits without a bound. A lookup that finds its shard locked (or changed under it) retries for the
+ * context's read bound ({@link Context#readBoundNs(long)}, default 50 us; counted from the first clock reading, so
+ * {@value #SPINS_PER_CLOCK_CHECK} spins more), then throws
+ * {@link IndexBusyException} (counted by {@link #busyCount()}), or {@link StaleWriterException} when the writer's
+ * heartbeat has stopped; {@link #pod(int)} is bounded the same way. The clock is read only while waiting, once
+ * every {@value #SPINS_PER_CLOCK_CHECK} spins: an uncontended lookup never reads it.
+ *
+ * <p>Each query records in its {@link PrefixResult} the pod table version it saw
+ * ({@link PrefixResult#podTableVersion()}), loaded after every alive word and entry it read: a caller that maps
+ * slots to pod ids compares it with the version its mapping was read at (see {@link #podTableVersion()}).
+ *
  * <p><b>Note:</b> thread safe; any number of threads may query one reader, each with its own
  * {@link PrefixResult}. The daemon's IndexWriter is the only writer of the file.
  */
@@ -41,11 +55,11 @@ public final class IndexReader implements AutoCloseable {
      * reads of a seqlock version; explicit fences order them.
      */
     private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
-    private static final int SPINS_BEFORE_HEARTBEAT_CHECK = 1 << 16;
+    /** Spins between two clock readings while a reader waits for the writer (a power of two): about 1-3 us. */
+    private static final int SPINS_PER_CLOCK_CHECK = 64;
 
     private final MappedRegion region;
     private final MemorySegment segment;
-    private final Context context;
     private final int shardCount;
     private final int slotsPerShard;
     private final int shardBits;
@@ -67,11 +81,14 @@ public final class IndexReader implements AutoCloseable {
     private final boolean direct;
     private final int overflowMask;
     private final boolean prefetch;
+    private final long heartbeatTimeoutMs;
+    private final long readBoundNs;
+    /** Reads that gave up at the read bound; touched only then. */
+    private final LongAdder busy = new LongAdder();
 
     private IndexReader(final MappedRegion region, final Context context) {
         this.region = region;
         this.segment = region.segment();
-        this.context = context;
         this.layoutVersion = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.LAYOUT_VERSION_OFFSET);
         this.shardCount = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.SHARD_COUNT_OFFSET);
         this.slotsPerShard = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.SLOTS_PER_SHARD_OFFSET);
@@ -92,6 +109,8 @@ public final class IndexReader implements AutoCloseable {
         this.overflowMask = Math.max(0, overflowPerShard - 1);
         this.direct = IndexDescriptor.isDirect(maxPods);
         this.prefetch = context.prefetch();
+        this.heartbeatTimeoutMs = context.heartbeatTimeoutMs();
+        this.readBoundNs = context.readBoundNs();
     }
 
     /**
@@ -104,6 +123,7 @@ public final class IndexReader implements AutoCloseable {
      * @throws IndexVersionException    when its layout major version differs.
      * @throws IndexTruncatedException  when the file is shorter than its header says.
      * @throws StaleWriterException     when the writer's heartbeat is older than the heartbeat timeout.
+     * @throws IndexAccessDeniedException when this process may not read the file (or search its directory).
      */
     public static IndexReader attach(final Context context) {
         context.conclude();
@@ -157,6 +177,8 @@ public final class IndexReader implements AutoCloseable {
             return MappedRegion.mapReadOnly(file, size);
         } catch (final NoSuchFileException ex) {
             return null;
+        } catch (final AccessDeniedException ex) {
+            throw IndexAccessDeniedException.of(file, ex);
         } catch (final IOException ex) {
             throw new IndexException("cannot map index file " + file + ": " + ex.getMessage(), ex);
         }
@@ -220,9 +242,16 @@ public final class IndexReader implements AutoCloseable {
      * @param result     caller-owned result, overwritten.
      * @return the maximum depth over all pods.
      * @throws ChainTooLongException when length exceeds the index's maximum chain length.
+     * @throws IndexBusyException    when a shard stays locked longer than the read bound.
      * @throws StaleWriterException  when a shard stays locked by a writer whose heartbeat has stopped.
      */
     public int query(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
+        final int max = search(keys, length, candidates, result);
+        result.podTableVersion = podTableVersionAfterReads();
+        return max;
+    }
+
+    private int search(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
         checkChain(keys, length);
         result.reset(length);
         long s0 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET);
@@ -305,8 +334,28 @@ public final class IndexReader implements AutoCloseable {
      * @param candidates pods to consider, or null for every pod; dead pods are always excluded.
      * @param result     caller-owned result, overwritten.
      * @return the maximum depth over all pods.
+     * @throws IndexBusyException   when a shard stays locked longer than the read bound.
+     * @throws StaleWriterException when a shard stays locked by a writer whose heartbeat has stopped.
      */
     public int queryExact(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
+        final int max = walk(keys, length, candidates, result);
+        result.podTableVersion = podTableVersionAfterReads();
+        return max;
+    }
+
+    /**
+     * The pod table version as a query records it: after every load of the query (alive words, entries). The
+     * writer bumps the version before it sets the alive bit of a slot it gave to a new pod, and that pod's blocks
+     * are stored later still; so when any load of the query saw the new pod (its alive bit or one of its bits), this
+     * load sees the bumped version, and a caller whose slot-to-pod mapping is older notices. Loaded the other way
+     * round, the query could pair an old version with the new pod's bits and report them under the old pod's name.
+     */
+    private long podTableVersionAfterReads() {
+        VarHandle.loadLoadFence();
+        return (long) LONG.getAcquire(segment, (long) POD_TABLE_VERSION_OFFSET);
+    }
+
+    private int walk(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
         checkChain(keys, length);
         result.reset(length);
         long s0 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET);
@@ -474,6 +523,7 @@ public final class IndexReader implements AutoCloseable {
         final int shard = (int) (inTables >>> (slotBits + ENTRY_LENGTH_SHIFT));
         final long versionOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_VERSION_OFFSET;
         int spins = 0;
+        long waitStartNs = 0;
         while (true) {
             // Plain loads with explicit fences: the same ordering as getAcquire / getOpaque without their
             // alignment checks, and the table wraps by a mask (docs/perf.md, session 3: 7 % less in-cache time).
@@ -500,27 +550,43 @@ public final class IndexReader implements AutoCloseable {
                     return pods;
                 }
             }
-            spins = waitForWriter(spins, shard);
+            Thread.onSpinWait();
+            if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
+                waitStartNs = checkWait(waitStartNs, spins, shard, -1);
+            }
         }
     }
 
     /**
-     * One spin while a shard's version is odd; every {@link #SPINS_BEFORE_HEARTBEAT_CHECK} spins, checks that the
-     * writer is still alive.
+     * Called every {@link #SPINS_PER_CLOCK_CHECK} spins of a reader waiting for the writer (a shard locked or
+     * changed under it, or a pod table entry being changed): the only place a read looks at the clock. The first
+     * call starts the wait's clock; a later one gives up once the read bound has passed.
      *
-     * @return the spin count to carry on with.
-     * @throws StaleWriterException when the shard stays locked and the writer's heartbeat has stopped.
+     * @param waitStartNs the wait's start as returned by the previous call (ignored by the first).
+     * @param spins       spins so far, a multiple of {@link #SPINS_PER_CLOCK_CHECK}.
+     * @param shard       the shard waited for, or -1.
+     * @param slot        the pod slot waited for, or -1.
+     * @return the wait's start.
+     * @throws StaleWriterException when the writer's heartbeat has stopped: it died mid-change.
+     * @throws IndexBusyException   when the read bound has passed with the writer alive.
      */
-    private int waitForWriter(final int spins, final int shard) {
-        Thread.onSpinWait();
-        if (spins + 1 < SPINS_BEFORE_HEARTBEAT_CHECK) {
-            return spins + 1;
-        }
+    private long checkWait(final long waitStartNs, final int spins, final int shard, final int slot) {
+        final long now = System.nanoTime();
         if (isWriterStale()) {
-            throw new StaleWriterException("shard " + shard + " of " + region.path()
-                + " stays locked and the writer's heartbeat stopped " + heartbeatAgeMs() + " ms ago");
+            throw new StaleWriterException((shard >= 0 ? "shard " + shard : "pod table entry " + slot) + " of "
+                + region.path() + " stays locked and the writer's heartbeat stopped " + heartbeatAgeMs() + " ms ago");
         }
-        return 0;
+        if (spins == SPINS_PER_CLOCK_CHECK) {
+            return now;
+        }
+        final long waitedNs = now - waitStartNs;
+        if (waitedNs < readBoundNs) {
+            return waitStartNs;
+        }
+        busy.increment();
+        throw new IndexBusyException((shard >= 0 ? "shard " + shard : "pod table entry " + slot) + " of "
+            + region.path() + " stayed locked or kept changing for " + waitedNs / 1_000 + " us (read bound "
+            + readBoundNs / 1_000 + " us); the writer is alive (heartbeat " + heartbeatAgeMs() + " ms ago)");
     }
 
     private static void push(final long[] stack, final int frame, final int lo, final int hi, final long w0,
@@ -551,6 +617,8 @@ public final class IndexReader implements AutoCloseable {
      * @param key block key.
      * @param out at least 4 words, written.
      * @return true when the key is in the index.
+     * @throws IndexBusyException   when the key's shard stays locked longer than the read bound.
+     * @throws StaleWriterException when the shard stays locked by a writer whose heartbeat has stopped.
      */
     public boolean lookup(final long key, final long[] out) {
         final long k = IndexDescriptor.storedKey(key);
@@ -569,6 +637,7 @@ public final class IndexReader implements AutoCloseable {
         final long table = tablesOffset + shard * shardTableLength;
         final MemorySegment s = segment;
         int spins = 0;
+        long waitStartNs = 0;
         while (true) {
             final long v1 = (long) LONG.getAcquire(s, versionOffset);
             if ((v1 & 1) == 0) {
@@ -624,7 +693,10 @@ public final class IndexReader implements AutoCloseable {
                     return found;
                 }
             }
-            spins = waitForWriter(spins, shard);
+            Thread.onSpinWait();
+            if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
+                waitStartNs = checkWait(waitStartNs, spins, shard, -1);
+            }
         }
     }
 
@@ -647,15 +719,23 @@ public final class IndexReader implements AutoCloseable {
     }
 
     /**
-     * Reads a pod table entry consistently (retrying while the writer changes it). Allocates: not for the hot
-     * path.
+     * Reads a pod table entry consistently (retrying while the writer changes it, up to the read bound). Allocates:
+     * not for the hot path.
+     *
+     * <p>To map the slots of query answers to pods, read the entries after {@link #podTableVersion()} and compare
+     * that version with each answer's {@link PrefixResult#podTableVersion()}: when they differ, a slot may have
+     * changed hands since, and the entries must be read again.
      *
      * @param slot pod slot.
      * @return the pod's entry.
+     * @throws IndexBusyException   when the entry stays locked longer than the read bound.
+     * @throws StaleWriterException when it stays locked by a writer whose heartbeat has stopped.
      */
     public PodInfo pod(final int slot) {
         checkSlot(slot);
         final long base = IndexDescriptor.podEntryOffset(slot);
+        int spins = 0;
+        long waitStartNs = 0;
         while (true) {
             final long seq = (long) LONG.getAcquire(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
             if ((seq & 1) == 0) {
@@ -678,7 +758,29 @@ public final class IndexReader implements AutoCloseable {
                 }
             }
             Thread.onSpinWait();
+            if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
+                waitStartNs = checkWait(waitStartNs, spins, -1, slot);
+            }
         }
+    }
+
+    /**
+     * The pod table version (layout 3.1): the writer increments it after every change of a pod table entry, and
+     * before it sets the alive bit of a slot it has just given to a new pod. Load it after the alive words (or the
+     * query answers) it is to vouch for: an alive bit seen before this load that belongs to a new pod comes with a
+     * version at least as new as that pod's. One acquire load; allocation-free.
+     *
+     * @return the current pod table version.
+     */
+    public long podTableVersion() {
+        return (long) LONG.getAcquire(segment, (long) POD_TABLE_VERSION_OFFSET);
+    }
+
+    /**
+     * @return reads (lookups, queries, {@link #pod}) that gave up with {@link IndexBusyException} since attach.
+     */
+    public long busyCount() {
+        return busy.sum();
     }
 
     /**
@@ -706,6 +808,12 @@ public final class IndexReader implements AutoCloseable {
     }
 
     /**
+     * Milliseconds since the writer's last heartbeat: this host's {@link System#currentTimeMillis()} minus the epoch
+     * milliseconds the writer last stored (both processes read the same host clock). A live writer beats every
+     * heartbeat interval (default 500 ms), so a healthy index shows 0 to about that; the value grows without bound
+     * once the daemon is gone or hung, and is negative only when the clock stepped back. One acquire load and one
+     * clock read; allocation-free.
+     *
      * @return milliseconds since the writer's last heartbeat.
      */
     public long heartbeatAgeMs() {
@@ -713,10 +821,14 @@ public final class IndexReader implements AutoCloseable {
     }
 
     /**
-     * @return true when the heartbeat is older than the context's heartbeat timeout (never when it is 0).
+     * Whether the writer is stale: its heartbeat is older than the context's heartbeat timeout. The cheap way to
+     * tell that answers have stopped being maintained: one acquire load and one {@link System#currentTimeMillis()}
+     * (some 20 ns), allocation-free, so a router may ask before every decision.
+     *
+     * @return true when the heartbeat is older than the heartbeat timeout (never when the timeout is 0).
      */
     public boolean isWriterStale() {
-        final long timeout = context.heartbeatTimeoutMs();
+        final long timeout = heartbeatTimeoutMs;
         return timeout > 0 && heartbeatAgeMs() > timeout;
     }
 
@@ -818,7 +930,16 @@ public final class IndexReader implements AutoCloseable {
     }
 
     /**
-     * Unmaps the index. Queries after close fail with {@link IllegalStateException}.
+     * @return true once {@link #close()} unmapped the index.
+     */
+    public boolean isClosed() {
+        return !segment.scope().isAlive();
+    }
+
+    /**
+     * Unmaps the index. Any use after close, or racing with it, fails with {@link IllegalStateException} (never
+     * touches unmapped memory): the caller must make sure no other thread still reads through this reader, as
+     * {@code IndexReaderPodIndex} does.
      */
     @Override
     public void close() {
@@ -845,6 +966,7 @@ public final class IndexReader implements AutoCloseable {
         private String cell;
         private long attachTimeoutMs = -1;
         private long heartbeatTimeoutMs = -1;
+        private long readBoundNs = -1;
         private Boolean prefetch;
 
         /**
@@ -864,6 +986,12 @@ public final class IndexReader implements AutoCloseable {
             }
             if (heartbeatTimeoutMs < 0) {
                 heartbeatTimeoutMs = IndexConfiguration.heartbeatTimeoutMs();
+            }
+            if (readBoundNs < 0) {
+                readBoundNs = IndexConfiguration.readBoundNs();
+            }
+            if (readBoundNs <= 0) {
+                throw new IllegalArgumentException("read bound must be > 0 ns: " + readBoundNs);
             }
             if (prefetch == null) {
                 prefetch = IndexConfiguration.prefetch();
@@ -934,6 +1062,24 @@ public final class IndexReader implements AutoCloseable {
          */
         public long heartbeatTimeoutMs() {
             return heartbeatTimeoutMs;
+        }
+
+        /**
+         * @param ns longest a read waits for a shard or pod table entry the writer holds locked (or keeps changing)
+         *           before it throws {@link IndexBusyException}; default
+         *           {@value IndexConfiguration#READ_BOUND_NS_DEFAULT} ns. Must be &gt; 0.
+         * @return this.
+         */
+        public Context readBoundNs(final long ns) {
+            this.readBoundNs = ns;
+            return this;
+        }
+
+        /**
+         * @return read bound.
+         */
+        public long readBoundNs() {
+            return readBoundNs;
         }
 
         /**

@@ -21,6 +21,8 @@ public final class PrefixResult {
     private long[] offsets = new long[64];
     /** Sum of prefetched words: keeps the prefetch loads observable so the JIT cannot drop them. */
     long sink;
+    /** The pod table version the query saw, loaded after all its other loads. */
+    long podTableVersion;
     private int count;
     private int chainLength;
     private int probes;
@@ -116,6 +118,18 @@ public final class PrefixResult {
      */
     public int chainLength() {
         return chainLength;
+    }
+
+    /**
+     * The pod table version the query saw, loaded after every alive word and entry it read (layout 3.1). When it
+     * equals the version a caller's slot-to-pod mapping was read at, every slot of this answer belongs to the pod
+     * that mapping names; when it differs, read the pod table again before naming pods (a slot may have been given
+     * to another pod). See {@link IndexReader#podTableVersion()}.
+     *
+     * @return the pod table version of the query's answer.
+     */
+    public long podTableVersion() {
+        return podTableVersion;
     }
 
     /**

@@ -1,9 +1,20 @@
 package io.kvidx.client.routing;
 
+import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexUnavailableException;
 import io.kvidx.client.index.PodSet;
 import io.kvidx.client.index.PrefixResult;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.lang.ref.WeakReference;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * {@link PodIndex} over the shared-memory {@link IndexReader}. It tolerates a missing index: while no index is
@@ -12,15 +23,47 @@ import io.kvidx.client.index.PrefixResult;
  * heartbeat is stale, checks whether the daemon re-created the file and follows it), so routing turns cache-aware
  * again by itself when the daemon comes back. {@link #refresh()} does the same on demand.
  *
- * <p><b>Note:</b> thread safe. Attaching allocates and touches the file system; it happens only while the index
- * is missing, at most once per retry interval, on the thread that notices.
+ * <p>Reader lifetime: {@link #refresh()} and {@link #close()} retire the current reader, and a retired reader is
+ * unmapped only when no query is in flight on it. Each cursor announces the reader it queries in a slot of its own
+ * (a hazard pointer: one uncontended volatile store per query, a release store after it) and checks that the
+ * reader is still current; the retiring thread first replaces the current reader, then waits until no cursor
+ * announces the old one. A query that loses the race sees the index as unavailable
+ * ({@link IndexUnavailableException}, which selectors handle by falling back), never an unmapped segment. If a
+ * cursor still announces the old reader after {@link #RETIRE_WAIT_MS} (its thread stalled mid-query), the reader
+ * stays mapped and the next {@link #refresh()} or {@link #close()} tries again. The single-word reads outside
+ * queries ({@link #isAvailable()}, {@link #aliveWord}, {@link #podTableVersion()}, {@link #describe}) do not pin:
+ * one of them racing with the unmap fails inside the JDK (a closed shared arena makes the access throw rather than
+ * touch unmapped memory) and is answered as "unavailable", so pinning each would cost an atomic for nothing.
+ *
+ * <p><b>Note:</b> thread safe; each thread queries through its own cursor. Attaching allocates and touches the
+ * file system; it happens only while the index is missing, at most once per retry interval, on the thread that
+ * notices. {@link #refresh()} and {@link #close()} may wait up to {@link #RETIRE_WAIT_MS} for queries in flight.
  */
 public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
+    /** Longest {@link #refresh()} or {@link #close()} waits for queries in flight on a retired reader. */
+    public static final long RETIRE_WAIT_MS = 1_000;
+    /** Bit position of the attach count in {@link #podTableVersion()}: a file's own version stays below it. */
+    static final int ATTACH_SHIFT = 40;
+    private static final VarHandle PIN = MethodHandles.arrayElementVarHandle(Mapping[].class);
+    /** A cursor's pin array: its one used element sits in the middle, 64 bytes or more from any other object. */
+    private static final int PIN_LENGTH = 48;
+    private static final int PIN_INDEX = 24;
+    /** Times a query re-reads a reader that changed while it was pinning before it reports the index unavailable. */
+    private static final int PIN_ATTEMPTS = 3;
+
     private final IndexReader.Context attachContext;
     private final long retryIntervalMs;
-    private volatile IndexReader reader;
+    /** The reader queries use, null while none is mapped; replaced only under this object's monitor. */
+    private volatile Mapping current;
     private volatile long nextAttachMs;
     private volatile boolean closed;
+    private volatile IndexException attachFailure;
+    /** Guarded by this. */
+    private long attachCount;
+    /** Retired readers not yet unmapped; guarded by this. */
+    private final List<Mapping> retired = new ArrayList<>();
+    /** The pin arrays of the cursors made so far, weakly: a collected cursor has no query in flight. */
+    private final List<WeakReference<Mapping[]>> pins = new ArrayList<>();
 
     /**
      * Wraps an attached reader; reattaches with its directory and cell if it goes away.
@@ -36,7 +79,8 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
     /**
      * Attaches lazily: the index may not exist yet.
      *
-     * @param context         where the index lives; its attach timeout is ignored (attempts never wait).
+     * @param context         where the index lives, its heartbeat timeout and read bound; its attach timeout is
+     *                        ignored (attempts never wait).
      * @param retryIntervalMs how often to try to attach while the index is missing.
      */
     public IndexReaderPodIndex(final IndexReader.Context context, final long retryIntervalMs) {
@@ -48,126 +92,261 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
         if (retryIntervalMs < 0) {
             throw new IllegalArgumentException("retryIntervalMs must be >= 0: " + retryIntervalMs);
         }
-        this.attachContext = context;
+        this.attachContext = context.conclude();
         this.retryIntervalMs = retryIntervalMs;
-        this.reader = reader;
         if (reader == null) {
             tryAttach();
+        } else {
+            synchronized (this) {
+                current = new Mapping(reader, ++attachCount << ATTACH_SHIFT);
+            }
         }
     }
 
     private synchronized void tryAttach() {
-        if (reader != null || closed) {
+        if (current != null || closed) {
             return;
         }
+        final Mapping fresh = attach();
+        if (fresh != null) {
+            current = fresh;
+        }
+    }
+
+    /** Attaches to the current file, or records why not; never waits. Holding this. */
+    private Mapping attach() {
         nextAttachMs = System.currentTimeMillis() + retryIntervalMs;
         try {
             final IndexReader.Context c = new IndexReader.Context().dir(attachContext.dir())
-                .cell(attachContext.cell()).attachTimeoutMs(0).heartbeatTimeoutMs(attachContext.heartbeatTimeoutMs());
-            reader = IndexReader.attach(c);
+                .cell(attachContext.cell()).attachTimeoutMs(0).heartbeatTimeoutMs(attachContext.heartbeatTimeoutMs())
+                .readBoundNs(attachContext.readBoundNs()).prefetch(attachContext.prefetch());
+            final IndexReader reader = IndexReader.attach(c);
+            attachFailure = null;
+            return new Mapping(reader, ++attachCount << ATTACH_SHIFT);
         } catch (final IndexException ex) {
-            reader = null;
+            attachFailure = ex;
+            return null;
         }
     }
 
     /**
-     * Cold-path maintenance: drops a reader whose file was re-created (or which cannot be checked) and attaches to
-     * the current one. Call it from a housekeeping thread now and then.
+     * Cold-path maintenance: replaces a reader whose file was re-created (or which cannot be checked) with one of
+     * the current file, attaches when none is mapped, and unmaps retired readers once no query is in flight on
+     * them (waiting up to {@link #RETIRE_WAIT_MS}). Call it from a housekeeping thread now and then.
      */
     public synchronized void refresh() {
-        final IndexReader r = reader;
-        if (r != null && r.isReplaced()) {
-            reader = null;
-            r.close();
-        }
-        if (reader == null) {
+        final Mapping m = current;
+        if (m == null) {
             tryAttach();
+        } else if (m.reader.isReplaced()) {
+            current = attach();
+            retired.add(m);
         }
+        reclaim();
     }
 
     /**
-     * @return the current reader, or null while the index is missing.
+     * @return the current reader, or null while the index is missing. {@link #refresh()} or {@link #close()} may
+     * retire and unmap it at any time: for diagnostics, not for queries (use a {@link #newCursor() cursor}).
      */
     public IndexReader reader() {
-        return reader;
+        final Mapping m = current;
+        return m == null ? null : m.reader;
+    }
+
+    /**
+     * @return why the last attempt to attach failed (e.g. {@link io.kvidx.client.index.IndexNotFoundException},
+     * {@link io.kvidx.client.index.IndexAccessDeniedException}), or null after a success.
+     */
+    public IndexException attachFailure() {
+        return attachFailure;
     }
 
     @Override
     public boolean isAvailable() {
-        IndexReader r = reader;
-        if (r == null) {
+        Mapping m = current;
+        if (m == null) {
             if (System.currentTimeMillis() < nextAttachMs) {
                 return false;
             }
             tryAttach();
-            r = reader;
-            if (r == null) {
+            m = current;
+            if (m == null) {
                 return false;
             }
         }
-        if (!r.isWriterStale()) {
+        if (!m.isStale()) {
             return true;
         }
         if (System.currentTimeMillis() >= nextAttachMs) {
             nextAttachMs = System.currentTimeMillis() + retryIntervalMs;
             refresh();
-            final IndexReader fresh = reader;
-            return fresh != null && !fresh.isWriterStale();
+            final Mapping fresh = current;
+            return fresh != null && !fresh.isStale();
         }
         return false;
     }
 
     @Override
     public long aliveWord(final int word) {
-        final IndexReader r = reader;
-        return r == null ? 0L : r.aliveWord(word);
+        final Mapping m = current;
+        if (m == null) {
+            return 0L;
+        }
+        try {
+            return m.reader.aliveWord(word);
+        } catch (final IllegalStateException ex) {
+            m.checkRetired(ex);
+            return 0L;
+        }
+    }
+
+    @Override
+    public long podTableVersion() {
+        final Mapping m = current;
+        if (m == null) {
+            return NO_POD_TABLE_VERSION;
+        }
+        try {
+            return m.versionBase + m.reader.podTableVersion();
+        } catch (final IllegalStateException ex) {
+            m.checkRetired(ex);
+            return NO_POD_TABLE_VERSION;
+        }
     }
 
     @Override
     public int maxChainLength() {
-        final IndexReader r = reader;
-        return r == null ? 0 : r.maxChainLength();
+        final Mapping m = current;
+        return m == null ? 0 : m.reader.maxChainLength();
     }
 
     @Override
     public int blockSize() {
-        final IndexReader r = reader;
-        return r == null ? 0 : r.blockSize();
+        final Mapping m = current;
+        return m == null ? 0 : m.reader.blockSize();
     }
 
     @Override
     public PodDescription describe(final int slot) {
-        final IndexReader r = reader;
-        if (r == null || slot >= r.maxPods()) {
+        final Mapping m = current;
+        if (m == null || slot >= m.reader.maxPods()) {
             return null;
         }
-        final IndexReader.PodInfo info = r.pod(slot);
-        if (info.podId().isEmpty()) {
+        final IndexReader.PodInfo info;
+        try {
+            info = m.reader.pod(slot);
+        } catch (final IllegalStateException ex) {
+            m.checkRetired(ex);
             return null;
         }
-        return new PodDescription(slot, info.podId(), info.model());
+        if (info.state() == IndexDescriptor.POD_STATE_FREE || info.podId().isEmpty()) {
+            return null;
+        }
+        return new PodDescription(slot, info.podId(), info.model(), info.generation(), info.state());
     }
 
     @Override
     public Cursor newCursor() {
-        return new ReaderCursor(this);
+        final ReaderCursor cursor = new ReaderCursor(this);
+        synchronized (pins) {
+            pins.removeIf(ref -> ref.get() == null);
+            pins.add(new WeakReference<>(cursor.pin));
+        }
+        return cursor;
     }
 
     /**
-     * Unmaps the index; later queries find it unavailable.
+     * Unmaps the index once no query is in flight on it (waiting up to {@link #RETIRE_WAIT_MS}); later queries find
+     * it unavailable. Idempotent.
      */
     @Override
     public synchronized void close() {
         closed = true;
-        final IndexReader r = reader;
-        reader = null;
-        if (r != null) {
-            r.close();
+        final Mapping m = current;
+        current = null;
+        if (m != null) {
+            retired.add(m);
+        }
+        reclaim();
+    }
+
+    /**
+     * Unmaps every retired reader no cursor announces any more, waiting up to {@link #RETIRE_WAIT_MS} for the
+     * others. Holding this, after {@link #current} moved on: a cursor that announces a reader after this thread
+     * looked re-reads {@link #current}, finds another reader and leaves the retired one alone.
+     */
+    private void reclaim() {
+        if (retired.isEmpty()) {
+            return;
+        }
+        final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(RETIRE_WAIT_MS);
+        int rounds = 0;
+        while (true) {
+            for (final Iterator<Mapping> it = retired.iterator(); it.hasNext(); ) {
+                final Mapping m = it.next();
+                if (!isPinned(m)) {
+                    it.remove();
+                    m.reader.close();
+                }
+            }
+            if (retired.isEmpty() || System.nanoTime() - deadline >= 0) {
+                return;
+            }
+            // A query takes microseconds; a pin that lasts longer belongs to a thread that lost its CPU.
+            if (++rounds < 100) {
+                Thread.yield();
+            } else {
+                LockSupport.parkNanos(100_000);
+            }
+        }
+    }
+
+    private boolean isPinned(final Mapping m) {
+        synchronized (pins) {
+            for (final Iterator<WeakReference<Mapping[]>> it = pins.iterator(); it.hasNext(); ) {
+                final Mapping[] pin = it.next().get();
+                if (pin == null) {
+                    it.remove();
+                } else if ((Mapping) PIN.getVolatile(pin, PIN_INDEX) == m) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** A mapped reader and the base that makes its pod table versions distinct from any other file's. */
+    private static final class Mapping {
+        final IndexReader reader;
+        final long versionBase;
+
+        Mapping(final IndexReader reader, final long versionBase) {
+            this.reader = reader;
+            this.versionBase = versionBase;
+        }
+
+        boolean isStale() {
+            try {
+                return reader.isWriterStale();
+            } catch (final IllegalStateException ex) {
+                checkRetired(ex);
+                return true;
+            }
+        }
+
+        /** A read outside a query lost the race with the unmap: fine once retired, a bug otherwise. */
+        void checkRetired(final IllegalStateException ex) {
+            if (!reader.isClosed()) {
+                throw ex;
+            }
         }
     }
 
     private static final class ReaderCursor implements Cursor {
         private final IndexReaderPodIndex owner;
+        /** The reader this cursor is querying, at {@link #PIN_INDEX}, null between queries. */
+        private final Mapping[] pin = new Mapping[PIN_LENGTH];
         private final PrefixResult result = new PrefixResult();
         private final PodSet mirror = new PodSet();
         private final long[] mirrored = new long[4];
@@ -179,33 +358,56 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
         @Override
         public int prefixDepths(final long[] keys, final int length, final long[] candidates,
             final int[] depthBySlot) {
-            final IndexReader r = owner.reader;
-            if (r == null) {
-                throw new IndexException("index not mapped");
-            }
-            if (mirrored[0] != candidates[0] || mirrored[1] != candidates[1] || mirrored[2] != candidates[2]
-                || mirrored[3] != candidates[3]) {
-                mirror.clear();
+            final IndexReader r = pin();
+            try {
+                if (mirrored[0] != candidates[0] || mirrored[1] != candidates[1] || mirrored[2] != candidates[2]
+                    || mirrored[3] != candidates[3]) {
+                    mirror.clear();
+                    for (int w = 0; w < 4; w++) {
+                        mirrored[w] = candidates[w];
+                        long bits = candidates[w];
+                        while (bits != 0) {
+                            mirror.add((w << 6) + Long.numberOfTrailingZeros(bits));
+                            bits &= bits - 1;
+                        }
+                    }
+                }
+                final int n = Math.min(length, r.maxChainLength());
+                final int max = r.query(keys, n, mirror, result);
                 for (int w = 0; w < 4; w++) {
-                    mirrored[w] = candidates[w];
                     long bits = candidates[w];
                     while (bits != 0) {
-                        mirror.add((w << 6) + Long.numberOfTrailingZeros(bits));
+                        final int slot = (w << 6) + Long.numberOfTrailingZeros(bits);
+                        depthBySlot[slot] = result.depthOf(slot);
                         bits &= bits - 1;
                     }
                 }
+                return max;
+            } finally {
+                PIN.setRelease(pin, PIN_INDEX, (Mapping) null);
             }
-            final int n = Math.min(length, r.maxChainLength());
-            final int max = r.query(keys, n, mirror, result);
-            for (int w = 0; w < 4; w++) {
-                long bits = candidates[w];
-                while (bits != 0) {
-                    final int slot = (w << 6) + Long.numberOfTrailingZeros(bits);
-                    depthBySlot[slot] = result.depthOf(slot);
-                    bits &= bits - 1;
+        }
+
+        /**
+         * Announces the current reader, then checks it is still current (the retiring thread replaces it first,
+         * then looks at the announcements: one of the two sees the other's store).
+         *
+         * @return the pinned reader.
+         * @throws IndexUnavailableException when no reader is mapped, or it keeps being replaced.
+         */
+        private IndexReader pin() {
+            Mapping m = owner.current;
+            for (int i = 0; i < PIN_ATTEMPTS && m != null; i++) {
+                PIN.setVolatile(pin, PIN_INDEX, m);
+                final Mapping now = owner.current;
+                if (now == m) {
+                    return m.reader;
                 }
+                m = now;
             }
-            return max;
+            PIN.setRelease(pin, PIN_INDEX, (Mapping) null);
+            throw new IndexUnavailableException("index not mapped (missing, closed or being replaced): "
+                + owner.attachContext.indexFile());
         }
     }
 }

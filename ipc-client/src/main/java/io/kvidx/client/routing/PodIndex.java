@@ -8,6 +8,9 @@ package io.kvidx.client.routing;
  * <p><b>Note:</b> implementations are thread safe; each thread queries through its own {@link Cursor}.
  */
 public interface PodIndex {
+    /** {@link #podTableVersion()} while the index is not available. */
+    long NO_POD_TABLE_VERSION = -1;
+
     /**
      * @return true when the index is mapped and its writer's heartbeat is fresh. When false, selectors fall back.
      */
@@ -40,10 +43,20 @@ public interface PodIndex {
     }
 
     /**
+     * A number that changes whenever a slot of the pod table may have been given to another pod: the index's pod
+     * table version (layout 3.1), distinct for each file an implementation maps. Load it after the alive words and
+     * query answers it is to vouch for; {@link PodRegistry} re-learns the pods when it changes. Allocation-free.
+     *
+     * @return the pod table version, or {@link #NO_POD_TABLE_VERSION} while the index is not available.
+     */
+    long podTableVersion();
+
+    /**
      * Reads a pod table entry. Allocates: not for the decision path.
      *
      * @param slot pod slot.
-     * @return the pod's id and model, or null when the slot is free or the index unavailable.
+     * @return the pod's id, model, generation and state, or null when the slot is free or the index unavailable.
+     * @throws io.kvidx.client.index.IndexException when the entry cannot be read in time (e.g. it stays locked).
      */
     PodDescription describe(int slot);
 
@@ -55,11 +68,15 @@ public interface PodIndex {
     /**
      * A pod as the index knows it.
      *
-     * @param slot  pod slot.
-     * @param podId pod id.
-     * @param model model name.
+     * @param slot       pod slot.
+     * @param podId      pod id.
+     * @param model      model name.
+     * @param generation times the slot was given to a pod, this pod included: a slot's identity is (slot,
+     *                   generation).
+     * @param state      {@code IndexDescriptor.POD_STATE_ALIVE} or {@code POD_STATE_DRAINING} (down, its bits
+     *                   being swept).
      */
-    record PodDescription(int slot, String podId, String model) {
+    record PodDescription(int slot, String podId, String model, int generation, int state) {
     }
 
     /**
@@ -77,8 +94,9 @@ public interface PodIndex {
          * @param candidates  pods to answer for: a 256-bit bitmap in four words.
          * @param depthBySlot output by slot.
          * @return the deepest depth found.
-         * @throws io.kvidx.client.index.IndexException when the index fails (e.g. stale writer); the selector
-         *                                              then falls back.
+         * @throws io.kvidx.client.index.IndexException when the index fails (a stale writer, a shard busy past the
+         *                                              read bound, the index closed or replaced meanwhile); the
+         *                                              selector then falls back.
          */
         int prefixDepths(long[] keys, int length, long[] candidates, int[] depthBySlot);
     }

@@ -1,5 +1,7 @@
 package io.kvidx.client.routing;
 
+import io.kvidx.client.index.IndexException;
+
 import java.net.URI;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
@@ -18,14 +20,24 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * {@link #requestFinished}, or {@link #load} from polled metrics) while deciders read them without locks, with
  * opaque reads (always a fresh value, no ordering: a decision may mix figures from before and after an update).
  *
- * <p><b>Note:</b> thread safe. {@link #register} and {@link #unregister} are cold (they may allocate); every
- * getter and load setter is allocation-free.
+ * <p>Pod identity: a slot of the index is given to another pod when its pod went down and its bits were swept,
+ * and the pod table's generation of the slot then changes. The registry remembers the generation it learnt for
+ * each slot and the index's pod table version it last learnt ({@link #podTableVersion()}); a {@link Selector}
+ * compares that version with the index's on every decision and calls {@link #syncWithIndex} when they differ,
+ * before it picks, so no request goes to a slot under the name of the pod that held it before.
+ *
+ * <p><b>Note:</b> thread safe. {@link #register}, {@link #unregister}, {@link #registerFromIndex} and
+ * {@link #syncWithIndex} are cold (they may allocate); every getter and load setter is allocation-free.
  */
 public final class PodRegistry {
     /** Pod slots in a cell. */
     public static final int MAX_PODS = 256;
     /** Distinct LoRA adapter names the registry can track. */
     public static final int MAX_LORAS = 256;
+    /** Generation of a slot whose pod the registry has not matched with the index's pod table yet. */
+    public static final int UNKNOWN_GENERATION = 0;
+    /** Times {@link #syncWithIndex} reads the pod table again when it changed while being read. */
+    private static final int SYNC_ATTEMPTS = 3;
 
     private final AtomicLongArray registered = new AtomicLongArray(4);
     private final AtomicIntegerArray role = new AtomicIntegerArray(MAX_PODS);
@@ -44,9 +56,17 @@ public final class PodRegistry {
     private final AtomicReferenceArray<URI> endpoints = new AtomicReferenceArray<>(MAX_PODS);
     private final ConcurrentHashMap<String, Integer> loraIds = new ConcurrentHashMap<>();
     private final AtomicLong version = new AtomicLong();
+    private final AtomicIntegerArray generations = new AtomicIntegerArray(MAX_PODS);
+    /** Slots the router registered, routable or not (excluded while the index holds another pod); guarded by this. */
+    private final long[] claimed = new long[4];
+    /** Claimed slots taken from the index: they follow whichever pod the index gives the slot to; guarded by this. */
+    private final long[] fromIndex = new long[4];
+    private volatile long podTableVersion;
 
     /**
-     * Adds a pod (or replaces what is known about its slot).
+     * Adds a pod by hand (or replaces what is known about its slot), its generation in the index not known yet: the
+     * first {@link #syncWithIndex} keeps it when the index's pod in that slot has the same id (learning its
+     * generation) and excludes it while the index holds another pod there.
      *
      * @param slot     the pod's slot in the index.
      * @param podId    pod id (as the index knows it).
@@ -55,13 +75,42 @@ public final class PodRegistry {
      * @param endpoint base URI the executor sends requests to, or null when the router executes by itself.
      * @return this.
      */
+    public PodRegistry register(final int slot, final String podId, final String model, final PodRole role,
+        final URI endpoint) {
+        return register(slot, podId, model, role, endpoint, UNKNOWN_GENERATION);
+    }
+
+    /**
+     * Adds a pod by hand with the generation its slot has in the index's pod table (see
+     * {@link io.kvidx.client.index.IndexReader#pod(int)}), or replaces what is known about its slot. When the slot
+     * is later freed, the pod is excluded until the index gives the slot to a pod of the same id again.
+     *
+     * @param slot       the pod's slot in the index.
+     * @param podId      pod id (as the index knows it).
+     * @param model      model it serves, or null for any.
+     * @param role       its role.
+     * @param endpoint   base URI the executor sends requests to, or null when the router executes by itself.
+     * @param generation the slot's generation in the pod table, or {@link #UNKNOWN_GENERATION}.
+     * @return this.
+     */
     public synchronized PodRegistry register(final int slot, final String podId, final String model,
-        final PodRole role, final URI endpoint) {
+        final PodRole role, final URI endpoint, final int generation) {
         checkSlot(slot);
-        podIds.set(slot, Objects.requireNonNull(podId, "podId"));
+        learn(slot, Objects.requireNonNull(podId, "podId"), model, Objects.requireNonNull(role, "role"), endpoint,
+            generation);
+        setBit(fromIndex, slot, false);
+        version.incrementAndGet();
+        // Not checked against the index yet: the next decision's selector finds another version and syncs.
+        podTableVersion = PodIndex.NO_POD_TABLE_VERSION;
+        return this;
+    }
+
+    private void learn(final int slot, final String podId, final String model, final PodRole role,
+        final URI endpoint, final int generation) {
+        podIds.set(slot, podId);
         models.set(slot, model);
         endpoints.set(slot, endpoint);
-        this.role.set(slot, Objects.requireNonNull(role, "role").ordinal());
+        this.role.set(slot, role.ordinal());
         for (int w = 0; w < 4; w++) {
             loraWords.set(slot * 4 + w, 0);
         }
@@ -74,27 +123,31 @@ public final class PodRegistry {
         kvUtilizationBits.set(slot, 0);
         maxConcurrency.set(slot, 0);
         maxLoras.set(slot, 0);
-        registered.getAndUpdate(slot >>> 6, w -> w | (1L << slot));
-        version.incrementAndGet();
-        return this;
+        generations.set(slot, generation);
+        setBit(claimed, slot, true);
+        setRoutable(slot, true);
     }
 
     /**
-     * Stops routing to a pod.
+     * Stops routing to a pod, and forgets it: {@link #syncWithIndex} will not bring it back.
      *
      * @param slot pod slot.
      * @return this.
      */
     public synchronized PodRegistry unregister(final int slot) {
         checkSlot(slot);
-        registered.getAndUpdate(slot >>> 6, w -> w & ~(1L << slot));
+        setRoutable(slot, false);
+        setBit(claimed, slot, false);
+        setBit(fromIndex, slot, false);
+        generations.set(slot, UNKNOWN_GENERATION);
         version.incrementAndGet();
         return this;
     }
 
     /**
      * Registers every pod the index's pod table holds that the registry does not know yet, with role
-     * {@link PodRole#BOTH} and no endpoint. Cold path.
+     * {@link PodRole#BOTH}, no endpoint and the slot's generation. Slots registered this way follow the index: when
+     * the index gives one to another pod, {@link #syncWithIndex} re-learns it. Cold path.
      *
      * @param index the index.
      * @return number of pods added.
@@ -102,15 +155,149 @@ public final class PodRegistry {
     public synchronized int registerFromIndex(final PodIndex index) {
         int added = 0;
         for (int slot = 0; slot < MAX_PODS; slot++) {
-            if (!isRegistered(slot)) {
+            if (!bit(claimed, slot)) {
                 final PodIndex.PodDescription d = index.describe(slot);
                 if (d != null) {
-                    register(slot, d.podId(), d.model().isEmpty() ? null : d.model(), PodRole.BOTH, null);
+                    learn(slot, d.podId(), modelOf(d), PodRole.BOTH, null, d.generation());
+                    setBit(fromIndex, slot, true);
                     added++;
                 }
             }
         }
+        if (added > 0) {
+            version.incrementAndGet();
+            // Read entry by entry, not at one version: the next decision's selector syncs once.
+            podTableVersion = PodIndex.NO_POD_TABLE_VERSION;
+        }
         return added;
+    }
+
+    /**
+     * Brings the registry in step with the index's pod table when its version moved since the registry last
+     * learnt it. For each slot the router registered:
+     * <ul>
+     *   <li>the index holds the pod the registry knows (same id and generation): unchanged;</li>
+     *   <li>a slot taken from the index ({@link #registerFromIndex}) that the index gave to another pod, or to the
+     *   same pod again (new generation): re-learnt, pod id and model replaced and load figures reset;</li>
+     *   <li>a slot registered by hand: kept (its generation learnt) while the index's pod there has the registered
+     *   id, excluded while it holds a pod of another id;</li>
+     *   <li>a slot now free whose generation the registry had learnt: excluded until the index gives it to a pod
+     *   again (a hand-registered slot the index has never shown stays: the router may know a pod first).</li>
+     * </ul>
+     * Excluded slots stay known: they are routable again when the index shows their pod again. Cold path: reads
+     * the pod table (allocates); the {@link Selector} calls it when a decision saw another pod table version.
+     *
+     * @param index the index.
+     * @return true when the registry is in step with the index's current pod table version; false when the index
+     * is unavailable, or the table kept changing or stayed locked while being read (a later call tries again).
+     */
+    public synchronized boolean syncWithIndex(final PodIndex index) {
+        for (int attempt = 0; attempt < SYNC_ATTEMPTS; attempt++) {
+            final long v = index.podTableVersion();
+            if (v == PodIndex.NO_POD_TABLE_VERSION) {
+                return false;
+            }
+            if (v == podTableVersion) {
+                return true;
+            }
+            final PodIndex.PodDescription[] seen = new PodIndex.PodDescription[MAX_PODS];
+            try {
+                for (int slot = 0; slot < MAX_PODS; slot++) {
+                    if (bit(claimed, slot)) {
+                        seen[slot] = index.describe(slot);
+                    }
+                }
+            } catch (final IndexException ex) {
+                return false;
+            }
+            if (index.podTableVersion() != v) {
+                continue;
+            }
+            boolean changed = false;
+            for (int slot = 0; slot < MAX_PODS; slot++) {
+                if (bit(claimed, slot)) {
+                    changed |= follow(slot, seen[slot]);
+                }
+            }
+            if (changed) {
+                version.incrementAndGet();
+            }
+            // Stored after the slots: a decision that reads this version sees them.
+            podTableVersion = v;
+            return true;
+        }
+        return false;
+    }
+
+    /** Applies what the index shows in one claimed slot; returns true when the registry changed. */
+    private boolean follow(final int slot, final PodIndex.PodDescription d) {
+        final int known = generations.get(slot);
+        final boolean routable = isRegistered(slot);
+        if (d == null) {
+            if (known == UNKNOWN_GENERATION) {
+                return false;
+            }
+            generations.set(slot, UNKNOWN_GENERATION);
+            setRoutable(slot, false);
+            return true;
+        }
+        final boolean samePod = d.podId().equals(podIds.get(slot));
+        if (bit(fromIndex, slot)) {
+            if (samePod && d.generation() == known && routable) {
+                return false;
+            }
+            learn(slot, d.podId(), modelOf(d), role(slot), endpoints.get(slot), d.generation());
+            return true;
+        }
+        if (samePod) {
+            generations.set(slot, d.generation());
+            setRoutable(slot, true);
+            return !routable || d.generation() != known;
+        }
+        generations.set(slot, UNKNOWN_GENERATION);
+        setRoutable(slot, false);
+        return routable;
+    }
+
+    private static String modelOf(final PodIndex.PodDescription d) {
+        return d.model() == null || d.model().isEmpty() ? null : d.model();
+    }
+
+    private void setRoutable(final int slot, final boolean on) {
+        if (on) {
+            registered.getAndUpdate(slot >>> 6, w -> w | (1L << slot));
+        } else {
+            registered.getAndUpdate(slot >>> 6, w -> w & ~(1L << slot));
+        }
+    }
+
+    private static boolean bit(final long[] words, final int slot) {
+        return (words[slot >>> 6] & (1L << slot)) != 0;
+    }
+
+    private static void setBit(final long[] words, final int slot, final boolean on) {
+        if (on) {
+            words[slot >>> 6] |= 1L << slot;
+        } else {
+            words[slot >>> 6] &= ~(1L << slot);
+        }
+    }
+
+    /**
+     * @return the index's pod table version the registry last learnt ({@link #syncWithIndex}); 0 before any, and
+     * {@link PodIndex#NO_POD_TABLE_VERSION} after a registration not checked against the index yet.
+     */
+    public long podTableVersion() {
+        return podTableVersion;
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return the slot's generation in the index's pod table as the registry learnt it, or
+     * {@link #UNKNOWN_GENERATION}.
+     */
+    public int generation(final int slot) {
+        return generations.get(slot);
     }
 
     /**
@@ -123,14 +310,14 @@ public final class PodRegistry {
 
     /**
      * @param slot pod slot.
-     * @return true when the slot is registered.
+     * @return true when the slot is registered and routable (not excluded by {@link #syncWithIndex}).
      */
     public boolean isRegistered(final int slot) {
         return (registered.get(slot >>> 6) & (1L << slot)) != 0;
     }
 
     /**
-     * @return a number that changes whenever a pod is registered or unregistered.
+     * @return a number that changes whenever a pod is registered, unregistered, re-learnt or excluded.
      */
     public long version() {
         return version.get();

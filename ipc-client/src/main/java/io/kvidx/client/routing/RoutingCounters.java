@@ -1,11 +1,14 @@
 package io.kvidx.client.routing;
 
+import io.kvidx.client.index.IndexBusyException;
+import io.kvidx.client.index.IndexException;
+
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Counters of one selector: decisions, fallbacks (index missing or stale), index errors during a decision, and
- * decisions that found no candidate.
+ * Counters of one selector: decisions, fallbacks (index missing or stale), index errors during a decision (of
+ * which: shards busy past the read bound), pod table re-syncs, and decisions that found no candidate.
  *
  * <p><b>Note:</b> thread safe; incremented by every thread deciding through the selector.
  */
@@ -14,6 +17,8 @@ public final class RoutingCounters {
     private final AtomicLong fallbacks = new AtomicLong();
     private final AtomicLong indexErrors = new AtomicLong();
     private final AtomicLong noCandidate = new AtomicLong();
+    private final AtomicLong indexBusy = new AtomicLong();
+    private final AtomicLong podTableResyncs = new AtomicLong();
 
     void decision() {
         decisions.increment();
@@ -23,8 +28,15 @@ public final class RoutingCounters {
         fallbacks.getAndIncrement();
     }
 
-    void indexError() {
+    void indexError(final IndexException ex) {
         indexErrors.getAndIncrement();
+        if (ex instanceof IndexBusyException) {
+            indexBusy.getAndIncrement();
+        }
+    }
+
+    void podTableResync() {
+        podTableResyncs.getAndIncrement();
     }
 
     void countNoCandidate() {
@@ -53,6 +65,21 @@ public final class RoutingCounters {
     }
 
     /**
+     * @return index errors that were a shard (or pod table entry) busy past the reader's read bound.
+     */
+    public long indexBusy() {
+        return indexBusy.get();
+    }
+
+    /**
+     * @return passes that found the index's pod table changed since the registry learnt it (the registry re-synced
+     * and the pass ran again).
+     */
+    public long podTableResyncs() {
+        return podTableResyncs.get();
+    }
+
+    /**
      * @return decisions where no candidate survived the filters.
      */
     public long noCandidates() {
@@ -62,6 +89,7 @@ public final class RoutingCounters {
     @Override
     public String toString() {
         return "decisions=" + decisions() + " fallbacks=" + fallbacks() + " indexErrors=" + indexErrors()
-            + " noCandidate=" + noCandidates();
+            + " indexBusy=" + indexBusy() + " podTableResyncs=" + podTableResyncs() + " noCandidate="
+            + noCandidates();
     }
 }

@@ -13,12 +13,24 @@ import java.util.Objects;
  * [0, 1] per candidate and the selector sums weight x score; the picker chooses from the totals. When the profile
  * needs the index and the index is missing, its writer is stale, or a query fails, the selector skips the plugins
  * that need the index, skips scoring, picks with the profile's fallback picker and counts a fallback; it turns
- * cache-aware again as soon as the index is available again.
+ * cache-aware again as soon as the index is available again. A query that gives up on a busy shard
+ * ({@link io.kvidx.client.index.IndexBusyException}), or finds the index closed or being replaced, is such a
+ * failure too.
+ *
+ * <p>Pod identity: the selector reads the registry's learnt pod table version ({@link PodRegistry#podTableVersion()})
+ * before it reads the registry's pods, and the index's ({@link PodIndex#podTableVersion()}) after the last index
+ * read of the pass (the prefix query, the alive filter). Equal, no slot changed hands in between, so every slot's
+ * answer belongs to the pod the registry names: one compare per decision. Different (cold): the registry re-learns
+ * the pod table ({@link PodRegistry#syncWithIndex}) and the pass runs again before anything is picked; if the
+ * table keeps changing, the decision falls back.
  *
  * <p><b>Note:</b> thread safe: any number of threads may select concurrently, each with its own
  * {@link RoutingContext}. A decision allocates nothing.
  */
 public final class Selector {
+    /** Passes a decision makes while the pod table keeps changing under it before it falls back. */
+    private static final int MAX_PASSES = 3;
+
     private final Profile profile;
     private final PodRegistry registry;
     private final PodIndex index;
@@ -71,22 +83,20 @@ public final class Selector {
      */
     public int select(final RoutingContext ctx) {
         counters.decision();
-        ctx.beginSelection(registry);
         boolean indexed = !needsIndex || index.isAvailable();
-        for (final Preparer p : preparers) {
-            if (indexed || !p.needsIndex()) {
-                try {
-                    p.prepare(ctx);
-                } catch (final IndexException ex) {
-                    counters.indexError();
-                    indexed = false;
-                }
+        int passes = 0;
+        while (true) {
+            // Read before the registry's pods; the index's version after the pass's last index read.
+            final long learnt = registry.podTableVersion();
+            indexed = prepareAndFilter(ctx, indexed);
+            if (!indexed || !needsIndex || index.podTableVersion() == learnt) {
+                break;
             }
-        }
-        for (final Filter f : filters) {
-            if (indexed || !f.needsIndex()) {
-                f.filter(ctx);
-            }
+            // Cold: a slot may have changed hands since the registry learnt the pods; learn them again and redo the
+            // pass, so that no answer is read under the name of the slot's previous pod.
+            counters.podTableResync();
+            registry.syncWithIndex(index);
+            indexed = ++passes < MAX_PASSES && index.isAvailable();
         }
         if (ctx.candidateCount() == 0) {
             counters.countNoCandidate();
@@ -132,6 +142,33 @@ public final class Selector {
             l.onPicked(ctx, pick);
         }
         return pick;
+    }
+
+    /**
+     * Candidates from the registry, then the preparers and filters (those that need the index only while it is
+     * usable).
+     *
+     * @return whether the index is still usable: false once a preparer met an index failure.
+     */
+    private boolean prepareAndFilter(final RoutingContext ctx, final boolean usable) {
+        boolean indexed = usable;
+        ctx.beginSelection(registry);
+        for (final Preparer p : preparers) {
+            if (indexed || !p.needsIndex()) {
+                try {
+                    p.prepare(ctx);
+                } catch (final IndexException ex) {
+                    counters.indexError(ex);
+                    indexed = false;
+                }
+            }
+        }
+        for (final Filter f : filters) {
+            if (indexed || !f.needsIndex()) {
+                f.filter(ctx);
+            }
+        }
+        return indexed;
     }
 
     private static void zero(final RoutingContext ctx, final double[] totals, final int n) {

@@ -13,18 +13,34 @@ class MapPodIndex implements PodIndex {
     private final Map<Long, long[]> blocks = new HashMap<>();
     private final long[] alive = new long[4];
     private final Map<Integer, PodDescription> pods = new HashMap<>();
+    private final int[] generations = new int[256];
+    private long podTableVersion;
     volatile boolean available = true;
     volatile boolean failQueries;
     int queries;
 
+    /** Gives a slot to a pod (a new generation), in the writer's order: entry, version, alive bit. */
     MapPodIndex pod(final int slot, final String id, final String model) {
-        pods.put(slot, new PodDescription(slot, id, model));
+        pods.put(slot, new PodDescription(slot, id, model, ++generations[slot],
+            io.kvidx.client.index.IndexDescriptor.POD_STATE_ALIVE));
+        podTableVersion++;
         alive[slot >>> 6] |= 1L << slot;
         return this;
     }
 
     MapPodIndex down(final int slot) {
         alive[slot >>> 6] &= ~(1L << slot);
+        return this;
+    }
+
+    /** Frees a slot: down, its bits swept, its entry free. */
+    MapPodIndex free(final int slot) {
+        down(slot);
+        for (final long[] holders : blocks.values()) {
+            holders[slot >>> 6] &= ~(1L << slot);
+        }
+        pods.remove(slot);
+        podTableVersion++;
         return this;
     }
 
@@ -43,6 +59,11 @@ class MapPodIndex implements PodIndex {
     @Override
     public long aliveWord(final int word) {
         return available ? alive[word] : 0;
+    }
+
+    @Override
+    public long podTableVersion() {
+        return available ? podTableVersion : NO_POD_TABLE_VERSION;
     }
 
     @Override

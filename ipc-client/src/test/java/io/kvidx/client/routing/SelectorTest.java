@@ -175,4 +175,73 @@ class SelectorTest {
         final int[] other = TestKeys.tokens(99, 256);
         assertNotEquals(home, router.route(ctx, other, other.length), "a new prefix goes to an idle pod");
     }
+
+    /**
+     * A slot freed and given to another pod: the decision sees another pod table version, so the registry
+     * re-learns the slot before the pick, and the new pod's blocks are never credited to the former pod's name.
+     */
+    @Test
+    void shouldReLearnAChangedSlotBeforePicking() {
+        final PodRegistry followed = new PodRegistry();
+        followed.registerFromIndex(index);
+        final long[] old = TestKeys.keys(5, 8);
+        final long[] fresh = TestKeys.keys(6, 8);
+        index.store(5, old, 8);
+        final Selector selector = new Selector(
+            RoutingProfiles.cacheAware("ca", index, followed, null, TestKeys.BLOCK, null), followed, index);
+        final Router router = new Router(new SingleWorkflow(selector), followed, index);
+        final RoutingContext ctx = router.newContext();
+        assertEquals(5, router.routeKeys(ctx, old, 8));
+        assertEquals("pod-5", followed.podId(5));
+        final long resyncs = selector.counters().podTableResyncs();
+
+        index.free(5).pod(5, "pod-new", "m").store(5, fresh, 8);
+        assertEquals(5, router.routeKeys(ctx, fresh, 8));
+        assertFalse(ctx.plan().isFallback());
+        assertEquals("pod-new", followed.podId(5), "the new pod's blocks under the new pod's name");
+        assertEquals(resyncs + 1, selector.counters().podTableResyncs());
+
+        // The fleet's hand-registered registry names slot 5 "pod-5": it must not route there any more.
+        final Router byHand = RoutingProfiles.single(
+            RoutingProfiles.cacheAware("ca", index, registry, null, TestKeys.BLOCK, null), registry, index);
+        assertNotEquals(5, byHand.routeKeys(byHand.newContext(), fresh, 8));
+        assertFalse(registry.isRegistered(5));
+    }
+
+    @Test
+    void shouldFallBackWhileThePodTableKeepsChanging() {
+        final MapPodIndex churning = new MapPodIndex() {
+            private long version;
+
+            @Override
+            public long podTableVersion() {
+                return ++version;
+            }
+        };
+        for (int s = 0; s < 8; s++) {
+            churning.pod(s, "pod-" + s, "m");
+        }
+        final long[] chain = TestKeys.keys(7, 8);
+        churning.store(3, chain, 8);
+        final Selector selector = new Selector(
+            RoutingProfiles.cacheAware("ca", churning, registry, null, TestKeys.BLOCK, null), registry, churning);
+        final Router router = new Router(new SingleWorkflow(selector), registry, churning);
+        final int pick = router.routeKeys(router.newContext(), chain, 8);
+        assertTrue(pick >= 0 && pick < 8);
+        assertEquals(1, selector.counters().fallbacks(), "decided without the index it cannot pin down");
+        assertEquals(3, selector.counters().podTableResyncs());
+    }
+
+    @Test
+    void shouldCheckAHandRegistrationAgainstTheIndexBeforeRoutingToIt() {
+        final long[] chain = TestKeys.keys(8, 8);
+        index.store(5, chain, 8);
+        final Router router = RoutingProfiles.single(
+            RoutingProfiles.cacheAware("ca", index, registry, null, TestKeys.BLOCK, null), registry, index);
+        final RoutingContext ctx = router.newContext();
+        assertEquals(5, router.routeKeys(ctx, chain, 8));
+        registry.register(5, "impostor", "m", PodRole.BOTH, null);
+        assertNotEquals(5, router.routeKeys(ctx, chain, 8), "pod-5's blocks are not the impostor's");
+        assertFalse(registry.isRegistered(5));
+    }
 }

@@ -1,0 +1,65 @@
+package io.kvidx.daemon.cli;
+
+import io.kvidx.client.keys.RouterKeyHasher;
+import io.kvidx.daemon.index.IndexWriter;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.stream.Collectors;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * {@code kvidx query} names each pod by its pod table entry: after a slot changed hands, the new pod, with the
+ * slot's new generation.
+ */
+@Timeout(30)
+class QueryCommandTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void shouldPrintSlotGenerationAndPodIdOfAReusedSlot() {
+        final int[] tokens = new int[64];
+        Arrays.setAll(tokens, i -> 100 + i);
+        final long[] keys = new long[4];
+        new RouterKeyHasher(16).keys(RouterKeyHasher.chainSeed("m", null, null), tokens, tokens.length, keys);
+        try (IndexWriter writer = IndexWriter.create(new IndexWriter.Context().dir(dir).cell("q").shardCount(4)
+            .slotsPerShard(64).maxChainLength(64).deleteOnClose(true))) {
+            final int a = writer.registerPod("pod-a", "m");
+            final int b = writer.registerPod("pod-b", "m");
+            writer.store(a, keys, 0, 4);
+            writer.store(b, keys, 0, 2);
+            assertEquals("pod-a 4 slot=0 generation=1\npod-b 2 slot=1 generation=1", query(tokens));
+            writer.podDown(a);
+            while (writer.isSweeping()) {
+                writer.sweepStep();
+            }
+            assertEquals(a, writer.registerPod("pod-c", "m"));
+            writer.store(a, keys, 0, 3);
+            assertEquals("pod-c 3 slot=0 generation=2\npod-b 2 slot=1 generation=1", query(tokens));
+        }
+    }
+
+    private String query(final int[] tokens) {
+        final ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        final PrintStream original = System.out;
+        final int code;
+        System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        try {
+            code = KvidxCli.run("query", "--dir", dir.toString(), "--cell", "q", "--model", "m", "--tokens",
+                Arrays.stream(tokens).mapToObj(Integer::toString).collect(Collectors.joining(",")));
+        } finally {
+            System.setOut(original);
+        }
+        final String out = captured.toString(StandardCharsets.UTF_8).strip();
+        assertEquals(0, code, out);
+        return out;
+    }
+}
