@@ -2,6 +2,7 @@ package io.kvidx.daemon.cli;
 
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.TestIndexes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -37,6 +38,7 @@ class QueryCommandTest {
             writer.store(a, keys, 0, 4);
             writer.store(b, keys, 0, 2);
             assertEquals("pod-a 4 slot=0 generation=1\npod-b 2 slot=1 generation=1", query(tokens));
+            TestIndexes.fillFreeSlots(writer);
             writer.podDown(a);
             while (writer.isSweeping()) {
                 writer.sweepStep();

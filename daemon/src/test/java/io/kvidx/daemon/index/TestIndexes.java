@@ -7,7 +7,7 @@ import java.nio.file.Path;
 /**
  * Small geometries for tests.
  */
-final class TestIndexes {
+public final class TestIndexes {
     private TestIndexes() {
     }
 
@@ -26,6 +26,25 @@ final class TestIndexes {
             keys[i] = mix(base * 1_000_003L + i);
         }
         return keys;
+    }
+
+    /**
+     * Registers alive filler pods in every free slot, so that the next pod to register must reuse a slot freed
+     * later (a new pod otherwise prefers a slot that never held one).
+     *
+     * @param writer the writer.
+     * @return fillers registered.
+     */
+    public static int fillFreeSlots(final IndexWriter writer) {
+        int n = 0;
+        try {
+            while (true) {
+                writer.registerPod("filler-" + n, "m");
+                n++;
+            }
+        } catch (final io.kvidx.client.index.PodCapacityExceededException ex) {
+            return n;
+        }
     }
 
     static long mix(final long x) {

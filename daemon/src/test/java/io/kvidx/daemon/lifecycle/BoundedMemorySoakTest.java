@@ -34,7 +34,8 @@ class BoundedMemorySoakTest {
         final long seconds = Long.getLong("kvidx.soak.seconds", 600);
         try (JavaVllmPublisherAccess publisher = JavaVllmPublisherAccess.create("kv@soak@m")) {
             final List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
-                "-Xmx256m", "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED", "--enable-native-access=ALL-UNNAMED",
+                "-Xmx256m", "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
+                "--enable-native-access=ALL-UNNAMED",
                 "-cp", System.getProperty("java.class.path"), "io.kvidx.daemon.cli.KvidxCli", "daemon",
                 "--dir", dir.toString(), "--cell", "soak", "--capacity", "200000", "--max-pods", "64",
                 "--pod-max-blocks", "50000", "--pod-timeout-ms", "0",

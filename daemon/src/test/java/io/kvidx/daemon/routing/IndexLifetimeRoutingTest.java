@@ -15,6 +15,7 @@ import io.kvidx.client.routing.Selector;
 import io.kvidx.client.routing.SingleWorkflow;
 import io.kvidx.client.routing.Slots;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.TestIndexes;
 import io.kvidx.ffm.Layouts;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -249,6 +250,8 @@ class IndexLifetimeRoutingTest {
                 assertEquals(1, registry.generation(a));
                 final long versionBefore = index.podTableVersion();
 
+                // Every other slot taken (fillers the router never learnt): C must reuse A's slot.
+                TestIndexes.fillFreeSlots(writer);
                 writer.podDown(a);
                 while (writer.isSweeping()) {
                     writer.sweepStep();
@@ -297,6 +300,8 @@ class IndexLifetimeRoutingTest {
                 final PodRegistry registry = new PodRegistry();
                 registry.registerFromIndex(index);
                 registry.load(other, 0, 1_000, 0);
+                // Every other slot taken (fillers the router never learnt): each new pod must reuse slot 0.
+                TestIndexes.fillFreeSlots(writer);
                 final Router router = RoutingProfiles.single(
                     RoutingProfiles.cacheAware("ca", index, registry, null, 16, null), registry, index);
                 final AtomicInteger published = new AtomicInteger();

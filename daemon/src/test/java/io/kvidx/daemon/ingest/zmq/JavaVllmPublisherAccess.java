@@ -1,5 +1,7 @@
 package io.kvidx.daemon.ingest.zmq;
 
+import io.kvidx.daemon.ingest.vllm.VllmPayloads;
+
 /**
  * Public access to the test publisher for tests in other packages.
  */
@@ -60,8 +62,7 @@ public final class JavaVllmPublisherAccess implements AutoCloseable {
         for (int i = 0; i < tokens.length; i++) {
             tokens[i] = random.nextInt(150_000);
         }
-        final byte[] payload = new io.kvidx.daemon.ingest.vllm.VllmPayloads(
-            io.kvidx.daemon.ingest.vllm.VllmPayloads.Shape.MAP, io.kvidx.daemon.ingest.vllm.VllmPayloads.HashWidth.UINT64)
+        final byte[] payload = new VllmPayloads(VllmPayloads.Shape.MAP, VllmPayloads.HashWidth.UINT64)
             .stored(hashes, null, tokens, 16, null, null).batch(0);
         publisher.sendWithSeq(unbuffered++, payload);
     }
