@@ -37,7 +37,19 @@ class ZmqIngestTest {
         final int n = hasher.keys(RouterKeyHasher.chainSeed(MODEL, lora, null), capture.tokenIds(),
             capture.tokenIds().length, keys);
         final PrefixResult result = new PrefixResult();
-        reader.query(keys, n, null, result);
+        // A reader gives up after its bound while a writer holds the shard (it may be descheduled on a busy host):
+        // ask again, as a router's next request would.
+        for (int attempt = 0; ; attempt++) {
+            try {
+                reader.query(keys, n, null, result);
+                break;
+            } catch (final io.kvidx.client.index.IndexBusyException ex) {
+                if (attempt == 1_000) {
+                    throw ex;
+                }
+                Thread.onSpinWait();
+            }
+        }
         for (int slot = 0; slot < reader.maxPods(); slot++) {
             if (reader.isAlive(slot) && podId.equals(reader.pod(slot).podId())) {
                 return result.depthOf(slot);
