@@ -33,9 +33,9 @@ import java.util.stream.Stream;
  * mapped {@link PodBlockMap} (survives a restart), a Chronicle Map persisted to /dev/shm (the design card's
  * choice for daemon state), and the heap {@code Long2LongHashMap} pair the daemon used before (lost on restart).
  *
- * <p>Each operation is what one block of a churning pod costs: store a new engine hash (with its medium), look up
- * the hash stored just before (a BlockStored's parent), and release the hash stored {@code live} operations ago
- * (its BlockRemoved): a steady state of {@code live} mappings, the default per-pod bound. The hashes are random, so
+ * <p>Each operation is what one block of a churning pod costs: look up the hash stored just before (a BlockStored's
+ * parent), release the hash stored {@code live} operations ago (its BlockRemoved) and store a new engine hash (with
+ * its medium): a steady state of {@code live} mappings, the default per-pod bound. The hashes are random, so
  * a map of that size is mostly out of cache, as on a busy daemon.
  *
  * <p>{@code ./kvidx bench EngineHashMapBenchmark}
@@ -121,8 +121,9 @@ public class EngineHashMapBenchmark {
         ring[at] = h;
         at = (at + 1) % live;
         final long key = mapped.get(parent);
+        final long released = mapped.release(old, 1);
         mapped.store(h, h * 31, 1);
-        return key + mapped.release(old, 1);
+        return key + released;
     }
 
     /**
@@ -136,10 +137,11 @@ public class EngineHashMapBenchmark {
         ring[at] = h;
         at = (at + 1) % live;
         final long key = heapKeys.get(parent);
-        heapKeys.put(h, h * 31);
         // The GPU-only case: the media map is consulted only when it holds something.
         final long media = heapMedia.isEmpty() ? 0 : heapMedia.get(old);
-        return key + heapKeys.remove(old) + media;
+        final long released = heapKeys.remove(old);
+        heapKeys.put(h, h * 31);
+        return key + released + media;
     }
 
     /**
@@ -155,11 +157,11 @@ public class EngineHashMapBenchmark {
         chronicleKey.setValue(parent);
         final LongValue got = chronicle.getUsing(chronicleKey, chronicleValue);
         final long key = got == null ? 0 : got.getValue();
+        chronicleKey.setValue(old);
+        chronicle.remove(chronicleKey);
         chronicleKey.setValue(h);
         chronicleValue.setValue(h * 31);
         chronicle.put(chronicleKey, chronicleValue);
-        chronicleKey.setValue(old);
-        chronicle.remove(chronicleKey);
         return key;
     }
 }

@@ -243,18 +243,35 @@ public final class PodBlockMap implements AutoCloseable {
      * @return the previous router key, or 0 when the hash was new.
      */
     public long store(final long hash, final long routerKey, final long mediumBit) {
-        final int i = find(hash);
-        if (i < 0) {
-            return put(hash, routerKey, mediumBit);
+        if (routerKey == 0) {
+            throw new IllegalArgumentException("router key 0 marks empty entries");
         }
-        final long e = entry(i);
         final long clock = s.get(ValueLayout.JAVA_LONG, CLOCK_OFFSET) + 1;
         s.set(ValueLayout.JAVA_LONG, CLOCK_OFFSET, clock);
-        final long previous = s.get(ValueLayout.JAVA_LONG, e + 8);
-        s.set(ValueLayout.JAVA_LONG, e + 8, routerKey);
-        s.set(ValueLayout.JAVA_LONG, e + 16, clock);
-        s.set(ValueLayout.JAVA_LONG, e + 24, s.get(ValueLayout.JAVA_LONG, e + 24) | mediumBit);
-        return previous;
+        int i = home(hash);
+        while (true) {
+            final long e = entry(i);
+            final long key = s.get(ValueLayout.JAVA_LONG, e + 8);
+            if (key == 0) {
+                final int count = s.get(ValueLayout.JAVA_INT, COUNT_OFFSET);
+                if (count >= maxBlocks) {
+                    throw new IllegalStateException("block map full: evict before storing a new hash");
+                }
+                s.set(ValueLayout.JAVA_LONG, e, hash);
+                s.set(ValueLayout.JAVA_LONG, e + 16, clock);
+                s.set(ValueLayout.JAVA_LONG, e + 24, mediumBit);
+                s.set(ValueLayout.JAVA_LONG, e + 8, routerKey);
+                s.set(ValueLayout.JAVA_INT, COUNT_OFFSET, count + 1);
+                return 0;
+            }
+            if (s.get(ValueLayout.JAVA_LONG, e) == hash) {
+                s.set(ValueLayout.JAVA_LONG, e + 8, routerKey);
+                s.set(ValueLayout.JAVA_LONG, e + 16, clock);
+                s.set(ValueLayout.JAVA_LONG, e + 24, s.get(ValueLayout.JAVA_LONG, e + 24) | mediumBit);
+                return key;
+            }
+            i = (i + 1) & mask;
+        }
     }
 
     /**
