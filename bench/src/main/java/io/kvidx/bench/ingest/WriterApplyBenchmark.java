@@ -86,7 +86,10 @@ public class WriterApplyBenchmark {
     public void tearDown() throws IOException {
         pool.close();
         index.close();
-        Files.deleteIfExists(dir);
+        // The pods' engine-hash maps live in the cell's state directory.
+        try (java.util.stream.Stream<Path> files = Files.walk(dir)) {
+            files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
     }
 
     /**
