@@ -23,7 +23,8 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
  *
  * <p>Children: an entry's children are the indexed entries whose parent key is its key (the next block of some
  * chain). The count drives {@link Eviction}: a block whose chain continues in the index is evicted only after its
- * descendants. Counts are heap state, rebuilt from the parent keys when the writer attaches.
+ * descendants. Counts live in the side table beside the stamps (one record, one cache line per insert) and are
+ * recounted from the parent keys when the writer attaches.
  *
  * <p><b>Note:</b> thread safe through per-shard writer locks (never taken by readers): a thread holds at most one
  * shard lock at a time, so adjusting a parent's count in another shard happens after the child's lock is released.
@@ -45,8 +46,6 @@ final class EntryTable {
     private final AtomicLongArray shardLocks;
     /** Per-shard writer state, guarded by the shard lock: [store clock, eviction hand] at shard * LOCK_STRIDE. */
     final long[] shardState;
-    /** Indexed children per table slot; guarded by the slot's shard lock. */
-    final int[] children;
     /** Free overflow bitmap indexes, a stack per shard; guarded by the shard lock. */
     final int[] overflowFree;
     final int[] overflowTop;
@@ -61,7 +60,6 @@ final class EntryTable {
         this.prefetch = prefetch;
         this.shardLocks = new AtomicLongArray(g.shardCount * LOCK_STRIDE);
         this.shardState = new long[g.shardCount * LOCK_STRIDE];
-        this.children = new int[g.totalSlots()];
         this.overflowFree = new int[g.shardCount * g.overflowPerShard];
         this.overflowTop = new int[g.shardCount];
         this.eviction = new Eviction(this, segment, meta);
@@ -206,7 +204,6 @@ final class EntryTable {
                 // Empty entries have a zero pods word: write this pod's bit or list, then publish the key.
                 LONG.setOpaque(segment, e + ENTRY_PODS_OFFSET, g.direct ? 1L << slot : inlineAdd(0L, slot));
                 meta.set(stampBase + idx, parent, ++shardState[stateBase]);
-                children[stampBase + idx] = 0;
                 LONG.setRelease(segment, e + ENTRY_KEY_OFFSET, k);
                 INT.setRelease(segment, countOffset, count + 1);
                 return 2;
@@ -380,8 +377,7 @@ final class EntryTable {
         try {
             final int idx = find(g.table(shard), parent, g.homeSlot(h));
             if (idx >= 0) {
-                final int i = shard * g.slotsPerShard + idx;
-                children[i] = Math.max(0, children[i] + delta);
+                meta.addChildren(shard * g.slotsPerShard + idx, delta);
             }
         } finally {
             unlock(shard);
@@ -398,7 +394,7 @@ final class EntryTable {
         lock(shard);
         try {
             final int idx = find(g.table(shard), k, g.homeSlot(h));
-            return idx < 0 ? -1 : children[shard * g.slotsPerShard + idx];
+            return idx < 0 ? -1 : meta.children(shard * g.slotsPerShard + idx);
         } finally {
             unlock(shard);
         }
@@ -452,7 +448,6 @@ final class EntryTable {
                 LONG.setOpaque(segment, eh + ENTRY_PODS_OFFSET, (long) LONG.get(segment, ej + ENTRY_PODS_OFFSET));
                 LONG.setOpaque(segment, eh + ENTRY_KEY_OFFSET, kj);
                 meta.move(base + j, base + hole);
-                children[base + hole] = children[base + j];
                 hole = j;
             }
         }
@@ -460,7 +455,6 @@ final class EntryTable {
         LONG.setOpaque(segment, eh + ENTRY_KEY_OFFSET, 0L);
         LONG.setOpaque(segment, eh + ENTRY_PODS_OFFSET, 0L);
         meta.set(base + hole, 0, 0);
-        children[base + hole] = 0;
         if (!g.direct && freedPods < 0) {
             freeOverflow(shard, (int) freedPods & (g.overflowPerShard - 1));
         }

@@ -63,7 +63,7 @@ final class Eviction {
             final long key = (long) LONG.get(segment, g.entry(t, hand) + ENTRY_KEY_OFFSET);
             if (key != 0 && key != keep) {
                 seen++;
-                final int children = table.children[base + hand];
+                final int children = meta.children(base + hand);
                 final long stamp = meta.stamp(base + hand);
                 if (children < victimChildren || (children == victimChildren && stamp < victimStamp)) {
                     victim = hand;

@@ -214,7 +214,6 @@ final class IndexRepair {
             LONG.setOpaque(s, e + ENTRY_KEY_OFFSET, 0L);
             LONG.setOpaque(s, e + ENTRY_PODS_OFFSET, 0L);
             meta.set(base + idx, 0, 0);
-            table.children[base + idx] = 0;
         }
         for (int i = 0; i < kept; i++) {
             int idx = g.homeSlot(IndexDescriptor.spread(keys[i]));
@@ -260,6 +259,9 @@ final class IndexRepair {
     private static void rebuildChildren(final EntryTable table) {
         final IndexGeometry g = table.g;
         final MemorySegment s = table.segment();
+        for (int slot = 0; slot < g.totalSlots(); slot++) {
+            table.meta().addChildren(slot, -0xFFFF);
+        }
         for (int shard = 0; shard < g.shardCount; shard++) {
             final long t = g.table(shard);
             final int base = shard * g.slotsPerShard;
@@ -275,7 +277,7 @@ final class IndexRepair {
                 final int ps = g.shardOf(h);
                 final int pidx = table.find(g.table(ps), parent, g.homeSlot(h));
                 if (pidx >= 0) {
-                    table.children[ps * g.slotsPerShard + pidx]++;
+                    table.meta().addChildren(ps * g.slotsPerShard + pidx, 1);
                 }
             }
         }

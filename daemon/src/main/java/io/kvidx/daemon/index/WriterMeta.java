@@ -24,7 +24,9 @@ import java.nio.file.Path;
  *  64 +-------------------------------------------+
  *     | per table slot, 16 bytes:                 |
  *     |   0 parent key u64 (0 = a chain's first)  |
- *     |   8 store stamp u64 (shard's store clock) |
+ *     |   8 store stamp: bits 16..63 (the shard's |
+ *     |     store clock), indexed children:       |
+ *     |     bits 0..15 (saturating at 65535)      |
  *     +-------------------------------------------+
  * </pre>
  *
@@ -96,17 +98,32 @@ final class WriterMeta implements AutoCloseable {
     }
 
     long stamp(final int slot) {
-        return segment.get(ValueLayout.JAVA_LONG, HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8);
+        return segment.get(ValueLayout.JAVA_LONG, HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8) >>> 16;
     }
 
+    int children(final int slot) {
+        return (int) segment.get(ValueLayout.JAVA_LONG, HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8) & 0xFFFF;
+    }
+
+    /** Sets a new entry's record: its parent and stamp, no children. */
     void set(final int slot, final long parent, final long stamp) {
         final long o = HEADER_LENGTH + (long) slot * RECORD_LENGTH;
         segment.set(ValueLayout.JAVA_LONG, o, parent);
-        segment.set(ValueLayout.JAVA_LONG, o + 8, stamp);
+        segment.set(ValueLayout.JAVA_LONG, o + 8, stamp << 16);
     }
 
+    /** Sets the stamp, keeping the children count. */
     void stamp(final int slot, final long stamp) {
-        segment.set(ValueLayout.JAVA_LONG, HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8, stamp);
+        final long o = HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8;
+        segment.set(ValueLayout.JAVA_LONG, o, (stamp << 16) | (segment.get(ValueLayout.JAVA_LONG, o) & 0xFFFF));
+    }
+
+    /** Adds to the children count, within 0..65535. */
+    void addChildren(final int slot, final int delta) {
+        final long o = HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8;
+        final long word = segment.get(ValueLayout.JAVA_LONG, o);
+        final int children = Math.clamp((int) (word & 0xFFFF) + delta, 0, 0xFFFF);
+        segment.set(ValueLayout.JAVA_LONG, o, (word & ~0xFFFFL) | children);
     }
 
     void move(final int from, final int to) {
