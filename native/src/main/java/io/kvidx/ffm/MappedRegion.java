@@ -88,16 +88,9 @@ public final class MappedRegion implements AutoCloseable {
             StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS),
             java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
                 java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")))) {
-            final Arena arena = Arena.ofShared();
-            try {
-                channel.position(length - 1);
-                channel.write(java.nio.ByteBuffer.wrap(new byte[1]));
-                final MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, length, arena);
-                return new MappedRegion(path, arena, segment, false);
-            } catch (final IOException | RuntimeException ex) {
-                arena.close();
-                throw ex;
-            }
+            channel.position(length - 1);
+            channel.write(java.nio.ByteBuffer.wrap(new byte[1]));
+            return mapExisting(channel, path, length, false);
         }
     }
 
@@ -114,19 +107,26 @@ public final class MappedRegion implements AutoCloseable {
      */
     public static MappedRegion mapReadOnly(final Path path, final long length) throws IOException {
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
-            final long size = channel.size();
-            if (size < length) {
-                throw new IOException("file " + path + " is " + size + " bytes, shorter than the " + length
-                    + " bytes to map");
-            }
-            final Arena arena = Arena.ofShared();
-            try {
-                final MemorySegment segment = channel.map(FileChannel.MapMode.READ_ONLY, 0, length, arena);
-                return new MappedRegion(path, arena, segment, true);
-            } catch (final IOException | RuntimeException ex) {
-                arena.close();
-                throw ex;
-            }
+            return mapExisting(channel, path, length, true);
+        }
+    }
+
+    /** Maps the first {@code length} bytes of an open file that must be at least that long. */
+    private static MappedRegion mapExisting(final FileChannel channel, final Path path, final long length,
+        final boolean readOnly) throws IOException {
+        final long size = channel.size();
+        if (size < length) {
+            throw new IOException("file " + path + " is " + size + " bytes, shorter than the " + length
+                + " bytes to map");
+        }
+        final Arena arena = Arena.ofShared();
+        try {
+            final MemorySegment segment = channel.map(readOnly ? FileChannel.MapMode.READ_ONLY
+                : FileChannel.MapMode.READ_WRITE, 0, length, arena);
+            return new MappedRegion(path, arena, segment, readOnly);
+        } catch (final IOException | RuntimeException ex) {
+            arena.close();
+            throw ex;
         }
     }
 
@@ -143,19 +143,7 @@ public final class MappedRegion implements AutoCloseable {
     public static MappedRegion mapReadWrite(final Path path, final long length) throws IOException {
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
             LinkOption.NOFOLLOW_LINKS)) {
-            final long size = channel.size();
-            if (size < length) {
-                throw new IOException("file " + path + " is " + size + " bytes, shorter than the " + length
-                    + " bytes to map");
-            }
-            final Arena arena = Arena.ofShared();
-            try {
-                final MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, length, arena);
-                return new MappedRegion(path, arena, segment, false);
-            } catch (final IOException | RuntimeException ex) {
-                arena.close();
-                throw ex;
-            }
+            return mapExisting(channel, path, length, false);
         }
     }
 

@@ -194,46 +194,6 @@ public final class PodBlockMap implements AutoCloseable {
     }
 
     /**
-     * Maps a hash to a router key and media bits, or updates them. The map must not be full when the hash is new
-     * (check {@link #isFull()} and {@link #evictOldest()} first).
-     *
-     * @param hash      engine hash.
-     * @param routerKey router key, not 0.
-     * @param media     media bits.
-     * @return the previous router key, or 0 when the hash was new.
-     */
-    public long put(final long hash, final long routerKey, final long media) {
-        if (routerKey == 0) {
-            throw new IllegalArgumentException("router key 0 marks empty entries");
-        }
-        final long clock = s.get(ValueLayout.JAVA_LONG, CLOCK_OFFSET) + 1;
-        s.set(ValueLayout.JAVA_LONG, CLOCK_OFFSET, clock);
-        int i = home(hash);
-        while (true) {
-            final long e = entry(i);
-            final long key = s.get(ValueLayout.JAVA_LONG, e + 8);
-            if (key == 0) {
-                if (size() >= maxBlocks) {
-                    throw new IllegalStateException("block map full: evict before storing a new hash");
-                }
-                s.set(ValueLayout.JAVA_LONG, e, hash);
-                s.set(ValueLayout.JAVA_LONG, e + 16, clock);
-                s.set(ValueLayout.JAVA_LONG, e + 24, media);
-                s.set(ValueLayout.JAVA_LONG, e + 8, routerKey);
-                s.set(ValueLayout.JAVA_INT, COUNT_OFFSET, size() + 1);
-                return 0;
-            }
-            if (s.get(ValueLayout.JAVA_LONG, e) == hash) {
-                s.set(ValueLayout.JAVA_LONG, e + 8, routerKey);
-                s.set(ValueLayout.JAVA_LONG, e + 16, clock);
-                s.set(ValueLayout.JAVA_LONG, e + 24, media);
-                return key;
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    /**
      * Records that the pod holds a block on one more medium: maps the hash to its router key and ORs the medium's
      * bit into its media bits. The map must not be full when the hash is new.
      *
@@ -305,19 +265,6 @@ public final class PodBlockMap implements AutoCloseable {
      */
     public boolean lastReleaseRemoved() {
         return lastReleaseRemoved;
-    }
-
-    /**
-     * Sets the media bits of a mapped hash.
-     *
-     * @param hash  engine hash.
-     * @param media media bits.
-     */
-    public void media(final long hash, final long media) {
-        final int i = find(hash);
-        if (i >= 0) {
-            s.set(ValueLayout.JAVA_LONG, entry(i) + 24, media);
-        }
     }
 
     /**
