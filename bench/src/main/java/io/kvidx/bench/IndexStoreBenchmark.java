@@ -1,6 +1,7 @@
 package io.kvidx.bench;
 
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.IndexWriterContext;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -44,7 +45,7 @@ public class IndexStoreBenchmark {
     /** Distinct blocks indexed before the churn starts. */
     @Param({"1048576"})
     public long blocks;
-    /** Writer batch prefetch (IndexWriter.Context#prefetch), for fillChain32: on, and off to measure its worth. */
+    /** Writer batch prefetch (IndexWriterContext#prefetch), for fillChain32: on, and off to measure its worth. */
     @Param({"true", "false"})
     public boolean prefetch;
 
@@ -149,7 +150,7 @@ public class IndexStoreBenchmark {
         @Setup(Level.Iteration)
         public void create() {
             dir = KvidxStore.tempDir("kvidx-bench-fill-");
-            writer = IndexWriter.create(new IndexWriter.Context().dir(dir).cell("bench")
+            writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("bench")
                 .capacityBlocks((long) CHAINS * CHAIN).prefetch(prefetch).deleteOnClose(true));
             for (int p = 0; p < podCount; p++) {
                 writer.registerPod("pod-" + p, "bench-model");

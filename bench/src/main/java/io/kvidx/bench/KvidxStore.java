@@ -4,6 +4,7 @@ import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.IndexWriterContext;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -82,7 +83,7 @@ public final class KvidxStore implements QueryStore {
     public static KvidxStore load(final Workload workload, final long spareBlocks, final Path parent,
         final int maxPods) {
         final Path dir = parent == null ? tempDir("kvidx-bench-") : tempDir(parent, "kvidx-bench-");
-        final IndexWriter writer = IndexWriter.create(new IndexWriter.Context()
+        final IndexWriter writer = IndexWriter.create(new IndexWriterContext()
             .dir(dir)
             .cell("bench")
             .capacityBlocks(capacityFor(workload.blocks() + spareBlocks))
@@ -118,7 +119,7 @@ public final class KvidxStore implements QueryStore {
      * @return capacity in blocks.
      */
     static long capacityFor(final long blocks) {
-        return (long) Math.ceil(blocks * 1.3) + 64L * IndexWriter.Configuration.SHARD_COUNT_DEFAULT;
+        return (long) Math.ceil(blocks * 1.3) + 64L * IndexWriterContext.Configuration.SHARD_COUNT_DEFAULT;
     }
 
     /**

@@ -3,6 +3,7 @@ package io.kvidx.bench;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.state.PodBlockMap;
 
 import java.io.IOException;
@@ -43,7 +44,7 @@ final class RestartBench {
         }
         final Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "kvidx-bench-restart");
         try {
-            final IndexWriter.Context context = new IndexWriter.Context().dir(dir).cell("restart")
+            final IndexWriterContext context = new IndexWriterContext().dir(dir).cell("restart")
                 .capacityBlocks(blocks).maxPods(pods);
             final int perPod = (int) Math.min(Integer.MAX_VALUE, blocks / pods + CHAIN);
             final SplittableRandom random = new SplittableRandom(42);
@@ -79,7 +80,7 @@ final class RestartBench {
             final double[] mapsMs = new double[rounds];
             for (int r = 0; r < rounds; r++) {
                 final long t0 = System.nanoTime();
-                try (IndexWriter writer = IndexWriter.open(new IndexWriter.Context().dir(dir).cell("restart")
+                try (IndexWriter writer = IndexWriter.open(new IndexWriterContext().dir(dir).cell("restart")
                     .capacityBlocks(blocks).maxPods(pods))) {
                     final long t1 = System.nanoTime();
                     for (int p = 0; p < pods; p++) {
@@ -91,8 +92,8 @@ final class RestartBench {
                     }
                     openMs[r] = (t1 - t0) / 1e6;
                     mapsMs[r] = (t2 - t1) / 1e6;
-                    out.printf("round %d: index re-attached and checked in %.1f ms (%s); %d pod maps re-opened in %.1f ms%n",
-                        r + 1, openMs[r], writer.repairSummary(), pods, mapsMs[r]);
+                    out.printf("round %d: index re-attached and checked in %.1f ms (%s); %d pod maps re-opened in "
+                        + "%.1f ms%n", r + 1, openMs[r], writer.repairSummary(), pods, mapsMs[r]);
                 }
             }
             try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("restart")

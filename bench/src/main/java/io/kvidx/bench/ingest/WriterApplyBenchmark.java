@@ -3,6 +3,7 @@ package io.kvidx.bench.ingest;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterAgent;
 import io.kvidx.daemon.writer.WriterMessages;
@@ -68,7 +69,7 @@ public class WriterApplyBenchmark {
     @Setup(Level.Trial)
     public void setUp() throws IOException {
         dir = Files.createTempDirectory(Path.of("/dev/shm"), "kvidx-bench-writer");
-        index = IndexWriter.create(new IndexWriter.Context().dir(dir).capacityBlocks(1L << 21).deleteOnClose(true));
+        index = IndexWriter.create(new IndexWriterContext().dir(dir).capacityBlocks(1L << 21).deleteOnClose(true));
         final PodDirectory directory = new PodDirectory(16);
         pod = directory.podNumber("bench-pod", "bench-model");
         pool = new WriterPool(1, 1 << 22, index, directory, IngestCounters.local(), new IngestErrors(null),

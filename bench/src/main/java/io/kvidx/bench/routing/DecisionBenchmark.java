@@ -11,6 +11,7 @@ import io.kvidx.client.routing.RoutingContext;
 import io.kvidx.client.routing.RoutingProfiles;
 import io.kvidx.client.routing.overlay.PickOverlay;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.IndexWriterContext;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -77,7 +78,7 @@ public class DecisionBenchmark {
         dir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
             "kvidx-decision-");
         // The cell is sized to the fleet (64 pods: plain 64-bit pod bitmaps), as `kvidx daemon --max-pods 64`.
-        writer = IndexWriter.create(new IndexWriter.Context().dir(dir).cell("bench").shardCount(256)
+        writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("bench").shardCount(256)
             .capacityBlocks(1 << 18).blockSize(BLOCK).maxPods(PODS).deleteOnClose(true));
         final PodRegistry registry = new PodRegistry();
         final int[] slots = new int[PODS];

@@ -5,6 +5,7 @@ import io.kvidx.daemon.demo.SyntheticFleet;
 import io.kvidx.daemon.demo.SyntheticWorkload;
 import io.kvidx.daemon.index.IndexMaintenanceAgent;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.IndexWriterContext;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.SleepingMillisIdleStrategy;
 import org.agrona.concurrent.SystemEpochClock;
@@ -82,7 +83,7 @@ public final class DemoCommand implements Callable<Integer> {
         Runtime.getRuntime().addShutdownHook(hook);
 
         // The cell is sized to the fleet: up to 64 pods get the direct layout (64-bit pod bitmaps).
-        final IndexWriter.Context ctx = new IndexWriter.Context().dir(indexDir).cell(cell).capacityBlocks(capacity)
+        final IndexWriterContext ctx = new IndexWriterContext().dir(indexDir).cell(cell).capacityBlocks(capacity)
             .maxPods(Math.max(pods, io.kvidx.client.index.IndexDescriptor.DIRECT_MAX_PODS))
             .maxChainLength(Math.max(MAX_CHAIN, 8192)).deleteOnClose(true);
         Process child = null;

@@ -1,7 +1,7 @@
 package io.kvidx.daemon.config;
 
 import io.kvidx.client.index.IndexConfiguration;
-import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.ffm.SharedFiles;
 import org.agrona.concurrent.BackoffIdleStrategy;
@@ -103,8 +103,8 @@ public final class DaemonContext {
     /**
      * @return an index writer context for this daemon's geometry.
      */
-    public IndexWriter.Context indexContext() {
-        return new IndexWriter.Context().dir(dir).cell(cell).blockSize(blockSize).capacityBlocks(capacityBlocks)
+    public IndexWriterContext indexContext() {
+        return new IndexWriterContext().dir(dir).cell(cell).blockSize(blockSize).capacityBlocks(capacityBlocks)
             .shardCount(shardCount).maxPods(maxPods).deleteOnClose(deleteOnClose).files(sharedFiles);
     }
 

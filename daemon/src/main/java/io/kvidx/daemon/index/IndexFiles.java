@@ -47,7 +47,7 @@ final class IndexFiles {
      * @param context concluded writer context.
      * @return the mapped file; {@code attached} tells which happened and {@code reason} why.
      */
-    static Opened open(final IndexWriter.Context context) {
+    static Opened open(final IndexWriterContext context) {
         final Path file = context.indexFile();
         final String mismatch = mismatch(file, context);
         if (mismatch == null) {
@@ -77,7 +77,7 @@ final class IndexFiles {
      * @param reason  why it is created (for the log).
      * @return the mapped file.
      */
-    static Opened create(final IndexWriter.Context context, final String reason) {
+    static Opened create(final IndexWriterContext context, final String reason) {
         final Path file = context.indexFile();
         final long length = IndexDescriptor.fileLength(context.maxPods(), context.shardCount(),
             context.slotsPerShard());
@@ -124,7 +124,7 @@ final class IndexFiles {
         return MappedRegion.createPrivate(file, length);
     }
 
-    private static void advise(final MemorySegment s, final IndexWriter.Context context) {
+    private static void advise(final MemorySegment s, final IndexWriterContext context) {
         if (context.adviseRandom()) {
             PosixNative.madvise(s, PosixNative.MADV_RANDOM);
         }
@@ -136,7 +136,7 @@ final class IndexFiles {
     /**
      * @return null when the file can be re-attached, else why not.
      */
-    static String mismatch(final Path file, final IndexWriter.Context context) {
+    static String mismatch(final Path file, final IndexWriterContext context) {
         final ByteBuffer h = ByteBuffer.allocate(IndexDescriptor.HEADER_LENGTH).order(ByteOrder.LITTLE_ENDIAN);
         final long size;
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {

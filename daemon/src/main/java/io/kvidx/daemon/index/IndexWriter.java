@@ -1,6 +1,5 @@
 package io.kvidx.daemon.index;
 
-import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexException;
 import io.kvidx.client.index.PodCapacityExceededException;
@@ -44,7 +43,7 @@ import java.nio.file.Path;
 public final class IndexWriter implements AutoCloseable {
     private static final VarHandle LONG = Layouts.LONG;
 
-    private final Context context;
+    private final IndexWriterContext context;
     private final MappedRegion region;
     private final MemorySegment segment;
     private final long epoch;
@@ -56,7 +55,7 @@ public final class IndexWriter implements AutoCloseable {
     private final PodTable pods;
     private volatile boolean closed;
 
-    private IndexWriter(final Context context, final IndexFiles.Opened opened) {
+    private IndexWriter(final IndexWriterContext context, final IndexFiles.Opened opened) {
         this.context = context;
         this.region = opened.region();
         this.segment = region.segment();
@@ -82,12 +81,12 @@ public final class IndexWriter implements AutoCloseable {
      * Creates a new, empty index file for the context's cell, replacing any previous one atomically (readers of
      * the old file see its heartbeat stop and re-attach to the new epoch). Pod ids of the previous file are kept in
      * free slots so that pods get their slots back. The cell directory (0750) and the file (0640) get the group
-     * of {@link Context#files(SharedFiles)}; a symbolic link for either is refused.
+     * of {@link IndexWriterContext#files(SharedFiles)}; a symbolic link for either is refused.
      *
      * @param context geometry and location; concluded here.
      * @return the writer.
      */
-    public static IndexWriter create(final Context context) {
+    public static IndexWriter create(final IndexWriterContext context) {
         context.conclude();
         return new IndexWriter(context, IndexFiles.create(context, "asked to create a new index"));
     }
@@ -100,12 +99,12 @@ public final class IndexWriter implements AutoCloseable {
      * @param context geometry and location; concluded here.
      * @return the writer.
      */
-    public static IndexWriter open(final Context context) {
+    public static IndexWriter open(final IndexWriterContext context) {
         context.conclude();
         return new IndexWriter(context, IndexFiles.open(context));
     }
 
-    private static Path metaFile(final Context context) {
+    private static Path metaFile(final IndexWriterContext context) {
         final Path file = context.indexFile();
         return file.resolveSibling(file.getFileName() + WriterMeta.FILE_SUFFIX);
     }
@@ -393,7 +392,7 @@ public final class IndexWriter implements AutoCloseable {
     /**
      * @return the context, concluded.
      */
-    public Context context() {
+    public IndexWriterContext context() {
         return context;
     }
 
@@ -406,8 +405,8 @@ public final class IndexWriter implements AutoCloseable {
 
     /**
      * Unmaps the file, leaving it in place (readers keep their mappings; its heartbeat stops). With
-     * {@link Context#deleteOnClose(boolean)} the file and the writer's side table are also deleted, and the cell
-     * directory when that is empty.
+     * {@link IndexWriterContext#deleteOnClose(boolean)} the file and the writer's side table are also deleted, and
+     * the cell directory when that is empty.
      */
     @Override
     public void close() {
@@ -432,303 +431,6 @@ public final class IndexWriter implements AutoCloseable {
             } catch (final IOException ex) {
                 throw new IndexException("cannot delete " + context.indexFile().getParent(), ex);
             }
-        }
-    }
-
-    /**
-     * Geometry and location of an index. Defaults from {@link IndexConfiguration} and {@link Configuration}.
-     */
-    public static final class Context {
-        private Path dir;
-        private String cell;
-        private int shardCount = Configuration.SHARD_COUNT_DEFAULT;
-        private long capacityBlocks = Configuration.CAPACITY_BLOCKS_DEFAULT;
-        private int slotsPerShard;
-        private double maxLoadFactor = Configuration.MAX_LOAD_FACTOR_DEFAULT;
-        private int maxPods = IndexDescriptor.MAX_PODS;
-        private int maxChainLength = Configuration.MAX_CHAIN_LENGTH_DEFAULT;
-        private int blockSize = Configuration.BLOCK_SIZE_DEFAULT;
-        private int keyScheme = IndexDescriptor.KEY_SCHEME_ROUTER_V1;
-        private boolean deleteOnClose;
-        private boolean adviseRandom = true;
-        private boolean hugePages = true;
-        private boolean prefetch = true;
-        private SharedFiles files;
-        private boolean concluded;
-
-        /**
-         * Applies defaults and validates; computes slots per shard from the capacity.
-         *
-         * @return this.
-         */
-        public Context conclude() {
-            if (concluded) {
-                return this;
-            }
-            if (dir == null) {
-                dir = IndexConfiguration.dir();
-            }
-            if (cell == null) {
-                cell = IndexConfiguration.cell();
-            }
-            if (files == null) {
-                files = SharedFiles.forGroup(null);
-            }
-            if (!(maxLoadFactor > 0.05 && maxLoadFactor <= 0.95)) {
-                throw new IllegalArgumentException("max load factor must be in (0.05, 0.95]: " + maxLoadFactor);
-            }
-            if (blockSize < 1) {
-                throw new IllegalArgumentException("block size must be >= 1: " + blockSize);
-            }
-            if (slotsPerShard == 0) {
-                if (capacityBlocks < 1) {
-                    throw new IllegalArgumentException("capacity must be >= 1 block: " + capacityBlocks);
-                }
-                final long wanted = (long) Math.ceil(capacityBlocks / maxLoadFactor / Math.max(1, shardCount));
-                slotsPerShard = (int) Math.min(1 << 24, Math.max(16, Long.highestOneBit(Math.max(1, wanted - 1)) << 1));
-            }
-            final String problem = IndexDescriptor.validateGeometry(shardCount, slotsPerShard, maxPods, maxChainLength);
-            if (problem != null) {
-                throw new IllegalArgumentException(problem);
-            }
-            if ((long) shardCount * slotsPerShard > (1L << 30)) {
-                throw new IllegalArgumentException("at most 2^30 entries per index: " + shardCount + " shards x "
-                    + slotsPerShard + " slots");
-            }
-            IndexConfiguration.indexFile(dir, cell);
-            concluded = true;
-            return this;
-        }
-
-        /**
-         * @param dir index directory.
-         * @return this.
-         */
-        public Context dir(final Path dir) {
-            this.dir = dir;
-            return this;
-        }
-
-        /**
-         * @param cell cell name.
-         * @return this.
-         */
-        public Context cell(final String cell) {
-            this.cell = cell;
-            return this;
-        }
-
-        /**
-         * @param shardCount shards, power of two in [2, 65536].
-         * @return this.
-         */
-        public Context shardCount(final int shardCount) {
-            this.shardCount = shardCount;
-            return this;
-        }
-
-        /**
-         * @param blocks blocks the index must hold before evicting; sizes slots per shard.
-         * @return this.
-         */
-        public Context capacityBlocks(final long blocks) {
-            this.capacityBlocks = blocks;
-            return this;
-        }
-
-        /**
-         * @param slots entries per shard (power of two); overrides the capacity.
-         * @return this.
-         */
-        public Context slotsPerShard(final int slots) {
-            this.slotsPerShard = slots;
-            return this;
-        }
-
-        /**
-         * @param factor fraction of a shard's entries in use before it evicts.
-         * @return this.
-         */
-        public Context maxLoadFactor(final double factor) {
-            this.maxLoadFactor = factor;
-            return this;
-        }
-
-        /**
-         * @param maxPods pod slots, 1..256.
-         * @return this.
-         */
-        public Context maxPods(final int maxPods) {
-            this.maxPods = maxPods;
-            return this;
-        }
-
-        /**
-         * @param maxChainLength longest chain a query accepts.
-         * @return this.
-         */
-        public Context maxChainLength(final int maxChainLength) {
-            this.maxChainLength = maxChainLength;
-            return this;
-        }
-
-        /**
-         * @param blockSize router block size in tokens.
-         * @return this.
-         */
-        public Context blockSize(final int blockSize) {
-            this.blockSize = blockSize;
-            return this;
-        }
-
-        /**
-         * @param deleteOnClose delete the file when the writer closes (tests, demo).
-         * @return this.
-         */
-        public Context deleteOnClose(final boolean deleteOnClose) {
-            this.deleteOnClose = deleteOnClose;
-            return this;
-        }
-
-        /**
-         * @param adviseRandom madvise(MADV_RANDOM) the mapping (default true).
-         * @return this.
-         */
-        public Context adviseRandom(final boolean adviseRandom) {
-            this.adviseRandom = adviseRandom;
-            return this;
-        }
-
-        /**
-         * @param hugePages madvise(MADV_HUGEPAGE) the mapping (default true); effective on tmpfs only when
-         *                  /sys/kernel/mm/transparent_hugepage/shmem_enabled allows it (see tuning/).
-         * @return this.
-         */
-        public Context hugePages(final boolean hugePages) {
-            this.hugePages = hugePages;
-            return this;
-        }
-
-        /**
-         * @param prefetch load the home entries and eviction stamps of a whole store/remove batch before applying
-         *                 it (default true): their cache misses overlap. Off only to measure what it is worth.
-         * @return this.
-         */
-        public Context prefetch(final boolean prefetch) {
-            this.prefetch = prefetch;
-            return this;
-        }
-
-        /**
-         * @param files modes and group of the cell directory and index file (default: the user's primary group).
-         * @return this.
-         */
-        public Context files(final SharedFiles files) {
-            this.files = files;
-            return this;
-        }
-
-        /**
-         * @return index directory.
-         */
-        public Path dir() {
-            return dir;
-        }
-
-        /**
-         * @return cell name.
-         */
-        public String cell() {
-            return cell;
-        }
-
-        /**
-         * @return shards.
-         */
-        public int shardCount() {
-            return shardCount;
-        }
-
-        /**
-         * @return entries per shard (after conclude).
-         */
-        public int slotsPerShard() {
-            return slotsPerShard;
-        }
-
-        /**
-         * @return pod slots.
-         */
-        public int maxPods() {
-            return maxPods;
-        }
-
-        /**
-         * @return longest chain a query accepts.
-         */
-        public int maxChainLength() {
-            return maxChainLength;
-        }
-
-        /**
-         * @return router block size.
-         */
-        public int blockSize() {
-            return blockSize;
-        }
-
-        /**
-         * @return modes and group of the cell directory and the index file.
-         */
-        public SharedFiles files() {
-            return files;
-        }
-
-        /**
-         * @return the key scheme written into the header.
-         */
-        public int keyScheme() {
-            return keyScheme;
-        }
-
-        /**
-         * @return whether the mapping is advised MADV_RANDOM.
-         */
-        public boolean adviseRandom() {
-            return adviseRandom;
-        }
-
-        /**
-         * @return whether the mapping is advised MADV_HUGEPAGE.
-         */
-        public boolean hugePages() {
-            return hugePages;
-        }
-
-        /**
-         * @return the index file.
-         */
-        public Path indexFile() {
-            return IndexConfiguration.indexFile(dir, cell);
-        }
-    }
-
-    /**
-     * Defaults of the writer's geometry.
-     */
-    public static final class Configuration {
-        /** Default shards. */
-        public static final int SHARD_COUNT_DEFAULT = 256;
-        /** Default capacity: one million blocks. */
-        public static final long CAPACITY_BLOCKS_DEFAULT = 1L << 20;
-        /** Default fraction of a shard in use before it evicts. */
-        public static final double MAX_LOAD_FACTOR_DEFAULT = 0.75;
-        /** Default longest chain: 8192 blocks (128k tokens at block size 16). */
-        public static final int MAX_CHAIN_LENGTH_DEFAULT = 8192;
-        /** Default router block size (vLLM's default). */
-        public static final int BLOCK_SIZE_DEFAULT = 16;
-
-        private Configuration() {
         }
     }
 }

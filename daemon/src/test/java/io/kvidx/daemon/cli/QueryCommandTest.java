@@ -2,6 +2,7 @@ package io.kvidx.daemon.cli;
 
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.index.TestIndexes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -31,7 +32,7 @@ class QueryCommandTest {
         Arrays.setAll(tokens, i -> 100 + i);
         final long[] keys = new long[4];
         new RouterKeyHasher(16).keys(RouterKeyHasher.chainSeed("m", null, null), tokens, tokens.length, keys);
-        try (IndexWriter writer = IndexWriter.create(new IndexWriter.Context().dir(dir).cell("q").shardCount(4)
+        try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("q").shardCount(4)
             .slotsPerShard(64).maxChainLength(64).deleteOnClose(true))) {
             final int a = writer.registerPod("pod-a", "m");
             final int b = writer.registerPod("pod-b", "m");

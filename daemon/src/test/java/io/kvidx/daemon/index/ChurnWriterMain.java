@@ -39,10 +39,10 @@ public final class ChurnWriterMain {
         }
     }
 
-    static IndexWriter.Context context(final Path dir, final String cell) {
+    static IndexWriterContext context(final Path dir, final String cell) {
         // Small, crowded shards (long probe clusters, up to ~75% full) but never full: no eviction may remove a
         // pinned key. Every delete shifts neighbours, the case the seqlock protects.
-        return new IndexWriter.Context().dir(dir).cell(cell).shardCount(2).slotsPerShard(SLOTS).maxLoadFactor(0.95)
+        return new IndexWriterContext().dir(dir).cell(cell).shardCount(2).slotsPerShard(SLOTS).maxLoadFactor(0.95)
             .maxChainLength(64).deleteOnClose(true);
     }
 

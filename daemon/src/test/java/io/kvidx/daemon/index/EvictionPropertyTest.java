@@ -99,7 +99,7 @@ class EvictionPropertyTest {
     private void run(final List<Prompt> prompts, final int maxPods) {
         final String cell = "e" + System.nanoTime();
         // 2 shards x 256 slots at 0.75: 384 entries for 100 to 200 prompts of 2 to 16 blocks: steady eviction.
-        try (IndexWriter writer = IndexWriter.create(new IndexWriter.Context().dir(dir).cell(cell).shardCount(2)
+        try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell(cell).shardCount(2)
             .slotsPerShard(256).maxChainLength(64).maxPods(maxPods).deleteOnClose(true));
             IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell(cell)
                 .attachTimeoutMs(1_000).heartbeatTimeoutMs(0))) {

@@ -119,7 +119,7 @@ class IndexModelPropertyTest {
     }
 
     private void run(final List<Op> ops, final int capacity, final boolean exact, final int maxPods) {
-        final IndexWriter.Context ctx = new IndexWriter.Context().dir(dir).cell("prop").shardCount(2)
+        final IndexWriterContext ctx = new IndexWriterContext().dir(dir).cell("prop").shardCount(2)
             .capacityBlocks(capacity).maxLoadFactor(0.75).maxChainLength(CHAIN_LENGTH).maxPods(maxPods)
             .deleteOnClose(true);
         try (IndexWriter writer = IndexWriter.create(ctx);

@@ -26,8 +26,8 @@ class IndexRestartTest {
     @TempDir
     Path dir;
 
-    private IndexWriter.Context context() {
-        return new IndexWriter.Context().dir(dir).cell("restart").shardCount(4).slotsPerShard(64).maxChainLength(64);
+    private IndexWriterContext context() {
+        return new IndexWriterContext().dir(dir).cell("restart").shardCount(4).slotsPerShard(64).maxChainLength(64);
     }
 
     private IndexReader reader() {

@@ -145,7 +145,7 @@ class SeqlockProtocolTest {
     }
 
     static long versionOffset(final IndexWriter writer, final long key) {
-        final IndexWriter.Context ctx = writer.context();
+        final IndexWriterContext ctx = writer.context();
         final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(key));
         final int shard = (int) (h >>> (64 - Integer.numberOfTrailingZeros(ctx.shardCount())));
         return IndexDescriptor.shardHeadersOffset(ctx.maxPods()) + (long) shard * IndexDescriptor.SHARD_HEADER_LENGTH

@@ -11,8 +11,8 @@ public final class TestIndexes {
     private TestIndexes() {
     }
 
-    static IndexWriter.Context small(final Path dir) {
-        return new IndexWriter.Context().dir(dir).cell("test").shardCount(4).slotsPerShard(64).maxChainLength(64)
+    static IndexWriterContext small(final Path dir) {
+        return new IndexWriterContext().dir(dir).cell("test").shardCount(4).slotsPerShard(64).maxChainLength(64)
             .deleteOnClose(true);
     }
 

@@ -15,6 +15,7 @@ import io.kvidx.client.routing.Selector;
 import io.kvidx.client.routing.SingleWorkflow;
 import io.kvidx.client.routing.Slots;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.index.TestIndexes;
 import io.kvidx.ffm.Layouts;
 import org.junit.jupiter.api.Test;
@@ -55,8 +56,8 @@ class IndexLifetimeRoutingTest {
     @TempDir
     Path dir;
 
-    private IndexWriter.Context writerContext() {
-        return new IndexWriter.Context().dir(dir).cell("lifetime").shardCount(16).capacityBlocks(4096)
+    private IndexWriterContext writerContext() {
+        return new IndexWriterContext().dir(dir).cell("lifetime").shardCount(16).capacityBlocks(4096)
             .deleteOnClose(true);
     }
 
@@ -355,7 +356,7 @@ class IndexLifetimeRoutingTest {
         }
     }
 
-    private static long shardVersionOffset(final IndexWriter.Context ctx, final long key) {
+    private static long shardVersionOffset(final IndexWriterContext ctx, final long key) {
         final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(key));
         final int shard = (int) (h >>> (64 - Integer.numberOfTrailingZeros(ctx.shardCount())));
         return IndexDescriptor.shardHeadersOffset(ctx.maxPods()) + (long) shard * IndexDescriptor.SHARD_HEADER_LENGTH

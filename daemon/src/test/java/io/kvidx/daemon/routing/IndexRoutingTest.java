@@ -12,6 +12,7 @@ import io.kvidx.client.routing.Selector;
 import io.kvidx.client.routing.SingleWorkflow;
 import io.kvidx.client.routing.overlay.PickOverlay;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.IndexWriterContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -32,8 +33,8 @@ class IndexRoutingTest {
     @TempDir
     Path dir;
 
-    private IndexWriter.Context writerContext() {
-        return new IndexWriter.Context().dir(dir).cell("routing").shardCount(16).capacityBlocks(4096)
+    private IndexWriterContext writerContext() {
+        return new IndexWriterContext().dir(dir).cell("routing").shardCount(16).capacityBlocks(4096)
             .deleteOnClose(true);
     }
 

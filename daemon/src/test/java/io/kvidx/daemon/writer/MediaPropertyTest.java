@@ -6,6 +6,7 @@ import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.ingest.vllm.Capture;
 import io.kvidx.daemon.ingest.vllm.VllmPayloads;
 import net.jqwik.api.Arbitraries;
@@ -48,7 +49,7 @@ class MediaPropertyTest {
     void shouldKeepABlockWhileAnyMediumHoldsIt(@ForAll("ops") final List<Op> ops) throws Exception {
         final Capture c = Capture.load("kv_event_base.json");
         final Path dir = Files.createTempDirectory("kvidx-media");
-        try (IndexWriter index = IndexWriter.create(new IndexWriter.Context().dir(dir).shardCount(16)
+        try (IndexWriter index = IndexWriter.create(new IndexWriterContext().dir(dir).shardCount(16)
                 .capacityBlocks(4096).deleteOnClose(true));
             IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
             IngestCounters counters = IngestCounters.local()) {

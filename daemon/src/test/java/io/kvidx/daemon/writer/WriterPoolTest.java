@@ -7,6 +7,7 @@ import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.ingest.vllm.Capture;
 import io.kvidx.daemon.ingest.vllm.VllmPayloads;
 import org.agrona.concurrent.SleepingMillisIdleStrategy;
@@ -41,7 +42,7 @@ class WriterPoolTest {
 
     @BeforeEach
     void setUp() {
-        index = IndexWriter.create(new IndexWriter.Context().dir(dir).shardCount(16).capacityBlocks(4096));
+        index = IndexWriter.create(new IndexWriterContext().dir(dir).shardCount(16).capacityBlocks(4096));
         reader = IndexReader.attach(new IndexReader.Context().dir(dir));
         counters = IngestCounters.local();
         pool = new WriterPool(2, 1 << 16, index, directory, counters, errors, SystemEpochClock.INSTANCE, 0,
