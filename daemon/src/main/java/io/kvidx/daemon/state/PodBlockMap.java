@@ -9,12 +9,15 @@ import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.Arrays;
 
 /**
  * One pod's engine hash to router key (and storage media) map, in a mapped file of the cell's state directory so
- * that a restarted daemon can apply the pod's next BlockRemoved events (which carry only engine hashes). Its size
- * is fixed when it is created: at most {@code maxBlocks} mappings; storing one more evicts the least recently
+ * that a restarted daemon can apply the pod's next BlockRemoved events (which carry only engine hashes). The table
+ * starts at 4,096 slots and doubles (into a new file renamed over the old) while it is more than 70 % full, up to
+ * the size for {@code maxBlocks} mappings, so that it stays as dense as the pod's live blocks; at most
+ * {@code maxBlocks} mappings; storing one more evicts the least recently
  * stored mapping (sampled), and the caller removes that block from the index for the pod, so the map and the
  * index never disagree and a pod that never removes blocks cannot grow the daemon (ADR 0007).
  *
@@ -53,20 +56,25 @@ public final class PodBlockMap implements AutoCloseable {
     private static final int EVICTION_SAMPLES = 8;
     private static final double MAX_LOAD = 0.7;
 
-    private final MappedRegion region;
-    private final MemorySegment s;
-    private final int slots;
-    private final int mask;
+    private final Path file;
+    private MappedRegion region;
+    private MemorySegment s;
+    private int slots;
+    private int mask;
+    private final int maxSlots;
     private final int maxBlocks;
     private final boolean restored;
     private long evictedHash;
     private boolean lastReleaseRemoved;
 
-    private PodBlockMap(final MappedRegion region, final int slots, final int maxBlocks, final boolean restored) {
+    private PodBlockMap(final Path file, final MappedRegion region, final int slots, final int maxBlocks,
+        final boolean restored) {
+        this.file = file;
         this.region = region;
         this.s = region.segment();
         this.slots = slots;
         this.mask = slots - 1;
+        this.maxSlots = slotsFor(maxBlocks);
         this.maxBlocks = maxBlocks;
         this.restored = restored;
     }
@@ -82,11 +90,14 @@ public final class PodBlockMap implements AutoCloseable {
 
     /**
      * @param maxBlocks most mappings.
-     * @return the file length of such a map.
+     * @return the largest file length of such a map (it starts small and doubles as it fills).
      */
     public static long fileLength(final int maxBlocks) {
         return HEADER_LENGTH + (long) slotsFor(maxBlocks) * ENTRY_LENGTH;
     }
+
+    /** Slots a new map starts with: small, so that a pod holding few blocks touches little memory. */
+    private static final int INITIAL_SLOTS = 4096;
 
     /**
      * Opens a pod's map: the existing file is re-used (and its entries re-inserted) when it belongs to the same pod
@@ -106,34 +117,85 @@ public final class PodBlockMap implements AutoCloseable {
         if (id.length > POD_ID_MAX) {
             throw new IllegalArgumentException("pod id longer than " + POD_ID_MAX + " bytes: " + podId);
         }
-        final int slots = slotsFor(maxBlocks);
-        final long length = fileLength(maxBlocks);
+        final int maxSlots = slotsFor(maxBlocks);
         try {
-            if (Files.exists(file) && Files.size(file) == length) {
-                final MappedRegion region = MappedRegion.mapReadWrite(file, length);
+            final long size = Files.exists(file) ? Files.size(file) : 0;
+            final long found = (size - HEADER_LENGTH) / ENTRY_LENGTH;
+            if (size > HEADER_LENGTH && (size - HEADER_LENGTH) % ENTRY_LENGTH == 0 && Long.bitCount(found) == 1
+                && found <= maxSlots) {
+                final int slots = (int) found;
+                final MappedRegion region = MappedRegion.mapReadWrite(file, size);
                 final MemorySegment m = region.segment();
                 if (m.get(ValueLayout.JAVA_LONG, 0) == MAGIC && m.get(ValueLayout.JAVA_INT, SLOTS_OFFSET) == slots
                     && m.get(ValueLayout.JAVA_INT, MAX_BLOCKS_OFFSET) == maxBlocks
                     && m.get(ValueLayout.JAVA_INT, GENERATION_OFFSET) == generation
                     && m.get(ValueLayout.JAVA_INT, POD_ID_LENGTH_OFFSET) == id.length
                     && Arrays.equals(id, m.asSlice(POD_ID_OFFSET, id.length).toArray(ValueLayout.JAVA_BYTE))) {
-                    final PodBlockMap map = new PodBlockMap(region, slots, maxBlocks, true);
+                    final PodBlockMap map = new PodBlockMap(file, region, slots, maxBlocks, true);
                     map.reinsertAll();
                     return map;
                 }
                 region.close();
             }
-            final MappedRegion region = MappedRegion.createPrivate(file, length);
-            final MemorySegment m = region.segment();
-            m.set(ValueLayout.JAVA_INT, SLOTS_OFFSET, slots);
-            m.set(ValueLayout.JAVA_INT, MAX_BLOCKS_OFFSET, maxBlocks);
-            m.set(ValueLayout.JAVA_INT, GENERATION_OFFSET, generation);
-            m.set(ValueLayout.JAVA_INT, POD_ID_LENGTH_OFFSET, id.length);
-            MemorySegment.copy(id, 0, m, ValueLayout.JAVA_BYTE, POD_ID_OFFSET, id.length);
-            m.set(ValueLayout.JAVA_LONG, 0, MAGIC);
-            return new PodBlockMap(region, slots, maxBlocks, false);
+            final int slots = Math.min(INITIAL_SLOTS, maxSlots);
+            final MappedRegion region = createFile(file, slots, maxBlocks, generation, id, 0);
+            return new PodBlockMap(file, region, slots, maxBlocks, false);
         } catch (final IOException ex) {
             throw new UncheckedIOException("cannot open the block map " + file, ex);
+        }
+    }
+
+    private static MappedRegion createFile(final Path file, final int slots, final int maxBlocks,
+        final int generation, final byte[] id, final long clock) throws IOException {
+        final MappedRegion region = MappedRegion.createPrivate(file, HEADER_LENGTH + (long) slots * ENTRY_LENGTH);
+        final MemorySegment m = region.segment();
+        m.set(ValueLayout.JAVA_INT, SLOTS_OFFSET, slots);
+        m.set(ValueLayout.JAVA_INT, MAX_BLOCKS_OFFSET, maxBlocks);
+        m.set(ValueLayout.JAVA_INT, GENERATION_OFFSET, generation);
+        m.set(ValueLayout.JAVA_INT, POD_ID_LENGTH_OFFSET, id.length);
+        MemorySegment.copy(id, 0, m, ValueLayout.JAVA_BYTE, POD_ID_OFFSET, id.length);
+        m.set(ValueLayout.JAVA_LONG, CLOCK_OFFSET, clock);
+        m.set(ValueLayout.JAVA_LONG, 0, MAGIC);
+        return region;
+    }
+
+    /**
+     * Doubles the table: builds the larger one in a new file, re-inserts every entry, then renames it over the old
+     * one (a crash leaves the old or the new file, each whole), so the table stays as dense as the pod's live blocks
+     * and its cache footprint follows them.
+     */
+    private void grow() {
+        final Path temp = file.resolveSibling(file.getFileName() + ".grow");
+        final int newSlots = slots * 2;
+        final byte[] id = s.asSlice(POD_ID_OFFSET, s.get(ValueLayout.JAVA_INT, POD_ID_LENGTH_OFFSET))
+            .toArray(ValueLayout.JAVA_BYTE);
+        try {
+            final MappedRegion bigger = createFile(temp, newSlots, maxBlocks,
+                s.get(ValueLayout.JAVA_INT, GENERATION_OFFSET), id, s.get(ValueLayout.JAVA_LONG, CLOCK_OFFSET));
+            final MemorySegment b = bigger.segment();
+            final int newMask = newSlots - 1;
+            int count = 0;
+            for (int i = 0; i < slots; i++) {
+                final long e = entry(i);
+                if (s.get(ValueLayout.JAVA_LONG, e + 8) == 0) {
+                    continue;
+                }
+                int j = homeIn(s.get(ValueLayout.JAVA_LONG, e), newMask);
+                while (b.get(ValueLayout.JAVA_LONG, entry(j) + 8) != 0) {
+                    j = (j + 1) & newMask;
+                }
+                MemorySegment.copy(s, e, b, entry(j), ENTRY_LENGTH);
+                count++;
+            }
+            b.set(ValueLayout.JAVA_INT, COUNT_OFFSET, count);
+            Files.move(temp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            region.close();
+            region = bigger;
+            s = b;
+            slots = newSlots;
+            mask = newMask;
+        } catch (final IOException ex) {
+            throw new UncheckedIOException("cannot grow the block map " + file + " to " + newSlots + " slots", ex);
         }
     }
 
@@ -216,6 +278,10 @@ public final class PodBlockMap implements AutoCloseable {
                 final int count = s.get(ValueLayout.JAVA_INT, COUNT_OFFSET);
                 if (count >= maxBlocks) {
                     throw new IllegalStateException("block map full: evict before storing a new hash");
+                }
+                if (count + 1 > slots * MAX_LOAD && slots < maxSlots) {
+                    grow();
+                    return store(hash, routerKey, mediumBit);
                 }
                 s.set(ValueLayout.JAVA_LONG, e, hash);
                 s.set(ValueLayout.JAVA_LONG, e + 16, clock);
@@ -394,6 +460,7 @@ public final class PodBlockMap implements AutoCloseable {
     /** Re-inserts every entry of a re-used file: repairs a shift a crash left half done, drops duplicates. */
     private void reinsertAll() {
         final long[] all = new long[4 * Math.min(slots, maxBlocks + 16)];
+        // (A re-used file may be any power-of-two size up to the largest; it keeps its size.)
         int n = 0;
         for (int i = 0; i < slots && n < all.length / 4; i++) {
             final long e = entry(i);
@@ -437,6 +504,10 @@ public final class PodBlockMap implements AutoCloseable {
     }
 
     private int home(final long hash) {
+        return homeIn(hash, mask);
+    }
+
+    private static int homeIn(final long hash, final int mask) {
         return (int) ((hash * 0x9E37_79B9_7F4A_7C15L) >>> 32) & mask;
     }
 
@@ -448,7 +519,7 @@ public final class PodBlockMap implements AutoCloseable {
      * @return the map's file.
      */
     public Path path() {
-        return region.path();
+        return file;
     }
 
     @Override

@@ -127,4 +127,26 @@ class PodBlockMapTest {
             assertEquals(0, map.size());
         }
     }
+
+    @Test
+    void shouldStartSmallAndGrowWithThePodsBlocksAcrossAReopen() throws Exception {
+        final Path file = dir.resolve("p.blocks");
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 1, 100_000)) {
+            assertEquals(PodBlockMap.HEADER_LENGTH + 4096L * PodBlockMap.ENTRY_LENGTH, Files.size(file),
+                "a new map is small");
+            for (long h = 1; h <= 10_000; h++) {
+                map.store(h, h + 7, 1);
+            }
+            assertEquals(PodBlockMap.HEADER_LENGTH + 16_384L * PodBlockMap.ENTRY_LENGTH, Files.size(file),
+                "doubled twice for 10,000 blocks at a load of at most 0.7");
+        }
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 1, 100_000)) {
+            assertTrue(map.restored());
+            assertEquals(10_000, map.size());
+            for (long h = 1; h <= 10_000; h++) {
+                assertEquals(h + 7, map.get(h));
+            }
+            assertFalse(Files.exists(dir.resolve("p.blocks.grow")), "no temporary file left");
+        }
+    }
 }
