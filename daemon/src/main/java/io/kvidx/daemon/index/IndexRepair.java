@@ -77,6 +77,14 @@ final class IndexRepair {
         final Report report = new Report();
         final IndexGeometry g = table.g;
         final MemorySegment s = table.segment();
+        if (table.entryCount() == 0 && table.meta().fresh()) {
+            // A new file (or an empty one): nothing to check; only the free lists need building.
+            repairPodTable(s, g.maxPods, report);
+            for (int shard = 0; shard < g.shardCount; shard++) {
+                rebuildPool(table, shard);
+            }
+            return report;
+        }
         repairPodTable(s, g.maxPods, report);
         for (int shard = 0; shard < g.shardCount; shard++) {
             final long version = (long) LONG.getAcquire(s, g.shardHeader(shard) + SHARD_VERSION_OFFSET);
@@ -259,8 +267,14 @@ final class IndexRepair {
     private static void rebuildChildren(final EntryTable table) {
         final IndexGeometry g = table.g;
         final MemorySegment s = table.segment();
-        for (int slot = 0; slot < g.totalSlots(); slot++) {
-            table.meta().addChildren(slot, -0xFFFF);
+        for (int shard = 0; shard < g.shardCount; shard++) {
+            final long t = g.table(shard);
+            final int base = shard * g.slotsPerShard;
+            for (int idx = 0; idx < g.slotsPerShard; idx++) {
+                if (s.get(ValueLayout.JAVA_LONG, g.entry(t, idx) + ENTRY_KEY_OFFSET) != 0) {
+                    table.meta().addChildren(base + idx, -0xFFFF);
+                }
+            }
         }
         for (int shard = 0; shard < g.shardCount; shard++) {
             final long t = g.table(shard);

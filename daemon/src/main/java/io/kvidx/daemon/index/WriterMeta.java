@@ -36,6 +36,8 @@ import java.nio.file.Path;
  * <p><b>Note:</b> written only under the shard lock of the slot's shard, like the entry it describes.
  */
 final class WriterMeta implements AutoCloseable {
+    /** Native-order 64-bit loads and stores without the alignment check (every field is 8-byte aligned). */
+    private static final ValueLayout.OfLong LONG_LAYOUT = ValueLayout.JAVA_LONG_UNALIGNED;
     static final long MAGIC = 0x314D_5758_4449_564BL;
     static final int HEADER_LENGTH = 64;
     static final int RECORD_LENGTH = 16;
@@ -69,16 +71,16 @@ final class WriterMeta implements AutoCloseable {
             if (Files.exists(file) && Files.size(file) == length) {
                 final MappedRegion region = MappedRegion.mapReadWrite(file, length);
                 final MemorySegment s = region.segment();
-                if (s.get(ValueLayout.JAVA_LONG, 0) == MAGIC && s.get(ValueLayout.JAVA_LONG, EPOCH_OFFSET) == epoch
-                    && s.get(ValueLayout.JAVA_LONG, SLOTS_OFFSET) == slots) {
+                if (s.get(LONG_LAYOUT, 0) == MAGIC && s.get(LONG_LAYOUT, EPOCH_OFFSET) == epoch
+                    && s.get(LONG_LAYOUT, SLOTS_OFFSET) == slots) {
                     return new WriterMeta(region, false);
                 }
                 region.close();
             }
             final MappedRegion region = IndexFiles.createPrivate(file, length);
             final MemorySegment s = region.segment();
-            s.set(ValueLayout.JAVA_LONG, EPOCH_OFFSET, epoch);
-            s.set(ValueLayout.JAVA_LONG, SLOTS_OFFSET, slots);
+            s.set(LONG_LAYOUT, EPOCH_OFFSET, epoch);
+            s.set(LONG_LAYOUT, SLOTS_OFFSET, slots);
             LONG.setRelease(s, 0L, MAGIC);
             return new WriterMeta(region, true);
         } catch (final IOException ex) {
@@ -94,36 +96,36 @@ final class WriterMeta implements AutoCloseable {
     }
 
     long parent(final int slot) {
-        return segment.get(ValueLayout.JAVA_LONG, HEADER_LENGTH + (long) slot * RECORD_LENGTH);
+        return segment.get(LONG_LAYOUT, HEADER_LENGTH + (long) slot * RECORD_LENGTH);
     }
 
     long stamp(final int slot) {
-        return segment.get(ValueLayout.JAVA_LONG, HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8) >>> 16;
+        return segment.get(LONG_LAYOUT, HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8) >>> 16;
     }
 
     int children(final int slot) {
-        return (int) segment.get(ValueLayout.JAVA_LONG, HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8) & 0xFFFF;
+        return (int) segment.get(LONG_LAYOUT, HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8) & 0xFFFF;
     }
 
     /** Sets a new entry's record: its parent and stamp, no children. */
     void set(final int slot, final long parent, final long stamp) {
         final long o = HEADER_LENGTH + (long) slot * RECORD_LENGTH;
-        segment.set(ValueLayout.JAVA_LONG, o, parent);
-        segment.set(ValueLayout.JAVA_LONG, o + 8, stamp << 16);
+        segment.set(LONG_LAYOUT, o, parent);
+        segment.set(LONG_LAYOUT, o + 8, stamp << 16);
     }
 
     /** Sets the stamp, keeping the children count. */
     void stamp(final int slot, final long stamp) {
         final long o = HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8;
-        segment.set(ValueLayout.JAVA_LONG, o, (stamp << 16) | (segment.get(ValueLayout.JAVA_LONG, o) & 0xFFFF));
+        segment.set(LONG_LAYOUT, o, (stamp << 16) | (segment.get(LONG_LAYOUT, o) & 0xFFFF));
     }
 
     /** Adds to the children count, within 0..65535. */
     void addChildren(final int slot, final int delta) {
         final long o = HEADER_LENGTH + (long) slot * RECORD_LENGTH + 8;
-        final long word = segment.get(ValueLayout.JAVA_LONG, o);
+        final long word = segment.get(LONG_LAYOUT, o);
         final int children = Math.clamp((int) (word & 0xFFFF) + delta, 0, 0xFFFF);
-        segment.set(ValueLayout.JAVA_LONG, o, (word & ~0xFFFFL) | children);
+        segment.set(LONG_LAYOUT, o, (word & ~0xFFFFL) | children);
     }
 
     void move(final int from, final int to) {

@@ -41,6 +41,8 @@ import java.util.Arrays;
  * <p><b>Note:</b> one writer: the pod's writer agent. No other thread reads it.
  */
 public final class PodBlockMap implements AutoCloseable {
+    /** Native-order 64-bit loads and stores without the alignment check (every field is 8-byte aligned). */
+    private static final ValueLayout.OfLong LONG_LAYOUT = ValueLayout.JAVA_LONG_UNALIGNED;
     static final long MAGIC = 0x3142_5058_4449_564BL;
     static final int HEADER_LENGTH = 256;
     static final int ENTRY_LENGTH = 32;
@@ -126,7 +128,7 @@ public final class PodBlockMap implements AutoCloseable {
                 final int slots = (int) found;
                 final MappedRegion region = MappedRegion.mapReadWrite(file, size);
                 final MemorySegment m = region.segment();
-                if (m.get(ValueLayout.JAVA_LONG, 0) == MAGIC && m.get(ValueLayout.JAVA_INT, SLOTS_OFFSET) == slots
+                if (m.get(LONG_LAYOUT, 0) == MAGIC && m.get(ValueLayout.JAVA_INT, SLOTS_OFFSET) == slots
                     && m.get(ValueLayout.JAVA_INT, MAX_BLOCKS_OFFSET) == maxBlocks
                     && m.get(ValueLayout.JAVA_INT, GENERATION_OFFSET) == generation
                     && m.get(ValueLayout.JAVA_INT, POD_ID_LENGTH_OFFSET) == id.length
@@ -154,8 +156,8 @@ public final class PodBlockMap implements AutoCloseable {
         m.set(ValueLayout.JAVA_INT, GENERATION_OFFSET, generation);
         m.set(ValueLayout.JAVA_INT, POD_ID_LENGTH_OFFSET, id.length);
         MemorySegment.copy(id, 0, m, ValueLayout.JAVA_BYTE, POD_ID_OFFSET, id.length);
-        m.set(ValueLayout.JAVA_LONG, CLOCK_OFFSET, clock);
-        m.set(ValueLayout.JAVA_LONG, 0, MAGIC);
+        m.set(LONG_LAYOUT, CLOCK_OFFSET, clock);
+        m.set(LONG_LAYOUT, 0, MAGIC);
         return region;
     }
 
@@ -171,17 +173,17 @@ public final class PodBlockMap implements AutoCloseable {
             .toArray(ValueLayout.JAVA_BYTE);
         try {
             final MappedRegion bigger = createFile(temp, newSlots, maxBlocks,
-                s.get(ValueLayout.JAVA_INT, GENERATION_OFFSET), id, s.get(ValueLayout.JAVA_LONG, CLOCK_OFFSET));
+                s.get(ValueLayout.JAVA_INT, GENERATION_OFFSET), id, s.get(LONG_LAYOUT, CLOCK_OFFSET));
             final MemorySegment b = bigger.segment();
             final int newMask = newSlots - 1;
             int count = 0;
             for (int i = 0; i < slots; i++) {
                 final long e = entry(i);
-                if (s.get(ValueLayout.JAVA_LONG, e + 8) == 0) {
+                if (s.get(LONG_LAYOUT, e + 8) == 0) {
                     continue;
                 }
-                int j = homeIn(s.get(ValueLayout.JAVA_LONG, e), newMask);
-                while (b.get(ValueLayout.JAVA_LONG, entry(j) + 8) != 0) {
+                int j = homeIn(s.get(LONG_LAYOUT, e), newMask);
+                while (b.get(LONG_LAYOUT, entry(j) + 8) != 0) {
                     j = (j + 1) & newMask;
                 }
                 MemorySegment.copy(s, e, b, entry(j), ENTRY_LENGTH);
@@ -233,7 +235,7 @@ public final class PodBlockMap implements AutoCloseable {
      */
     public long get(final long hash) {
         final int i = find(hash);
-        return i < 0 ? 0 : s.get(ValueLayout.JAVA_LONG, entry(i) + 8);
+        return i < 0 ? 0 : s.get(LONG_LAYOUT, entry(i) + 8);
     }
 
     /**
@@ -242,7 +244,7 @@ public final class PodBlockMap implements AutoCloseable {
      */
     public long media(final long hash) {
         final int i = find(hash);
-        return i < 0 ? 0 : s.get(ValueLayout.JAVA_LONG, entry(i) + 24);
+        return i < 0 ? 0 : s.get(LONG_LAYOUT, entry(i) + 24);
     }
 
     /**
@@ -252,7 +254,7 @@ public final class PodBlockMap implements AutoCloseable {
      * @return a value to consume.
      */
     public long touch(final long hash) {
-        return s.get(ValueLayout.JAVA_LONG, entry(home(hash)));
+        return s.get(LONG_LAYOUT, entry(home(hash)));
     }
 
     /**
@@ -268,12 +270,12 @@ public final class PodBlockMap implements AutoCloseable {
         if (routerKey == 0) {
             throw new IllegalArgumentException("router key 0 marks empty entries");
         }
-        final long clock = s.get(ValueLayout.JAVA_LONG, CLOCK_OFFSET) + 1;
-        s.set(ValueLayout.JAVA_LONG, CLOCK_OFFSET, clock);
+        final long clock = s.get(LONG_LAYOUT, CLOCK_OFFSET) + 1;
+        s.set(LONG_LAYOUT, CLOCK_OFFSET, clock);
         int i = home(hash);
         while (true) {
             final long e = entry(i);
-            final long key = s.get(ValueLayout.JAVA_LONG, e + 8);
+            final long key = s.get(LONG_LAYOUT, e + 8);
             if (key == 0) {
                 final int count = s.get(ValueLayout.JAVA_INT, COUNT_OFFSET);
                 if (count >= maxBlocks) {
@@ -283,17 +285,17 @@ public final class PodBlockMap implements AutoCloseable {
                     grow();
                     return store(hash, routerKey, mediumBit);
                 }
-                s.set(ValueLayout.JAVA_LONG, e, hash);
-                s.set(ValueLayout.JAVA_LONG, e + 16, clock);
-                s.set(ValueLayout.JAVA_LONG, e + 24, mediumBit);
-                s.set(ValueLayout.JAVA_LONG, e + 8, routerKey);
+                s.set(LONG_LAYOUT, e, hash);
+                s.set(LONG_LAYOUT, e + 16, clock);
+                s.set(LONG_LAYOUT, e + 24, mediumBit);
+                s.set(LONG_LAYOUT, e + 8, routerKey);
                 s.set(ValueLayout.JAVA_INT, COUNT_OFFSET, count + 1);
                 return 0;
             }
-            if (s.get(ValueLayout.JAVA_LONG, e) == hash) {
-                s.set(ValueLayout.JAVA_LONG, e + 8, routerKey);
-                s.set(ValueLayout.JAVA_LONG, e + 16, clock);
-                s.set(ValueLayout.JAVA_LONG, e + 24, s.get(ValueLayout.JAVA_LONG, e + 24) | mediumBit);
+            if (s.get(LONG_LAYOUT, e) == hash) {
+                s.set(LONG_LAYOUT, e + 8, routerKey);
+                s.set(LONG_LAYOUT, e + 16, clock);
+                s.set(LONG_LAYOUT, e + 24, s.get(LONG_LAYOUT, e + 24) | mediumBit);
                 return key;
             }
             i = (i + 1) & mask;
@@ -315,10 +317,10 @@ public final class PodBlockMap implements AutoCloseable {
             return 0;
         }
         final long e = entry(i);
-        final long key = s.get(ValueLayout.JAVA_LONG, e + 8);
-        final long left = s.get(ValueLayout.JAVA_LONG, e + 24) & ~mediumBit;
+        final long key = s.get(LONG_LAYOUT, e + 8);
+        final long left = s.get(LONG_LAYOUT, e + 24) & ~mediumBit;
         if (left != 0) {
-            s.set(ValueLayout.JAVA_LONG, e + 24, left);
+            s.set(LONG_LAYOUT, e + 24, left);
             return key;
         }
         delete(i);
@@ -342,7 +344,7 @@ public final class PodBlockMap implements AutoCloseable {
         if (i < 0) {
             return 0;
         }
-        final long key = s.get(ValueLayout.JAVA_LONG, entry(i) + 8);
+        final long key = s.get(LONG_LAYOUT, entry(i) + 8);
         delete(i);
         return key;
     }
@@ -359,9 +361,9 @@ public final class PodBlockMap implements AutoCloseable {
         int seen = 0;
         for (int n = 0; n < slots && seen < EVICTION_SAMPLES; n++) {
             final long e = entry(hand);
-            if (s.get(ValueLayout.JAVA_LONG, e + 8) != 0) {
+            if (s.get(LONG_LAYOUT, e + 8) != 0) {
                 seen++;
-                final long stamp = s.get(ValueLayout.JAVA_LONG, e + 16);
+                final long stamp = s.get(LONG_LAYOUT, e + 16);
                 if (stamp < oldest) {
                     oldest = stamp;
                     victim = hand;
@@ -373,8 +375,8 @@ public final class PodBlockMap implements AutoCloseable {
         if (victim < 0) {
             return 0;
         }
-        evictedHash = s.get(ValueLayout.JAVA_LONG, entry(victim));
-        final long key = s.get(ValueLayout.JAVA_LONG, entry(victim) + 8);
+        evictedHash = s.get(LONG_LAYOUT, entry(victim));
+        final long key = s.get(LONG_LAYOUT, entry(victim) + 8);
         delete(victim);
         return key;
     }
@@ -404,9 +406,9 @@ public final class PodBlockMap implements AutoCloseable {
     public void forEach(final Visitor visitor) {
         for (int i = 0; i < slots; i++) {
             final long e = entry(i);
-            final long key = s.get(ValueLayout.JAVA_LONG, e + 8);
+            final long key = s.get(LONG_LAYOUT, e + 8);
             if (key != 0) {
-                visitor.visit(s.get(ValueLayout.JAVA_LONG, e), key, s.get(ValueLayout.JAVA_LONG, e + 24));
+                visitor.visit(s.get(LONG_LAYOUT, e), key, s.get(LONG_LAYOUT, e + 24));
             }
         }
     }
@@ -426,10 +428,10 @@ public final class PodBlockMap implements AutoCloseable {
         int i = home(hash);
         for (int n = 0; n < slots; n++) {
             final long e = entry(i);
-            if (s.get(ValueLayout.JAVA_LONG, e + 8) == 0) {
+            if (s.get(LONG_LAYOUT, e + 8) == 0) {
                 return -1;
             }
-            if (s.get(ValueLayout.JAVA_LONG, e) == hash) {
+            if (s.get(LONG_LAYOUT, e) == hash) {
                 return i;
             }
             i = (i + 1) & mask;
@@ -443,10 +445,10 @@ public final class PodBlockMap implements AutoCloseable {
         while (true) {
             j = (j + 1) & mask;
             final long ej = entry(j);
-            if (s.get(ValueLayout.JAVA_LONG, ej + 8) == 0) {
+            if (s.get(LONG_LAYOUT, ej + 8) == 0) {
                 break;
             }
-            final int home = home(s.get(ValueLayout.JAVA_LONG, ej));
+            final int home = home(s.get(LONG_LAYOUT, ej));
             final boolean stays = hole < j ? (home > hole && home <= j) : (home > hole || home <= j);
             if (!stays) {
                 MemorySegment.copy(s, ej, s, entry(hole), ENTRY_LENGTH);
@@ -464,25 +466,25 @@ public final class PodBlockMap implements AutoCloseable {
         int n = 0;
         for (int i = 0; i < slots && n < all.length / 4; i++) {
             final long e = entry(i);
-            final long key = s.get(ValueLayout.JAVA_LONG, e + 8);
+            final long key = s.get(LONG_LAYOUT, e + 8);
             if (key != 0) {
-                all[4 * n] = s.get(ValueLayout.JAVA_LONG, e);
+                all[4 * n] = s.get(LONG_LAYOUT, e);
                 all[4 * n + 1] = key;
-                all[4 * n + 2] = s.get(ValueLayout.JAVA_LONG, e + 16);
-                all[4 * n + 3] = s.get(ValueLayout.JAVA_LONG, e + 24);
+                all[4 * n + 2] = s.get(LONG_LAYOUT, e + 16);
+                all[4 * n + 3] = s.get(LONG_LAYOUT, e + 24);
                 n++;
             }
         }
         s.asSlice(HEADER_LENGTH, (long) slots * ENTRY_LENGTH).fill((byte) 0);
         s.set(ValueLayout.JAVA_INT, COUNT_OFFSET, 0);
-        long clock = s.get(ValueLayout.JAVA_LONG, CLOCK_OFFSET);
+        long clock = s.get(LONG_LAYOUT, CLOCK_OFFSET);
         int count = 0;
         for (int k = 0; k < n && count < maxBlocks; k++) {
             final long hash = all[4 * k];
             int i = home(hash);
             boolean duplicate = false;
-            while (s.get(ValueLayout.JAVA_LONG, entry(i) + 8) != 0) {
-                if (s.get(ValueLayout.JAVA_LONG, entry(i)) == hash) {
+            while (s.get(LONG_LAYOUT, entry(i) + 8) != 0) {
+                if (s.get(LONG_LAYOUT, entry(i)) == hash) {
                     duplicate = true;
                     break;
                 }
@@ -492,15 +494,15 @@ public final class PodBlockMap implements AutoCloseable {
                 continue;
             }
             final long e = entry(i);
-            s.set(ValueLayout.JAVA_LONG, e, hash);
-            s.set(ValueLayout.JAVA_LONG, e + 8, all[4 * k + 1]);
-            s.set(ValueLayout.JAVA_LONG, e + 16, all[4 * k + 2]);
-            s.set(ValueLayout.JAVA_LONG, e + 24, all[4 * k + 3]);
+            s.set(LONG_LAYOUT, e, hash);
+            s.set(LONG_LAYOUT, e + 8, all[4 * k + 1]);
+            s.set(LONG_LAYOUT, e + 16, all[4 * k + 2]);
+            s.set(LONG_LAYOUT, e + 24, all[4 * k + 3]);
             clock = Math.max(clock, all[4 * k + 2]);
             count++;
         }
         s.set(ValueLayout.JAVA_INT, COUNT_OFFSET, count);
-        s.set(ValueLayout.JAVA_LONG, CLOCK_OFFSET, clock);
+        s.set(LONG_LAYOUT, CLOCK_OFFSET, clock);
     }
 
     private int home(final long hash) {
