@@ -172,6 +172,15 @@ public final class IndexWriter implements AutoCloseable {
 
     /**
      * @param slot pod slot.
+     * @return the model the pod that holds or last held the slot registered with, or null when it gave none.
+     */
+    public String model(final int slot) {
+        checkSlot(slot);
+        return pods.model(slot);
+    }
+
+    /**
+     * @param slot pod slot.
      * @return the slot's generation: how many times it was given to a pod.
      */
     public int generation(final int slot) {
