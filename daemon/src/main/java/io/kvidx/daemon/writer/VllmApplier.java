@@ -149,10 +149,13 @@ final class VllmApplier implements VllmEventListener {
      * index for this pod (the pod's removal of it could no longer be applied).
      */
     private void evictMapping(final PodState p, final PodBlockMap map) {
-        final long key = map.evictOldest();
+        // The index first, then the map: a crash in between leaves the mapping, not an indexed block no mapping
+        // reaches any more.
+        final long key = map.selectOldest();
         if (key != PodState.MISSING) {
             evicted[0] = key;
             index.remove(p.slot, evicted, 0, 1);
+            map.evictSelected();
             mapEvictions.increment();
             errors.report(CounterType.BLOCK_MAP_EVICTIONS.typeId(), p.podNumber, () -> "pod " + p.podId
                 + ": more than " + map.maxBlocks() + " blocks held (removals lost, or --pod-max-blocks too small);"
@@ -190,18 +193,24 @@ final class VllmApplier implements VllmEventListener {
         int m = 0;
         int unknown = 0;
         touch(map, hashes, n);
+        // The index first, then the map: a daemon killed in between still maps these hashes, so the removal, which
+        // its successor replays (the checkpoint never passes a batch being applied), finds them again. Released
+        // first, they would leave indexed blocks that no mapping reaches any more.
         for (int i = 0; i < n; i++) {
-            final long key = map.release(hashes[i], bit);
-            if (key == PodState.MISSING) {
-                unknown++;
-            } else if (map.lastReleaseRemoved()) {
+            final long key = map.keyIfLastMedium(hashes[i], bit);
+            if (key != PodState.MISSING) {
                 k[m++] = key;
+            }
+        }
+        final int removed = m == 0 ? 0 : index.remove(p.slot, k, 0, m);
+        for (int i = 0; i < n; i++) {
+            if (map.release(hashes[i], bit) == PodState.MISSING) {
+                unknown++;
             }
         }
         if (unknown > 0) {
             unknownRemovals.getAndAdd(unknown);
         }
-        final int removed = m == 0 ? 0 : index.remove(p.slot, k, 0, m);
         blocksRemoved.getAndAdd(removed);
         eventsApplied.increment();
     }

@@ -40,12 +40,24 @@ final class ChildProcesses {
      * @return the command line of a small JVM running it.
      */
     static List<String> java(final String mainClass, final String... args) {
+        return java(List.of(), mainClass, args);
+    }
+
+    /**
+     * @param jvmOptions extra JVM options.
+     * @param mainClass  main class on this test's class path.
+     * @param args       its arguments.
+     * @return the command line of a small JVM running it.
+     */
+    static List<String> java(final List<String> jvmOptions, final String mainClass, final String... args) {
         final List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
         // Small, quick-starting JVMs: this machine has two cores shared by several processes.
         cmd.addAll(Arrays.asList("-XX:+IgnoreUnrecognizedVMOptions", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
             "-Xmx256m", "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED", "--enable-native-access=ALL-UNNAMED",
-            "--sun-misc-unsafe-memory-access=allow", "-cp", System.getProperty("java.class.path"), mainClass));
+            "--sun-misc-unsafe-memory-access=allow"));
+        cmd.addAll(jvmOptions);
+        cmd.addAll(Arrays.asList("-cp", System.getProperty("java.class.path"), mainClass));
         cmd.addAll(Arrays.asList(args));
         return cmd;
     }
@@ -56,6 +68,14 @@ final class ChildProcesses {
      */
     static List<String> kvidx(final String... args) {
         return java("io.kvidx.daemon.cli.KvidxCli", args);
+    }
+
+    /**
+     * @param args {@code kvidx} CLI arguments.
+     * @return the command line of the CLI in a JVM a {@link Debugger} can attach to.
+     */
+    static List<String> debuggableKvidx(final String... args) {
+        return java(List.of(Debugger.agentOption()), "io.kvidx.daemon.cli.KvidxCli", args);
     }
 
     /**
