@@ -101,8 +101,9 @@ class CrashCampaignTest {
             for (int r = 0; r < readers; r++) {
                 final Process reader = ChildProcesses.start(ChildProcesses.java(CampaignReaderMain.class.getName(),
                     dir.toString(), logs.resolve("reader-" + r + ".out").toString(), stop.toString(), "850",
-                    Long.toString(HEARTBEAT_TIMEOUT_MS), Long.toString(seed + 10 + r), logs.resolve("docs-1").toString(),
-                    logs.resolve("docs-2").toString()), logs.resolve("reader-" + r + ".log"));
+                    Long.toString(HEARTBEAT_TIMEOUT_MS), Long.toString(seed + 10 + r),
+                    logs.resolve("docs-1").toString(), logs.resolve("docs-2").toString()),
+                    logs.resolve("reader-" + r + ".log"));
                 children.add(reader);
                 readerProcesses.add(reader);
             }
@@ -187,7 +188,8 @@ class CrashCampaignTest {
             }
             final int exit = ChildProcesses.stop(daemon);
             final String out = ChildProcesses.read(finalLog);
-            assertTrue(exit == 0 || exit == ChildProcesses.SIGTERM_EXIT, () -> "final daemon exit " + exit + ": " + out);
+            assertTrue(exit == 0 || exit == ChildProcesses.SIGTERM_EXIT, () -> "final daemon exit " + exit + ": "
+                + out);
             // Not "unknown parents" nor "unknown removals": a restarted daemon re-applies the batches after its last
             // checkpoint, and a re-applied BlockStored whose parent a later batch removed is dropped (harmlessly: that
             // batch removed its blocks too). The model comparison above is what counts.

@@ -22,8 +22,8 @@ import java.util.TreeSet;
  * bits. Router keys are computed as the daemon computes them: {@link RouterKeyHasher} over the documents' tokens
  * from the chain seed of the pod's model.
  *
- * <p>Also keeps, per pod and document, the deepest prefix the pod held up to each batch's publication time, so that
- * a reader's answer observed at time t can be checked against every state published before t.
+ * <p>Also keeps, per pod and document, the deepest prefix the pod held after any event published up to a time, so
+ * that a reader's answer observed at time t can be checked against every state published before t.
  */
 final class KvStreamModel {
     /** A document: its router keys, and the pod that holds it from the start and never lets it go (or null). */
@@ -100,7 +100,8 @@ final class KvStreamModel {
                         final int bit = medium(e[1]);
                         for (int i = 2; i < e.length; i++) {
                             final String[] ref = e[i].split(":");
-                            final long key = docs.get(offset + Integer.parseInt(ref[0])).keys()[Integer.parseInt(ref[1])];
+                            final long key = docs.get(offset + Integer.parseInt(ref[0]))
+                                .keys()[Integer.parseInt(ref[1])];
                             final Integer media = blocks.get(key);
                             if (media != null) {
                                 if ((media & ~bit) == 0) {
@@ -114,8 +115,10 @@ final class KvStreamModel {
                     case "C" -> blocks.clear();
                     default -> throw new IllegalStateException("unknown event " + ev + " in " + line);
                 }
+                // After every event, not every batch: the daemon applies a batch event by event, so a reader can
+                // see the state between two events of one batch (a store then a clear, say).
+                record(pod, micros);
             }
-            record(pod, micros);
         }
     }
 
