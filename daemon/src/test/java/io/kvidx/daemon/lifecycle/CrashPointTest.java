@@ -255,4 +255,42 @@ class CrashPointTest {
                 + " more would be blocks no removal can reach");
         }
     }
+
+    @Test
+    void shouldIndexOnlyWhatTheBlockMapHoldsWhenOneBatchOverflowsIt() throws Exception {
+        extraArgs.addAll(List.of("--pod-max-blocks", "20"));
+        final TestEngine.Chain chain = TestEngine.Chain.random(8, 25);
+        final Daemon daemon = start(false);
+        awaitReady(daemon);
+        engine.store(chain, 0, 25);
+        try (IndexReader reader = reader()) {
+            ChildProcesses.await("the pod registered", 10_000, () -> {
+                engine.ping();
+                sleep(50);
+                return TestEngine.slotOf(reader, POD) >= 0 && held(reader, chain) > 0;
+            });
+            Thread.sleep(300);
+            assertEquals(20, held(reader, chain), "blocks of the pod indexed after one batch of 25 with"
+                + " --pod-max-blocks 20: more are blocks no mapping reaches (a removal cannot take them out)");
+            engine.remove(chain, 0, 25);
+            ChildProcesses.await("the removal applied", 10_000, () -> {
+                engine.ping();
+                sleep(50);
+                return held(reader, chain) < 20;
+            });
+            Thread.sleep(300);
+            assertEquals(0, held(reader, chain), "blocks of the pod indexed after it removed all 25");
+        }
+    }
+
+    private static int held(final IndexReader reader, final TestEngine.Chain chain) {
+        final int slot = TestEngine.slotOf(reader, POD);
+        final long[] words = new long[4];
+        int held = 0;
+        for (final long key : chain.keys()) {
+            reader.lookup(key, words);
+            held += (int) (words[slot >>> 6] >>> slot) & 1;
+        }
+        return held;
+    }
 }

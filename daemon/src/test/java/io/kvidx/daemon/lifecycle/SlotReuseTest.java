@@ -24,10 +24,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Pod slot reuse through a {@code kvidx daemon} process with three pod slots ({@code --max-pods 3}): pod A's engine
  * goes away, A times out and is swept; pod C then gets the slot that never held a pod, and pod D, with no such slot
- * left, gets A's old slot under a new generation. All four hold the same chain to different depths. A reader
- * querying throughout reads each slot's pod entry before and after every query and, whenever both agree (same pod
- * id and generation, alive), checks that the depth it got for the slot is one its pod stored: never another pod's
- * blocks under A's name (or A's under D's).
+ * left, gets A's old slot under a new generation. All four hold a shared chain to different depths, and each a
+ * chain of its own. A reader querying throughout reads each slot's pod entry before and after every query and,
+ * whenever both agree (same pod id and generation), checks the answer against that pod: a pod's own chain answered
+ * under another pod's name is that pod's blocks attributed to the wrong pod (D's under A's name, or A's under D's),
+ * and no pod is deeper in the shared chain than it stored.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class SlotReuseTest {
@@ -39,6 +40,9 @@ class SlotReuseTest {
         final Path dir = work.resolve("index");
         final TestEngine.Chain chain = TestEngine.Chain.random(11, 24);
         final Map<String, Integer> depths = Map.of("pod-a", 20, "pod-b", 10, "pod-c", 7, "pod-d", 13);
+        final Map<String, TestEngine.Chain> own = Map.of("pod-a", TestEngine.Chain.random(12, 8), "pod-b",
+            TestEngine.Chain.random(13, 8), "pod-c", TestEngine.Chain.random(14, 8), "pod-d",
+            TestEngine.Chain.random(15, 8));
         final List<TestEngine> engines = new ArrayList<>();
         Process daemon = null;
         final AtomicBoolean stop = new AtomicBoolean();
@@ -69,12 +73,12 @@ class SlotReuseTest {
 
             try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).attachTimeoutMs(10_000)
                 .heartbeatTimeoutMs(5_000))) {
-                final int slotA = storeAndAwait(reader, a, chain, depths);
-                final int slotB = storeAndAwait(reader, b, chain, depths);
+                final int slotA = storeAndAwait(reader, a, chain, depths, own);
+                final int slotB = storeAndAwait(reader, b, chain, depths, own);
                 assertNotEquals(slotA, slotB);
                 final int generationA = reader.pod(slotA).generation();
 
-                final Checker checker = new Checker(reader, chain, depths);
+                final Checker checker = new Checker(reader, chain, depths, own);
                 readerThread = Thread.ofPlatform().name("slot-reuse-reader").start(() -> checker.run(stop));
 
                 // A's engine goes away: no batch, no connection, so no heartbeat. A times out, is swept, its slot
@@ -87,11 +91,11 @@ class SlotReuseTest {
                 });
                 assertEquals("pod-a", reader.pod(slotA).podId(), "a freed slot keeps its last pod id");
 
-                final int slotC = storeAndAwait(reader, c, chain, depths);
+                final int slotC = storeAndAwait(reader, c, chain, depths, own);
                 assertNotEquals(slotA, slotC, "C must get the slot that never held a pod, not A's");
                 assertEquals(1, reader.pod(slotC).generation(), "C's slot was never used before");
 
-                final int slotD = storeAndAwait(reader, d, chain, depths);
+                final int slotD = storeAndAwait(reader, d, chain, depths, own);
                 assertEquals(slotA, slotD, "D must get A's old slot: no never-used slot is left");
                 assertEquals(generationA + 1, reader.pod(slotD).generation(), "a reused slot gets a new generation");
                 assertEquals("pod-d", reader.pod(slotD).podId());
@@ -127,11 +131,13 @@ class SlotReuseTest {
         }
     }
 
-    /** Publishes the engine's store of its depth of the chain and waits for it; returns the pod's slot. */
+    /** Publishes the engine's stores (its depth of the shared chain, all its own chain) and waits for them. */
     private static int storeAndAwait(final IndexReader reader, final TestEngine engine, final TestEngine.Chain chain,
-        final Map<String, Integer> depths) throws InterruptedException {
+        final Map<String, Integer> depths, final Map<String, TestEngine.Chain> own) throws InterruptedException {
         engine.store(chain, 0, depths.get(engine.pod));
+        engine.store(own.get(engine.pod), 0, own.get(engine.pod).length());
         awaitDepth(reader, engine, chain, depths.get(engine.pod));
+        awaitDepth(reader, engine, own.get(engine.pod), own.get(engine.pod).length());
         return TestEngine.slotOf(reader, engine.pod);
     }
 
@@ -151,33 +157,41 @@ class SlotReuseTest {
             + (last > depth ? ": another pod's blocks under its slot?" : ""));
     }
 
-    /** Queries the chain and checks each answer against the pod its slot held for the whole query. */
+    /** Queries the chains and checks each answer against the pod its slot held for the whole query. */
     private static final class Checker {
         private final IndexReader reader;
         private final TestEngine.Chain chain;
         private final Map<String, Integer> depths;
+        private final List<Map.Entry<String, TestEngine.Chain>> own;
         final List<String> violations = new CopyOnWriteArrayList<>();
         final Map<String, AtomicLong> seen = new ConcurrentHashMap<>();
         final AtomicLong attributed = new AtomicLong();
         final AtomicLong ambiguous = new AtomicLong();
         final AtomicLong queries = new AtomicLong();
 
-        Checker(final IndexReader reader, final TestEngine.Chain chain, final Map<String, Integer> depths) {
+        Checker(final IndexReader reader, final TestEngine.Chain chain, final Map<String, Integer> depths,
+            final Map<String, TestEngine.Chain> own) {
             this.reader = reader;
             this.chain = chain;
             this.depths = depths;
+            this.own = List.copyOf(own.entrySet());
         }
 
         void run(final AtomicBoolean stop) {
             final PrefixResult result = new PrefixResult();
             final int pods = reader.maxPods();
             final IndexReader.PodInfo[] before = new IndexReader.PodInfo[pods];
+            int round = 0;
             try {
                 while (!stop.get()) {
+                    // The shared chain, then each pod's own chain in turn.
+                    final int which = round++ % (own.size() + 1);
+                    final String owner = which == 0 ? null : own.get(which - 1).getKey();
+                    final TestEngine.Chain asked = which == 0 ? chain : own.get(which - 1).getValue();
                     for (int s = 0; s < pods; s++) {
                         before[s] = reader.pod(s);
                     }
-                    reader.query(chain.keys(), chain.length(), null, result);
+                    reader.query(asked.keys(), asked.length(), null, result);
                     queries.incrementAndGet();
                     for (int i = 0; i < result.count(); i++) {
                         final int slot = result.slot(i);
@@ -191,16 +205,17 @@ class SlotReuseTest {
                         }
                         attributed.incrementAndGet();
                         seen.computeIfAbsent(after.podId(), p -> new AtomicLong()).incrementAndGet();
-                        final Integer stored = depths.get(after.podId());
-                        // A pod's own store is applied block by block: while it runs, any depth up to its own.
-                        if (stored == null || depth > stored || depth < 1) {
-                            report("slot " + slot + " answered depth " + depth + " while its entry said "
-                                + after.podId() + " generation " + after.generation() + " (which stored " + stored
-                                + ")");
-                        } else if (depth != stored && after.podId().equals("pod-a")) {
-                            // A stored its blocks before this reader started: nothing but its full depth is A's.
-                            report("slot " + slot + " answered depth " + depth + " for pod-a (generation "
-                                + after.generation() + "), which holds " + stored);
+                        if (owner != null && !owner.equals(after.podId())) {
+                            report("slot " + slot + " answered " + depth + " blocks of " + owner + "'s own chain"
+                                + " while its entry said " + after.podId() + " generation " + after.generation()
+                                + " throughout the query: " + owner + "'s blocks attributed to " + after.podId());
+                        } else if (owner == null && (depths.get(after.podId()) == null
+                            || depth > depths.get(after.podId()))) {
+                            // A pod's own store is applied block by block, its sweep removes it block by block:
+                            // any depth up to what it stored is its own.
+                            report("slot " + slot + " answered depth " + depth + " of the shared chain while its"
+                                + " entry said " + after.podId() + " generation " + after.generation()
+                                + ", which stored " + depths.get(after.podId()));
                         }
                     }
                     Thread.onSpinWait();
