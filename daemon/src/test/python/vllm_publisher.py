@@ -15,11 +15,24 @@ Driven line by line on stdin; answers one line per command on stdout:
   lose COMMAND...                   buffer COMMAND's batch for replay under the next seq but do not send it
   restart                           publisher restart: seq back to 0, replay buffer emptied
   garbage                           publish a payload that is not msgpack
+  stream SEED COUNT RATE PODS MODEL DOCS LOG
+                                    start publishing, in the background, a deterministic random stream of COUNT
+                                    batches (BlockStored / BlockRemoved / AllBlocksCleared, GPU and CPU media) at
+                                    RATE batches/s over the pods PODS (comma-separated; topic kv@<pod>@MODEL);
+                                    writes the documents it draws blocks from to DOCS and one line per published
+                                    batch to LOG (see Stream); answers at once
+  stream-wait SECONDS               wait for the stream to finish; "ok done N" (N batches published)
+  stream-stop                       stop the stream; "ok stopped N"
+  stream-count                      "ok N": batches the stream published so far
   quit
+
+The replay buffer keeps the last --buffer batches (default 10000, vLLM's buffer_steps).
 """
 import argparse
+import hashlib
 import json
 import os
+import random
 import struct
 import sys
 import threading
@@ -29,6 +42,203 @@ import msgpack
 import zmq
 
 END_SEQ = b"\xff" * 8
+MEDIUM_BITS = {"GPU": 1, "CPU": 2}
+
+
+class Stream:
+    """A deterministic random KV event stream over several pods, as vLLM engines with prefix caching produce it.
+
+    Every pod holds a prefix-closed set of blocks (a block is stored only after its parent, and leaves only when no
+    block after it is held), drawn from documents that share prefixes with each other (one of them the capture's
+    tokens), on two media (a block leaves when no medium holds it). Some pods hold a "pinned" document from the
+    first batches on that no later event touches (a reader can check it exactly). Engine hashes chain like vLLM's:
+    H(parent hash, block tokens), the last 8 bytes of a SHA-256.
+
+    DOCS, one line per document: "doc <index> <pinned pod or -> <token,token,...>" after a first line
+    "model <model> block_size <n>". LOG, one line per published batch:
+    "<seq> <unix time before send> <pod> <events>" with events joined by "|" (or "-" for none), each one of
+    "S,<medium>,<doc>,<from>,<to>" (blocks [from, to) of the document), "R,<medium>,<doc>:<block>,..." and "C".
+    """
+
+    def __init__(self, seed, count, rate, pods, model, capture_tokens, block_size, docs_path, log_path):
+        self.rng = random.Random(seed)
+        self.count = count
+        self.rate = rate
+        self.pods = pods
+        self.model = model
+        self.bs = block_size
+        self.log_path = log_path
+        self.stop = threading.Event()
+        self.published = 0
+        rng = self.rng
+        bs = block_size
+        roots = [list(capture_tokens[:(len(capture_tokens) // bs) * bs])]
+        for _ in range(3):
+            roots.append([rng.randrange(1, 150000) for _ in range(32 * bs)])
+        self.docs = []
+        for _ in range(20):
+            root = roots[rng.randrange(len(roots))]
+            pre = rng.randrange(0, min(24, len(root) // bs) + 1)
+            suffix = rng.randrange(1 if pre == 0 else 0, 12)
+            self.docs.append(root[:pre * bs] + [rng.randrange(1, 150000) for _ in range(suffix * bs)])
+        self.regular = len(self.docs)
+        self.pinned = {}
+        for i, pod in enumerate(pods):
+            if i % 2 == 0:
+                self.pinned[pod] = len(self.docs)
+                self.docs.append([rng.randrange(1, 150000) for _ in range(rng.randrange(8, 17) * bs)])
+        self.hashes = []
+        self.parent = {}
+        for tokens in self.docs:
+            h = 0
+            chain = []
+            for b in range(len(tokens) // bs):
+                block = tokens[b * bs:(b + 1) * bs]
+                nxt = int.from_bytes(hashlib.sha256(h.to_bytes(8, "big") + struct.pack(">%dI" % bs, *block))
+                                     .digest()[-8:], "big")
+                self.parent[nxt] = h if b > 0 else None
+                chain.append(nxt)
+                h = nxt
+            self.hashes.append(chain)
+        self.media = {p: {} for p in pods}
+        self.children = {p: {} for p in pods}
+        pinned_pod = {d: p for p, d in self.pinned.items()}
+        with open(docs_path, "w") as f:
+            f.write("model %s block_size %d\n" % (model, bs))
+            for d, tokens in enumerate(self.docs):
+                f.write("doc %d %s %s\n" % (d, pinned_pod.get(d, "-"), ",".join(map(str, tokens))))
+
+    def depth(self, pod, d):
+        held = self.media[pod]
+        n = 0
+        for h in self.hashes[d]:
+            if h not in held:
+                break
+            n += 1
+        return n
+
+    def store(self, pod, d, a, b, medium):
+        held = self.media[pod]
+        children = self.children[pod]
+        chain = self.hashes[d]
+        for i in range(a, b):
+            h = chain[i]
+            if h not in held:
+                p = self.parent[h]
+                if p is not None:
+                    children[p] = children.get(p, 0) + 1
+            held[h] = held.get(h, 0) | MEDIUM_BITS[medium]
+        ev = map_event("BlockStored", block_hashes=chain[a:b], parent_block_hash=chain[a - 1] if a > 0 else None,
+                   token_ids=self.docs[d][a * self.bs:b * self.bs], block_size=self.bs, medium=medium)
+        return ev, "S,%s,%d,%d,%d" % (medium, d, a, b)
+
+    def random_store(self, pod):
+        rng = self.rng
+        d = rng.randrange(self.regular)
+        n = len(self.hashes[d])
+        h = self.depth(pod, d)
+        medium = "GPU" if rng.random() < 0.8 else "CPU"
+        if h > 0 and (h == n or rng.random() < 0.1):
+            a = rng.randrange(0, h)
+            b = rng.randrange(a + 1, h + 1)
+        else:
+            a = h
+            b = min(n, h + rng.randrange(1, 9))
+        return self.store(pod, d, a, b, medium)
+
+    def random_remove(self, pod):
+        rng = self.rng
+        held = self.media[pod]
+        children = self.children[pod]
+        docs = [d for d in range(self.regular) if self.depth(pod, d) > 0]
+        medium = "GPU" if rng.random() < 0.8 else "CPU"
+        bit = MEDIUM_BITS[medium]
+        hashes = []
+        refs = []
+        if docs:
+            d = rng.choice(docs)
+            chain = self.hashes[d]
+            i = self.depth(pod, d) - 1
+            k = rng.randrange(1, 7)
+            while i >= 0 and len(hashes) < k:
+                h = chain[i]
+                cur = held[h]
+                if cur & bit == 0:
+                    break
+                left = cur & ~bit
+                if left == 0 and children.get(h, 0) > 0:
+                    break
+                if left == 0:
+                    del held[h]
+                    p = self.parent[h]
+                    if p is not None:
+                        children[p] -= 1
+                else:
+                    held[h] = left
+                hashes.append(h)
+                refs.append("%d:%d" % (d, i))
+                i -= 1
+        if rng.random() < 0.05:
+            d = rng.randrange(self.regular)
+            i = rng.randrange(len(self.hashes[d]))
+            if self.hashes[d][i] not in held:
+                hashes.append(self.hashes[d][i])
+                refs.append("%d:%d" % (d, i))
+        if not hashes:
+            return None, None
+        return map_event("BlockRemoved", block_hashes=hashes, medium=medium), "R,%s,%s" % (medium, ",".join(refs))
+
+    def clear(self, pod):
+        self.media[pod] = {}
+        self.children[pod] = {}
+        return map_event("AllBlocksCleared"), "C"
+
+    def batches(self):
+        """Yields (pod, events, log text) for every batch of the stream."""
+        rng = self.rng
+        for pod, d in self.pinned.items():
+            ev, text = self.store(pod, d, 0, len(self.hashes[d]), "GPU")
+            yield pod, [ev], text
+        while True:
+            pod = rng.choice(self.pods)
+            events = []
+            texts = []
+            if rng.random() >= 0.03:
+                for _ in range(rng.randrange(1, 4)):
+                    r = rng.random()
+                    if r < 0.55:
+                        ev, text = self.random_store(pod)
+                    elif r < 0.98 or pod in self.pinned:
+                        ev, text = self.random_remove(pod)
+                    else:
+                        ev, text = self.clear(pod)
+                    if ev is not None:
+                        events.append(ev)
+                        texts.append(text)
+            yield pod, events, "|".join(texts) if texts else "-"
+
+    def run(self, publish):
+        start = time.time()
+        with open(self.log_path, "w") as log:
+            for n, (pod, events, text) in enumerate(self.batches()):
+                if n >= self.count or self.stop.is_set():
+                    break
+                delay = start + n / self.rate - time.time()
+                if delay > 0:
+                    time.sleep(delay)
+                payload = msgpack.packb([time.time(), events, 0], use_bin_type=True)
+                t = time.time()
+                seq = publish(payload, ("kv@%s@%s" % (pod, self.model)).encode())
+                log.write("%d %.6f %s %s\n" % (seq, t, pod, text))
+                self.published = n + 1
+            log.flush()
+
+
+def map_event(kind, **fields):
+    """A vLLM event in the current (map) shape."""
+    ev = {"type": kind}
+    ev.update({k: v for k, v in fields.items() if v is not None})
+    return ev
 
 
 def main():
@@ -38,6 +248,7 @@ def main():
     ap.add_argument("--framing", choices=["old", "new"], default="new")
     ap.add_argument("--hashes", choices=["uint", "bin"], default="uint")
     ap.add_argument("--captures", required=True, help="folder with kv_event_*.json")
+    ap.add_argument("--buffer", type=int, default=10000, help="batches kept for replay (vLLM's buffer_steps)")
     args = ap.parse_args()
 
     ctx = zmq.Context()
@@ -67,10 +278,10 @@ def main():
             identity, start = frames[0], struct.unpack(">Q", frames[2])[0]
             with lock:
                 batches = [b for b in state["buffer"] if b[0] >= start]
-            for seq, payload in batches:
+            for seq, batch_topic, payload in batches:
                 seq8 = struct.pack(">Q", seq)
                 if args.framing == "new":
-                    router.send_multipart([identity, b"", topic, seq8, payload])
+                    router.send_multipart([identity, b"", batch_topic, seq8, payload])
                 else:
                     router.send_multipart([identity, b"", seq8, payload])
             if args.framing == "new":
@@ -129,15 +340,31 @@ def main():
             raise ValueError("unknown command " + cmd)
         return msgpack.packb([time.time(), events, 0], use_bin_type=True)
 
-    def publish(payload, send=True):
-        with lock:
-            seq = state["seq"]
-            state["seq"] += 1
-            state["buffer"].append((seq, payload))
-            del state["buffer"][:-10000]
-        if send:
-            pub.send_multipart([topic, struct.pack(">Q", seq), payload])
+    send_lock = threading.Lock()
+
+    def publish(payload, send=True, batch_topic=topic):
+        # One lock around seq, buffer and send: the stream thread and commands may both publish, and sequence
+        # numbers must go out in order.
+        with send_lock:
+            with lock:
+                seq = state["seq"]
+                state["seq"] += 1
+                state["buffer"].append((seq, batch_topic, payload))
+                if len(state["buffer"]) > args.buffer:
+                    del state["buffer"][:-args.buffer]
+            if send:
+                pub.send_multipart([batch_topic, struct.pack(">Q", seq), payload])
         return seq
+
+    streams = {}
+
+    def start_stream(words):
+        seed, count, rate, pods, model, docs_path, log_path = words
+        stream = Stream(int(seed), int(count), float(rate), pods.split(","), model, capture("kv_event_base.json")
+                        ["token_ids"], 16, docs_path, log_path)
+        thread = threading.Thread(target=stream.run, args=(lambda p, t: publish(p, batch_topic=t),), daemon=True)
+        streams["current"] = (stream, thread)
+        thread.start()
 
     print("ready", pub.getsockopt(zmq.LAST_ENDPOINT).decode(), router.getsockopt(zmq.LAST_ENDPOINT).decode(),
           flush=True)
@@ -154,6 +381,21 @@ def main():
                     state["seq"] = 0
                     state["buffer"] = []
                 print("ok restart", flush=True)
+            elif words[0] == "stream":
+                start_stream(words[1:])
+                print("ok started", flush=True)
+            elif words[0] in ("stream-wait", "stream-stop"):
+                stream, thread = streams["current"]
+                if words[0] == "stream-stop":
+                    stream.stop.set()
+                thread.join(float(words[1]) if len(words) > 1 else 30)
+                if thread.is_alive():
+                    print("error stream still running", flush=True)
+                else:
+                    print("ok %s %d" % ("done" if words[0] == "stream-wait" else "stopped", stream.published),
+                          flush=True)
+            elif words[0] == "stream-count":
+                print("ok %d" % streams["current"][0].published, flush=True)
             elif words[0] == "garbage":
                 seq = publish(b"\xc1\x00\x13")
                 print("ok", seq, flush=True)

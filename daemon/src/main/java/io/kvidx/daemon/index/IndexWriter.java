@@ -173,7 +173,7 @@ public final class IndexWriter implements AutoCloseable {
 
     /**
      * @param slot pod slot.
-     * @return the model of the pod that holds or last held the slot ("" when none was given).
+     * @return the model the pod that holds or last held the slot registered with, or null when it gave none.
      */
     public String model(final int slot) {
         checkSlot(slot);

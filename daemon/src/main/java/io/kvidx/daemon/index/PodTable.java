@@ -166,17 +166,23 @@ final class PodTable {
         return (int) STATE.getVolatile(states, slot);
     }
 
+    synchronized String podId(final int slot) {
+        return podIds[slot];
+    }
+
+    /**
+     * @return the model the slot's pod registered with, as the pod table holds it (null when it gave none).
+     */
     synchronized String model(final int slot) {
         final long base = IndexDescriptor.podEntryOffset(slot);
         final int length = Math.clamp(segment.get(ValueLayout.JAVA_INT,
             base + IndexDescriptor.POD_MODEL_LENGTH_OFFSET), 0, IndexDescriptor.POD_MODEL_MAX_LENGTH);
+        if (length == 0) {
+            return null;
+        }
         final byte[] model = new byte[length];
         MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, base + IndexDescriptor.POD_MODEL_OFFSET, model, 0, length);
         return new String(model, StandardCharsets.UTF_8);
-    }
-
-    synchronized String podId(final int slot) {
-        return podIds[slot];
     }
 
     synchronized int generation(final int slot) {

@@ -131,10 +131,11 @@ public final class KvidxDaemon implements AutoCloseable {
     private void startAgents() {
         writers.start();
         // Pods alive in a re-attached index go back to their writers, which take them down if they stay silent.
+        // Their model comes from the pod table: it seeds their chains' router keys, and a pod's writer state keeps
+        // the model it was created with (a pod known from a topic only would otherwise key its new chains without).
         for (int slot = 0; slot < index.context().maxPods(); slot++) {
             if (index.isAlive(slot)) {
-                final String model = index.model(slot);
-                final int pod = directory.podNumber(index.podId(slot), model.isEmpty() ? null : model);
+                final int pod = directory.podNumber(index.podId(slot), index.model(slot));
                 if (pod >= 0) {
                     writers.offer(pod, WriterMessages.REGISTER);
                 }

@@ -67,6 +67,7 @@ public final class PodBlockMap implements AutoCloseable {
     private final int maxBlocks;
     private final boolean restored;
     private long evictedHash;
+    private int selected = -1;
     private boolean lastReleaseRemoved;
 
     private PodBlockMap(final Path file, final MappedRegion region, final int slots, final int maxBlocks,
@@ -350,11 +351,30 @@ public final class PodBlockMap implements AutoCloseable {
     }
 
     /**
-     * Removes the least recently stored of a few sampled mappings.
+     * @param hash      engine hash.
+     * @param mediumBit a medium's bit.
+     * @return the hash's router key when releasing that medium would remove its mapping (it is mapped and no other
+     * medium holds it), else 0. Changes nothing: the caller removes the block from the index first, then
+     * {@link #release}s it, so that a crash in between leaves a mapping the replayed removal finds again.
+     */
+    public long keyIfLastMedium(final long hash, final long mediumBit) {
+        final int i = find(hash);
+        if (i < 0) {
+            return 0;
+        }
+        final long e = entry(i);
+        return (s.get(LONG_LAYOUT, e + 24) & ~mediumBit) == 0 ? s.get(LONG_LAYOUT, e + 8) : 0;
+    }
+
+    /**
+     * Chooses the least recently stored of a few sampled mappings, without removing it: the caller removes its
+     * block from the index first, then calls {@link #evictSelected()}, so that a crash in between leaves a mapping
+     * (which a later eviction or removal takes out of the index again) rather than an indexed block no mapping
+     * reaches.
      *
      * @return its router key (its engine hash is {@link #evictedHash()}), or 0 when the map is empty.
      */
-    public long evictOldest() {
+    public long selectOldest() {
         int hand = s.get(ValueLayout.JAVA_INT, HAND_OFFSET) & mask;
         int victim = -1;
         long oldest = Long.MAX_VALUE;
@@ -372,17 +392,37 @@ public final class PodBlockMap implements AutoCloseable {
             hand = (hand + 1) & mask;
         }
         s.set(ValueLayout.JAVA_INT, HAND_OFFSET, hand);
+        selected = victim;
         if (victim < 0) {
             return 0;
         }
         evictedHash = s.get(LONG_LAYOUT, entry(victim));
-        final long key = s.get(LONG_LAYOUT, entry(victim) + 8);
-        delete(victim);
+        return s.get(LONG_LAYOUT, entry(victim) + 8);
+    }
+
+    /**
+     * Removes the mapping {@link #selectOldest()} chose (no-op when it chose none).
+     */
+    public void evictSelected() {
+        if (selected >= 0) {
+            delete(selected);
+            selected = -1;
+        }
+    }
+
+    /**
+     * Removes the least recently stored of a few sampled mappings.
+     *
+     * @return its router key (its engine hash is {@link #evictedHash()}), or 0 when the map is empty.
+     */
+    public long evictOldest() {
+        final long key = selectOldest();
+        evictSelected();
         return key;
     }
 
     /**
-     * @return the engine hash of the mapping {@link #evictOldest()} removed last.
+     * @return the engine hash of the mapping {@link #selectOldest()} chose last.
      */
     public long evictedHash() {
         return evictedHash;

@@ -49,6 +49,9 @@ final class VllmApplier implements VllmEventListener {
     private final AtomicCounter unknownRemovals;
     private final AtomicCounter mapEvictions;
     private final long[] evicted = new long[1];
+    /** Engine hashes and router keys of the mappings one BlockStored evicted. */
+    private long[] evictedHashes = new long[16];
+    private long[] evictedKeys = new long[16];
     private long[] keys = new long[256];
     private PodState pod;
 
@@ -132,13 +135,31 @@ final class VllmApplier implements VllmEventListener {
         final long[] hashes = e.hashes();
         final long bit = mediumBit(e.medium());
         touch(map, hashes, n);
+        int evictions = 0;
         for (int i = 0; i < n; i++) {
             if (map.isFull() && map.get(hashes[i]) == PodState.MISSING) {
-                evictMapping(p, map);
+                final long key = evictMapping(p, map);
+                if (key != PodState.MISSING) {
+                    if (evictedHashes.length == evictions) {
+                        evictedHashes = Arrays.copyOf(evictedHashes, evictions * 2);
+                        evictedKeys = Arrays.copyOf(evictedKeys, evictions * 2);
+                    }
+                    evictedHashes[evictions] = map.evictedHash();
+                    evictedKeys[evictions++] = key;
+                }
             }
             map.store(hashes[i], k[i], bit);
         }
-        final int added = n == 0 ? 0 : index.store(p.slot, k, 0, n, indexParent);
+        int added = n == 0 ? 0 : index.store(p.slot, k, 0, n, indexParent);
+        // A batch larger than the map's room evicts the mappings of its own first blocks above, before the index
+        // holds them: take those out again now that the store put them in (a crash before this leaves them indexed
+        // but the replayed batch maps them again).
+        for (int i = 0; i < evictions; i++) {
+            if (map.get(evictedHashes[i]) == PodState.MISSING) {
+                evicted[0] = evictedKeys[i];
+                added -= index.remove(p.slot, evicted, 0, 1);
+            }
+        }
         blocksStored.getAndAdd(added);
         duplicates.getAndAdd(n - added);
         eventsApplied.increment();
@@ -147,17 +168,23 @@ final class VllmApplier implements VllmEventListener {
     /**
      * Makes room in a full block map: its least recently stored mapping goes, and so does that block from the
      * index for this pod (the pod's removal of it could no longer be applied).
+     *
+     * @return the evicted block's router key (its engine hash is the map's {@code evictedHash()}), or 0 for none.
      */
-    private void evictMapping(final PodState p, final PodBlockMap map) {
-        final long key = map.evictOldest();
+    private long evictMapping(final PodState p, final PodBlockMap map) {
+        // The index first, then the map: a crash in between leaves the mapping, not an indexed block no mapping
+        // reaches any more.
+        final long key = map.selectOldest();
         if (key != PodState.MISSING) {
             evicted[0] = key;
             index.remove(p.slot, evicted, 0, 1);
+            map.evictSelected();
             mapEvictions.increment();
             errors.report(CounterType.BLOCK_MAP_EVICTIONS.typeId(), p.podNumber, () -> "pod " + p.podId
                 + ": more than " + map.maxBlocks() + " blocks held (removals lost, or --pod-max-blocks too small);"
                 + " its least recently stored blocks leave the index");
         }
+        return key;
     }
 
     /** Keeps the prefetch lookups observable. */
@@ -190,18 +217,24 @@ final class VllmApplier implements VllmEventListener {
         int m = 0;
         int unknown = 0;
         touch(map, hashes, n);
+        // The index first, then the map: a daemon killed in between still maps these hashes, so the removal, which
+        // its successor replays (the checkpoint never passes a batch being applied), finds them again. Released
+        // first, they would leave indexed blocks that no mapping reaches any more.
         for (int i = 0; i < n; i++) {
-            final long key = map.release(hashes[i], bit);
-            if (key == PodState.MISSING) {
-                unknown++;
-            } else if (map.lastReleaseRemoved()) {
+            final long key = map.keyIfLastMedium(hashes[i], bit);
+            if (key != PodState.MISSING) {
                 k[m++] = key;
+            }
+        }
+        final int removed = m == 0 ? 0 : index.remove(p.slot, k, 0, m);
+        for (int i = 0; i < n; i++) {
+            if (map.release(hashes[i], bit) == PodState.MISSING) {
+                unknown++;
             }
         }
         if (unknown > 0) {
             unknownRemovals.getAndAdd(unknown);
         }
-        final int removed = m == 0 ? 0 : index.remove(p.slot, k, 0, m);
         blocksRemoved.getAndAdd(removed);
         eventsApplied.increment();
     }
