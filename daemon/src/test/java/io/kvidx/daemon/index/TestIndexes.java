@@ -47,6 +47,28 @@ public final class TestIndexes {
         }
     }
 
+    /**
+     * Calls a reader until it answers: a reader gives up after its read bound while a writer holds a shard (on a
+     * busy 2-core host a writer can be descheduled mid-change); a router asks again with its next request, and so
+     * does this, at most 100,000 times (each attempt is bounded).
+     *
+     * @param call the read.
+     * @param <T>  its result.
+     * @return the answer.
+     */
+    public static <T> T unbusy(final java.util.function.Supplier<T> call) {
+        for (int attempt = 0; ; attempt++) {
+            try {
+                return call.get();
+            } catch (final io.kvidx.client.index.IndexBusyException ex) {
+                if (attempt == 100_000) {
+                    throw ex;
+                }
+                Thread.onSpinWait();
+            }
+        }
+    }
+
     static long mix(final long x) {
         return io.kvidx.daemon.demo.SyntheticWorkload.mix(x);
     }

@@ -93,6 +93,12 @@ public final class CampaignReaderMain {
                 final long t0 = System.nanoTime();
                 try {
                     r.query(doc.keys(), doc.keys().length, null, result);
+                } catch (final io.kvidx.client.index.IndexBusyException ex) {
+                    // The reader's bound: a writer held the shard (descheduled or killed mid-change); no answer to
+                    // check, and the wait was bounded.
+                    stale++;
+                    maxQueryNs = Math.max(maxQueryNs, System.nanoTime() - t0);
+                    continue;
                 } catch (final StaleWriterException ex) {
                     // The daemon died inside a change: a shard stays odd until the next daemon repairs it.
                     stale++;

@@ -237,7 +237,8 @@ class CrashCampaignTest {
         final Map<Integer, String> pods = new HashMap<>();
         for (int slot = 0; slot < reader.maxPods(); slot++) {
             if (reader.isAlive(slot)) {
-                final String pod = reader.pod(slot).podId();
+                final int at = slot;
+                final String pod = io.kvidx.daemon.index.TestIndexes.unbusy(() -> reader.pod(at)).podId();
                 slots.put(pod, slot);
                 pods.put(slot, pod);
             }
@@ -256,7 +257,7 @@ class CrashCampaignTest {
         });
         final long[] words = new long[4];
         for (final long key : keys) {
-            reader.lookup(key, words);
+            io.kvidx.daemon.index.TestIndexes.unbusy(() -> reader.lookup(key, words));
             final Set<String> actual = new TreeSet<>();
             for (int slot = 0; slot < reader.maxPods(); slot++) {
                 if ((words[slot >>> 6] & (1L << slot)) != 0) {

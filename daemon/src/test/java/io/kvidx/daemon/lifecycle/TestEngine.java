@@ -86,7 +86,9 @@ final class TestEngine implements AutoCloseable {
      */
     static int slotOf(final IndexReader reader, final String pod) {
         for (int slot = 0; slot < reader.maxPods(); slot++) {
-            if (reader.isAlive(slot) && pod.equals(reader.pod(slot).podId())) {
+            final int at = slot;
+            if (reader.isAlive(slot) && pod.equals(io.kvidx.daemon.index.TestIndexes.unbusy(() -> reader.pod(at))
+                .podId())) {
                 return slot;
             }
         }
@@ -102,7 +104,7 @@ final class TestEngine implements AutoCloseable {
             return 0;
         }
         final PrefixResult result = new PrefixResult();
-        reader.queryExact(chain.keys(), chain.length(), null, result);
+        io.kvidx.daemon.index.TestIndexes.unbusy(() -> reader.queryExact(chain.keys(), chain.length(), null, result));
         return result.depthOf(slot);
     }
 
