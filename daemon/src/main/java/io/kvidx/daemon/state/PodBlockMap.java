@@ -235,6 +235,7 @@ public final class PodBlockMap implements AutoCloseable {
      * @return its router key, or 0 when absent.
      */
     public long get(final long hash) {
+        final MemorySegment s = this.s;
         final int i = find(hash);
         return i < 0 ? 0 : s.get(LONG_LAYOUT, entry(i) + 8);
     }
@@ -244,6 +245,7 @@ public final class PodBlockMap implements AutoCloseable {
      * @return its media bits, or 0 when absent.
      */
     public long media(final long hash) {
+        final MemorySegment s = this.s;
         final int i = find(hash);
         return i < 0 ? 0 : s.get(LONG_LAYOUT, entry(i) + 24);
     }
@@ -255,6 +257,7 @@ public final class PodBlockMap implements AutoCloseable {
      * @return a value to consume.
      */
     public long touch(final long hash) {
+        final MemorySegment s = this.s;
         return s.get(LONG_LAYOUT, entry(home(hash)));
     }
 
@@ -268,6 +271,7 @@ public final class PodBlockMap implements AutoCloseable {
      * @return the previous router key, or 0 when the hash was new.
      */
     public long store(final long hash, final long routerKey, final long mediumBit) {
+        final MemorySegment s = this.s;
         if (routerKey == 0) {
             throw new IllegalArgumentException("router key 0 marks empty entries");
         }
@@ -312,6 +316,7 @@ public final class PodBlockMap implements AutoCloseable {
      * @return the block's router key, or 0 when the hash was not mapped.
      */
     public long release(final long hash, final long mediumBit) {
+        final MemorySegment s = this.s;
         lastReleaseRemoved = false;
         final int i = find(hash);
         if (i < 0) {
@@ -358,6 +363,7 @@ public final class PodBlockMap implements AutoCloseable {
      * {@link #release}s it, so that a crash in between leaves a mapping the replayed removal finds again.
      */
     public long keyIfLastMedium(final long hash, final long mediumBit) {
+        final MemorySegment s = this.s;
         final int i = find(hash);
         if (i < 0) {
             return 0;
@@ -465,6 +471,7 @@ public final class PodBlockMap implements AutoCloseable {
     }
 
     private int find(final long hash) {
+        final MemorySegment s = this.s;
         int i = home(hash);
         for (int n = 0; n < slots; n++) {
             final long e = entry(i);
@@ -480,6 +487,7 @@ public final class PodBlockMap implements AutoCloseable {
     }
 
     private void delete(final int at) {
+        final MemorySegment s = this.s;
         int hole = at;
         int j = at;
         while (true) {
