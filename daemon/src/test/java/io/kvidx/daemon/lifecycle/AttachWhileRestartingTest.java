@@ -1,5 +1,7 @@
 package io.kvidx.daemon.lifecycle;
 
+import io.kvidx.daemon.lifecycle.ChildProcesses.Daemon;
+
 import io.kvidx.client.index.IndexReader;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -94,29 +96,15 @@ class AttachWhileRestartingTest {
         }
     }
 
-    /** A daemon process, with its debugger (suspended before main until armed and resumed) when asked. */
-    private record Daemon(Process process, Path log, Debugger debugger) {
-    }
-
     private Daemon start(final boolean debug) throws Exception {
         final Path log = work.resolve("daemon-" + runs++ + ".log");
         final String[] args = {"daemon", "--config", config.toString(), "--dir", dir.toString(), "--capacity", "4096",
             "--pod-timeout-ms", "0", "--checkpoint-ms", "20", "--idle", "sleeping"};
-        final Process process = ChildProcesses.start(debug ? ChildProcesses.debuggableKvidx(args)
-            : ChildProcesses.kvidx(args), log);
-        processes.add(process);
-        Debugger debugger = null;
-        if (debug) {
-            debugger = Debugger.attach(log, 30_000);
-            debuggers.add(debugger);
-        }
-        return new Daemon(process, log, debugger);
+        return ChildProcesses.startDaemon(args, log, debug, processes, debuggers);
     }
 
     private static void awaitReady(final Daemon daemon) throws InterruptedException {
-        ChildProcesses.await("daemon ready", 30_000, () -> ChildProcesses.daemonReady(daemon.log())
-            || !daemon.process().isAlive());
-        assertTrue(daemon.process().isAlive(), () -> "daemon died: " + ChildProcesses.tail(daemon.log(), 40));
+        ChildProcesses.awaitReady(daemon);
     }
 
     private static void kill(final Daemon daemon) throws InterruptedException {

@@ -221,4 +221,31 @@ final class ChildProcesses {
             : Path.of(System.getProperty("java.io.tmpdir"));
         return Files.createTempDirectory(parent, prefix);
     }
+
+    /** A daemon process, with its debugger (suspended before main until armed and resumed) when asked. */
+    record Daemon(Process process, Path log, Debugger debugger) {
+    }
+
+    /**
+     * Starts a {@code kvidx} daemon process; with a debugger, it waits before its main method until the debugger
+     * resumes it.
+     */
+    static Daemon startDaemon(final String[] args, final Path log, final boolean debug, final List<Process> processes,
+        final List<Debugger> debuggers) throws Exception {
+        final Process process = start(debug ? debuggableKvidx(args) : kvidx(args), log);
+        processes.add(process);
+        Debugger debugger = null;
+        if (debug) {
+            debugger = Debugger.attach(log, 30_000);
+            debuggers.add(debugger);
+        }
+        return new Daemon(process, log, debugger);
+    }
+
+    /** Waits until the daemon says it is ready, failing with its log's tail when it died first. */
+    static void awaitReady(final Daemon daemon) throws InterruptedException {
+        await("daemon ready", 30_000, () -> daemonReady(daemon.log()) || !daemon.process().isAlive());
+        org.junit.jupiter.api.Assertions.assertTrue(daemon.process().isAlive(),
+            () -> "daemon died: " + tail(daemon.log(), 40));
+    }
 }

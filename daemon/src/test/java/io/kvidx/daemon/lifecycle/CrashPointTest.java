@@ -1,5 +1,7 @@
 package io.kvidx.daemon.lifecycle;
 
+import io.kvidx.daemon.lifecycle.ChildProcesses.Daemon;
+
 import io.kvidx.client.index.IndexReader;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -59,9 +61,6 @@ class CrashPointTest {
     }
 
     /** A running daemon process, with a debugger attached when asked. */
-    private record Daemon(Process process, Path log, Debugger debugger) {
-    }
-
     private Daemon start(final boolean debug) throws Exception {
         final Daemon daemon = startSuspended(debug);
         if (debug) {
@@ -73,21 +72,11 @@ class CrashPointTest {
     /** Starts a daemon; with a debugger, it waits before its main method until the debugger resumes it. */
     private Daemon startSuspended(final boolean debug) throws Exception {
         final Path log = work.resolve("daemon-" + runs++ + ".log");
-        final Process process = ChildProcesses.start(debug ? ChildProcesses.debuggableKvidx(daemonArgs())
-            : ChildProcesses.kvidx(daemonArgs()), log);
-        processes.add(process);
-        Debugger debugger = null;
-        if (debug) {
-            debugger = Debugger.attach(log, 30_000);
-            debuggers.add(debugger);
-        }
-        return new Daemon(process, log, debugger);
+        return ChildProcesses.startDaemon(daemonArgs(), log, debug, processes, debuggers);
     }
 
     private static void awaitReady(final Daemon daemon) throws InterruptedException {
-        ChildProcesses.await("daemon ready", 30_000, () -> ChildProcesses.daemonReady(daemon.log())
-            || !daemon.process().isAlive());
-        assertTrue(daemon.process().isAlive(), () -> "daemon died: " + ChildProcesses.tail(daemon.log(), 40));
+        ChildProcesses.awaitReady(daemon);
     }
 
     private IndexReader reader() {
