@@ -222,34 +222,46 @@ final class EntryTable {
             prefetch(keys, offset, length);
         }
         int removed = 0;
+        // A chain removed from its first block on deletes each parent just before its child: no count to lower.
+        long lastDeleted = 0;
         for (int i = offset, end = offset + length; i < end; i++) {
             final long k = IndexDescriptor.storedKey(keys[i]);
             final long h = IndexDescriptor.spread(k);
             final int shard = g.shardOf(h);
-            long deletedParent = 0;
+            long r;
             lock(shard);
             try {
-                final long r = removeLocked(shard, k, g.homeSlot(h), slot);
-                if (r != 0) {
-                    removed++;
-                    deletedParent = r == 1 ? 0 : r;
-                }
+                r = removeLocked(shard, k, g.homeSlot(h), slot);
             } catch (final RuntimeException | Error ex) {
                 IndexRepair.repairShard(this, shard);
                 throw ex;
             } finally {
                 unlock(shard);
             }
-            if (deletedParent != 0) {
-                adjustChildren(deletedParent, -1);
+            if (r == NOT_HELD) {
+                continue;
+            }
+            removed++;
+            if (r != KEPT) {
+                if (r != DELETED_ROOT && r != lastDeleted) {
+                    adjustChildren(r, -1);
+                }
+                lastDeleted = k;
             }
         }
         return removed;
     }
 
+    /** removeLocked: the pod did not hold the key. */
+    private static final long NOT_HELD = 0;
+    /** removeLocked: the pod's bit was cleared and the entry stays (other pods hold it). */
+    private static final long KEPT = 1;
+    /** removeLocked: the entry was deleted and had no parent. */
+    private static final long DELETED_ROOT = 2;
+
     /**
-     * @return 0 when the pod did not hold the key, 1 when its bit was cleared and the entry stays, else the parent
-     * key of the entry it deleted (a stored parent key is never 0 or 1: see {@link #deletedParent}).
+     * @return {@link #NOT_HELD}, {@link #KEPT}, or for a deleted entry its parent key ({@link #DELETED_ROOT} when
+     * it had none; a parent key of 0, 1 or 2 is taken as none, a 2^-62 chance of leaving a count too high).
      */
     private long removeLocked(final int shard, final long k, final int home, final int slot) {
         final long table = g.table(shard);
@@ -290,14 +302,14 @@ final class EntryTable {
             }
         }
         if (!delete) {
-            return 1;
+            return KEPT;
         }
         return deletedParent(delete(shard, table, idx));
     }
 
-    /** Maps a deleted entry's parent key to removeLocked's result: 1 stands for "no parent". */
+    /** Maps a deleted entry's parent key to removeLocked's result. */
     private static long deletedParent(final long parent) {
-        return parent == 0 || parent == 1 ? 1 : parent;
+        return parent == NOT_HELD || parent == KEPT || parent == DELETED_ROOT ? DELETED_ROOT : parent;
     }
 
     /**

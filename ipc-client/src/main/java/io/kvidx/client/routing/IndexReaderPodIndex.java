@@ -31,7 +31,8 @@ import java.util.concurrent.locks.LockSupport;
  * ({@link IndexUnavailableException}, which selectors handle by falling back), never an unmapped segment. If a
  * cursor still announces the old reader after {@link #RETIRE_WAIT_MS} (its thread stalled mid-query), the reader
  * stays mapped and the next {@link #refresh()} or {@link #close()} tries again. The single-word reads outside
- * queries ({@link #isAvailable()}, {@link #aliveWord}, {@link #podTableVersion()}, {@link #describe}) do not pin:
+ * queries ({@link #isAvailable()}, {@link #aliveWord}, {@link #podTableVersion()}) do not pin ({@link #describe}, which
+ * copies bytes, takes this object's lock instead):
  * one of them racing with the unmap fails inside the JDK (a closed shared arena makes the access throw rather than
  * touch unmapped memory) and is answered as "unavailable", so pinning each would cost an atomic for nothing.
  *
@@ -227,8 +228,15 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
         return m == null ? 0 : m.reader.blockSize();
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Holds this object's lock, which {@link #refresh()} and {@link #close()} hold while they unmap: the pod entry
+     * is copied out with a bulk copy, which must never overlap an unmap (measured: a copy racing the unmap of a
+     * shared arena crashed the JVM with SIGSEGV). Cold path: it allocates anyway.
+     */
     @Override
-    public PodDescription describe(final int slot) {
+    public synchronized PodDescription describe(final int slot) {
         final Mapping m = current;
         if (m == null || slot >= m.reader.maxPods()) {
             return null;
