@@ -560,8 +560,8 @@ public final class DaemonContext {
         /** Blocks per pod key. */
         public static final String POD_MAX_BLOCKS_PROP_NAME = "podMaxBlocks";
         /**
-         * Default most blocks per pod: 131,072 (2M tokens at block size 16); each pod's map file is then 8 MiB of
-         * tmpfs, touched as it fills.
+         * Default most blocks per pod: 131,072 (2M tokens at block size 16); each pod's map file starts at 128 KiB
+         * and doubles as the pod fills, to at most 8 MiB of tmpfs.
          */
         public static final int POD_MAX_BLOCKS_DEFAULT = 1 << 17;
         /** Replay gap policy key. */
