@@ -16,7 +16,6 @@ import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Runs {@code kvidx hash} in-process through {@link KvidxCli#run(String...)}, capturing stdout and stderr.
@@ -77,8 +76,7 @@ class HashCommandTest {
 
     @Test
     void shouldReproduceTheLoraCaptureFromATokensFile() throws Exception {
-        final Path shared = sharedDir();
-        final Path capture = shared.resolve("vllm").resolve("kv_event_lora.json");
+        final Path capture = io.kvidx.daemon.ingest.vllm.Capture.sharedDir().resolve("kv_event_lora.json");
         assertTrue(Files.isRegularFile(capture), "missing capture " + capture);
         final String json = Files.readString(capture);
         final Path tokens = dir.resolve("tokens.txt");
@@ -133,16 +131,6 @@ class HashCommandTest {
         assertEquals("", r.out);
         assertEquals(1, r.err.lines().count(), r.err);
         assertTrue(r.err.contains(fragment), r.err);
-    }
-
-    private static Path sharedDir() {
-        final String prop = System.getProperty("kvidx.shared.dir");
-        Path d = prop == null ? null : Path.of(prop);
-        if (d == null || !Files.isDirectory(d)) {
-            d = Path.of("/work/shared");
-        }
-        assumeTrue(Files.isDirectory(d), "no shared dir (kvidx.shared.dir=" + prop + ", nor /work/shared)");
-        return d;
     }
 
     private static String array(final String json, final String key) {

@@ -10,19 +10,25 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A real vLLM BlockStored capture from the shared folder (JSON), with a minimal JSON reader (the captures hold only
+ * A real vLLM BlockStored capture from the test resources (vllm/, JSON), with a minimal JSON reader (the captures hold only
  * objects, arrays, strings, integers, null).
  */
 public record Capture(String model, String loraName, long[] blockHashes, int[] tokenIds, int blockSize,
     String medium) {
 
     /**
-     * @return the shared folder with the vLLM captures.
+     * @return the test resource folder with the vLLM captures.
      */
     public static Path sharedDir() {
-        final String dir = System.getProperty("kvidx.shared.dir");
-        final Path p = dir != null ? Path.of(dir, "vllm") : Path.of("/work/shared/vllm");
-        return Files.isDirectory(p) ? p : Path.of("/work/shared/vllm");
+        try {
+            final java.net.URL url = Capture.class.getResource("/vllm/kv_event_base.json");
+            if (url == null) {
+                throw new IllegalStateException("missing test resource /vllm/kv_event_base.json");
+            }
+            return Path.of(url.toURI()).getParent();
+        } catch (final java.net.URISyntaxException ex) {
+            throw new IllegalStateException(ex);
+        }
     }
 
     /**

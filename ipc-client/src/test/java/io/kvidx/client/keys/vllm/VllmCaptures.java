@@ -1,7 +1,6 @@
 package io.kvidx.client.keys.vllm;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.math.BigInteger;
@@ -12,10 +11,8 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-/** The real vLLM captures of ../shared/vllm, read with just enough JSON for their flat shape. */
+/** The real vLLM captures (test resources under vllm/), read with just enough JSON for their flat shape. */
 final class VllmCaptures {
-    static final String SHARED_DIR_PROP_NAME = "kvidx.shared.dir";
-    static final String SHARED_DIR_DEFAULT = "/work/shared";
 
     final String hashSeed;
     final String loraName;
@@ -34,20 +31,13 @@ final class VllmCaptures {
     }
 
     /**
-     * Loads a capture. Fails when the shared dir exists but the file does not; skips (assumption) only when no
-     * shared dir is there at all.
+     * Loads a capture from the test resources ({@code /vllm/<name>} on the class path); fails when it is missing.
      */
     static VllmCaptures load(final String fileName) throws IOException {
-        final String prop = System.getProperty(SHARED_DIR_PROP_NAME);
-        Path dir = prop == null ? null : Path.of(prop);
-        if (dir == null || !Files.isDirectory(dir)) {
-            dir = Path.of(SHARED_DIR_DEFAULT);
+        try (java.io.InputStream in = VllmCaptures.class.getResourceAsStream("/vllm/" + fileName)) {
+            assertTrue(in != null, "missing test resource /vllm/" + fileName);
+            return new VllmCaptures(new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
         }
-        assumeTrue(Files.isDirectory(dir), "no shared dir (" + SHARED_DIR_PROP_NAME + "=" + prop + ", nor "
-            + SHARED_DIR_DEFAULT + "): the vLLM capture tests need ../shared/vllm");
-        final Path file = dir.resolve("vllm").resolve(fileName);
-        assertTrue(Files.isRegularFile(file), "missing capture " + file);
-        return new VllmCaptures(Files.readString(file));
     }
 
     private static String scalar(final String json, final String key) {
