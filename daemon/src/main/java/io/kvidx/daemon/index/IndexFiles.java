@@ -113,17 +113,6 @@ final class IndexFiles {
         return new Opened(region, epoch, false, reason);
     }
 
-    /**
-     * Creates a file only the writer uses (its side table), zero-filled.
-     *
-     * @param file   the file.
-     * @param length its length.
-     * @return the mapping.
-     */
-    static MappedRegion createPrivate(final Path file, final long length) throws IOException {
-        return MappedRegion.createPrivate(file, length);
-    }
-
     private static void advise(final MemorySegment s, final IndexWriterContext context) {
         if (context.adviseRandom()) {
             PosixNative.madvise(s, PosixNative.MADV_RANDOM);

@@ -77,7 +77,7 @@ final class WriterMeta implements AutoCloseable {
                 }
                 region.close();
             }
-            final MappedRegion region = IndexFiles.createPrivate(file, length);
+            final MappedRegion region = MappedRegion.createPrivate(file, length);
             final MemorySegment s = region.segment();
             s.set(LONG_LAYOUT, EPOCH_OFFSET, epoch);
             s.set(LONG_LAYOUT, SLOTS_OFFSET, slots);
