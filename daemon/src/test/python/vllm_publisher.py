@@ -11,6 +11,10 @@ Driven line by line on stdin; answers one line per command on stdout:
   ping                              publish an empty batch
   store CAPTURE                     BlockStored of every block of the capture (lora_name from the capture)
   remove CAPTURE FROM TO            BlockRemoved of block hashes [FROM, TO)
+  store-group CAPTURE GROUP KIND    BlockStored of the capture by KV cache group GROUP of kind KIND
+                                    (kv_cache_spec_kind, "-" for none), as a hybrid model's engine sends it
+  remove-group CAPTURE FROM TO GROUP
+                                    BlockRemoved of block hashes [FROM, TO) by KV cache group GROUP
   clear                             AllBlocksCleared
   lose COMMAND...                   buffer COMMAND's batch for replay under the next seq but do not send it
   restart                           publisher restart: seq back to 0, replay buffer emptied
@@ -312,8 +316,8 @@ def main():
             return ev
         order = {
             "BlockStored": ["block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium",
-                            "lora_name"],
-            "BlockRemoved": ["block_hashes", "medium"],
+                            "lora_name", "extra_keys", "group_idx", "kv_cache_spec_kind"],
+            "BlockRemoved": ["block_hashes", "medium", "group_idx"],
             "AllBlocksCleared": [],
         }[kind]
         values = [fields.get(k) for k in order]
@@ -334,6 +338,17 @@ def main():
             c = capture(words[1])
             hashes = c["block_hashes"][int(words[2]):int(words[3])]
             events = [event("BlockRemoved", block_hashes=[block_hash(h) for h in hashes], medium="GPU")]
+        elif cmd == "store-group":
+            c = capture(words[1])
+            events = [event("BlockStored", block_hashes=[block_hash(h) for h in c["block_hashes"]],
+                            parent_block_hash=None, token_ids=c["token_ids"], block_size=c["block_size"],
+                            medium=c.get("medium"), lora_name=c.get("lora_name"), group_idx=int(words[2]),
+                            kv_cache_spec_kind=None if words[3] == "-" else words[3])]
+        elif cmd == "remove-group":
+            c = capture(words[1])
+            hashes = c["block_hashes"][int(words[2]):int(words[3])]
+            events = [event("BlockRemoved", block_hashes=[block_hash(h) for h in hashes], medium="GPU",
+                            group_idx=int(words[4]))]
         elif cmd == "clear":
             events = [event("AllBlocksCleared")]
         else:

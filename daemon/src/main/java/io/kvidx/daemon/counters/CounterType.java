@@ -62,7 +62,9 @@ public enum CounterType {
     /** Replays after a restart or gap that no longer covered the missing batches, with the policy applied. */
     REPLAY_GAP_CLEARS(5028, "kvidx replay gap clears"),
     /** Writer restarts that re-attached to the existing index (warm restarts). */
-    WARM_RESTARTS(5029, "kvidx warm restarts");
+    WARM_RESTARTS(5029, "kvidx warm restarts"),
+    /** BlockStored / BlockRemoved of a hybrid model's KV cache group the index does not follow (not applied). */
+    OTHER_GROUP_EVENTS(5070, "kvidx other group events");
 
     private final int typeId;
     private final String label;

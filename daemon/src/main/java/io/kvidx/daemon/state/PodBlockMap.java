@@ -27,7 +27,7 @@ import java.util.Arrays;
  *   8 | table slots i32 (power of two)   | max blocks i32             |
  *  16 | pod generation i32               | pod id length i32          |
  *  24 | pod id, UTF-8, 112 bytes (whose slot and generation own it)   |
- * 136 | mappings i32                     | reserved i32               |
+ * 136 | mappings i32                     | main KV cache group + 1 i32 |
  * 144 | store clock u64                                               |
  * 152 | eviction hand i32 | reserved .. 255                           |
  * 256 +---------------------------------------------------------------+
@@ -53,6 +53,7 @@ public final class PodBlockMap implements AutoCloseable {
     private static final int POD_ID_OFFSET = 24;
     private static final int POD_ID_MAX = 112;
     private static final int COUNT_OFFSET = 136;
+    private static final int MAIN_GROUP_OFFSET = 140;
     private static final int CLOCK_OFFSET = 144;
     private static final int HAND_OFFSET = 152;
     private static final int EVICTION_SAMPLES = 8;
@@ -176,6 +177,7 @@ public final class PodBlockMap implements AutoCloseable {
             final MappedRegion bigger = createFile(temp, newSlots, maxBlocks,
                 s.get(ValueLayout.JAVA_INT, GENERATION_OFFSET), id, s.get(LONG_LAYOUT, CLOCK_OFFSET));
             final MemorySegment b = bigger.segment();
+            b.set(ValueLayout.JAVA_INT, MAIN_GROUP_OFFSET, s.get(ValueLayout.JAVA_INT, MAIN_GROUP_OFFSET));
             final int newMask = newSlots - 1;
             int count = 0;
             for (int i = 0; i < slots; i++) {
@@ -432,6 +434,27 @@ public final class PodBlockMap implements AutoCloseable {
      */
     public long evictedHash() {
         return evictedHash;
+    }
+
+    /**
+     * The pod's main KV cache group: the group whose blocks the index holds (see the writer's
+     * {@code AttentionGroups}); kept here so that a restarted daemon applies the group's removals before the
+     * engine's next BlockStored names the group's kind again.
+     *
+     * @return the group index, or -1 when not learned yet.
+     */
+    public int mainGroup() {
+        return s.get(ValueLayout.JAVA_INT, MAIN_GROUP_OFFSET) - 1;
+    }
+
+    /**
+     * @param group the pod's main KV cache group (0 or more), or -1 to forget it.
+     */
+    public void mainGroup(final int group) {
+        if (group < -1 || group == Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("KV cache group out of range: " + group);
+        }
+        s.set(ValueLayout.JAVA_INT, MAIN_GROUP_OFFSET, group + 1);
     }
 
     /**

@@ -23,6 +23,8 @@ final class PodState {
     int slot = -1;
     long lastHeardMs;
     boolean suspect;
+    /** Which KV cache group of a hybrid model the index follows for this pod. */
+    final AttentionGroups groups = new AttentionGroups();
     /** Engine hash to router key and media; open while the pod is registered, else null. */
     PodBlockMap blocks;
     private long baseSeed;

@@ -25,6 +25,7 @@ import java.util.Arrays;
  *   <li>a LoRA adapter given only by vLLM's deprecated integer {@code lora_id}: keyed as the adapter name
  *   {@code "lora-id:<id>"} (never as the base model).</li>
  * </ul>
+ * A hybrid model's events count only for the KV cache group the index follows ({@link AttentionGroups}).
  * A block stored on several media (GPU, CPU, disk) leaves the index only when removed from all of them. The
  * pod's block map is bounded ({@code --pod-max-blocks}): a pod holding more evicts its least recently stored
  * blocks from the map and the index (counted as block map evictions).
@@ -48,6 +49,7 @@ final class VllmApplier implements VllmEventListener {
     private final AtomicCounter tokenCountMismatches;
     private final AtomicCounter unknownRemovals;
     private final AtomicCounter mapEvictions;
+    private final AtomicCounter otherGroupEvents;
     private final long[] evicted = new long[1];
     /** Engine hashes and router keys of the mappings one BlockStored evicted. */
     private long[] evictedHashes = new long[16];
@@ -72,6 +74,7 @@ final class VllmApplier implements VllmEventListener {
         this.tokenCountMismatches = counters.get(CounterType.TOKEN_COUNT_MISMATCHES);
         this.unknownRemovals = counters.get(CounterType.UNKNOWN_REMOVALS);
         this.mapEvictions = counters.get(CounterType.BLOCK_MAP_EVICTIONS);
+        this.otherGroupEvents = counters.get(CounterType.OTHER_GROUP_EVENTS);
     }
 
     void pod(final PodState pod) {
@@ -90,6 +93,10 @@ final class VllmApplier implements VllmEventListener {
     @Override
     public void onBlockStored(final VllmEvent e) {
         final PodState p = pod;
+        if (!p.groups.follows(p.blocks, e)) {
+            otherGroupEvents.increment();
+            return;
+        }
         final int n = e.hashCount();
         final int bs = e.blockSize() < 0 ? blockSize : e.blockSize();
         if (bs != blockSize) {
@@ -206,6 +213,10 @@ final class VllmApplier implements VllmEventListener {
     @Override
     public void onBlockRemoved(final VllmEvent e) {
         final PodState p = pod;
+        if (!p.groups.follows(p.blocks, e)) {
+            otherGroupEvents.increment();
+            return;
+        }
         final int n = e.hashCount();
         if (keys.length < n) {
             keys = Arrays.copyOf(keys, Math.max(n, keys.length * 2));

@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * Real processes for the lifecycle tests: JVMs on this test's class path (the {@code kvidx} CLI, reader mains), the
  * Python publisher, bounded waits, and clean-up.
  */
-final class ChildProcesses {
+public final class ChildProcesses {
     /** Debian's interpreter (python3-zmq, python3-msgpack): the one on PATH may not see them. */
     static final Path PYTHON = Path.of("/usr/bin/python3");
     static final Path PUBLISHER = Path.of("src/test/python/vllm_publisher.py");
@@ -184,7 +184,7 @@ final class ChildProcesses {
      * Fails (when the {@code CI} environment variable is set) or skips (locally) unless /usr/bin/python3 can import
      * zmq and msgpack.
      */
-    static void requirePython() throws IOException, InterruptedException {
+    public static void requirePython() throws IOException, InterruptedException {
         boolean ok = Files.isExecutable(PYTHON);
         if (ok) {
             final Process p = new ProcessBuilder(PYTHON.toString(), "-c", "import zmq, msgpack")

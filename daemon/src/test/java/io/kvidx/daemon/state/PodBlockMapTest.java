@@ -27,6 +27,26 @@ class PodBlockMapTest {
     Path dir;
 
     @Test
+    void shouldKeepTheMainKvCacheGroupAcrossGrowthAndReopen() {
+        final Path file = dir.resolve("g.blocks");
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-g", 1, 100_000)) {
+            assertEquals(-1, map.mainGroup(), "not learned in a new map");
+            map.mainGroup(2);
+            for (long h = 1; h <= 10_000; h++) {
+                map.store(h, h + 1, 1);
+            }
+        }
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-g", 1, 100_000)) {
+            assertTrue(map.restored());
+            assertEquals(10_000, map.size(), "the map grew past its first 4,096 slots");
+            assertEquals(2, map.mainGroup());
+        }
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-g", 2, 100_000)) {
+            assertEquals(-1, map.mainGroup(), "the slot's next pod starts over");
+        }
+    }
+
+    @Test
     void shouldAgreeWithAPlainMapAndStayWithinItsBound() {
         final int max = 1000;
         try (PodBlockMap map = PodBlockMap.open(dir.resolve("p.blocks"), "pod-a", 1, max)) {

@@ -30,6 +30,13 @@ public final class VllmEvent {
     /** Any other medium string. */
     public static final int MEDIUM_OTHER = 4;
 
+    /** No {@code kv_cache_spec_kind} (engines before vllm#40984, and every BlockRemoved). */
+    public static final int SPEC_KIND_ABSENT = 0;
+    /** A full-attention kind: {@code full_attention}, {@code mla_attention} or {@code sink_full_attention}. */
+    public static final int SPEC_KIND_FULL_ATTENTION = 1;
+    /** Any other kind ({@code sliding_window}, {@code mamba}, {@code chunked_local_attention}, ...). */
+    public static final int SPEC_KIND_OTHER = 2;
+
     /** No problem. */
     public static final int PROBLEM_NONE = 0;
     /** A block hash was neither an integer nor a bin of 8, 16 or 32 bytes. */
@@ -59,6 +66,7 @@ public final class VllmEvent {
     byte[] loraName = new byte[64];
     int loraNameLength;
     int groupIdx;
+    int specKind;
 
     void reset() {
         type = TYPE_UNKNOWN;
@@ -72,6 +80,7 @@ public final class VllmEvent {
         medium = MEDIUM_DEFAULT;
         loraNameLength = -1;
         groupIdx = 0;
+        specKind = SPEC_KIND_ABSENT;
     }
 
     void ensureHashes(final int n) {
@@ -262,6 +271,13 @@ public final class VllmEvent {
      */
     public int groupIdx() {
         return groupIdx;
+    }
+
+    /**
+     * @return the storing group's cache kind: one of {@code SPEC_KIND_*}.
+     */
+    public int specKind() {
+        return specKind;
     }
 
     /**

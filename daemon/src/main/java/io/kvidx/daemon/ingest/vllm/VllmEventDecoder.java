@@ -45,6 +45,10 @@ public final class VllmEventDecoder {
     private static final byte[] K_MEDIUM = ascii("medium");
     private static final byte[] K_LORA_NAME = ascii("lora_name");
     private static final byte[] K_GROUP_IDX = ascii("group_idx");
+    private static final byte[] K_SPEC_KIND = ascii("kv_cache_spec_kind");
+    private static final byte[] KIND_FULL_ATTENTION = ascii("full_attention");
+    private static final byte[] KIND_MLA_ATTENTION = ascii("mla_attention");
+    private static final byte[] KIND_SINK_FULL_ATTENTION = ascii("sink_full_attention");
     private static final byte[] K_TS = ascii("ts");
     private static final byte[] K_EVENTS = ascii("events");
     private static final byte[] K_DP_RANK = ascii("data_parallel_rank");
@@ -216,6 +220,7 @@ public final class VllmEventDecoder {
                     case 6 -> F_MEDIUM;
                     case 7 -> F_LORA_NAME;
                     case 9 -> F_GROUP_IDX;
+                    case 10 -> F_SPEC_KIND;
                     default -> F_SKIP;
                 };
             } else if (e.type == VllmEvent.TYPE_BLOCK_REMOVED) {
@@ -267,6 +272,8 @@ public final class VllmEventDecoder {
                 field = F_LORA_ID;
             } else if (in.payloadEquals(len, K_GROUP_IDX)) {
                 field = F_GROUP_IDX;
+            } else if (in.payloadEquals(len, K_SPEC_KIND)) {
+                field = F_SPEC_KIND;
             } else {
                 field = F_SKIP;
             }
@@ -284,6 +291,7 @@ public final class VllmEventDecoder {
     private static final int F_MEDIUM = 6;
     private static final int F_LORA_NAME = 7;
     private static final int F_GROUP_IDX = 8;
+    private static final int F_SPEC_KIND = 9;
 
     private void decodeField(final VllmEvent e, final int field) {
         if (field == F_SKIP || in.tryReadNil()) {
@@ -340,6 +348,17 @@ public final class VllmEventDecoder {
                     } else {
                         e.medium = VllmEvent.MEDIUM_OTHER;
                     }
+                    in.skipBytes(len);
+                } else {
+                    fieldTypeProblem(e);
+                }
+            }
+            case F_SPEC_KIND -> {
+                if (t == TYPE_STR) {
+                    final int len = in.readRawHeader();
+                    final boolean full = in.payloadEquals(len, KIND_FULL_ATTENTION)
+                        || in.payloadEquals(len, KIND_MLA_ATTENTION) || in.payloadEquals(len, KIND_SINK_FULL_ATTENTION);
+                    e.specKind = full ? VllmEvent.SPEC_KIND_FULL_ATTENTION : VllmEvent.SPEC_KIND_OTHER;
                     in.skipBytes(len);
                 } else {
                     fieldTypeProblem(e);

@@ -9,7 +9,7 @@ import java.util.List;
  */
 final class RecordingListener implements VllmEventListener {
     record Seen(int type, int problem, long[] hashes, boolean hasParent, long parent, int[] tokens, int blockSize,
-        int medium, String loraName) {
+        int medium, String loraName, int groupIdx, int specKind) {
     }
 
     final List<Seen> events = new ArrayList<>();
@@ -19,7 +19,7 @@ final class RecordingListener implements VllmEventListener {
     private void add(final VllmEvent e) {
         events.add(new Seen(e.type(), e.problem(), Arrays.copyOf(e.hashes(), e.hashCount()), e.hasParent(),
             e.parentHash(), Arrays.copyOf(e.tokens(), e.tokenCount()), e.blockSize(), e.medium(),
-            e.loraNameString()));
+            e.loraNameString(), e.groupIdx(), e.specKind()));
     }
 
     @Override

@@ -83,6 +83,50 @@ class VllmEventDecoderTest {
     }
 
     @Test
+    void shouldClassifyKvCacheGroupKindsAndDropAKindOfTheWrongType() throws Exception {
+        // Map events: full_attention, mla_attention, sliding_window, mamba, a kind that is not a string; then a
+        // legacy array event with group_idx and kv_cache_spec_kind at positions 9 and 10, and a BlockRemoved with
+        // group_idx at position 3.
+        final org.msgpack.core.MessageBufferPacker p = org.msgpack.core.MessagePack.newDefaultBufferPacker();
+        p.packArrayHeader(3).packDouble(1.0).packArrayHeader(7);
+        final Object[] kinds = {"full_attention", "mla_attention", "sliding_window", "mamba", 5};
+        for (int i = 0; i < kinds.length; i++) {
+            p.packMapHeader(6).packString("type").packString("BlockStored");
+            p.packString("block_hashes").packArrayHeader(1).packLong(i + 1);
+            p.packString("token_ids").packArrayHeader(1).packInt(7);
+            p.packString("block_size").packInt(1);
+            p.packString("group_idx").packInt(i);
+            p.packString("kv_cache_spec_kind");
+            if (kinds[i] instanceof String k) {
+                p.packString(k);
+            } else {
+                p.packInt((Integer) kinds[i]);
+            }
+        }
+        p.packArrayHeader(11).packString("BlockStored").packArrayHeader(1).packLong(9).packNil()
+            .packArrayHeader(1).packInt(7).packInt(1).packNil().packString("GPU").packNil().packNil()
+            .packInt(3).packString("sliding_window");
+        p.packArrayHeader(4).packString("BlockRemoved").packArrayHeader(1).packLong(9).packString("GPU").packInt(3);
+        p.packInt(0);
+        final RecordingListener l = decode(p.toByteArray());
+        assertEquals(7, l.events.size());
+        final int full = VllmEvent.SPEC_KIND_FULL_ATTENTION;
+        final int other = VllmEvent.SPEC_KIND_OTHER;
+        final int[] expected = {full, full, other, other};
+        for (int i = 0; i < expected.length; i++) {
+            assertEquals(VllmEvent.PROBLEM_NONE, l.events.get(i).problem());
+            assertEquals(i, l.events.get(i).groupIdx());
+            assertEquals(expected[i], l.events.get(i).specKind(), "event " + i);
+        }
+        assertEquals(VllmEvent.PROBLEM_FIELD_TYPE, l.events.get(4).problem(), "a kind must be a string");
+        assertEquals(3, l.events.get(5).groupIdx());
+        assertEquals(other, l.events.get(5).specKind());
+        assertEquals(VllmEvent.TYPE_BLOCK_REMOVED, l.events.get(6).type());
+        assertEquals(3, l.events.get(6).groupIdx());
+        assertEquals(VllmEvent.SPEC_KIND_ABSENT, l.events.get(6).specKind());
+    }
+
+    @Test
     void shouldReportUnknownEventTypesAndKeepDecoding() {
         final RecordingListener l = decode(new VllmPayloads(VllmPayloads.Shape.MAP, VllmPayloads.HashWidth.UINT64)
             .unknown().removed(new long[] {5}, null).batch(0));

@@ -4,6 +4,7 @@ import io.kvidx.client.index.IndexReader;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ingest.vllm.Capture;
+import io.kvidx.daemon.lifecycle.ChildProcesses;
 import io.kvidx.daemon.lifecycle.KvidxDaemon;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Timeout;
@@ -17,7 +18,6 @@ import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -27,7 +27,6 @@ import static io.kvidx.daemon.ingest.zmq.ZmqIngestTest.await;
 import static io.kvidx.daemon.ingest.zmq.ZmqIngestTest.depth;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * A real vLLM-format publisher in Python (pyzmq + msgpack, as vLLM itself) in its own process, feeding the real
@@ -44,14 +43,7 @@ class PythonPublisherTest {
 
     @BeforeAll
     static void requirePython() throws Exception {
-        boolean ok = Files.isExecutable(PYTHON);
-        if (ok) {
-            final Process p = new ProcessBuilder(PYTHON.toString(), "-c", "import zmq, msgpack")
-                .redirectErrorStream(true).start();
-            ok = p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0;
-        }
-        assumeTrue(ok, "skipped: /usr/bin/python3 with Debian's python3-zmq and python3-msgpack is needed "
-            + "(apt-get install -y python3-zmq python3-msgpack; .ci/run installs them)");
+        ChildProcesses.requirePython();
     }
 
     /** The Python peer, driven line by line. */
