@@ -1,64 +1,47 @@
 package io.kvidx.daemon.cli;
 
-import io.aeron.CncFileDescriptor;
+import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.daemon.counters.CounterType;
-import org.agrona.DirectBuffer;
-import org.agrona.IoUtil;
+import io.kvidx.daemon.ops.CountersFile;
 import org.agrona.concurrent.status.CountersReader;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-import java.io.File;
 import java.io.PrintStream;
-import java.nio.MappedByteBuffer;
+import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
 /**
- * {@code kvidx counters}: prints a running daemon's counters from the Aeron CnC file, the same data stock
- * AeronStat shows, without needing the aeron-all jar. Only for a daemon started with Aeron ({@code --aeron}).
+ * {@code kvidx counters}: prints a cell's counters, read-only, from the cell's counters file or, when the daemon
+ * runs Aeron, from the media driver's CnC file the counters file names (the same data stock AeronStat shows).
  */
 @Command(name = "counters", mixinStandardHelpOptions = true,
-    description = "Print the counters of a daemon running with Aeron (read from its CnC file).")
+    description = "Print a cell's counters (from its counters file, or Aeron's CnC file when the daemon runs Aeron).")
 public final class CountersCommand implements Callable<Integer> {
-    @Option(names = "--aeron-dir", description = "Aeron directory (default /dev/shm/kvidx-aeron-<cell>).")
-    private File aeronDir;
+    @Option(names = "--dir", paramLabel = "D", description = "Index directory (default "
+        + IndexConfiguration.DIR_DEFAULT + ").")
+    private Path dir = Path.of(IndexConfiguration.DIR_DEFAULT);
 
-    @Option(names = "--cell", defaultValue = "default", description = "Cell name (default ${DEFAULT-VALUE}).")
-    private String cell;
+    @Option(names = "--cell", paramLabel = "C", description = "Cell name (default "
+        + IndexConfiguration.CELL_DEFAULT + ").")
+    private String cell = IndexConfiguration.CELL_DEFAULT;
 
-    @Option(names = "--all", description = "Also print Aeron's own counters.")
+    @Option(names = "--all", description = "Also print Aeron's own counters (when the daemon runs Aeron).")
     private boolean all;
 
     @Override
     public Integer call() {
-        final File dir = aeronDir != null ? aeronDir : new File("/dev/shm/kvidx-aeron-" + cell);
-        final File cnc = new File(dir, CncFileDescriptor.CNC_FILE);
-        if (!cnc.isFile()) {
-            throw new IllegalArgumentException("no Aeron CnC file at " + cnc
-                + ": is a daemon running with --aeron (and this --aeron-dir / --cell)?");
-        }
-        final MappedByteBuffer buffer = IoUtil.mapExistingFile(cnc, "cnc");
-        try {
-            final DirectBuffer meta = CncFileDescriptor.createMetaDataBuffer(buffer);
-            final int version = meta.getInt(CncFileDescriptor.cncVersionOffset(0));
-            if (version == 0) {
-                throw new IllegalStateException("CnC file " + cnc + " is not initialised yet");
-            }
-            final CountersReader reader = new CountersReader(
-                CncFileDescriptor.createCountersMetaDataBuffer(buffer, meta),
-                CncFileDescriptor.createCountersValuesBuffer(buffer, meta));
-            print(reader, all, System.out);
-        } finally {
-            IoUtil.unmap(buffer);
+        try (CountersFile.Reader reader = CountersFile.open(IndexConfiguration.indexFile(dir, cell).getParent())) {
+            System.out.printf("daemon pid %d (%s)%s%n", reader.pid(), reader.alive() ? "running" : "not running",
+                reader.aeronDir() == null ? "" : ", counters in Aeron's CnC file in " + reader.aeronDir());
+            print(reader.counters(), all, System.out);
         }
         return 0;
     }
 
     static void print(final CountersReader reader, final boolean all, final PrintStream out) {
-        final int first = CounterType.values()[0].typeId();
-        final int last = CounterType.values()[CounterType.values().length - 1].typeId();
         reader.forEach((counterId, typeId, keyBuffer, label) -> {
-            if (all || (typeId >= first && typeId <= last)) {
+            if (all || CounterType.isKvidx(typeId)) {
                 out.printf("%3d: %,20d - %s%n", counterId, reader.getCounterValue(counterId), label);
             }
         });

@@ -15,6 +15,8 @@ import picocli.CommandLine.Command;
         QueryCommand.class,
         DemoCommand.class,
         CountersCommand.class,
+        StatusCommand.class,
+        ErrorsCommand.class,
         DemoReaderCommand.class,
         HashCommand.class,
     })

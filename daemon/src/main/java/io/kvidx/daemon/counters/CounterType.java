@@ -74,6 +74,17 @@ public enum CounterType {
         this.label = label;
     }
 
+    private static final java.util.Set<Integer> TYPE_IDS = java.util.Arrays.stream(values())
+        .map(CounterType::typeId).collect(java.util.stream.Collectors.toUnmodifiableSet());
+
+    /**
+     * @param typeId a counter type id found in a counters buffer.
+     * @return true when it is one of the daemon's counter types (not, e.g., one of Aeron's).
+     */
+    public static boolean isKvidx(final int typeId) {
+        return TYPE_IDS.contains(typeId);
+    }
+
     /**
      * @return the counter's type id.
      */

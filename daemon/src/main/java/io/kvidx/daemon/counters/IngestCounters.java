@@ -14,8 +14,8 @@ import java.util.function.BiFunction;
 
 /**
  * The daemon's counters, one per {@link CounterType}, registered in one place. With an Aeron client the counters
- * live in the media driver's CnC file and stock {@code AeronStat} shows them; without one they live in a
- * process-local Agrona counters buffer.
+ * live in the media driver's CnC file and stock {@code AeronStat} shows them; without one they live in the cell's
+ * counters file ({@code io.kvidx.daemon.ops.CountersFile}); tests may keep them in a process-local buffer.
  *
  * <p><b>Note:</b> thread safe: counters are atomic; any thread may increment.
  */
@@ -40,6 +40,16 @@ public final class IngestCounters implements AutoCloseable {
         final AtomicBuffer meta = new UnsafeBuffer(ByteBuffer.allocateDirect(n * CountersReader.METADATA_LENGTH));
         final AtomicBuffer values = new UnsafeBuffer(ByteBuffer.allocateDirect(n * CountersReader.COUNTER_LENGTH));
         final CountersManager manager = new ConcurrentCountersManager(meta, values);
+        return new IngestCounters((type, label) -> manager.newCounter(label, type), manager);
+    }
+
+    /**
+     * Counters allocated by a counters manager, e.g. over the cell's counters file.
+     *
+     * @param manager allocates the counters.
+     * @return the counters.
+     */
+    public static IngestCounters in(final CountersManager manager) {
         return new IngestCounters((type, label) -> manager.newCounter(label, type), manager);
     }
 

@@ -1,6 +1,6 @@
 package io.kvidx.daemon.counters;
 
-import org.agrona.collections.LongHashSet;
+import org.agrona.collections.Long2ObjectHashMap;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -9,59 +9,85 @@ import org.agrona.concurrent.errors.ErrorLogReader;
 
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
+import java.time.Instant;
 import java.util.function.Supplier;
 
 /**
- * The daemon's distinct error log. Each problem kind is logged once per pod (the first time it happens) to the
- * log stream and recorded in an Agrona {@link DistinctErrorLog}, which keeps one entry per distinct error with
- * its count and first/last times; counters count every occurrence.
+ * The daemon's distinct error log: one entry per (problem kind, pod), with its count and first and last times, in
+ * an Agrona {@link DistinctErrorLog}. A running daemon keeps it in the cell's {@code errors} file, which
+ * {@code kvidx errors} prints. The first occurrence of each (kind, pod) is also printed to the log stream; counters
+ * count every occurrence.
  *
- * <p><b>Note:</b> thread safe.
+ * <p><b>Note:</b> thread safe: any daemon thread may report.
  */
 public final class IngestErrors {
     /** Default size of the distinct error log buffer. */
     public static final int ERROR_LOG_LENGTH_DEFAULT = 1 << 20;
 
-    private final LongHashSet seen = new LongHashSet();
+    private final Long2ObjectHashMap<IngestProblem> seen = new Long2ObjectHashMap<>();
     private final DistinctErrorLog log;
     private final AtomicBuffer buffer;
     private final PrintStream out;
 
     /**
+     * An error log in a process-local buffer (tests and tools).
+     *
      * @param out where first occurrences are printed (null: nowhere).
      */
     public IngestErrors(final PrintStream out) {
-        this.buffer = new UnsafeBuffer(ByteBuffer.allocateDirect(ERROR_LOG_LENGTH_DEFAULT));
+        this(out, new UnsafeBuffer(ByteBuffer.allocateDirect(ERROR_LOG_LENGTH_DEFAULT)));
+    }
+
+    /**
+     * @param out    where first occurrences are printed (null: nowhere).
+     * @param buffer the log's buffer, e.g. the cell's error log file.
+     */
+    public IngestErrors(final PrintStream out, final AtomicBuffer buffer) {
+        this.buffer = buffer;
         this.log = new DistinctErrorLog(buffer, SystemEpochClock.INSTANCE);
         this.out = out;
     }
 
     /**
-     * Reports a problem; only its first occurrence for the (kind, pod) pair is logged. The message supplier runs
-     * only then, so the common path allocates nothing.
+     * Reports a problem: every occurrence is counted in the log's (kind, pod) entry; the first is also printed. The
+     * message supplier runs only for the first, so a repeated problem allocates nothing.
      *
      * @param kind    problem kind (e.g. a counter type's id).
      * @param pod     pod number, or -1 when not pod specific.
      * @param message describes the problem.
-     * @return true when this was the first occurrence (and was logged).
+     * @return true when this was the first occurrence (and was printed).
      */
     public boolean report(final int kind, final int pod, final Supplier<String> message) {
         final long key = ((long) kind << 32) | (pod & 0xFFFF_FFFFL);
+        IngestProblem problem;
         synchronized (seen) {
-            if (!seen.add(key)) {
+            problem = seen.get(key);
+        }
+        if (problem != null) {
+            log.record(problem);
+            return false;
+        }
+        final String text = message.get();
+        synchronized (seen) {
+            problem = seen.get(key);
+            if (problem == null) {
+                problem = new IngestProblem(text);
+                seen.put(key, problem);
+            } else {
+                log.record(problem);
                 return false;
             }
         }
-        final String text = message.get();
-        log.record(new IngestProblem(text));
+        log.record(problem);
         if (out != null) {
-            out.println("kvidx: " + text + " (logged once; see counters)");
+            out.println(Instant.now() + " kvidx: " + text + " (logged once; `kvidx errors` counts recurrences)");
         }
         return true;
     }
 
     /**
-     * Forgets the pod's logged problems (after a reset or clear, so that a recurrence is logged again).
+     * Forgets the pod's logged problem (after a reset or clear, so that a recurrence is printed again, as a new
+     * entry).
      *
      * @param kind problem kind.
      * @param pod  pod number.
@@ -90,9 +116,9 @@ public final class IngestErrors {
     }
 
     /**
-     * A logged ingestion problem (no stack trace: the message says it all).
+     * A logged problem (no stack trace: the message says it all).
      */
-    static final class IngestProblem extends RuntimeException {
+    public static final class IngestProblem extends RuntimeException {
         private static final long serialVersionUID = 1L;
 
         IngestProblem(final String message) {

@@ -9,10 +9,14 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexMaintenanceAgent;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.ops.CountersFile;
+import io.kvidx.daemon.ops.ErrorLogFile;
 import io.kvidx.daemon.ingest.aeron.AeronIngestAgent;
 import io.kvidx.daemon.ingest.zmq.ZmqIngestAgent;
+import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.daemon.state.PodBlockMaps;
 import io.kvidx.daemon.state.PublisherProgress;
+import io.kvidx.daemon.writer.ApplyObserver;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterMessages;
 import io.kvidx.daemon.writer.WriterPool;
@@ -55,12 +59,15 @@ public final class KvidxDaemon implements AutoCloseable {
     private final PublisherProgress progress;
     private ZmqIngestAgent zmq;
     private final CellLock lock;
+    private final PodStatsFile podStats;
 
     private KvidxDaemon(final DaemonContext context, final PrintStream log, final CellLock lock) {
         this.context = context.conclude();
         this.lock = lock;
         final EpochClock clock = SystemEpochClock.INSTANCE;
-        this.errors = new IngestErrors(log);
+        final java.nio.file.Path cellDirectory = context.indexContext().indexFile().getParent();
+        this.errors = new IngestErrors(log, ErrorLogFile.create(context.sharedFiles(), cellDirectory,
+            ErrorLogFile.LOG_LENGTH_DEFAULT).buffer());
         if (!context.aeronChannels().isEmpty()) {
             driver = context.embeddedDriver() ? MediaDriver.launch(new MediaDriver.Context()
                 .aeronDirectoryName(context.aeronDir())
@@ -74,10 +81,12 @@ public final class KvidxDaemon implements AutoCloseable {
             aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(context.aeronDir())
                 .errorHandler(ex -> errors.report(0, -1, () -> "Aeron client: " + ex)));
             this.counters = IngestCounters.of(aeron::addCounter, aeron.countersReader());
+            CountersFile.createAeronPointer(context.sharedFiles(), cellDirectory, context.aeronDir()).close();
         } else {
             driver = null;
             aeron = null;
-            this.counters = IngestCounters.local();
+            this.counters = IngestCounters.in(CountersFile.createLocal(context.sharedFiles(), cellDirectory,
+                CountersFile.MAX_COUNTERS_DEFAULT).manager());
         }
         this.index = IndexWriter.open(context.indexContext());
         if (log != null) {
@@ -98,6 +107,8 @@ public final class KvidxDaemon implements AutoCloseable {
         this.writers = new WriterPool(context.writers(), context.writerQueueLength(), index,
             new PodBlockMaps(stateDir, context.podMaxBlocks()), directory, counters, errors, clock,
             context.podTimeoutMs(), context.idleStrategySupplier(), context.idleStrategySupplier());
+        this.podStats = PodStatsFile.create(context.sharedFiles(), cellDirectory, index.context().maxPods());
+        writers.observe(podStats, ApplyObserver.NONE);
         this.evictions = new EvictionMirror();
     }
 
@@ -225,7 +236,9 @@ public final class KvidxDaemon implements AutoCloseable {
         if (zmq != null && drained) {
             progress.write(zmq.dispatched());
         }
-        CloseHelper.closeAll(index, counters, aeron, driver, lock);
+        // The counters and the error log stay mapped: callers may read them after close (their files stay in the
+        // cell for the tools too); the mappings go with the process.
+        CloseHelper.closeAll(index, counters, aeron, driver, podStats, lock);
     }
 
     /** How long close waits for the writers to drain their queues. */

@@ -22,6 +22,8 @@ final class PodState {
     String model;
     int slot = -1;
     long lastHeardMs;
+    /** Events applied at the last once-a-second rate tick ({@code PodStatsFile}). */
+    long eventsAtRateTick;
     boolean suspect;
     /** Which KV cache group of a hybrid model the index follows for this pod. */
     final AttentionGroups groups = new AttentionGroups();

@@ -56,6 +56,7 @@ final class VllmApplier implements VllmEventListener {
     private long[] evictedKeys = new long[16];
     private long[] keys = new long[256];
     private PodState pod;
+    private double batchTimestamp;
 
     VllmApplier(final IndexWriter index, final IngestCounters counters, final IngestErrors errors) {
         this.index = index;
@@ -79,6 +80,19 @@ final class VllmApplier implements VllmEventListener {
 
     void pod(final PodState pod) {
         this.pod = pod;
+        this.batchTimestamp = 0;
+    }
+
+    /**
+     * @return the engine's timestamp (epoch seconds) of the last batch decoded for the current pod, 0 when none.
+     */
+    double batchTimestamp() {
+        return batchTimestamp;
+    }
+
+    @Override
+    public void onBatchEnd(final double timestamp, final int dpRank) {
+        this.batchTimestamp = timestamp;
     }
 
     static long mediumBit(final int medium) {

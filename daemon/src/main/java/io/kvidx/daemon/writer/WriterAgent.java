@@ -5,6 +5,7 @@ import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.daemon.ingest.vllm.VllmDecodeException;
 import io.kvidx.daemon.ingest.vllm.VllmEventDecoder;
 import io.kvidx.daemon.state.PodBlockMaps;
@@ -51,6 +52,9 @@ public final class WriterAgent implements Agent, MessageHandler {
     private int ownedCount;
     private long now;
     private long nextTimeoutCheckMs;
+    private long nextRateTickMs;
+    private PodStatsFile stats;
+    private ApplyObserver observer = ApplyObserver.NONE;
 
     WriterAgent(final int id, final ManyToOneRingBuffer queue, final IndexWriter index, final PodBlockMaps blockMaps,
         final PodDirectory directory, final IngestCounters counters, final IngestErrors errors, final EpochClock clock,
@@ -77,6 +81,9 @@ public final class WriterAgent implements Agent, MessageHandler {
     public int doWork() {
         now = clock.time();
         int work = queue.read(this, READ_LIMIT);
+        if (stats != null && now >= nextRateTickMs) {
+            work += tickRates();
+        }
         if (podTimeoutMs > 0 && now >= nextTimeoutCheckMs) {
             nextTimeoutCheckMs = now + TIMEOUT_CHECK_INTERVAL_MS;
             work += checkTimeouts();
@@ -97,13 +104,21 @@ public final class WriterAgent implements Agent, MessageHandler {
                 if (ensureRegistered(pod)) {
                     pod.lastHeardMs = now;
                     vllm.pod(pod);
-                    decodeVllm(pod, buffer, payload, payloadLength);
+                    final long start = System.nanoTime();
+                    final int events = decodeVllm(pod, buffer, payload, payloadLength);
+                    final double ts = vllm.batchTimestamp();
+                    observer.batchApplied(System.nanoTime() - start,
+                        ts > 0 ? Math.max(0, clock.time() - (long) (ts * 1000)) : -1);
+                    applied(pod, events);
                 }
             }
             case WriterMessages.SBE_EVENT -> {
                 if (ensureRegistered(pod)) {
                     pod.lastHeardMs = now;
+                    final long start = System.nanoTime();
                     sbe.apply(pod, buffer, payload);
+                    observer.batchApplied(System.nanoTime() - start, -1);
+                    applied(pod, 1);
                 }
             }
             case WriterMessages.REGISTER -> {
@@ -130,15 +145,55 @@ public final class WriterAgent implements Agent, MessageHandler {
         }
     }
 
-    private void decodeVllm(final PodState pod, final DirectBuffer buffer, final int offset, final int length) {
+    /** @return events decoded (0 when the batch was malformed). */
+    private int decodeVllm(final PodState pod, final DirectBuffer buffer, final int offset, final int length) {
         try {
-            decoder.decode(buffer, offset, length, vllm);
+            return decoder.decode(buffer, offset, length, vllm);
         } catch (final VllmDecodeException ex) {
             decodeErrors.increment();
             errors.report(CounterType.DECODE_ERRORS.typeId(), pod.podNumber,
                 () -> "pod " + pod.podId + ": malformed vLLM batch dropped: " + ex.getMessage());
+            return 0;
         }
     }
+
+    /**
+     * Publishes per-pod statistics to the cell's pod statistics file and observes apply times (set before start).
+     *
+     * @param podStats the file, or null for none.
+     * @param applied  observer of batch apply times.
+     */
+    void observe(final PodStatsFile podStats, final ApplyObserver applied) {
+        this.stats = podStats;
+        this.observer = applied;
+    }
+
+    private void applied(final PodState pod, final int events) {
+        if (stats != null && pod.registered()) {
+            stats.applied(pod.slot, events, pod.blocks == null ? 0 : pod.blocks.size(), now);
+        }
+    }
+
+    /** Once a second: each registered pod's events per second over the second that ended. */
+    private int tickRates() {
+        final long elapsed = now - (nextRateTickMs - RATE_TICK_MS);
+        nextRateTickMs = now + RATE_TICK_MS;
+        int work = 0;
+        for (int i = 0; i < ownedCount; i++) {
+            final PodState pod = pods[owned[i]];
+            if (pod.registered()) {
+                final long events = stats.events(pod.slot);
+                if (elapsed > 0 && elapsed < 10 * RATE_TICK_MS) {
+                    stats.rate(pod.slot, (events - pod.eventsAtRateTick) * 1_000_000 / elapsed);
+                }
+                pod.eventsAtRateTick = events;
+                work++;
+            }
+        }
+        return work;
+    }
+
+    private static final long RATE_TICK_MS = 1000;
 
     private PodState pod(final int podNumber) {
         if (podNumber >= pods.length) {
@@ -172,6 +227,10 @@ public final class WriterAgent implements Agent, MessageHandler {
             pod.blocks = blockMaps.open(slot, pod.podId, index.generation(slot));
             pod.slot = slot;
             pod.lastHeardMs = now;
+            if (stats != null) {
+                stats.reset(slot, index.generation(slot));
+                pod.eventsAtRateTick = 0;
+            }
             podsAlive.increment();
             return true;
         } catch (final PodCapacityExceededException | IllegalArgumentException ex) {

@@ -106,6 +106,20 @@ public final class WriterPool implements AutoCloseable {
     }
 
     /**
+     * Publishes per-pod statistics and observes batch apply times; call before {@link #start()}.
+     *
+     * @param podStats the cell's pod statistics file, or null for none.
+     * @param applied  observer of batch apply times ({@link ApplyObserver#NONE} for none).
+     * @return this.
+     */
+    public WriterPool observe(final io.kvidx.daemon.ops.PodStatsFile podStats, final ApplyObserver applied) {
+        for (final WriterAgent agent : agents) {
+            agent.observe(podStats, applied);
+        }
+        return this;
+    }
+
+    /**
      * Starts one thread per writer agent.
      *
      * @return this.

@@ -49,11 +49,12 @@ class CountersCommandTest {
         System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
         final int code;
         try {
-            code = KvidxCli.run("counters", "--aeron-dir=" + dir);
+            code = KvidxCli.run("counters", "--dir=" + dir);
         } finally {
             System.setErr(original);
         }
-        assertEquals(2, code);
-        assertTrue(err.toString(StandardCharsets.UTF_8).contains("no Aeron CnC file"), err.toString());
+        assertEquals(1, code);
+        assertTrue(err.toString(StandardCharsets.UTF_8).contains("no counters at " + dir.resolve("default")
+            .resolve("counters") + ": has a daemon run with this --dir and --cell?"), err.toString());
     }
 }

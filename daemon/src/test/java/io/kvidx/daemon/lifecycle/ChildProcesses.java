@@ -39,7 +39,7 @@ public final class ChildProcesses {
      * @param args      its arguments.
      * @return the command line of a small JVM running it.
      */
-    static List<String> java(final String mainClass, final String... args) {
+    public static List<String> java(final String mainClass, final String... args) {
         return java(List.of(), mainClass, args);
     }
 
@@ -49,7 +49,7 @@ public final class ChildProcesses {
      * @param args       its arguments.
      * @return the command line of a small JVM running it.
      */
-    static List<String> java(final List<String> jvmOptions, final String mainClass, final String... args) {
+    public static List<String> java(final List<String> jvmOptions, final String mainClass, final String... args) {
         final List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
         // Small, quick-starting JVMs: this machine has two cores shared by several processes.
@@ -66,7 +66,7 @@ public final class ChildProcesses {
      * @param args {@code kvidx} CLI arguments.
      * @return the command line of the CLI.
      */
-    static List<String> kvidx(final String... args) {
+    public static List<String> kvidx(final String... args) {
         return java("io.kvidx.daemon.cli.KvidxCli", args);
     }
 

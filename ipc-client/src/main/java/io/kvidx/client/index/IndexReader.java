@@ -789,10 +789,19 @@ public final class IndexReader implements AutoCloseable {
     public long entryCount() {
         long n = 0;
         for (int i = 0; i < shardCount; i++) {
-            n += (int) Layouts.INT.getAcquire(segment, shardHeadersOffset + (long) i * SHARD_HEADER_LENGTH
-                + IndexDescriptor.SHARD_ENTRY_COUNT_OFFSET);
+            n += shardEntryCount(i);
         }
         return n;
+    }
+
+    /**
+     * @param shard a shard, 0 .. {@link #shardCount()} - 1.
+     * @return entries the shard holds now (one acquire load).
+     */
+    public int shardEntryCount(final int shard) {
+        java.util.Objects.checkIndex(shard, shardCount);
+        return (int) Layouts.INT.getAcquire(segment, shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH
+            + IndexDescriptor.SHARD_ENTRY_COUNT_OFFSET);
     }
 
     /**
