@@ -85,6 +85,10 @@ public final class DaemonCommand implements Callable<Integer> {
         + "sequence is recorded for a restart (default 200).")
     private Long checkpointMs;
 
+    @Option(names = "--metrics", paramLabel = "HOST:PORT", description = "Serve Prometheus metrics at "
+        + "http://HOST:PORT/metrics (default: off).")
+    private String metrics;
+
     @Override
     public Integer call() {
         final DaemonContext context = new DaemonContext();
@@ -126,6 +130,9 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (checkpointMs != null) {
             context.checkpointIntervalMs(checkpointMs);
+        }
+        if (metrics != null) {
+            context.metrics(metrics);
         }
         for (final String z : zmq) {
             context.addZmq(parseZmq(z));

@@ -14,6 +14,7 @@ import java.util.Set;
 
 import static io.kvidx.daemon.config.DaemonContext.Configuration.BLOCK_SIZE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.CHECKPOINT_INTERVAL_MS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonContext.Configuration.METRICS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.POD_MAX_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.REPLAY_GAP_POLICY_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.CAPACITY_BLOCKS_PROP_NAME;
@@ -109,6 +110,7 @@ public final class DaemonConfigFile {
                 case POD_MAX_BLOCKS_PROP_NAME -> context.podMaxBlocks(toInt(source, key, v));
                 case REPLAY_GAP_POLICY_PROP_NAME -> context.replayGapPolicy(String.valueOf(v));
                 case CHECKPOINT_INTERVAL_MS_PROP_NAME -> context.checkpointIntervalMs(toLong(source, key, v));
+                case METRICS_PROP_NAME -> context.metrics(String.valueOf(v));
                 case "aeron" -> aeron(source, v, context);
                 default -> zmq(source, v, context);
             }

@@ -47,6 +47,7 @@ public final class DaemonContext {
     private int podMaxBlocks = Configuration.POD_MAX_BLOCKS_DEFAULT;
     private String replayGapPolicy = Configuration.REPLAY_GAP_POLICY_DEFAULT;
     private long checkpointIntervalMs = Configuration.CHECKPOINT_INTERVAL_MS_DEFAULT;
+    private String metrics = Configuration.METRICS_DEFAULT;
     private boolean concluded;
 
     /**
@@ -504,6 +505,26 @@ public final class DaemonContext {
     }
 
     /**
+     * @param hostPort where to serve Prometheus metrics ({@code HOST:PORT}; port 0 picks a free one), or null for
+     *                 no metrics endpoint.
+     * @return this.
+     */
+    public DaemonContext metrics(final String hostPort) {
+        if (hostPort != null) {
+            io.kvidx.daemon.ops.DaemonMetrics.parseAddress(hostPort);
+        }
+        this.metrics = hostPort;
+        return this;
+    }
+
+    /**
+     * @return where to serve Prometheus metrics, or null for none.
+     */
+    public String metrics() {
+        return metrics;
+    }
+
+    /**
      * Defaults. Property names are those of the YAML config file.
      */
     public static final class Configuration {
@@ -572,6 +593,10 @@ public final class DaemonContext {
         public static final String CHECKPOINT_INTERVAL_MS_PROP_NAME = "checkpointIntervalMs";
         /** Default checkpoint interval. */
         public static final long CHECKPOINT_INTERVAL_MS_DEFAULT = 200;
+        /** Metrics endpoint key. */
+        public static final String METRICS_PROP_NAME = "metrics";
+        /** Default: no metrics endpoint. */
+        public static final String METRICS_DEFAULT = null;
 
         private Configuration() {
         }

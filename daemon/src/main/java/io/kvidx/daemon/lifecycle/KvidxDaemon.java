@@ -3,6 +3,7 @@ package io.kvidx.daemon.lifecycle;
 import io.aeron.Aeron;
 import io.aeron.driver.MediaDriver;
 import io.aeron.driver.ThreadingMode;
+import io.kvidx.client.index.IndexReader;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
@@ -13,6 +14,7 @@ import io.kvidx.daemon.ops.CountersFile;
 import io.kvidx.daemon.ops.ErrorLogFile;
 import io.kvidx.daemon.ingest.aeron.AeronIngestAgent;
 import io.kvidx.daemon.ingest.zmq.ZmqIngestAgent;
+import io.kvidx.daemon.ops.DaemonMetrics;
 import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.daemon.state.PodBlockMaps;
 import io.kvidx.daemon.state.PublisherProgress;
@@ -60,10 +62,13 @@ public final class KvidxDaemon implements AutoCloseable {
     private ZmqIngestAgent zmq;
     private final CellLock lock;
     private final PodStatsFile podStats;
+    private final DaemonMetrics metrics;
+    private final PrintStream log;
 
     private KvidxDaemon(final DaemonContext context, final PrintStream log, final CellLock lock) {
         this.context = context.conclude();
         this.lock = lock;
+        this.log = log;
         final EpochClock clock = SystemEpochClock.INSTANCE;
         final java.nio.file.Path cellDirectory = context.indexContext().indexFile().getParent();
         this.errors = new IngestErrors(log, ErrorLogFile.create(context.sharedFiles(), cellDirectory,
@@ -108,7 +113,8 @@ public final class KvidxDaemon implements AutoCloseable {
             new PodBlockMaps(stateDir, context.podMaxBlocks()), directory, counters, errors, clock,
             context.podTimeoutMs(), context.idleStrategySupplier(), context.idleStrategySupplier());
         this.podStats = PodStatsFile.create(context.sharedFiles(), cellDirectory, index.context().maxPods());
-        writers.observe(podStats, ApplyObserver.NONE);
+        this.metrics = context.metrics() != null ? new DaemonMetrics() : null;
+        writers.observe(podStats, metrics != null ? metrics.observer() : ApplyObserver.NONE);
         this.evictions = new EvictionMirror();
     }
 
@@ -161,6 +167,15 @@ public final class KvidxDaemon implements AutoCloseable {
                 context.checkpointIntervalMs(), "clear".equals(context.replayGapPolicy())));
             run(zmq, false);
         }
+        if (metrics != null) {
+            final java.net.InetSocketAddress address = DaemonMetrics.parseAddress(context.metrics());
+            metrics.start(address, IndexReader.attach(new IndexReader.Context().dir(context.dir())
+                .cell(context.cell()).attachTimeoutMs(0).heartbeatTimeoutMs(0)), context.cell(), writers);
+            if (log != null) {
+                log.println(java.time.Instant.now() + " kvidx: metrics at http://" + address.getHostString() + ":"
+                    + metrics.port() + "/metrics");
+            }
+        }
         if (aeron != null) {
             run(new AeronIngestAgent(aeron, context.aeronChannels(), context.aeronStreamId(), directory, writers,
                 counters, errors), false);
@@ -173,6 +188,13 @@ public final class KvidxDaemon implements AutoCloseable {
             counters.get(CounterType.AGENT_ERRORS)), null, agent);
         runners.add(runner);
         AgentRunner.startOnThread(runner);
+    }
+
+    /**
+     * @return the metrics endpoint's port, or -1 when there is none.
+     */
+    public int metricsPort() {
+        return metrics == null ? -1 : metrics.port();
     }
 
     /**
@@ -225,6 +247,7 @@ public final class KvidxDaemon implements AutoCloseable {
     public void close() {
         final List<AgentRunner> reversed = new ArrayList<>(runners);
         java.util.Collections.reverse(reversed);
+        CloseHelper.closeAll(metrics);
         CloseHelper.closeAll(reversed);
         // Let the writers apply what the transports queued (bounded), then record how far each publisher got.
         final long deadline = System.nanoTime() + CLOSE_DRAIN_NS;

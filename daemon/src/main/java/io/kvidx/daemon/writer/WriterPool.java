@@ -217,6 +217,21 @@ public final class WriterPool implements AutoCloseable {
     }
 
     /**
+     * @param writer a writer, 0 .. writers - 1.
+     * @return bytes queued for that writer and not yet applied: how far it lags behind its transports.
+     */
+    public int queuedBytes(final int writer) {
+        return queues[writer].size();
+    }
+
+    /**
+     * @return number of writers.
+     */
+    public int writerCount() {
+        return queues.length;
+    }
+
+    /**
      * @return each queue's producer position: every message offered so far lies before it.
      */
     public long[] producerPositions() {

@@ -13,8 +13,14 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -103,6 +109,64 @@ class OperationsCommandsTest {
             assertTrue(after.contains("malformed vLLM batch dropped"), after);
         }
     }
+
+    @Test
+    void shouldServePrometheusMetricsThatPromtoolAccepts() throws Exception {
+        assertTrue(Files.isExecutable(PROMTOOL) || System.getenv("CI") == null,
+            "CI is set and promtool is missing (apt-get install -y prometheus; .ci/run installs it)");
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(PROMTOOL),
+            "skipped locally: promtool (Debian package prometheus) is needed");
+        final Capture base = Capture.load("kv_event_base.json");
+        final String pod = "metrics-pod";
+        try (PythonPublisherTest.Peer peer =
+                 new PythonPublisherTest.Peer("kv@" + pod + "@" + MODEL, "array", "old", "uint")) {
+            final DaemonContext ctx = new DaemonContext().dir(dir).cell("m").shardCount(16).capacityBlocks(8192)
+                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff").metrics("127.0.0.1:0")
+                .addZmq(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
+            try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("m"))) {
+                while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
+                    peer.command("ping");
+                    Thread.sleep(20);
+                }
+                peer.command("store kv_event_base.json");
+                await("depth 25", () -> depth(reader, pod, base, null) == 25);
+                peer.command("remove kv_event_base.json 20 25");
+                await("depth 20", () -> depth(reader, pod, base, null) == 20);
+
+                final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+                final HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(
+                    "http://127.0.0.1:" + daemon.metricsPort() + "/metrics")).timeout(Duration.ofSeconds(10))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+                assertEquals(200, response.statusCode());
+                final String body = response.body();
+                final List<String> lines = body.lines().toList();
+                assertTrue(lines.contains("kvidx_blocks_stored_total 25.0"), body);
+                assertTrue(lines.contains("kvidx_blocks_removed_total 5.0"), body);
+                assertTrue(lines.contains("kvidx_pods_alive 1.0"), body);
+                assertTrue(lines.contains("kvidx_pod_blocks{pod=\"" + pod + "\",slot=\"0\"} 20.0"), body);
+                assertTrue(lines.contains("kvidx_index_entries 25.0") || lines.contains("kvidx_index_entries 20.0"),
+                    body);
+                assertTrue(lines.stream().anyMatch(l -> l.startsWith("kvidx_batch_apply_seconds_count ")
+                    && Double.parseDouble(l.substring(l.indexOf(' ') + 1)) >= 2), body);
+                assertTrue(lines.stream().anyMatch(l -> l.startsWith("kvidx_event_to_visible_seconds_count ")
+                    && Double.parseDouble(l.substring(l.indexOf(' ') + 1)) >= 2), body);
+                assertTrue(lines.stream().anyMatch(l -> l.startsWith("kvidx_writer_queue_bytes{writer=\"0\"}")),
+                    body);
+
+                final Process promtool = new ProcessBuilder(PROMTOOL.toString(), "check", "metrics")
+                    .redirectErrorStream(true).start();
+                try (var in = promtool.getOutputStream()) {
+                    in.write(body.getBytes(StandardCharsets.UTF_8));
+                }
+                final String verdict = new String(promtool.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                assertTrue(promtool.waitFor(30, TimeUnit.SECONDS), "promtool hung");
+                assertEquals(0, promtool.exitValue(), "promtool check metrics: " + verdict);
+            }
+        }
+    }
+
+    private static final Path PROMTOOL = Path.of("/usr/bin/promtool");
 
     private static String run(final String... args) throws Exception {
         final List<String> command = new ArrayList<>(ChildProcesses.kvidx(args));

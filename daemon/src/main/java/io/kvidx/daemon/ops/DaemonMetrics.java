@@ -1,0 +1,227 @@
+package io.kvidx.daemon.ops;
+
+import io.kvidx.client.index.IndexReader;
+import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.writer.ApplyObserver;
+import io.kvidx.daemon.writer.WriterPool;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.exporter.httpserver.HTTPServer;
+import io.prometheus.metrics.model.registry.MultiCollector;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+
+/**
+ * The daemon's Prometheus endpoint ({@code --metrics HOST:PORT}, off by default), served by the Prometheus Java
+ * client's HTTP server at {@code /metrics}:
+ * <ul>
+ *   <li>every daemon counter as {@code kvidx_<name>_total} (e.g. {@code kvidx_blocks_stored_total}), except
+ *   {@code kvidx_pods_alive}, a gauge;</li>
+ *   <li>per pod ({@code pod}, {@code slot} labels): {@code kvidx_pod_blocks}, {@code kvidx_pod_events_total},
+ *   {@code kvidx_pod_last_event_age_seconds}, {@code kvidx_pod_alive} (0 while draining);</li>
+ *   <li>index: {@code kvidx_index_entries}, {@code kvidx_index_capacity_entries}, {@code kvidx_index_fill_ratio},
+ *   {@code kvidx_index_evictions_total}, {@code kvidx_writer_heartbeat_age_seconds};</li>
+ *   <li>writer lag: {@code kvidx_writer_queue_bytes{writer}}, bytes queued and not yet applied;</li>
+ *   <li>histograms: {@code kvidx_batch_apply_seconds} (decode and apply of one batch) and
+ *   {@code kvidx_event_to_visible_seconds} (engine batch timestamp to visible in the index; engine and daemon
+ *   clocks must agree).</li>
+ * </ul>
+ * Values are read at scrape time from the cell's shared files ({@link CellStatus}), the same figures
+ * {@code kvidx status} prints.
+ *
+ * <p><b>Note:</b> the histograms are observed by writer threads (thread safe, no allocation); scrapes run on the
+ * HTTP server's thread.
+ */
+public final class DaemonMetrics implements AutoCloseable {
+    /** Counters exported as gauges (they go up and down). */
+    private static final Set<CounterType> GAUGES = Set.of(CounterType.PODS_ALIVE);
+
+    private final PrometheusRegistry registry = new PrometheusRegistry();
+    private final Histogram applySeconds;
+    private final Histogram eventToVisibleSeconds;
+    private HTTPServer server;
+    private IndexReader reader;
+
+    /**
+     * Creates the histograms (before the writers start, so that they observe from the first batch).
+     */
+    public DaemonMetrics() {
+        this.applySeconds = Histogram.builder().name("kvidx_batch_apply_seconds")
+            .help("Time a writer took to decode and apply one batch of events")
+            .classicOnly().classicUpperBounds(1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
+                2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 1)
+            .register(registry);
+        this.eventToVisibleSeconds = Histogram.builder().name("kvidx_event_to_visible_seconds")
+            .help("From the engine's batch timestamp to the batch being visible in the index")
+            .classicOnly().classicUpperBounds(1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25,
+                0.5, 1, 2.5, 5, 10)
+            .register(registry);
+    }
+
+    /**
+     * @return the observer the writers feed the histograms through.
+     */
+    public ApplyObserver observer() {
+        return (applyNanos, eventToVisibleMs) -> {
+            applySeconds.observe(applyNanos / 1e9);
+            if (eventToVisibleMs >= 0) {
+                eventToVisibleSeconds.observe(eventToVisibleMs / 1e3);
+            }
+        };
+    }
+
+    /**
+     * Starts serving {@code /metrics}.
+     *
+     * @param address where to listen.
+     * @param index   the cell's index, read-only (its directory holds the other shared files).
+     * @param cell    cell name.
+     * @param writers the writer pool (queue depths).
+     * @return this.
+     */
+    public DaemonMetrics start(final InetSocketAddress address, final IndexReader index, final String cell,
+        final WriterPool writers) {
+        this.reader = index;
+        registry.register(new CellCollector(index, cell, writers));
+        try {
+            server = HTTPServer.builder().hostname(address.getHostString()).port(address.getPort())
+                .registry(registry).buildAndStart();
+        } catch (final IOException ex) {
+            throw new UncheckedIOException("cannot serve metrics on " + address.getHostString() + ":"
+                + address.getPort() + ": " + ex.getMessage(), ex);
+        }
+        return this;
+    }
+
+    /**
+     * @return the port the server listens on (useful with port 0), or -1 when not started.
+     */
+    public int port() {
+        return server == null ? -1 : server.getPort();
+    }
+
+    @Override
+    public void close() {
+        if (server != null) {
+            server.close();
+        }
+        if (reader != null) {
+            reader.close();
+        }
+    }
+
+    /**
+     * Parses {@code HOST:PORT} (IPv6 hosts in brackets).
+     *
+     * @param hostPort the address.
+     * @return the socket address (unresolved).
+     * @throws IllegalArgumentException naming the problem.
+     */
+    public static InetSocketAddress parseAddress(final String hostPort) {
+        final int colon = hostPort.lastIndexOf(':');
+        if (colon <= 0 || colon == hostPort.length() - 1) {
+            throw new IllegalArgumentException("metrics: expected HOST:PORT, got '" + hostPort + "'");
+        }
+        String host = hostPort.substring(0, colon);
+        if (host.startsWith("[") && host.endsWith("]")) {
+            host = host.substring(1, host.length() - 1);
+        }
+        final int port;
+        try {
+            port = Integer.parseInt(hostPort.substring(colon + 1));
+        } catch (final NumberFormatException ex) {
+            throw new IllegalArgumentException("metrics: port must be a number in 0..65535, got '" + hostPort + "'");
+        }
+        if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException("metrics: port must be in 0..65535, got " + port);
+        }
+        return InetSocketAddress.createUnresolved(host, port);
+    }
+
+    /** Everything but the histograms, read once per scrape. */
+    private static final class CellCollector implements MultiCollector {
+        private final IndexReader index;
+        private final String cell;
+        private final WriterPool writers;
+
+        CellCollector(final IndexReader index, final String cell, final WriterPool writers) {
+            this.index = index;
+            this.cell = cell;
+            this.writers = writers;
+        }
+
+        @Override
+        public MetricSnapshots collect() {
+            final CellStatus s = CellStatus.read(index, cell);
+            final List<MetricSnapshot> out = new ArrayList<>();
+            for (final var e : s.counters().entrySet()) {
+                final String name = "kvidx_" + e.getKey().name().toLowerCase(Locale.ROOT);
+                final String help = "kvidx counter: " + e.getKey().label().substring("kvidx ".length());
+                out.add(GAUGES.contains(e.getKey()) ? gauge(name, help, e.getValue())
+                    : counter(name, help, e.getValue()));
+            }
+            out.add(gauge("kvidx_index_entries", "Entries in the index", s.entries()));
+            out.add(gauge("kvidx_index_capacity_entries", "Entries the index can hold", s.capacity()));
+            out.add(gauge("kvidx_index_fill_ratio", "Entries over capacity", (double) s.entries() / s.capacity()));
+            out.add(counter("kvidx_index_evictions", "Entries evicted because a shard was full", s.evictions()));
+            out.add(gauge("kvidx_writer_heartbeat_age_seconds", "Since the index writer's last heartbeat",
+                Math.max(0, s.heartbeatAgeMs()) / 1e3));
+            final GaugeSnapshot.Builder queued = GaugeSnapshot.builder().name("kvidx_writer_queue_bytes")
+                .help("Bytes queued for a writer and not yet applied");
+            for (int w = 0; w < writers.writerCount(); w++) {
+                queued.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(writers.queuedBytes(w))
+                    .labels(Labels.of("writer", Integer.toString(w))).build());
+            }
+            out.add(queued.build());
+            final GaugeSnapshot.Builder blocks = GaugeSnapshot.builder().name("kvidx_pod_blocks")
+                .help("Blocks a pod holds (its main KV cache group)");
+            final CounterSnapshot.Builder events = CounterSnapshot.builder().name("kvidx_pod_events")
+                .help("Events applied for a pod since it got its slot");
+            final GaugeSnapshot.Builder age = GaugeSnapshot.builder().name("kvidx_pod_last_event_age_seconds")
+                .help("Since a pod's last applied event");
+            final GaugeSnapshot.Builder alive = GaugeSnapshot.builder().name("kvidx_pod_alive")
+                .help("1 while a pod is alive, 0 while its blocks are being swept");
+            for (final CellStatus.Pod p : s.pods()) {
+                final Labels labels = Labels.of("pod", p.id(), "slot", Integer.toString(p.slot()));
+                alive.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(p.alive() ? 1 : 0)
+                    .labels(labels).build());
+                if (p.blocks() >= 0) {
+                    blocks.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(p.blocks())
+                        .labels(labels).build());
+                    events.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().value(p.events())
+                        .labels(labels).build());
+                }
+                if (p.lastEventAgeMs() >= 0) {
+                    age.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(p.lastEventAgeMs() / 1e3)
+                        .labels(labels).build());
+                }
+            }
+            out.add(alive.build());
+            out.add(blocks.build());
+            out.add(events.build());
+            out.add(age.build());
+            return new MetricSnapshots(out);
+        }
+
+        private static MetricSnapshot counter(final String name, final String help, final double value) {
+            return CounterSnapshot.builder().name(name).help(help)
+                .dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().value(value).build()).build();
+        }
+
+        private static MetricSnapshot gauge(final String name, final String help, final double value) {
+            return GaugeSnapshot.builder().name(name).help(help)
+                .dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(value).build()).build();
+        }
+    }
+}
