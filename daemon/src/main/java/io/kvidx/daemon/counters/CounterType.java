@@ -62,7 +62,14 @@ public enum CounterType {
     /** Replays after a restart or gap that no longer covered the missing batches, with the policy applied. */
     REPLAY_GAP_CLEARS(5028, "kvidx replay gap clears"),
     /** Writer restarts that re-attached to the existing index (warm restarts). */
-    WARM_RESTARTS(5029, "kvidx warm restarts");
+    WARM_RESTARTS(5029, "kvidx warm restarts"),
+    /**
+     * Batches whose data-parallel rank was absurd (negative, above 1024, or not an integer): applied to the plain
+     * pod, as rank 0.
+     */
+    DP_RANKS_INVALID(5040, "kvidx invalid data-parallel ranks"),
+    /** Batches dropped because their rank's pod id ({@code <pod>#<r>}) was too long or the pods were too many. */
+    DP_RANK_PODS_REJECTED(5041, "kvidx data-parallel rank pods rejected");
 
     private final int typeId;
     private final String label;

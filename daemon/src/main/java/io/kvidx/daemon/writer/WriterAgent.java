@@ -6,6 +6,7 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.ingest.vllm.VllmDecodeException;
+import io.kvidx.daemon.ingest.sglang.SglangEventDecoder;
 import io.kvidx.daemon.ingest.vllm.VllmEventDecoder;
 import io.kvidx.daemon.state.PodBlockMaps;
 import org.agrona.DirectBuffer;
@@ -39,6 +40,7 @@ public final class WriterAgent implements Agent, MessageHandler {
     private final EpochClock clock;
     private final long podTimeoutMs;
     private final VllmEventDecoder decoder = new VllmEventDecoder();
+    private final SglangEventDecoder sglangDecoder = new SglangEventDecoder();
     private final VllmApplier vllm;
     private final SbeApplier sbe;
     private final AtomicCounter decodeErrors;
@@ -100,6 +102,13 @@ public final class WriterAgent implements Agent, MessageHandler {
                     decodeVllm(pod, buffer, payload, payloadLength);
                 }
             }
+            case WriterMessages.SGLANG_BATCH -> {
+                if (ensureRegistered(pod)) {
+                    pod.lastHeardMs = now;
+                    vllm.pod(pod);
+                    decodeSglang(pod, buffer, payload, payloadLength);
+                }
+            }
             case WriterMessages.SBE_EVENT -> {
                 if (ensureRegistered(pod)) {
                     pod.lastHeardMs = now;
@@ -137,6 +146,16 @@ public final class WriterAgent implements Agent, MessageHandler {
             decodeErrors.increment();
             errors.report(CounterType.DECODE_ERRORS.typeId(), pod.podNumber,
                 () -> "pod " + pod.podId + ": malformed vLLM batch dropped: " + ex.getMessage());
+        }
+    }
+
+    private void decodeSglang(final PodState pod, final DirectBuffer buffer, final int offset, final int length) {
+        try {
+            sglangDecoder.decode(buffer, offset, length, vllm);
+        } catch (final VllmDecodeException ex) {
+            decodeErrors.increment();
+            errors.report(CounterType.DECODE_ERRORS.typeId(), pod.podNumber,
+                () -> "pod " + pod.podId + ": malformed SGLang batch dropped: " + ex.getMessage());
         }
     }
 
