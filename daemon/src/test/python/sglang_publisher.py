@@ -50,6 +50,8 @@ def main():
     ap.add_argument("--topic", default="")
     ap.add_argument("--shape", choices=["array", "map"], default="map")
     ap.add_argument("--rank", default="0", help="attn_dp_rank as JSON (0, 2, null), or 'absent'")
+    ap.add_argument("--epoch", default="", help="as a publisher with a snapshot endpoint: topic + NUL + "
+                                                  "'sgl-kv-epoch=' + EPOCH")
     ap.add_argument("--captures", required=True, help="folder with kv_event_*.json")
     args = ap.parse_args()
 
@@ -62,6 +64,8 @@ def main():
     router.setsockopt(zmq.LINGER, 0)
     router.bind("tcp://127.0.0.1:*")
     topic = args.topic.encode()
+    if args.epoch:
+        topic += b"\x00sgl-kv-epoch=" + args.epoch.encode()
 
     lock = threading.Lock()
     state = {"seq": 0, "buffer": []}

@@ -27,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * configured with engine {@code sglang}: array events (with the trailing metadata map of a salted store) and tagged
  * map events with {@code cache_salt} and {@code session_id}; signed 64-bit hashes; EAGLE's bigram token pairs; the
  * HiCache host tier; replay replies without a topic frame, for an endpoint that names its pod and for one that takes
- * it from the topic; {@code attn_dp_rank} making rank 1 a pod of its own; a publisher restart.
+ * it from the topic (with the epoch a snapshot-enabled publisher appends after a NUL); {@code attn_dp_rank} making rank 1 a pod of its own; a publisher restart.
  */
 @Timeout(120)
 class SglangPublisherTest {
@@ -86,7 +86,7 @@ class SglangPublisherTest {
         final Capture base = Capture.load("kv_event_base.json");
         try (PyPeer fixed = new PyPeer(PyPeer.SGLANG, "--shape", shape, "--rank", "0");
             PyPeer topic = new PyPeer(PyPeer.SGLANG, "--shape", shape, "--rank", "1", "--topic",
-                "kv@sg-topic@" + MODEL)) {
+                "kv@sg-topic@" + MODEL, "--epoch", "5f0c")) {
             final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
                 .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff")
                 .addZmq(new ZmqEndpoint(fixed.endpoint, "sg", MODEL, fixed.replayEndpoint,
