@@ -60,7 +60,7 @@ public final class VllmEvent {
     int loraNameLength;
     int groupIdx;
     byte[] cacheSalt = new byte[32];
-    int cacheSaltLength;
+    int cacheSaltLength = -1;
 
     void reset() {
         type = TYPE_UNKNOWN;
