@@ -2,9 +2,9 @@
 """A vLLM-format KV event publisher for kvidx's tests (Debian python3-zmq + python3-msgpack).
 
 Publishes like vLLM's ZmqEventPublisher: a PUB socket sending [topic, seq (8-byte big-endian), msgpack batch]
-with the batch [ts, [events...], dp_rank]; events as tagged arrays (vLLM before mid-2026) or as maps with a
-"type" key (current); a ROUTER replay socket answering a DEALER's ["", start_seq] with every buffered batch
-seq >= start_seq, in the pre-0.26 framing ["", seq, payload] or the 0.26+ framing ["", topic, seq, payload], and
+with the batch [ts, [events...], dp_rank] (dp_rank from --dp-rank, default 0); events as tagged arrays (vLLM
+before mid-2026) or as maps with a "type" key (current); a ROUTER replay socket answering a DEALER's
+["", start_seq] with every buffered batch seq >= start_seq, in the pre-0.26 framing ["", seq, payload] or the 0.26+ framing ["", topic, seq, payload], and
 an end marker with seq = 0xff * 8.
 
 Driven line by line on stdin; answers one line per command on stdout:
@@ -253,6 +253,9 @@ def main():
     ap.add_argument("--hashes", choices=["uint", "bin"], default="uint")
     ap.add_argument("--captures", required=True, help="folder with kv_event_*.json")
     ap.add_argument("--buffer", type=int, default=10000, help="batches kept for replay (vLLM's buffer_steps)")
+    ap.add_argument("--dp-rank", default="0",
+                    help="the batches' data_parallel_rank as JSON (0, 2, null, -1, \"x\", 1.5), or 'absent' for a "
+                         "two-element batch")
     args = ap.parse_args()
 
     ctx = zmq.Context()
@@ -353,7 +356,9 @@ def main():
             events = [event("AllBlocksCleared")]
         else:
             raise ValueError("unknown command " + cmd)
-        return msgpack.packb([time.time(), events, 0], use_bin_type=True)
+        if args.dp_rank == "absent":
+            return msgpack.packb([time.time(), events], use_bin_type=True)
+        return msgpack.packb([time.time(), events, json.loads(args.dp_rank)], use_bin_type=True)
 
     send_lock = threading.Lock()
 

@@ -1,5 +1,6 @@
 package io.kvidx.bench.ingest;
 
+import io.kvidx.daemon.ingest.vllm.BatchRankReader;
 import io.kvidx.daemon.ingest.vllm.VllmEvent;
 import io.kvidx.daemon.ingest.vllm.VllmEventDecoder;
 import io.kvidx.daemon.ingest.vllm.VllmEventListener;
@@ -21,7 +22,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Decoding vLLM msgpack batches (a BlockStored map event of 25 blocks x 16 tokens, uint64 hashes, like the real
- * capture): blocks decoded per second, and bytes allocated per block with {@code -prof gc} (expected 0).
+ * capture): blocks decoded per second, and bytes allocated per block with {@code -prof gc} (expected 0); and the
+ * data-parallel rank read the ZeroMQ transport does on every batch before it is queued ({@code readRank}, in
+ * batches per second).
  *
  * <p>{@code java -cp bench/target/kvidx-bench.jar org.openjdk.jmh.Main VllmDecodeBenchmark -prof gc}
  */
@@ -36,6 +39,7 @@ public class VllmDecodeBenchmark {
 
     private final VllmEventDecoder decoder = new VllmEventDecoder();
     private final Sink sink = new Sink();
+    private final BatchRankReader rankReader = new BatchRankReader();
     private UnsafeBuffer payload;
     private int length;
 
@@ -46,6 +50,14 @@ public class VllmDecodeBenchmark {
             new int[BLOCKS * 16]);
         payload = new UnsafeBuffer(bytes);
         length = bytes.length;
+    }
+
+    /**
+     * @return the batch's rank.
+     */
+    @Benchmark
+    public int readRank() {
+        return rankReader.read(payload, 0, length);
     }
 
     /**

@@ -53,8 +53,13 @@ public final class DaemonCommand implements Callable<Integer> {
     private String idle;
 
     @Option(names = "--zmq", paramLabel = "POD[@MODEL]=ENDPOINT",
-        description = "vLLM ZeroMQ publisher; POD '*' takes pod and model from the topic kv@<pod>@<model>.")
+        description = "vLLM or SGLang ZeroMQ publisher; POD '*' takes pod and model from the topic "
+            + "kv@<pod>@<model>.")
     private List<String> zmq = new ArrayList<>();
+
+    @Option(names = "--engine", paramLabel = "POD|ENDPOINT=ENGINE", description = "Event format of a pod's --zmq "
+        + "endpoint(s), or of the --zmq endpoint at ENDPOINT: vllm (default) or sglang.")
+    private List<String> engine = new ArrayList<>();
 
     @Option(names = "--replay", paramLabel = "POD=ENDPOINT", description = "Replay (ROUTER) endpoint of a pod.")
     private List<String> replay = new ArrayList<>();
@@ -150,6 +155,13 @@ public final class DaemonCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("--replay must be POD=ENDPOINT: " + r);
             }
             context.replay(r.substring(0, eq), r.substring(eq + 1));
+        }
+        for (final String e : engine) {
+            final int eq = e.lastIndexOf('=');
+            if (eq <= 0 || eq == e.length() - 1) {
+                throw new IllegalArgumentException("--engine must be POD=ENGINE or ENDPOINT=ENGINE: " + e);
+            }
+            context.engine(e.substring(0, eq), e.substring(eq + 1));
         }
         // Closing the barrier (last) lets the JVM's shutdown hook finish once the daemon has stopped.
         try (ShutdownSignalBarrier barrier = new ShutdownSignalBarrier();

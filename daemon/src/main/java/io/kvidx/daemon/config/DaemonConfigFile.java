@@ -43,6 +43,7 @@ import static io.kvidx.daemon.config.DaemonContext.Configuration.WRITER_QUEUE_LE
  *     model: Qwen/Qwen3-0.6B
  *     replay: tcp://10.0.0.7:5558
  *   - endpoint: tcp://10.0.0.8:5557     # pod and model from the topic kv@pod@model
+ *     engine: sglang                    # vllm (default) or sglang
  * </pre>
  */
 public final class DaemonConfigFile {
@@ -53,7 +54,7 @@ public final class DaemonConfigFile {
         CHECKPOINT_INTERVAL_MS_PROP_NAME, "zmq", "aeron");
     private static final Set<String> AERON_KEYS = Set.of("channels", "streamId", "dir", "embeddedDriver",
         "termLength");
-    private static final Set<String> ZMQ_KEYS = Set.of("endpoint", "pod", "model", "replay");
+    private static final Set<String> ZMQ_KEYS = Set.of("endpoint", "pod", "model", "replay", "engine");
 
     private DaemonConfigFile() {
     }
@@ -132,8 +133,9 @@ public final class DaemonConfigFile {
                         + ")");
                 }
             }
+            final String engine = str(m.get("engine"));
             context.addZmq(new ZmqEndpoint(str(m.get("endpoint")), str(m.get("pod")), str(m.get("model")),
-                str(m.get("replay"))));
+                str(m.get("replay")), engine == null ? ZmqEndpoint.Engine.VLLM : ZmqEndpoint.Engine.parse(engine)));
         }
     }
 

@@ -337,7 +337,7 @@ public final class DaemonContext {
     }
 
     /**
-     * @param endpoint a vLLM publisher to subscribe to.
+     * @param endpoint a vLLM or SGLang publisher to subscribe to.
      * @return this.
      */
     public DaemonContext addZmq(final ZmqEndpoint endpoint) {
@@ -362,6 +362,31 @@ public final class DaemonContext {
         }
         if (!found) {
             throw new IllegalArgumentException("--replay " + podId + "=...: no --zmq endpoint for pod " + podId);
+        }
+        return this;
+    }
+
+    /**
+     * Sets the event format (engine) of the ZeroMQ endpoint(s) of a pod, or of one endpoint given by its address (for
+     * an endpoint whose pods come from the topic).
+     *
+     * @param podOrEndpoint pod id, or the endpoint's address.
+     * @param engine        {@code vllm} or {@code sglang}.
+     * @return this.
+     */
+    public DaemonContext engine(final String podOrEndpoint, final String engine) {
+        final ZmqEndpoint.Engine format = ZmqEndpoint.Engine.parse(engine);
+        boolean found = false;
+        for (int i = 0; i < zmqEndpoints.size(); i++) {
+            final ZmqEndpoint e = zmqEndpoints.get(i);
+            if (podOrEndpoint.equals(e.podId()) || podOrEndpoint.equals(e.endpoint())) {
+                zmqEndpoints.set(i, e.withEngine(format));
+                found = true;
+            }
+        }
+        if (!found) {
+            throw new IllegalArgumentException("--engine " + podOrEndpoint + "=...: no --zmq endpoint for pod or at "
+                + "address " + podOrEndpoint);
         }
         return this;
     }

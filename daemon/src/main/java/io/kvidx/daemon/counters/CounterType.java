@@ -64,7 +64,14 @@ public enum CounterType {
     /** Writer restarts that re-attached to the existing index (warm restarts). */
     WARM_RESTARTS(5029, "kvidx warm restarts"),
     /** BlockStored / BlockRemoved of a hybrid model's KV cache group the index does not follow (not applied). */
-    OTHER_GROUP_EVENTS(5070, "kvidx other group events");
+    OTHER_GROUP_EVENTS(5070, "kvidx other group events"),
+    /**
+     * Batches whose data-parallel rank was absurd (negative, above 1024, or not an integer): applied to the plain
+     * pod, as rank 0.
+     */
+    DP_RANKS_INVALID(5040, "kvidx invalid data-parallel ranks"),
+    /** Batches dropped because their rank's pod id ({@code <pod>#<r>}) was too long or the pods were too many. */
+    DP_RANK_PODS_REJECTED(5041, "kvidx data-parallel rank pods rejected");
 
     private final int typeId;
     private final String label;

@@ -7,6 +7,7 @@ import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.daemon.ingest.vllm.VllmDecodeException;
+import io.kvidx.daemon.ingest.sglang.SglangEventDecoder;
 import io.kvidx.daemon.ingest.vllm.VllmEventDecoder;
 import io.kvidx.daemon.state.PodBlockMaps;
 import org.agrona.DirectBuffer;
@@ -40,6 +41,7 @@ public final class WriterAgent implements Agent, MessageHandler {
     private final EpochClock clock;
     private final long podTimeoutMs;
     private final VllmEventDecoder decoder = new VllmEventDecoder();
+    private final SglangEventDecoder sglangDecoder = new SglangEventDecoder();
     private final VllmApplier vllm;
     private final SbeApplier sbe;
     private final AtomicCounter decodeErrors;
@@ -106,6 +108,18 @@ public final class WriterAgent implements Agent, MessageHandler {
                     vllm.pod(pod);
                     final long start = System.nanoTime();
                     final int events = decodeVllm(pod, buffer, payload, payloadLength);
+                    final double ts = vllm.batchTimestamp();
+                    observer.batchApplied(System.nanoTime() - start,
+                        ts > 0 ? Math.max(0, clock.time() - (long) (ts * 1000)) : -1);
+                    applied(pod, events);
+                }
+            }
+            case WriterMessages.SGLANG_BATCH -> {
+                if (ensureRegistered(pod)) {
+                    pod.lastHeardMs = now;
+                    vllm.pod(pod);
+                    final long start = System.nanoTime();
+                    final int events = decodeSglang(pod, buffer, payload, payloadLength);
                     final double ts = vllm.batchTimestamp();
                     observer.batchApplied(System.nanoTime() - start,
                         ts > 0 ? Math.max(0, clock.time() - (long) (ts * 1000)) : -1);
@@ -194,6 +208,18 @@ public final class WriterAgent implements Agent, MessageHandler {
     }
 
     private static final long RATE_TICK_MS = 1000;
+
+    /** @return events decoded (0 when the batch was malformed). */
+    private int decodeSglang(final PodState pod, final DirectBuffer buffer, final int offset, final int length) {
+        try {
+            return sglangDecoder.decode(buffer, offset, length, vllm);
+        } catch (final VllmDecodeException ex) {
+            decodeErrors.increment();
+            errors.report(CounterType.DECODE_ERRORS.typeId(), pod.podNumber,
+                () -> "pod " + pod.podId + ": malformed SGLang batch dropped: " + ex.getMessage());
+            return 0;
+        }
+    }
 
     private PodState pod(final int podNumber) {
         if (podNumber >= pods.length) {

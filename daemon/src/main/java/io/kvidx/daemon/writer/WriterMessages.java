@@ -19,6 +19,8 @@ public final class WriterMessages {
     public static final int MARK_SUSPECT = 6;
     /** An SBE event (kvidx schema); payload = the SBE message with its header. */
     public static final int SBE_EVENT = 7;
+    /** An SGLang msgpack batch (decoded by the SGLang decoder); payload = the msgpack bytes. */
+    public static final int SGLANG_BATCH = 8;
 
     /** Length of the pod number prefix. */
     public static final int POD_NUMBER_LENGTH = 4;

@@ -121,6 +121,25 @@ class DaemonCommandTest {
     }
 
     @Test
+    void shouldChooseTheEngineOfAnEndpointInYamlAndOnTheCommandLine() {
+        final DaemonContext yaml = DaemonConfigFile.parse(String.join("\n",
+            "zmq:", "  - endpoint: tcp://a:5557", "    pod: a", "    engine: sglang",
+            "  - endpoint: tcp://b:5557", "    engine: vllm", "  - endpoint: tcp://c:5557"), new DaemonContext(),
+            "test");
+        assertEquals(List.of(ZmqEndpoint.Engine.SGLANG, ZmqEndpoint.Engine.VLLM, ZmqEndpoint.Engine.VLLM),
+            yaml.zmqEndpoints().stream().map(ZmqEndpoint::engine).toList());
+        assertThrows(IllegalArgumentException.class, () -> DaemonConfigFile.parse(String.join("\n",
+            "zmq:", "  - endpoint: tcp://a:5557", "    engine: trtllm"), new DaemonContext(), "test"));
+        // --engine POD=ENGINE or ENDPOINT=ENGINE, as DaemonCommand applies it.
+        final DaemonContext cli = new DaemonContext().addZmq(DaemonCommand.parseZmq("a=tcp://a:5557"))
+            .addZmq(DaemonCommand.parseZmq("*=tcp://b:5557")).engine("a", "sglang").engine("tcp://b:5557", "SGLang");
+        assertEquals(List.of(ZmqEndpoint.Engine.SGLANG, ZmqEndpoint.Engine.SGLANG),
+            cli.zmqEndpoints().stream().map(ZmqEndpoint::engine).toList());
+        assertThrows(IllegalArgumentException.class, () -> cli.engine("nobody", "sglang"));
+        assertThrows(IllegalArgumentException.class, () -> cli.engine("a", "llama.cpp"));
+    }
+
+    @Test
     void shouldReadYamlConfigAndRejectUnknownKeys() {
         final DaemonContext ctx = DaemonConfigFile.parse(String.join("\n",
             "dir: /tmp/x", "blockSize: 32", "podTimeoutMs: 1000", "idleStrategy: sleeping",

@@ -10,19 +10,32 @@ import java.nio.ByteOrder;
  * never an out-of-bounds access, a huge allocation or an endless loop: each value read or skipped consumes at least
  * one byte.
  *
+ * <p>Public for the decoders of other engines' formats (e.g. {@code ingest.sglang}); {@code TYPE_*} are the values of
+ * {@link #peekType()}.
+ *
  * <p><b>Note:</b> not thread safe; one cursor per decoding thread.
  */
-final class MsgpackCursor {
-    static final int TYPE_NIL = 0;
-    static final int TYPE_BOOL = 1;
-    static final int TYPE_INT = 2;
-    static final int TYPE_FLOAT = 3;
-    static final int TYPE_STR = 4;
-    static final int TYPE_BIN = 5;
-    static final int TYPE_ARRAY = 6;
-    static final int TYPE_MAP = 7;
-    static final int TYPE_EXT = 8;
-    static final int TYPE_NEVER_USED = 9;
+public final class MsgpackCursor {
+    /** msgpack type. */
+    public static final int TYPE_NIL = 0;
+    /** msgpack type. */
+    public static final int TYPE_BOOL = 1;
+    /** msgpack type. */
+    public static final int TYPE_INT = 2;
+    /** msgpack type. */
+    public static final int TYPE_FLOAT = 3;
+    /** msgpack type. */
+    public static final int TYPE_STR = 4;
+    /** msgpack type. */
+    public static final int TYPE_BIN = 5;
+    /** msgpack type. */
+    public static final int TYPE_ARRAY = 6;
+    /** msgpack type. */
+    public static final int TYPE_MAP = 7;
+    /** msgpack type. */
+    public static final int TYPE_EXT = 8;
+    /** msgpack type. */
+    public static final int TYPE_NEVER_USED = 9;
 
     private static final ByteOrder BE = ByteOrder.BIG_ENDIAN;
 
@@ -30,7 +43,7 @@ final class MsgpackCursor {
     private int position;
     private int limit;
 
-    MsgpackCursor wrap(final DirectBuffer buffer, final int offset, final int length) {
+    public MsgpackCursor wrap(final DirectBuffer buffer, final int offset, final int length) {
         if (offset < 0 || length < 0 || (long) offset + length > buffer.capacity()) {
             throw new VllmDecodeException("region [" + offset + ", +" + length + ") outside buffer of capacity "
                 + buffer.capacity());
@@ -41,19 +54,19 @@ final class MsgpackCursor {
         return this;
     }
 
-    int position() {
+    public int position() {
         return position;
     }
 
-    void position(final int position) {
+    public void position(final int position) {
         this.position = position;
     }
 
-    int remaining() {
+    public int remaining() {
         return limit - position;
     }
 
-    DirectBuffer buffer() {
+    public DirectBuffer buffer() {
         return buffer;
     }
 
@@ -93,7 +106,7 @@ final class MsgpackCursor {
     /**
      * @return the type of the next value, without consuming it.
      */
-    int peekType() {
+    public int peekType() {
         need(1);
         final int b = buffer.getByte(position) & 0xFF;
         if (b <= 0x7f || b >= 0xe0) {
@@ -122,7 +135,7 @@ final class MsgpackCursor {
         };
     }
 
-    boolean tryReadNil() {
+    public boolean tryReadNil() {
         need(1);
         if ((buffer.getByte(position) & 0xFF) == 0xc0) {
             position++;
@@ -134,7 +147,7 @@ final class MsgpackCursor {
     /**
      * @return element count of an array; checked against the bytes left (each element takes at least one).
      */
-    int readArrayHeader() {
+    public int readArrayHeader() {
         final int b = u8();
         final long n;
         if ((b & 0xf0) == 0x90) {
@@ -158,7 +171,7 @@ final class MsgpackCursor {
     /**
      * @return entry count of a map; checked against the bytes left (each entry takes at least two).
      */
-    int readMapHeader() {
+    public int readMapHeader() {
         final int b = u8();
         final long n;
         if ((b & 0xf0) == 0x80) {
@@ -184,7 +197,7 @@ final class MsgpackCursor {
      *
      * @return payload length.
      */
-    int readRawHeader() {
+    public int readRawHeader() {
         final int b = u8();
         final long n;
         if ((b & 0xe0) == 0xa0) {
@@ -210,7 +223,7 @@ final class MsgpackCursor {
      *
      * @return the value's 64 bits.
      */
-    long readLong() {
+    public long readLong() {
         final int b = u8();
         if (b <= 0x7f) {
             return b;
@@ -237,7 +250,7 @@ final class MsgpackCursor {
     /**
      * @return a float32/float64 or integer value as a double.
      */
-    double readDouble() {
+    public double readDouble() {
         need(1);
         final int b = buffer.getByte(position) & 0xFF;
         if (b == 0xcb) {
@@ -254,7 +267,7 @@ final class MsgpackCursor {
     /**
      * Compares the str or bin payload of {@code length} bytes at the current position with an ASCII literal.
      */
-    boolean payloadEquals(final int length, final byte[] literal) {
+    public boolean payloadEquals(final int length, final byte[] literal) {
         if (length != literal.length) {
             return false;
         }
@@ -266,7 +279,7 @@ final class MsgpackCursor {
         return true;
     }
 
-    void skipBytes(final int n) {
+    public void skipBytes(final int n) {
         need(n);
         position += n;
     }
@@ -275,7 +288,7 @@ final class MsgpackCursor {
      * Skips one value and everything nested in it, iteratively (no recursion, so no stack overflow on deep
      * nesting). Bounded: every value consumes at least one byte.
      */
-    void skipValue() {
+    public void skipValue() {
         long pending = 1;
         while (pending > 0) {
             pending--;

@@ -67,6 +67,8 @@ public final class VllmEvent {
     int loraNameLength;
     int groupIdx;
     int specKind;
+    byte[] cacheSalt = new byte[32];
+    int cacheSaltLength = -1;
 
     void reset() {
         type = TYPE_UNKNOWN;
@@ -81,6 +83,7 @@ public final class VllmEvent {
         loraNameLength = -1;
         groupIdx = 0;
         specKind = SPEC_KIND_ABSENT;
+        cacheSaltLength = -1;
     }
 
     void ensureHashes(final int n) {
@@ -278,6 +281,109 @@ public final class VllmEvent {
      */
     public int specKind() {
         return specKind;
+    }
+
+    /**
+     * @return true when the event carries a cache salt at event level (SGLang's {@code cache_salt}; vLLM sends its
+     *     salt inside {@code extra_keys} of the first block instead).
+     */
+    public boolean hasCacheSalt() {
+        return cacheSaltLength >= 0;
+    }
+
+    /**
+     * @return UTF-8 bytes of the event-level cache salt; valid up to {@link #cacheSaltLength()}.
+     */
+    public byte[] cacheSaltBytes() {
+        return cacheSalt;
+    }
+
+    /**
+     * @return length of the event-level cache salt in UTF-8 bytes, or -1 when absent.
+     */
+    public int cacheSaltLength() {
+        return cacheSaltLength;
+    }
+
+    /**
+     * Allocates: for the slow path (logging, tests) only.
+     *
+     * @return the event-level cache salt, or null.
+     */
+    public String cacheSaltString() {
+        return cacheSaltLength < 0 ? null : new String(cacheSalt, 0, cacheSaltLength, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * @param length cache salt length in UTF-8 bytes, or -1 for none.
+     * @return the array to fill with the salt.
+     */
+    public byte[] cacheSaltForWrite(final int length) {
+        if (cacheSalt.length < length) {
+            cacheSalt = Arrays.copyOf(cacheSalt, Math.max(length, cacheSalt.length * 2));
+        }
+        cacheSaltLength = length;
+        return cacheSalt;
+    }
+
+    /**
+     * @param kind a {@code TYPE_*} value (when another format names it after some of the fields).
+     * @return this.
+     */
+    public VllmEvent type(final int kind) {
+        this.type = kind;
+        return this;
+    }
+
+    /**
+     * Records a problem found while filling the view from another format; the first one wins.
+     *
+     * @param code a {@code PROBLEM_*} value.
+     * @return this.
+     */
+    public VllmEvent problem(final int code) {
+        if (problem == PROBLEM_NONE) {
+            problem = code;
+        }
+        return this;
+    }
+
+    /**
+     * @param has    true when the first block has a parent.
+     * @param parent the parent's engine hash.
+     * @return this.
+     */
+    public VllmEvent parent(final boolean has, final long parent) {
+        this.hasParent = has;
+        this.parentHash = parent;
+        return this;
+    }
+
+    /**
+     * @param size block size in tokens, or -1 for absent.
+     * @return this.
+     */
+    public VllmEvent blockSize(final int size) {
+        this.blockSize = size;
+        return this;
+    }
+
+    /**
+     * @param where one of {@code MEDIUM_*}.
+     * @return this.
+     */
+    public VllmEvent medium(final int where) {
+        this.medium = where;
+        return this;
+    }
+
+    /**
+     * @param id deprecated integer LoRA id, or -1 for absent.
+     * @return this.
+     */
+    public VllmEvent loraId(final long id) {
+        this.loraId = id;
+        return this;
     }
 
     /**

@@ -1,14 +1,46 @@
 package io.kvidx.daemon.ingest.zmq;
 
+import java.util.Locale;
+import java.util.Objects;
+
 /**
- * One vLLM event publisher to subscribe to.
+ * One KV event publisher to subscribe to.
  *
  * @param endpoint       the engine's PUB endpoint, e.g. {@code tcp://10.0.0.7:5557}.
  * @param podId          pod id of every message, or null to take it from the topic {@code kv@<pod>@<model>}.
  * @param model          model name, or null to take it from the topic (or leave it unknown).
  * @param replayEndpoint the engine's replay ROUTER endpoint, or null when it has none.
+ * @param engine         the engine whose event format the publisher sends.
  */
-public record ZmqEndpoint(String endpoint, String podId, String model, String replayEndpoint) {
+public record ZmqEndpoint(String endpoint, String podId, String model, String replayEndpoint, Engine engine) {
+    /** The event formats a ZeroMQ endpoint may carry (docs/ingestion.md). */
+    public enum Engine {
+        /** vLLM's KVEventBatch (both event shapes), and engines that emit it (TensorRT-LLM, ROCm ATOM). */
+        VLLM,
+        /** SGLang's KVEventBatch: its array events (with the trailing metadata map) and its tagged-map events. */
+        SGLANG;
+
+        /**
+         * @param name {@code vllm} or {@code sglang} (any case).
+         * @return the engine.
+         * @throws IllegalArgumentException for any other name.
+         */
+        public static Engine parse(final String name) {
+            return switch (name == null ? "" : name.trim().toLowerCase(Locale.ROOT)) {
+                case "vllm" -> VLLM;
+                case "sglang" -> SGLANG;
+                default -> throw new IllegalArgumentException("engine must be vllm or sglang: " + name);
+            };
+        }
+
+        /**
+         * @return the name the CLI and the config file use.
+         */
+        public String configName() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
     /**
      * @param endpoint the endpoint.
      */
@@ -16,6 +48,19 @@ public record ZmqEndpoint(String endpoint, String podId, String model, String re
         if (endpoint == null || endpoint.isBlank()) {
             throw new IllegalArgumentException("ZeroMQ endpoint must not be empty");
         }
+        Objects.requireNonNull(engine, "engine");
+    }
+
+    /**
+     * A vLLM-format publisher.
+     *
+     * @param endpoint       the engine's PUB endpoint.
+     * @param podId          pod id, or null for the topic's.
+     * @param model          model name, or null.
+     * @param replayEndpoint replay endpoint, or null.
+     */
+    public ZmqEndpoint(final String endpoint, final String podId, final String model, final String replayEndpoint) {
+        this(endpoint, podId, model, replayEndpoint, Engine.VLLM);
     }
 
     /**
@@ -23,6 +68,14 @@ public record ZmqEndpoint(String endpoint, String podId, String model, String re
      * @return a copy with the replay endpoint set.
      */
     public ZmqEndpoint withReplay(final String replay) {
-        return new ZmqEndpoint(endpoint, podId, model, replay);
+        return new ZmqEndpoint(endpoint, podId, model, replay, engine);
+    }
+
+    /**
+     * @param format the engine whose format the publisher sends.
+     * @return a copy with the engine set.
+     */
+    public ZmqEndpoint withEngine(final Engine format) {
+        return new ZmqEndpoint(endpoint, podId, model, replayEndpoint, format);
     }
 }

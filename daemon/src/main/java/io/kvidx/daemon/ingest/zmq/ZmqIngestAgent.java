@@ -26,14 +26,17 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Subscribes to vLLM engines' ZeroMQ PUB sockets (JeroMQ SUB, one socket per endpoint) and hands their batches to
- * the pods' writer agents. Messages are three frames {@code [topic, seq (8-byte big-endian), msgpack payload]}.
+ * Subscribes to vLLM and SGLang engines' ZeroMQ PUB sockets (JeroMQ SUB, one socket per endpoint) and hands their
+ * batches to the pods' writer agents, each to be decoded in its endpoint's {@link ZmqEndpoint.Engine} format.
+ * Messages are three frames {@code [topic, seq (8-byte big-endian), msgpack payload]}. A batch's pod is the
+ * endpoint's, or the topic's {@code kv@<pod>@<model>}, refined by the batch's data-parallel rank
+ * ({@link RankedPods}: {@code <pod>#<r>} for rank r > 0).
  *
  * <p>Sequence tracking per publisher (endpoint):
  * <ul>
  *   <li>the next expected sequence arrives: applied;</li>
  *   <li>a gap: replay from the first missing sequence through the engine's replay socket (DEALER; replies in the
- *   pre-0.26 framing {@code ["", seq, payload]} or the 0.26+ framing {@code ["", topic, seq, payload]}, ended by a
+ *   pre-0.26 framing {@code ["", seq, payload]} (SGLang's too) or the 0.26+ framing {@code ["", topic, seq, payload]}, ended by a
  *   sequence of all ones); when the engine has no replay socket, does not answer, or no longer buffers the first
  *   missing batch, the replay failure is counted and the pods are marked suspect;</li>
  *   <li>an already applied sequence that follows the live stream's last (replay overlap): a duplicate, skipped;</li>
@@ -75,6 +78,7 @@ public final class ZmqIngestAgent implements Agent {
     private final AtomicCounter replayFailures;
     private final AtomicCounter resets;
     private final AtomicCounter duplicates;
+    private final RankedPods rankedPods;
     private final UnsafeBuffer payloadBuffer = new UnsafeBuffer(EMPTY);
     private final byte[][] frames = new byte[4][];
     private ZContext context;
@@ -145,6 +149,7 @@ public final class ZmqIngestAgent implements Agent {
         this.replayFailures = counters.get(CounterType.REPLAY_FAILURES);
         this.resets = counters.get(CounterType.SEQUENCE_RESETS);
         this.duplicates = counters.get(CounterType.DUPLICATE_MESSAGES);
+        this.rankedPods = new RankedPods(directory, counters, errors);
     }
 
     /** State of one publisher (endpoint). */
@@ -333,7 +338,11 @@ public final class ZmqIngestAgent implements Agent {
             if (pod < 0) {
                 continue;
             }
-            onLive(p, pod, ByteBuffer.wrap(frames[1]).getLong(), frames[2]);
+            final int ranked = rankPod(p, pod, frames[2]);
+            if (ranked < 0) {
+                continue;
+            }
+            onLive(p, ranked, ByteBuffer.wrap(frames[1]).getLong(), frames[2]);
         }
         return work;
     }
@@ -367,7 +376,13 @@ public final class ZmqIngestAgent implements Agent {
         if (Arrays.equals(topic, p.lastTopic)) {
             return p.lastTopicPod;
         }
-        final String t = new String(topic, StandardCharsets.UTF_8);
+        // SGLang publishers with a snapshot endpoint append "\0sgl-kv-epoch=<epoch>" (and barrier markers) to the
+        // topic: the pod and model are what precedes the first NUL.
+        int end = 0;
+        while (end < topic.length && topic[end] != 0) {
+            end++;
+        }
+        final String t = new String(topic, 0, end, StandardCharsets.UTF_8);
         final String[] parts = t.split("@", -1);
         if (parts.length < 2 || !"kv".equals(parts[0]) || parts[1].isEmpty()) {
             framingError(p, "topic '" + t + "' is not kv@<pod>@<model> and no pod is configured for the endpoint");
@@ -426,7 +441,7 @@ public final class ZmqIngestAgent implements Agent {
             duplicates.increment();
             return;
         }
-        apply(pod, payload);
+        apply(p, pod, payload);
         p.next = seq + 1;
     }
 
@@ -537,7 +552,10 @@ public final class ZmqIngestAgent implements Agent {
             if (p.next >= 0 && seq < p.next) {
                 continue;
             }
-            apply(pod, payload);
+            final int ranked = rankPod(p, pod, payload);
+            if (ranked >= 0) {
+                apply(p, ranked, payload);
+            }
             p.next = seq + 1;
         }
     }
@@ -557,9 +575,22 @@ public final class ZmqIngestAgent implements Agent {
         }
     }
 
-    private void apply(final int pod, final byte[] payload) {
+    /**
+     * @return the pod of the batch's data-parallel rank ({@link RankedPods}), added to the publisher's pods, or -1
+     * when the batch is dropped (counted there).
+     */
+    private int rankPod(final Publisher p, final int pod, final byte[] payload) {
+        final int ranked = rankedPods.podOf(pod, payload);
+        if (ranked >= 0 && ranked != pod && !p.pods.containsInt(ranked)) {
+            p.pods.addInt(ranked);
+        }
+        return ranked;
+    }
+
+    private void apply(final Publisher p, final int pod, final byte[] payload) {
         payloadBuffer.wrap(payload);
-        writers.offer(pod, WriterMessages.VLLM_BATCH, payloadBuffer, 0, payload.length);
+        writers.offer(pod, p.config.engine() == ZmqEndpoint.Engine.SGLANG ? WriterMessages.SGLANG_BATCH
+            : WriterMessages.VLLM_BATCH, payloadBuffer, 0, payload.length);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.kvidx.client.routing.exec;
 
+import io.kvidx.client.routing.DataParallelRanks;
 import io.kvidx.client.routing.PodRegistry;
 import io.kvidx.client.routing.Router;
 import io.kvidx.client.routing.RoutingContext;
@@ -31,6 +32,12 @@ import java.util.Set;
  * again, at most {@code maxAttempts} times per stage; then it throws an {@link ExecutionException} listing every
  * attempt. A 4xx answer is the client's problem: it is streamed back as is. Running-request counters in the
  * registry are kept up to date around each call.
+ *
+ * <p>Data-parallel ranks ({@link DataParallelRanks}): a pod {@code <pod>#<r>} with no endpoint of its own (or with
+ * its base pod's) is reached at the base pod's endpoint with the header {@code X-data-parallel-rank: r}, the way
+ * vLLM's OpenAI server takes a rank choice; a base pod whose ranks the registry knows gets
+ * {@code X-data-parallel-rank: 0}, so that the engine's own balancer does not move the request to another rank. A
+ * client's own {@code X-data-parallel-rank} header is never forwarded: the router chose the rank.
  *
  * <p><b>Note:</b> thread safe; one shared {@link HttpClient}.
  */
@@ -110,13 +117,13 @@ public final class HttpExecutor implements Executor {
             }
             final int slot = plan.slot();
             attempts++;
-            final URI uri = uri(slot, request.path());
-            if (uri == null) {
+            final Target target = target(slot, request.path());
+            if (target == null) {
                 failures.add(new ExecutionException.Attempt(stage, slot, "pod has no endpoint in the registry"));
             } else {
                 registry.requestStarted(slot, promptTokens);
                 try {
-                    final HttpResponse<InputStream> response = client.send(post(uri, request.headers(), body),
+                    final HttpResponse<InputStream> response = client.send(post(target, request.headers(), body),
                         HttpResponse.BodyHandlers.ofInputStream());
                     if (response.statusCode() >= 500) {
                         final String start = readStart(response.body());
@@ -148,14 +155,14 @@ public final class HttpExecutor implements Executor {
 
     private byte[] prefill(final int slot, final ProxyRequest request, final byte[] body, final int promptTokens,
         final List<ExecutionException.Attempt> failures) throws InterruptedException {
-        final URI uri = uri(slot, request.path());
-        if (uri == null) {
+        final Target target = target(slot, request.path());
+        if (target == null) {
             failures.add(new ExecutionException.Attempt("prefill", slot, "pod has no endpoint in the registry"));
             return null;
         }
         registry.requestStarted(slot, promptTokens);
         try {
-            final HttpResponse<byte[]> response = client.send(post(uri, request.headers(), body),
+            final HttpResponse<byte[]> response = client.send(post(target, request.headers(), body),
                 HttpResponse.BodyHandlers.ofByteArray());
             if (response.statusCode() / 100 != 2) {
                 failures.add(new ExecutionException.Attempt("prefill", slot, "HTTP " + response.statusCode() + ": "
@@ -171,24 +178,73 @@ public final class HttpExecutor implements Executor {
         }
     }
 
-    private URI uri(final int slot, final String path) {
-        final URI base = registry.endpoint(slot);
+    /** Where a request for a pod goes: the URI, and the data-parallel rank header's value or null for none. */
+    private record Target(URI uri, String rank) {
+    }
+
+    /**
+     * @return the request's target for the pod in {@code slot}, or null when neither the pod nor (for a rank pod)
+     * its base pod has an endpoint. Scans the registry's slots for rank pods: per request, next to a network call.
+     */
+    private Target target(final int slot, final String path) {
+        URI base = registry.endpoint(slot);
+        String rank = null;
+        final String podId = registry.podId(slot);
+        if (podId != null) {
+            final int r = DataParallelRanks.rankOf(podId);
+            if (r > 0) {
+                final URI engine = endpointOf(DataParallelRanks.basePodId(podId));
+                if (base == null) {
+                    base = engine;
+                }
+                if (base != null && base.equals(engine)) {
+                    rank = Integer.toString(r);
+                }
+            } else if (base != null && hasRanks(podId)) {
+                rank = "0";
+            }
+        }
         if (base == null) {
             return null;
         }
         final String b = base.toString();
-        return URI.create((b.endsWith("/") ? b.substring(0, b.length() - 1) : b) + path);
+        return new Target(URI.create((b.endsWith("/") ? b.substring(0, b.length() - 1) : b) + path), rank);
     }
 
-    private HttpRequest post(final URI uri, final Map<String, String> headers, final byte[] body) {
-        final HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(requestTimeout)
+    private URI endpointOf(final String podId) {
+        for (int s = 0; s < PodRegistry.MAX_PODS; s++) {
+            final URI e = registry.endpoint(s);
+            if (e != null && podId.equals(registry.podId(s))) {
+                return e;
+            }
+        }
+        return null;
+    }
+
+    private boolean hasRanks(final String podId) {
+        for (int s = 0; s < PodRegistry.MAX_PODS; s++) {
+            final String id = registry.podId(s);
+            if (id != null && id.length() > podId.length() && id.startsWith(podId)
+                && DataParallelRanks.rankOf(id) > 0 && DataParallelRanks.basePodId(id).equals(podId)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private HttpRequest post(final Target target, final Map<String, String> headers, final byte[] body) {
+        final HttpRequest.Builder b = HttpRequest.newBuilder(target.uri()).timeout(requestTimeout)
             .header("Content-Type", "application/json")
             .POST(HttpRequest.BodyPublishers.ofByteArray(body));
         for (final Map.Entry<String, String> h : headers.entrySet()) {
             if (!RESTRICTED.contains(h.getKey().toLowerCase(java.util.Locale.ROOT))
-                && !"content-type".equalsIgnoreCase(h.getKey())) {
+                && !"content-type".equalsIgnoreCase(h.getKey())
+                && !DataParallelRanks.HEADER.equalsIgnoreCase(h.getKey())) {
                 b.header(h.getKey(), h.getValue());
             }
+        }
+        if (target.rank() != null) {
+            b.header(DataParallelRanks.HEADER, target.rank());
         }
         return b.build();
     }
