@@ -15,6 +15,7 @@ import java.util.Set;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.BLOCK_SIZE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.CHECKPOINT_INTERVAL_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.POD_MAX_BLOCKS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonContext.Configuration.TIER_MAP_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.REPLAY_GAP_POLICY_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.CAPACITY_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.GROUP_PROP_NAME;
@@ -107,6 +108,7 @@ public final class DaemonConfigFile {
                 case REPLAY_TIMEOUT_MS_PROP_NAME -> context.replayTimeoutMs(toInt(source, key, v));
                 case IDLE_STRATEGY_PROP_NAME -> context.idleStrategy(String.valueOf(v));
                 case POD_MAX_BLOCKS_PROP_NAME -> context.podMaxBlocks(toInt(source, key, v));
+                case TIER_MAP_BLOCKS_PROP_NAME -> context.tierMapBlocks(toInt(source, key, v));
                 case REPLAY_GAP_POLICY_PROP_NAME -> context.replayGapPolicy(String.valueOf(v));
                 case CHECKPOINT_INTERVAL_MS_PROP_NAME -> context.checkpointIntervalMs(toLong(source, key, v));
                 case "aeron" -> aeron(source, v, context);

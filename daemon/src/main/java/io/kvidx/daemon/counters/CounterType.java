@@ -62,7 +62,17 @@ public enum CounterType {
     /** Replays after a restart or gap that no longer covered the missing batches, with the policy applied. */
     REPLAY_GAP_CLEARS(5028, "kvidx replay gap clears"),
     /** Writer restarts that re-attached to the existing index (warm restarts). */
-    WARM_RESTARTS(5029, "kvidx warm restarts");
+    WARM_RESTARTS(5029, "kvidx warm restarts"),
+    /** Host tier map entries evicted because a pod's region was full (their blocks then count as GPU). */
+    TIER_MAP_EVICTIONS(5060, "kvidx tier map evictions"),
+    /** Tokenless BlockStored events (empty token_ids, block_size 0: CPU offload before vllm#43468) applied. */
+    TOKENLESS_STORES(5061, "kvidx tokenless stores"),
+    /** Blocks of tokenless BlockStored events whose engine hash the pod's map does not know (not applied). */
+    TOKENLESS_UNKNOWN_BLOCKS(5062, "kvidx tokenless unknown blocks"),
+    /** Events whose medium was an unknown string or not a string (kept, on the "other" medium). */
+    UNKNOWN_MEDIA(5063, "kvidx unknown media"),
+    /** Events whose locality was not a string or an unknown one (kept, locality unspecified). */
+    BAD_LOCALITIES(5064, "kvidx bad localities");
 
     private final int typeId;
     private final String label;
