@@ -50,7 +50,7 @@ public final class DaemonConfigFile {
         CAPACITY_BLOCKS_PROP_NAME, SHARD_COUNT_PROP_NAME, MAX_PODS_PROP_NAME, WRITERS_PROP_NAME,
         WRITER_QUEUE_LENGTH_PROP_NAME, POD_TIMEOUT_MS_PROP_NAME, HEARTBEAT_INTERVAL_MS_PROP_NAME,
         REPLAY_TIMEOUT_MS_PROP_NAME, IDLE_STRATEGY_PROP_NAME, POD_MAX_BLOCKS_PROP_NAME, REPLAY_GAP_POLICY_PROP_NAME,
-        CHECKPOINT_INTERVAL_MS_PROP_NAME, "zmq", "aeron");
+        CHECKPOINT_INTERVAL_MS_PROP_NAME, TIER_MAP_BLOCKS_PROP_NAME, "zmq", "aeron");
     private static final Set<String> AERON_KEYS = Set.of("channels", "streamId", "dir", "embeddedDriver",
         "termLength");
     private static final Set<String> ZMQ_KEYS = Set.of("endpoint", "pod", "model", "replay");
