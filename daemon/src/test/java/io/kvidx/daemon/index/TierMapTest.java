@@ -126,6 +126,7 @@ class TierMapTest {
             index.store(c, new long[] {77}, 0, 1);
             index.tiers().update(c, 77, TierMapDescriptor.MEDIUM_GPU, 0, 0);
             assertEquals(TierMapDescriptor.MEDIUM_GPU, r.tierBits(c, genA + 1, 77));
+            assertEquals(TierMapReader.OTHER_GENERATION, r.tierBits(c, genA, 77), "nor A C's");
             index.clearPod(c);
             assertEquals(TierMapReader.ABSENT, r.tierBits(c, genA + 1, 77), "AllBlocksCleared clears the tiers");
         }
