@@ -16,6 +16,14 @@ Driven line by line on stdin; answers one line per command on stdout:
   remove-group CAPTURE FROM TO GROUP
                                     BlockRemoved of block hashes [FROM, TO) by KV cache group GROUP
   clear                             AllBlocksCleared
+  offload CAPTURE FROM TO MEDIUM MODE [LOCALITY]
+                                    BlockStored of blocks [FROM, TO) on MEDIUM (e.g. CPU): MODE "tokenless" as vLLM
+                                    before vllm#43468 (token_ids [], block_size 0, no parent), "full" self-describing
+                                    (tokens, block size, parent); LOCALITY LOCAL, REMOTE, "-" (absent), "int" (a
+                                    number: wrong type) or any other string (unknown)
+  evict CAPTURE FROM TO MEDIUM [LOCALITY]
+                                    BlockRemoved of blocks [FROM, TO) from MEDIUM
+  store-medium CAPTURE MEDIUM       BlockStored of every block of the capture on MEDIUM ("int": a number, wrong type)
   lose COMMAND...                   buffer COMMAND's batch for replay under the next seq but do not send it
   restart                           publisher restart: seq back to 0, replay buffer emptied
   garbage                           publish a payload that is not msgpack
@@ -317,10 +325,12 @@ def main():
             ev = {"type": kind}
             ev.update({k: v for k, v in fields.items() if v is not None})
             return ev
+        # vLLM's declaration order (kv_events.py); trailing fields at their default are omitted.
         order = {
             "BlockStored": ["block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium",
-                            "lora_name", "extra_keys", "group_idx", "kv_cache_spec_kind"],
-            "BlockRemoved": ["block_hashes", "medium", "group_idx"],
+                            "lora_name", "extra_keys", "group_idx", "kv_cache_spec_kind",
+                            "kv_cache_spec_sliding_window", "locality"],
+            "BlockRemoved": ["block_hashes", "medium", "group_idx", "locality"],
             "AllBlocksCleared": [],
         }[kind]
         values = [fields.get(k) for k in order]
@@ -354,6 +364,30 @@ def main():
                             group_idx=int(words[4]))]
         elif cmd == "clear":
             events = [event("AllBlocksCleared")]
+        elif cmd in ("offload", "evict"):
+            c = capture(words[1])
+            a, b, medium = int(words[2]), int(words[3]), words[4]
+            loc_word = words[6] if cmd == "offload" and len(words) > 6 else words[5] if cmd == "evict" and len(
+                words) > 5 else "-"
+            locality = None if loc_word == "-" else 7 if loc_word == "int" else loc_word
+            hashes = [block_hash(h) for h in c["block_hashes"][a:b]]
+            if cmd == "evict":
+                events = [event("BlockRemoved", block_hashes=hashes, medium=medium, locality=locality)]
+            elif words[5] == "tokenless":
+                events = [event("BlockStored", block_hashes=hashes, parent_block_hash=None, token_ids=[],
+                                block_size=0, medium=medium, lora_name=c.get("lora_name"), locality=locality)]
+            else:
+                bs = c["block_size"]
+                parent = block_hash(c["block_hashes"][a - 1]) if a > 0 else None
+                events = [event("BlockStored", block_hashes=hashes, parent_block_hash=parent,
+                                token_ids=c["token_ids"][a * bs:b * bs], block_size=bs, medium=medium,
+                                lora_name=c.get("lora_name"), locality=locality)]
+        elif cmd == "store-medium":
+            c = capture(words[1])
+            medium = 5 if words[2] == "int" else words[2]
+            events = [event("BlockStored", block_hashes=[block_hash(h) for h in c["block_hashes"]],
+                            parent_block_hash=None, token_ids=c["token_ids"], block_size=c["block_size"],
+                            medium=medium, lora_name=c.get("lora_name"))]
         else:
             raise ValueError("unknown command " + cmd)
         if args.dp_rank == "absent":

@@ -81,6 +81,11 @@ public final class DaemonCommand implements Callable<Integer> {
         + "(each pod's engine-hash map; default 131072). A pod holding more loses its least recently stored blocks.")
     private Integer podMaxBlocks;
 
+    @Option(names = "--tier-map-blocks", paramLabel = "N", description = "Most blocks per pod whose storage tier "
+        + "(GPU, CPU, disk; local or remote) the host tier map keeps for routers (default 8192: 256 KiB per pod). "
+        + "A pod holding more loses the tiers of its least recently updated blocks, which then score as GPU.")
+    private Integer tierMapBlocks;
+
     @Option(names = "--replay-gap-policy", paramLabel = "clear|keep", description = "When an engine no longer "
         + "buffers the batches a restart or gap missed: clear the pod and rebuild it from the replay (default), or "
         + "keep its blocks and mark it suspect.")
@@ -126,6 +131,9 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (idle != null) {
             context.idleStrategy(idle);
+        }
+        if (tierMapBlocks != null) {
+            context.tierMapBlocks(tierMapBlocks);
         }
         if (podMaxBlocks != null) {
             context.podMaxBlocks(podMaxBlocks);

@@ -16,6 +16,7 @@ import static io.kvidx.daemon.config.DaemonContext.Configuration.BLOCK_SIZE_PROP
 import static io.kvidx.daemon.config.DaemonContext.Configuration.CHECKPOINT_INTERVAL_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.METRICS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.POD_MAX_BLOCKS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonContext.Configuration.TIER_MAP_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.REPLAY_GAP_POLICY_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.CAPACITY_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonContext.Configuration.GROUP_PROP_NAME;
@@ -51,7 +52,7 @@ public final class DaemonConfigFile {
         CAPACITY_BLOCKS_PROP_NAME, SHARD_COUNT_PROP_NAME, MAX_PODS_PROP_NAME, WRITERS_PROP_NAME,
         WRITER_QUEUE_LENGTH_PROP_NAME, POD_TIMEOUT_MS_PROP_NAME, HEARTBEAT_INTERVAL_MS_PROP_NAME,
         REPLAY_TIMEOUT_MS_PROP_NAME, IDLE_STRATEGY_PROP_NAME, POD_MAX_BLOCKS_PROP_NAME, REPLAY_GAP_POLICY_PROP_NAME,
-        CHECKPOINT_INTERVAL_MS_PROP_NAME, "zmq", "aeron");
+        CHECKPOINT_INTERVAL_MS_PROP_NAME, TIER_MAP_BLOCKS_PROP_NAME, "zmq", "aeron");
     private static final Set<String> AERON_KEYS = Set.of("channels", "streamId", "dir", "embeddedDriver",
         "termLength");
     private static final Set<String> ZMQ_KEYS = Set.of("endpoint", "pod", "model", "replay", "engine");
@@ -109,6 +110,7 @@ public final class DaemonConfigFile {
                 case REPLAY_TIMEOUT_MS_PROP_NAME -> context.replayTimeoutMs(toInt(source, key, v));
                 case IDLE_STRATEGY_PROP_NAME -> context.idleStrategy(String.valueOf(v));
                 case POD_MAX_BLOCKS_PROP_NAME -> context.podMaxBlocks(toInt(source, key, v));
+                case TIER_MAP_BLOCKS_PROP_NAME -> context.tierMapBlocks(toInt(source, key, v));
                 case REPLAY_GAP_POLICY_PROP_NAME -> context.replayGapPolicy(String.valueOf(v));
                 case CHECKPOINT_INTERVAL_MS_PROP_NAME -> context.checkpointIntervalMs(toLong(source, key, v));
                 case METRICS_PROP_NAME -> context.metrics(String.valueOf(v));

@@ -45,6 +45,7 @@ public final class DaemonContext {
     private boolean embeddedDriver = Configuration.EMBEDDED_DRIVER_DEFAULT;
     private int aeronTermLength = Configuration.AERON_TERM_LENGTH_DEFAULT;
     private int podMaxBlocks = Configuration.POD_MAX_BLOCKS_DEFAULT;
+    private int tierMapBlocks = IndexWriterContext.Configuration.TIER_MAP_BLOCKS_DEFAULT;
     private String replayGapPolicy = Configuration.REPLAY_GAP_POLICY_DEFAULT;
     private long checkpointIntervalMs = Configuration.CHECKPOINT_INTERVAL_MS_DEFAULT;
     private String metrics = Configuration.METRICS_DEFAULT;
@@ -106,7 +107,8 @@ public final class DaemonContext {
      */
     public IndexWriterContext indexContext() {
         return new IndexWriterContext().dir(dir).cell(cell).blockSize(blockSize).capacityBlocks(capacityBlocks)
-            .shardCount(shardCount).maxPods(maxPods).deleteOnClose(deleteOnClose).files(sharedFiles);
+            .shardCount(shardCount).maxPods(maxPods).deleteOnClose(deleteOnClose).files(sharedFiles)
+            .tierMapBlocks(tierMapBlocks);
     }
 
     /**
@@ -496,6 +498,23 @@ public final class DaemonContext {
     }
 
     /**
+     * @param blocks most blocks per pod whose tiers (media, locality) the host tier map beside the index holds;
+     *               one more evicts the least recently updated (counted), which then scores as GPU.
+     * @return this.
+     */
+    public DaemonContext tierMapBlocks(final int blocks) {
+        this.tierMapBlocks = blocks;
+        return this;
+    }
+
+    /**
+     * @return most blocks per pod in the host tier map.
+     */
+    public int tierMapBlocks() {
+        return tierMapBlocks;
+    }
+
+    /**
      * @param policy what to do when an engine's replay no longer reaches back to the first missing batch:
      *               {@code clear} (default) clears the pod and rebuilds it from what the engine still buffers (no
      *               block the engine dropped stays indexed); {@code keep} keeps its blocks and marks it suspect.
@@ -610,6 +629,8 @@ public final class DaemonContext {
          * and doubles as the pod fills, to at most 8 MiB of tmpfs.
          */
         public static final int POD_MAX_BLOCKS_DEFAULT = 1 << 17;
+        /** Host tier map blocks per pod key (default: {@code IndexWriterContext.Configuration}). */
+        public static final String TIER_MAP_BLOCKS_PROP_NAME = "tierMapBlocks";
         /** Replay gap policy key. */
         public static final String REPLAY_GAP_POLICY_PROP_NAME = "replayGapPolicy";
         /** Default replay gap policy: clear the pod, rebuild from the engine's buffer. */

@@ -71,7 +71,17 @@ public enum CounterType {
      */
     DP_RANKS_INVALID(5040, "kvidx invalid data-parallel ranks"),
     /** Batches dropped because their rank's pod id ({@code <pod>#<r>}) was too long or the pods were too many. */
-    DP_RANK_PODS_REJECTED(5041, "kvidx data-parallel rank pods rejected");
+    DP_RANK_PODS_REJECTED(5041, "kvidx data-parallel rank pods rejected"),
+    /** Host tier map entries evicted because a pod's region was full (their blocks then count as GPU). */
+    TIER_MAP_EVICTIONS(5060, "kvidx tier map evictions"),
+    /** Tokenless BlockStored events (empty token_ids, block_size 0: CPU offload before vllm#43468) applied. */
+    TOKENLESS_STORES(5061, "kvidx tokenless stores"),
+    /** Blocks of tokenless BlockStored events whose engine hash the pod's map does not know (not applied). */
+    TOKENLESS_UNKNOWN_BLOCKS(5062, "kvidx tokenless unknown blocks"),
+    /** Events whose medium was an unknown string or not a string (kept, on the "other" medium). */
+    UNKNOWN_MEDIA(5063, "kvidx unknown media"),
+    /** Events whose locality was not a string or an unknown one (kept, locality unspecified). */
+    BAD_LOCALITIES(5064, "kvidx bad localities");
 
     private final int typeId;
     private final String label;

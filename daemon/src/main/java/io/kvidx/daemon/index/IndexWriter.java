@@ -21,7 +21,10 @@ import java.nio.file.Path;
  *   <li>{@link IndexRepair}: what a crash or a failed writer thread left half-done;</li>
  *   <li>{@link EntryTable}: the shards' tables, overflow pools and the writer's side table ({@link WriterMeta});</li>
  *   <li>{@link Eviction}: what a full shard gives up;</li>
- *   <li>{@link PodTable}: pod slots, generations, the alive bitmap and the bounded sweep.</li>
+ *   <li>{@link PodTable}: pod slots, generations, the alive bitmap and the bounded sweep;</li>
+ *   <li>{@link TierMapWriter}: the host tier map beside the index (where each pod holds its blocks), re-created at
+ *   every open; a slot's region follows the pod: given to its generation at registration, emptied when the pod
+ *   clears its cache or goes down.</li>
  * </ul>
  *
  * <p>Publication protocol (readers: {@link io.kvidx.client.index.IndexReader}, spec: docs/index-layout.md):
@@ -53,6 +56,7 @@ public final class IndexWriter implements AutoCloseable {
     private final WriterMeta meta;
     private final EntryTable entries;
     private final PodTable pods;
+    private final TierMapWriter tiers;
     private volatile boolean closed;
 
     private IndexWriter(final IndexWriterContext context, final IndexFiles.Opened opened) {
@@ -75,6 +79,14 @@ public final class IndexWriter implements AutoCloseable {
         // A new file needs no repair but the same scan rebuilds the writer's heap state (free lists, clocks).
         this.repair = IndexRepair.attach(entries);
         pods.load();
+        try {
+            this.tiers = TierMapWriter.create(context.files, context.indexFile(), context.maxPods,
+                context.tierMapBlocks);
+        } catch (final RuntimeException ex) {
+            meta.close();
+            region.close();
+            throw ex;
+        }
     }
 
     /**
@@ -151,7 +163,9 @@ public final class IndexWriter implements AutoCloseable {
      * @throws PodCapacityExceededException when every slot is alive or still draining.
      */
     public int registerPod(final String podId, final String model) {
-        return pods.register(podId, model);
+        final int slot = pods.register(podId, model);
+        tiers.attach(slot, pods.generation(slot));
+        return slot;
     }
 
     /**
@@ -217,7 +231,9 @@ public final class IndexWriter implements AutoCloseable {
      */
     public boolean podDown(final int slot) {
         checkSlot(slot);
-        return pods.down(slot);
+        final boolean wasAlive = pods.down(slot);
+        tiers.detach(slot);
+        return wasAlive;
     }
 
     /**
@@ -247,6 +263,15 @@ public final class IndexWriter implements AutoCloseable {
     public void clearPod(final int slot) {
         checkSlot(slot);
         pods.clear(slot);
+        tiers.clear(slot);
+    }
+
+    /**
+     * @return the host tier map beside the index; its regions are written by the pods' writer threads (one thread
+     * per pod, as for {@link #store}).
+     */
+    public TierMapWriter tiers() {
+        return tiers;
     }
 
     // ---------------------------------------------------------------------------------------------------------
@@ -414,12 +439,14 @@ public final class IndexWriter implements AutoCloseable {
             return;
         }
         closed = true;
+        tiers.close();
         meta.close();
         region.close();
         if (context.deleteOnClose) {
             try {
                 Files.deleteIfExists(context.indexFile());
                 Files.deleteIfExists(meta.path());
+                Files.deleteIfExists(tiers.path());
             } catch (final IOException ex) {
                 throw new IndexException("cannot delete " + context.indexFile(), ex);
             }

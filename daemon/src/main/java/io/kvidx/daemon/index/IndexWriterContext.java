@@ -2,6 +2,7 @@ package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.client.index.IndexDescriptor;
+import io.kvidx.client.tiers.TierMapDescriptor;
 import io.kvidx.ffm.SharedFiles;
 
 import java.nio.file.Path;
@@ -27,6 +28,7 @@ public final class IndexWriterContext {
     boolean adviseRandom = true;
     boolean hugePages = true;
     boolean prefetch = true;
+    int tierMapBlocks = Configuration.TIER_MAP_BLOCKS_DEFAULT;
     SharedFiles files;
     boolean concluded;
 
@@ -69,6 +71,7 @@ public final class IndexWriterContext {
             throw new IllegalArgumentException("at most 2^30 entries per index: " + shardCount + " shards x "
                 + slotsPerShard + " slots");
         }
+        TierMapDescriptor.slotsFor(tierMapBlocks);
         IndexConfiguration.indexFile(dir, cell);
         concluded = true;
         return this;
@@ -194,6 +197,23 @@ public final class IndexWriterContext {
     }
 
     /**
+     * @param blocks most blocks per pod whose tiers the host tier map holds (beside the index, file {@code tiers});
+     *               one more evicts the least recently updated (sampled).
+     * @return this.
+     */
+    public IndexWriterContext tierMapBlocks(final int blocks) {
+        this.tierMapBlocks = blocks;
+        return this;
+    }
+
+    /**
+     * @return most blocks per pod the host tier map holds.
+     */
+    public int tierMapBlocks() {
+        return tierMapBlocks;
+    }
+
+    /**
      * @param files modes and group of the cell directory and index file (default: the user's primary group).
      * @return this.
      */
@@ -300,6 +320,11 @@ public final class IndexWriterContext {
         public static final int MAX_CHAIN_LENGTH_DEFAULT = 8192;
         /** Default router block size (vLLM's default). */
         public static final int BLOCK_SIZE_DEFAULT = 16;
+        /**
+         * Default blocks per pod in the host tier map: 8192 (16384 slots, 256 KiB per pod, 64 MiB for 256 pods;
+         * tmpfs pages of pods never registered are never touched).
+         */
+        public static final int TIER_MAP_BLOCKS_DEFAULT = 8192;
 
         private Configuration() {
         }

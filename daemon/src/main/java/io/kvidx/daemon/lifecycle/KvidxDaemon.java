@@ -267,7 +267,7 @@ public final class KvidxDaemon implements AutoCloseable {
     /** How long close waits for the writers to drain their queues. */
     private static final long CLOSE_DRAIN_NS = java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
 
-    /** Mirrors the index's eviction count into its counter once a second. */
+    /** Mirrors the index's and the tier map's eviction counts into their counters once a second. */
     private final class EvictionMirror implements Agent {
         private long next;
 
@@ -279,6 +279,7 @@ public final class KvidxDaemon implements AutoCloseable {
             }
             next = now + 1000;
             counters.get(CounterType.EVICTIONS).setRelease(index.evictions());
+            counters.get(CounterType.TIER_MAP_EVICTIONS).setRelease(index.tiers().evictions());
             return 1;
         }
 

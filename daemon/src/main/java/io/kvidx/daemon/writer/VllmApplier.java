@@ -26,7 +26,9 @@ import java.util.Arrays;
  *   {@code "lora-id:<id>"} (never as the base model).</li>
  * </ul>
  * A hybrid model's events count only for the KV cache group the index follows ({@link AttentionGroups}).
- * A block stored on several media (GPU, CPU, disk) leaves the index only when removed from all of them. The
+ * A block stored on several media (GPU, CPU, disk) leaves the index only when removed from all of them; its media
+ * and locality are kept in the host tier map ({@link TierRecorder}). Tokenless BlockStored events (CPU offload
+ * before vllm#43468: no token ids, block size 0) are applied through the block map ({@link TokenlessStores}). The
  * pod's block map is bounded ({@code --pod-max-blocks}): a pod holding more evicts its least recently stored
  * blocks from the map and the index (counted as block map evictions).
  *
@@ -55,6 +57,8 @@ final class VllmApplier implements VllmEventListener {
     private long[] evictedHashes = new long[16];
     private long[] evictedKeys = new long[16];
     private long[] keys = new long[256];
+    private final TierRecorder tiers;
+    private final TokenlessStores tokenless;
     private PodState pod;
     private double batchTimestamp;
 
@@ -76,6 +80,15 @@ final class VllmApplier implements VllmEventListener {
         this.unknownRemovals = counters.get(CounterType.UNKNOWN_REMOVALS);
         this.mapEvictions = counters.get(CounterType.BLOCK_MAP_EVICTIONS);
         this.otherGroupEvents = counters.get(CounterType.OTHER_GROUP_EVENTS);
+        this.tiers = new TierRecorder(index.tiers(), counters, errors);
+        this.tokenless = new TokenlessStores(index, tiers, counters, errors);
+    }
+
+    /**
+     * @return the host tier map's recorder for this agent's pods.
+     */
+    TierRecorder tiers() {
+        return tiers;
     }
 
     void pod(final PodState pod) {
@@ -112,6 +125,12 @@ final class VllmApplier implements VllmEventListener {
             return;
         }
         final int n = e.hashCount();
+        tiers.check(e, p);
+        if (e.isTokenless()) {
+            tokenless.apply(p, e);
+            eventsApplied.increment();
+            return;
+        }
         final int bs = e.blockSize() < 0 ? blockSize : e.blockSize();
         if (bs != blockSize) {
             blockSizeMismatches.increment();
@@ -170,6 +189,7 @@ final class VllmApplier implements VllmEventListener {
                 }
             }
             map.store(hashes[i], k[i], bit);
+            tiers.stored(p.slot, k[i], map.lastMedia(), bit, e.locality());
         }
         int added = n == 0 ? 0 : index.store(p.slot, k, 0, n, indexParent);
         // A batch larger than the map's room evicts the mappings of its own first blocks above, before the index
@@ -179,6 +199,7 @@ final class VllmApplier implements VllmEventListener {
             if (map.get(evictedHashes[i]) == PodState.MISSING) {
                 evicted[0] = evictedKeys[i];
                 added -= index.remove(p.slot, evicted, 0, 1);
+                tiers.forget(p.slot, evictedKeys[i]);
             }
         }
         blocksStored.getAndAdd(added);
@@ -200,6 +221,7 @@ final class VllmApplier implements VllmEventListener {
             evicted[0] = key;
             index.remove(p.slot, evicted, 0, 1);
             map.evictSelected();
+            tiers.forget(p.slot, key);
             mapEvictions.increment();
             errors.report(CounterType.BLOCK_MAP_EVICTIONS.typeId(), p.podNumber, () -> "pod " + p.podId
                 + ": more than " + map.maxBlocks() + " blocks held (removals lost, or --pod-max-blocks too small);"
@@ -239,6 +261,7 @@ final class VllmApplier implements VllmEventListener {
         final long[] hashes = e.hashes();
         final long bit = mediumBit(e.medium());
         final PodBlockMap map = p.blocks;
+        tiers.check(e, p);
         int m = 0;
         int unknown = 0;
         touch(map, hashes, n);
@@ -253,8 +276,11 @@ final class VllmApplier implements VllmEventListener {
         }
         final int removed = m == 0 ? 0 : index.remove(p.slot, k, 0, m);
         for (int i = 0; i < n; i++) {
-            if (map.release(hashes[i], bit) == PodState.MISSING) {
+            final long key = map.release(hashes[i], bit);
+            if (key == PodState.MISSING) {
                 unknown++;
+            } else {
+                tiers.released(p.slot, key, map.lastReleaseRemoved(), map.lastMedia());
             }
         }
         if (unknown > 0) {

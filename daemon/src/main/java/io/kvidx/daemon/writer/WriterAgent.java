@@ -251,6 +251,10 @@ public final class WriterAgent implements Agent, MessageHandler {
             // (a warm restart), empty when the slot was just given to it.
             pod.closeBlocks();
             pod.blocks = blockMaps.open(slot, pod.podId, index.generation(slot));
+            if (pod.blocks.restored()) {
+                // The host tier map is re-created at every start: a warm restart refills it from the block map.
+                vllm.tiers().refill(slot, pod.blocks);
+            }
             pod.slot = slot;
             pod.lastHeardMs = now;
             if (stats != null) {

@@ -70,7 +70,9 @@ class StagedIndexFileTest {
             assertEquals("rwxr-x---", mode(cell), "an existing wider cell directory is tightened");
             assertEquals(files.group(), group(cell));
             assertEquals("rwxrwxrwx", mode(dir), "the parent is never changed");
-            assertEquals(List.of("index"), names(cell), "no temporary file left");
+            assertEquals("rw-r-----", mode(writer.tiers().path()), "the host tier map beside it, same rules");
+            assertEquals(files.group(), group(writer.tiers().path()));
+            assertEquals(List.of("index", "tiers"), names(cell), "no temporary file left");
         }
     }
 

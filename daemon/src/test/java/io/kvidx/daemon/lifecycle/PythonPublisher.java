@@ -35,9 +35,19 @@ final class PythonPublisher implements AutoCloseable {
      * @param log    where the publisher's stderr goes.
      */
     PythonPublisher(final String topic, final int buffer, final Path log) throws Exception {
+        this(topic, buffer, log, "map");
+    }
+
+    /**
+     * @param topic  topic of the single-topic commands (the stream uses one topic per pod).
+     * @param buffer batches kept for replay.
+     * @param log    where the publisher's stderr goes.
+     * @param shape  event shape: "map" (current vLLM) or "array" (before mid-2026).
+     */
+    PythonPublisher(final String topic, final int buffer, final Path log, final String shape) throws Exception {
         process = new ProcessBuilder(ChildProcesses.PYTHON.toString(), ChildProcesses.PUBLISHER.toString(), "--topic",
-            topic, "--captures", ChildProcesses.CAPTURES.toString(), "--buffer", Integer.toString(buffer))
-            .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+            topic, "--captures", ChildProcesses.CAPTURES.toString(), "--buffer", Integer.toString(buffer), "--shape",
+            shape).redirectError(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
         out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
         in = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
         final String ready = readLine(30_000);

@@ -19,11 +19,11 @@ public class IndexAccessDeniedException extends IndexException {
     }
 
     /**
-     * @param file the index file.
+     * @param file a file of the cell (the index, the host tier map).
      * @param ex   the file system's refusal (its file may be the file or a directory above it).
      * @return the exception to throw.
      */
-    static IndexAccessDeniedException of(final Path file, final AccessDeniedException ex) {
+    public static IndexAccessDeniedException of(final Path file, final AccessDeniedException ex) {
         final String denied = ex.getFile() == null || ex.getFile().equals(file.toString()) ? ""
             : " (denied on " + ex.getFile() + ")";
         return new IndexAccessDeniedException("permission denied reading kvidx index " + file + denied + " as user '"

@@ -131,6 +131,14 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
     }
 
     /**
+     * @return the index file this view attaches to (its directory also holds the cell's other shared files, e.g.
+     * the host tier map).
+     */
+    public java.nio.file.Path indexFile() {
+        return attachContext.indexFile();
+    }
+
+    /**
      * Cold-path maintenance: replaces a reader whose file was re-created (or which cannot be checked) with one of
      * the current file, attaches when none is mapped, and unmaps retired readers once no query is in flight on
      * them (waiting up to {@link #RETIRE_WAIT_MS}). Call it from a housekeeping thread now and then.

@@ -46,7 +46,7 @@ public final class RoutingProfiles {
         } else {
             b.prepare(new BlockKeysPreparer("block-keys", keyFunction, blockSize));
         }
-        return cacheAwareStages(b, index, registry, overlay);
+        return cacheAwareStages(b, index, registry, overlay, null);
     }
 
     /**
@@ -63,12 +63,32 @@ public final class RoutingProfiles {
      */
     public static Profile cacheAware(final String name, final PodIndex index, final PodRegistry registry,
         final RouterKeyHasher hasher, final PickOverlay overlay) {
+        return cacheAware(name, index, registry, hasher, overlay, null);
+    }
+
+    /**
+     * Cache-aware over router keys, tier-weighted: like {@link #cacheAware(String, PodIndex, PodRegistry,
+     * RouterKeyHasher, PickOverlay)} with a tier-weighted {@link CacheAffinityScorer} (llm-d's weights: GPU 1.0,
+     * CPU 0.8; disk 0.5), which reads the tiers of its few best candidates by depth from {@code tiers}: in product
+     * code the host tier map, {@code TierMap.nextTo(index, registry)}.
+     *
+     * @param name     profile name.
+     * @param index    the index.
+     * @param registry the pods.
+     * @param hasher   router-key hasher; its block size must equal the index's.
+     * @param overlay  recent-pick overlay, or null.
+     * @param tiers    where pods hold their blocks, or null for depth-only scoring.
+     * @return the profile.
+     * @throws IllegalArgumentException when the hasher's block size differs from the index's.
+     */
+    public static Profile cacheAware(final String name, final PodIndex index, final PodRegistry registry,
+        final RouterKeyHasher hasher, final PickOverlay overlay, final CacheAffinityScorer.TierLookup tiers) {
         if (index.blockSize() > 0 && index.blockSize() != hasher.blockSize()) {
             throw new IllegalArgumentException("router block size " + hasher.blockSize() + " differs from the index's "
                 + index.blockSize() + ": every prefix would score 0");
         }
         return cacheAwareStages(Profile.builder(name).prepare(new RouterKeysPreparer("router-keys", hasher)), index,
-            registry, overlay);
+            registry, overlay, tiers);
     }
 
     /**
@@ -76,12 +96,14 @@ public final class RoutingProfiles {
      * alive filter, cache affinity + least load, max score.
      */
     private static Profile cacheAwareStages(final Profile.Builder b, final PodIndex index, final PodRegistry registry,
-        final PickOverlay overlay) {
+        final PickOverlay overlay, final CacheAffinityScorer.TierLookup tiers) {
         return b.prepare(new PrefixQueryPreparer("prefix-query",
                 overlay == null ? PrefixQueryPreparer.Mode.INDEX : PrefixQueryPreparer.Mode.INDEX_AND_OVERLAY,
                 overlay))
             .filter(new AliveFilter("alive", index))
-            .score(new CacheAffinityScorer("cache-affinity"), CACHE_WEIGHT_DEFAULT)
+            .score(tiers == null ? new CacheAffinityScorer("cache-affinity") : new CacheAffinityScorer("cache-affinity",
+                tiers, CacheAffinityScorer.GPU_WEIGHT_DEFAULT, CacheAffinityScorer.CPU_WEIGHT_DEFAULT,
+                CacheAffinityScorer.DISK_WEIGHT_DEFAULT), CACHE_WEIGHT_DEFAULT)
             .score(new LeastLoadScorer("least-load", registry, LoadMetric.REQUESTS), LOAD_WEIGHT_DEFAULT)
             .pick(new MaxScorePicker("max-score"))
             .build(registry);

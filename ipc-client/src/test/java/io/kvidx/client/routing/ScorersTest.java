@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Test;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ScorersTest {
     private static final double EPS = 1e-9;
@@ -58,6 +59,36 @@ class ScorersTest {
         new CacheAffinityScorer("t", tiers, 1.0, 0.5, 0.5).score(ctx, scores);
         assertEquals(0.75, scores[1], EPS);
         assertThrows(IllegalArgumentException.class, () -> new CacheAffinityScorer("t", tiers, 1.5, 0.8, 0.5));
+    }
+
+    @Test
+    void shouldReadTiersOfTheBestCandidatesByDepthOnly() {
+        final PodRegistry registry = PluginTestSupport.registry(6);
+        // Slots 1 and 2 tie on depth 6 (1 on GPU, 2 on CPU); 3 holds 5; 4 holds 2; 0 and 5 hold nothing.
+        final RoutingContext ctx = withDepths(registry, 8, 0, 6, 6, 5, 2, 0);
+        final long[] keys = TestKeys.keys(3, 8);
+        ctx.keys(keys, 0, 8);
+        final int[] lookups = new int[6];
+        final CacheAffinityScorer.TierLookup tiers = (slot, key) -> {
+            lookups[slot]++;
+            return slot == 2 ? CacheAffinityScorer.TierLookup.CPU : CacheAffinityScorer.TierLookup.GPU;
+        };
+        final double[] scores = new double[256];
+        final CacheAffinityScorer scorer = new CacheAffinityScorer("t", tiers, 1.0, 0.8, 0.5, 2);
+        scorer.score(ctx, scores);
+        assertArrayEquals(new int[] {0, 6, 6, 0, 0, 0}, lookups, "only the 2 best by depth are looked up, once per "
+            + "cached leading block");
+        assertEquals(6 / 8.0, scores[1], EPS);
+        assertEquals(6 * 0.8 / 8, scores[2], EPS);
+        assertTrue(scores[1] > scores[2], "the GPU pod ranks above the CPU pod of the same depth");
+        assertEquals(5 * 0.5 / 8, scores[3], EPS, "not looked up: depth x lowest weight, a lower bound");
+        assertEquals(2 * 0.5 / 8, scores[4], EPS);
+        assertEquals(0, scores[0], EPS);
+        java.util.Arrays.fill(lookups, 0);
+        new CacheAffinityScorer("t", tiers, 1.0, 0.8, 0.5, 3).score(ctx, scores);
+        assertArrayEquals(new int[] {0, 6, 6, 5, 0, 0}, lookups);
+        assertEquals(5 / 8.0, scores[3], EPS);
+        assertThrows(IllegalArgumentException.class, () -> new CacheAffinityScorer("t", tiers, 1, 0.8, 0.5, 0));
     }
 
     @Test

@@ -27,7 +27,7 @@ public final class VllmEvent {
     public static final int MEDIUM_CPU = 2;
     /** "DISK". */
     public static final int MEDIUM_DISK = 3;
-    /** Any other medium string. */
+    /** Any other medium string (counted as an unknown medium). */
     public static final int MEDIUM_OTHER = 4;
 
     /** No {@code kv_cache_spec_kind} (engines before vllm#40984, and every BlockRemoved). */
@@ -36,6 +36,17 @@ public final class VllmEvent {
     public static final int SPEC_KIND_FULL_ATTENTION = 1;
     /** Any other kind ({@code sliding_window}, {@code mamba}, {@code chunked_local_attention}, ...). */
     public static final int SPEC_KIND_OTHER = 2;
+    /** Locality absent (vLLM: unspecified, never inferred; kvidx treats the copy as the pod's own). */
+    public static final int LOCALITY_UNSPECIFIED = 0;
+    /** "LOCAL": the storage is local to the publishing instance. */
+    public static final int LOCALITY_LOCAL = 1;
+    /** "REMOTE": the storage is not local to the publishing instance. */
+    public static final int LOCALITY_REMOTE = 2;
+
+    /** Field flag: the medium was a string kvidx does not know (kept as {@link #MEDIUM_OTHER}). */
+    public static final int FLAG_UNKNOWN_MEDIUM = 1;
+    /** Field flag: the locality was not a string, or an unknown one (defaulted to unspecified). */
+    public static final int FLAG_BAD_LOCALITY = 2;
 
     /** No problem. */
     public static final int PROBLEM_NONE = 0;
@@ -69,6 +80,8 @@ public final class VllmEvent {
     int specKind;
     byte[] cacheSalt = new byte[32];
     int cacheSaltLength = -1;
+    int locality;
+    int flags;
 
     void reset() {
         type = TYPE_UNKNOWN;
@@ -84,6 +97,8 @@ public final class VllmEvent {
         groupIdx = 0;
         specKind = SPEC_KIND_ABSENT;
         cacheSaltLength = -1;
+        locality = LOCALITY_UNSPECIFIED;
+        flags = 0;
     }
 
     void ensureHashes(final int n) {
@@ -384,6 +399,28 @@ public final class VllmEvent {
     public VllmEvent loraId(final long id) {
         this.loraId = id;
         return this;
+    }
+
+    /**
+     * @return one of {@code LOCALITY_*} (vLLM's {@code locality}, newer versions).
+     */
+    public int locality() {
+        return locality;
+    }
+
+    /**
+     * @return {@code FLAG_*} bits: field values that were defaulted rather than dropping the event.
+     */
+    public int flags() {
+        return flags;
+    }
+
+    /**
+     * @return true for a BlockStored without tokens ({@code token_ids = []}, {@code block_size = 0}): vLLM's CPU
+     * offload events before vllm#43468, which name blocks the pod already holds by engine hash only.
+     */
+    public boolean isTokenless() {
+        return type == TYPE_BLOCK_STORED && blockSize == 0 && tokenCount == 0 && hashCount > 0;
     }
 
     /**

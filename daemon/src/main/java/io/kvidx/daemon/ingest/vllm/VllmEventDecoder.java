@@ -49,12 +49,18 @@ public final class VllmEventDecoder {
     private static final byte[] KIND_FULL_ATTENTION = ascii("full_attention");
     private static final byte[] KIND_MLA_ATTENTION = ascii("mla_attention");
     private static final byte[] KIND_SINK_FULL_ATTENTION = ascii("sink_full_attention");
+    private static final byte[] K_LOCALITY = ascii("locality");
     private static final byte[] K_TS = ascii("ts");
     private static final byte[] K_EVENTS = ascii("events");
     private static final byte[] K_DP_RANK = ascii("data_parallel_rank");
     private static final byte[] M_GPU = ascii("GPU");
     private static final byte[] M_CPU = ascii("CPU");
     private static final byte[] M_DISK = ascii("DISK");
+    /** Other names of the media (vLLM's offloading tiers, SGLang's HiCache, Dynamo's aliases). */
+    private static final byte[][] M_CPU_ALIASES = {ascii("CPU_PINNED"), ascii("CPU_TIER1")};
+    private static final byte[][] M_DISK_ALIASES = {ascii("STORAGE"), ascii("FS"), ascii("OBJ"), ascii("CPU_TIER2")};
+    private static final byte[] L_LOCAL = ascii("LOCAL");
+    private static final byte[] L_REMOTE = ascii("REMOTE");
 
     private final MsgpackCursor in = new MsgpackCursor();
     private final VllmEvent event = new VllmEvent();
@@ -221,6 +227,7 @@ public final class VllmEventDecoder {
                     case 7 -> F_LORA_NAME;
                     case 9 -> F_GROUP_IDX;
                     case 10 -> F_SPEC_KIND;
+                    case 12 -> F_LOCALITY;
                     default -> F_SKIP;
                 };
             } else if (e.type == VllmEvent.TYPE_BLOCK_REMOVED) {
@@ -228,6 +235,7 @@ public final class VllmEventDecoder {
                     case 1 -> F_HASHES;
                     case 2 -> F_MEDIUM;
                     case 3 -> F_GROUP_IDX;
+                    case 4 -> F_LOCALITY;
                     default -> F_SKIP;
                 };
             } else {
@@ -274,6 +282,8 @@ public final class VllmEventDecoder {
                 field = F_GROUP_IDX;
             } else if (in.payloadEquals(len, K_SPEC_KIND)) {
                 field = F_SPEC_KIND;
+            } else if (in.payloadEquals(len, K_LOCALITY)) {
+                field = F_LOCALITY;
             } else {
                 field = F_SKIP;
             }
@@ -292,6 +302,7 @@ public final class VllmEventDecoder {
     private static final int F_LORA_NAME = 7;
     private static final int F_GROUP_IDX = 8;
     private static final int F_SPEC_KIND = 9;
+    private static final int F_LOCALITY = 10;
 
     private void decodeField(final VllmEvent e, final int field) {
         if (field == F_SKIP || in.tryReadNil()) {
@@ -343,14 +354,37 @@ public final class VllmEventDecoder {
                         e.medium = VllmEvent.MEDIUM_GPU;
                     } else if (in.payloadEquals(len, M_CPU)) {
                         e.medium = VllmEvent.MEDIUM_CPU;
-                    } else if (in.payloadEquals(len, M_DISK)) {
+                    } else if (in.payloadEquals(len, M_DISK) || anyEquals(len, M_DISK_ALIASES)) {
                         e.medium = VllmEvent.MEDIUM_DISK;
+                    } else if (anyEquals(len, M_CPU_ALIASES)) {
+                        e.medium = VllmEvent.MEDIUM_CPU;
                     } else {
                         e.medium = VllmEvent.MEDIUM_OTHER;
+                        e.flags |= VllmEvent.FLAG_UNKNOWN_MEDIUM;
                     }
                     in.skipBytes(len);
                 } else {
-                    fieldTypeProblem(e);
+                    // Defaulted and flagged: the event's blocks are kept, on an unknown medium.
+                    e.medium = VllmEvent.MEDIUM_OTHER;
+                    e.flags |= VllmEvent.FLAG_UNKNOWN_MEDIUM;
+                    in.skipValue();
+                }
+            }
+            case F_LOCALITY -> {
+                // A bad locality is defaulted (unspecified) and flagged, never a reason to drop the event.
+                if (t == TYPE_STR) {
+                    final int len = in.readRawHeader();
+                    if (in.payloadEquals(len, L_LOCAL)) {
+                        e.locality = VllmEvent.LOCALITY_LOCAL;
+                    } else if (in.payloadEquals(len, L_REMOTE)) {
+                        e.locality = VllmEvent.LOCALITY_REMOTE;
+                    } else {
+                        e.flags |= VllmEvent.FLAG_BAD_LOCALITY;
+                    }
+                    in.skipBytes(len);
+                } else {
+                    e.flags |= VllmEvent.FLAG_BAD_LOCALITY;
+                    in.skipValue();
                 }
             }
             case F_SPEC_KIND -> {
@@ -469,6 +503,15 @@ public final class VllmEventDecoder {
         }
         in.skipBytes(len);
         return type;
+    }
+
+    private boolean anyEquals(final int len, final byte[][] names) {
+        for (final byte[] name : names) {
+            if (in.payloadEquals(len, name)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void fieldTypeProblem(final VllmEvent e) {

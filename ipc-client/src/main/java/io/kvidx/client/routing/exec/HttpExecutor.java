@@ -39,6 +39,10 @@ import java.util.Set;
  * {@code X-data-parallel-rank: 0}, so that the engine's own balancer does not move the request to another rank. A
  * client's own {@code X-data-parallel-rank} header is never forwarded: the router chose the rank.
  *
+ * <p>Cache hint (off by default): with a {@link CacheHint}, every request to a chosen pod carries one header naming
+ * where that pod holds the prompt's matched prefix (GPU, CPU, disk), read from the host tier map for that pod only;
+ * a client's header of the same name is replaced.
+ *
  * <p><b>Note:</b> thread safe; one shared {@link HttpClient}.
  */
 public final class HttpExecutor implements Executor {
@@ -50,6 +54,7 @@ public final class HttpExecutor implements Executor {
     private final PrefillDecodeAdapter adapter;
     private final int maxAttempts;
     private final Duration requestTimeout;
+    private final CacheHint hint;
 
     /**
      * @param router         the router whose plans this executes (workflow and registry).
@@ -60,6 +65,20 @@ public final class HttpExecutor implements Executor {
      */
     public HttpExecutor(final Router router, final PrefillDecodeAdapter adapter, final int maxAttempts,
         final Duration connectTimeout, final Duration requestTimeout) {
+        this(router, adapter, maxAttempts, connectTimeout, requestTimeout, null);
+    }
+
+    /**
+     * @param router         the router whose plans this executes (workflow and registry).
+     * @param adapter        prefill/decode body rewriting (null: {@link PrefillDecodeAdapter#vllm()}).
+     * @param maxAttempts    attempts per stage (>= 1).
+     * @param connectTimeout connect timeout.
+     * @param requestTimeout time to the response headers (and the whole prefill answer).
+     * @param hint           the cache hint header to send to the chosen pods, or null for none.
+     */
+    public HttpExecutor(final Router router, final PrefillDecodeAdapter adapter, final int maxAttempts,
+        final Duration connectTimeout, final Duration requestTimeout, final CacheHint hint) {
+        this.hint = hint;
         if (maxAttempts < 1) {
             throw new IllegalArgumentException("maxAttempts must be >= 1: " + maxAttempts);
         }
@@ -89,7 +108,7 @@ public final class HttpExecutor implements Executor {
                 }
                 prefillSlot = plan.prefillSlot();
                 attempts++;
-                prefillAnswer = prefill(prefillSlot, request, prefillBody, promptTokens, failures);
+                prefillAnswer = prefill(ctx, prefillSlot, request, prefillBody, promptTokens, failures);
                 if (prefillAnswer == null) {
                     plan = router.workflow().replan(ctx, prefillSlot);
                 }
@@ -123,7 +142,8 @@ public final class HttpExecutor implements Executor {
             } else {
                 registry.requestStarted(slot, promptTokens);
                 try {
-                    final HttpResponse<InputStream> response = client.send(post(target, request.headers(), body),
+                    final HttpResponse<InputStream> response = client.send(post(target, request.headers(), body,
+                            hint == null ? null : hint.value(ctx, slot)),
                         HttpResponse.BodyHandlers.ofInputStream());
                     if (response.statusCode() >= 500) {
                         final String start = readStart(response.body());
@@ -153,8 +173,8 @@ public final class HttpExecutor implements Executor {
         throw new ExecutionException(stage + " failed on " + maxAttempts + " pod(s)", failures);
     }
 
-    private byte[] prefill(final int slot, final ProxyRequest request, final byte[] body, final int promptTokens,
-        final List<ExecutionException.Attempt> failures) throws InterruptedException {
+    private byte[] prefill(final RoutingContext ctx, final int slot, final ProxyRequest request, final byte[] body,
+        final int promptTokens, final List<ExecutionException.Attempt> failures) throws InterruptedException {
         final Target target = target(slot, request.path());
         if (target == null) {
             failures.add(new ExecutionException.Attempt("prefill", slot, "pod has no endpoint in the registry"));
@@ -162,7 +182,8 @@ public final class HttpExecutor implements Executor {
         }
         registry.requestStarted(slot, promptTokens);
         try {
-            final HttpResponse<byte[]> response = client.send(post(target, request.headers(), body),
+            final HttpResponse<byte[]> response = client.send(post(target, request.headers(), body,
+                    hint == null ? null : hint.value(ctx, slot)),
                 HttpResponse.BodyHandlers.ofByteArray());
             if (response.statusCode() / 100 != 2) {
                 failures.add(new ExecutionException.Attempt("prefill", slot, "HTTP " + response.statusCode() + ": "
@@ -232,19 +253,24 @@ public final class HttpExecutor implements Executor {
         return false;
     }
 
-    private HttpRequest post(final Target target, final Map<String, String> headers, final byte[] body) {
+    private HttpRequest post(final Target target, final Map<String, String> headers, final byte[] body,
+        final String hintValue) {
         final HttpRequest.Builder b = HttpRequest.newBuilder(target.uri()).timeout(requestTimeout)
             .header("Content-Type", "application/json")
             .POST(HttpRequest.BodyPublishers.ofByteArray(body));
         for (final Map.Entry<String, String> h : headers.entrySet()) {
             if (!RESTRICTED.contains(h.getKey().toLowerCase(java.util.Locale.ROOT))
                 && !"content-type".equalsIgnoreCase(h.getKey())
-                && !DataParallelRanks.HEADER.equalsIgnoreCase(h.getKey())) {
+                && !DataParallelRanks.HEADER.equalsIgnoreCase(h.getKey())
+                && (hintValue == null || !hint.header().equalsIgnoreCase(h.getKey()))) {
                 b.header(h.getKey(), h.getValue());
             }
         }
         if (target.rank() != null) {
             b.header(DataParallelRanks.HEADER, target.rank());
+        }
+        if (hintValue != null) {
+            b.header(hint.header(), hintValue);
         }
         return b.build();
     }

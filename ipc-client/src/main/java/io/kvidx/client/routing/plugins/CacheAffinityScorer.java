@@ -11,8 +11,15 @@ import java.util.Set;
 /**
  * Scores a pod by how much of the prompt it has cached. Depth mode: prefix depth / chain length. Tier-weighted
  * mode: the sum over the pod's cached leading blocks of the weight of the tier each block sits in (gpu 1.0,
- * cpu 0.8, disk 0.5 by default, configurable), divided by the chain length; a {@link TierLookup} tells the tier.
- * Reads {@link Slots#PREFIX_DEPTHS} (and {@link Slots#BLOCK_KEYS} in tier mode). A chain of length 0 scores 0.
+ * cpu 0.8, disk 0.5 by default, configurable), divided by the chain length; a {@link TierLookup} (in product code
+ * the host tier map, {@code io.kvidx.client.tiers.TierMap}) tells the tier.
+ *
+ * <p>The tier lookup is consulted only for the {@code tierCandidates} best candidates by prefix depth (ties broken
+ * by the lower slot), at one lookup per cached leading block; every other candidate scores its depth times the
+ * lowest tier weight, a lower bound of its tier-weighted score, so a pod whose tiers were not read never outscores
+ * one whose tiers were on cache affinity alone. Cost per decision: {@code tierCandidates x depth} lookups at most.
+ *
+ * <p>Reads {@link Slots#PREFIX_DEPTHS} (and {@link Slots#BLOCK_KEYS} in tier mode). A chain of length 0 scores 0.
  *
  * <p><b>Note:</b> thread safe (stateless).
  */
@@ -23,6 +30,8 @@ public final class CacheAffinityScorer implements Scorer {
     public static final double CPU_WEIGHT_DEFAULT = 0.8;
     /** Default weight of a block offloaded to local disk or further. */
     public static final double DISK_WEIGHT_DEFAULT = 0.5;
+    /** Default number of best candidates by depth whose tiers are read. */
+    public static final int TIER_CANDIDATES_DEFAULT = 3;
 
     /**
      * Where a pod holds a block.
@@ -47,6 +56,8 @@ public final class CacheAffinityScorer implements Scorer {
     private final String name;
     private final TierLookup tiers;
     private final double[] tierWeights;
+    private final double lowestWeight;
+    private final int tierCandidates;
 
     /**
      * Depth mode.
@@ -68,9 +79,36 @@ public final class CacheAffinityScorer implements Scorer {
      */
     public CacheAffinityScorer(final String name, final TierLookup tiers, final double gpuWeight,
         final double cpuWeight, final double diskWeight) {
+        this(name, tiers, gpuWeight, cpuWeight, diskWeight, TIER_CANDIDATES_DEFAULT);
+    }
+
+    /**
+     * Tier-weighted mode, reading the tiers of the {@code tierCandidates} best candidates by depth.
+     *
+     * @param name           plugin name.
+     * @param tiers          tier of a held block (null for depth mode).
+     * @param gpuWeight      weight of a GPU block, in [0, 1].
+     * @param cpuWeight      weight of a CPU block, in [0, 1].
+     * @param diskWeight     weight of a disk block, in [0, 1].
+     * @param tierCandidates how many best candidates by depth get their tiers read, {@code >= 1}.
+     */
+    public CacheAffinityScorer(final String name, final TierLookup tiers, final double gpuWeight,
+        final double cpuWeight, final double diskWeight, final int tierCandidates) {
+        if (tierCandidates < 1) {
+            throw new IllegalArgumentException("tier candidates must be >= 1: " + tierCandidates);
+        }
         this.name = name;
         this.tiers = tiers;
         this.tierWeights = new double[] {check(gpuWeight), check(cpuWeight), check(diskWeight)};
+        this.lowestWeight = Math.min(gpuWeight, Math.min(cpuWeight, diskWeight));
+        this.tierCandidates = tierCandidates;
+    }
+
+    /**
+     * @return how many best candidates by depth get their tiers read (tier mode).
+     */
+    public int tierCandidates() {
+        return tierCandidates;
     }
 
     private static double check(final double w) {
@@ -111,15 +149,36 @@ public final class CacheAffinityScorer implements Scorer {
             return;
         }
         final long[] keys = ctx.get(Slots.BLOCK_KEYS).keys();
-        for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
+        final int cn = ctx.sealCandidates();
+        for (int ci = 0; ci < cn; ci++) {
             final int s = ctx.candidateSlot(ci);
-            final int depth = Math.min(d[s], n);
-            double sum = 0;
-            for (int i = 0; i < depth; i++) {
-                final int tier = tiers.tierOf(s, keys[i]);
-                sum += tierWeights[Math.clamp(tier, 0, 2)];
+            scores[s] = Math.min(d[s], n) * lowestWeight * inv;
+        }
+        // The k best by (depth descending, slot ascending), one pass each: no scratch state, no allocation.
+        int prevDepth = Integer.MAX_VALUE;
+        int prevSlot = -1;
+        for (int k = 0; k < tierCandidates; k++) {
+            int best = -1;
+            int bestDepth = 0;
+            for (int ci = 0; ci < cn; ci++) {
+                final int s = ctx.candidateSlot(ci);
+                final int depth = Math.min(d[s], n);
+                final boolean after = depth < prevDepth || (depth == prevDepth && s > prevSlot);
+                if (after && depth > 0 && (depth > bestDepth || (depth == bestDepth && s < best))) {
+                    best = s;
+                    bestDepth = depth;
+                }
             }
-            scores[s] = sum * inv;
+            if (best < 0) {
+                break;
+            }
+            double sum = 0;
+            for (int i = 0; i < bestDepth; i++) {
+                sum += tierWeights[Math.clamp(tiers.tierOf(best, keys[i]), 0, 2)];
+            }
+            scores[best] = sum * inv;
+            prevDepth = bestDepth;
+            prevSlot = best;
         }
     }
 }

@@ -2,6 +2,7 @@ package io.kvidx.client.routing.yaml;
 
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.client.routing.Filter;
+import io.kvidx.client.routing.IndexReaderPodIndex;
 import io.kvidx.client.routing.KeyFunction;
 import io.kvidx.client.routing.Picker;
 import io.kvidx.client.routing.PodIndex;
@@ -46,6 +47,7 @@ import io.kvidx.client.routing.plugins.SessionTable;
 import io.kvidx.client.routing.plugins.SoftmaxPicker;
 import io.kvidx.client.routing.plugins.StickySessionPicker;
 import io.kvidx.client.routing.plugins.WeightedRandomPicker;
+import io.kvidx.client.tiers.TierMap;
 import org.snakeyaml.engine.v2.api.Load;
 import org.snakeyaml.engine.v2.api.LoadSettings;
 import org.snakeyaml.engine.v2.exceptions.YamlEngineException;
@@ -168,12 +170,30 @@ public final class YamlRouting {
         }
 
         /**
-         * @param tiers block tiers (needed by cache-affinity with tiers: true).
+         * @param tiers block tiers for cache-affinity with {@code tiers: true}; when none is given and the index
+         *              is an {@link IndexReaderPodIndex}, the cell's host tier map beside it is opened
+         *              ({@link TierMap#nextTo}) on first use.
          * @return this.
          */
         public Environment tiers(final CacheAffinityScorer.TierLookup tiers) {
             this.tiers = tiers;
             return this;
+        }
+
+        /**
+         * @return the tier lookup given or opened for the profiles (null when none was needed); a {@link TierMap}
+         * opened here is the caller's to close with the index.
+         */
+        public CacheAffinityScorer.TierLookup tiers() {
+            return tiers;
+        }
+
+        /** The tier lookup, opening the host tier map beside the index when none was given. */
+        CacheAffinityScorer.TierLookup tiersOrHostMap() {
+            if (tiers == null && index instanceof IndexReaderPodIndex shared && registry != null) {
+                tiers = TierMap.nextTo(shared, registry);
+            }
+            return tiers;
         }
     }
 
@@ -542,10 +562,12 @@ public final class YamlRouting {
             final PodRegistry r = env.registry;
             return switch (s.type) {
                 case "cache-affinity" -> s.bool("tiers", false)
-                    ? new CacheAffinityScorer(s.name, need(env.tiers, "a tier lookup", s),
+                    ? new CacheAffinityScorer(s.name, need(env.tiersOrHostMap(), "a tier lookup (or a shared-memory"
+                        + " index, beside which the host tier map is opened)", s),
                         s.dbl("gpu", CacheAffinityScorer.GPU_WEIGHT_DEFAULT),
                         s.dbl("cpu", CacheAffinityScorer.CPU_WEIGHT_DEFAULT),
-                        s.dbl("disk", CacheAffinityScorer.DISK_WEIGHT_DEFAULT))
+                        s.dbl("disk", CacheAffinityScorer.DISK_WEIGHT_DEFAULT),
+                        s.integer("tier-candidates", CacheAffinityScorer.TIER_CANDIDATES_DEFAULT))
                     : new CacheAffinityScorer(s.name);
                 case "least-load" -> new LeastLoadScorer(s.name, r,
                     s.enumOf("metric", LoadMetric.class, LoadMetric.REQUESTS));

@@ -1,0 +1,206 @@
+package io.kvidx.client.tiers;
+
+import io.kvidx.client.index.IndexException;
+import io.kvidx.client.routing.IndexReaderPodIndex;
+import io.kvidx.client.routing.PodRegistry;
+import io.kvidx.client.routing.plugins.CacheAffinityScorer;
+
+import java.nio.file.Path;
+import java.util.Objects;
+import java.util.function.IntUnaryOperator;
+
+/**
+ * A router's view of the cell's host tier map: where a pod holds a block it holds (GPU, CPU, disk; local or
+ * remote). It implements {@link CacheAffinityScorer.TierLookup}, so the tier-weighted scorer reads it directly; the
+ * scorer consults it only for its few best candidates by prefix depth, never for every pod.
+ *
+ * <p>It tolerates a missing file: until the daemon has created one (and for at most a retry interval after the
+ * daemon replaced it with a newer file) every lookup answers "unknown", which {@link #tierOf} reports as GPU, vLLM's
+ * default medium (what the depth-only scorer assumes for every block). Attaching allocates and touches the file
+ * system; it happens only while no current file is mapped, at most once per retry interval, on the thread that
+ * notices.
+ *
+ * <p>Slot reuse: a lookup names the generation of the slot its caller learnt from the index's pod table (here
+ * through {@code generationOf}, e.g. a {@link PodRegistry}); tiers recorded for another generation of the slot are
+ * never returned (see {@link TierMapReader#tierBits}).
+ *
+ * <p><b>Note:</b> thread safe; lookups are allocation free once a file is mapped.
+ */
+public final class TierMap implements CacheAffinityScorer.TierLookup, AutoCloseable {
+    /** Default time between two attempts to attach while no current file is mapped. */
+    public static final long RETRY_INTERVAL_MS_DEFAULT = 1_000;
+    /** {@link #tierBits} result: no tier map file is mapped (missing, not ready, or replaced and not yet followed). */
+    public static final int UNAVAILABLE = -4;
+
+    private final Path file;
+    private final IntUnaryOperator generationOf;
+    private final long retryIntervalMs;
+    private final long readBoundNs;
+    private volatile TierMapReader current;
+    private volatile long nextAttachMs;
+    private volatile IndexException attachFailure;
+    private volatile boolean closed;
+
+    /**
+     * @param file            the tier map file ({@code <dir>/<cell>/tiers}).
+     * @param generationOf    slot to the generation the caller's answers belong to.
+     * @param retryIntervalMs how often to try to attach while no current file is mapped, {@code >= 0}.
+     * @param readBoundNs     how long one lookup may wait for the writer, {@code > 0}.
+     */
+    public TierMap(final Path file, final IntUnaryOperator generationOf, final long retryIntervalMs,
+        final long readBoundNs) {
+        if (retryIntervalMs < 0 || readBoundNs <= 0) {
+            throw new IllegalArgumentException("retry interval must be >= 0 and read bound > 0: " + retryIntervalMs
+                + " ms, " + readBoundNs + " ns");
+        }
+        this.file = Objects.requireNonNull(file, "file");
+        this.generationOf = Objects.requireNonNull(generationOf, "generationOf");
+        this.retryIntervalMs = retryIntervalMs;
+        this.readBoundNs = readBoundNs;
+        attachIfDue();
+    }
+
+    /**
+     * The tier map beside an index: same directory and cell; slot generations from the registry (which learns them
+     * from the index's pod table).
+     *
+     * @param index    the index.
+     * @param registry the router's pods.
+     * @return the tier map (attached when the file exists).
+     */
+    public static TierMap nextTo(final IndexReaderPodIndex index, final PodRegistry registry) {
+        return new TierMap(index.indexFile().resolveSibling(TierMapDescriptor.FILE_NAME), registry::generation,
+            RETRY_INTERVAL_MS_DEFAULT, TierMapReader.READ_BOUND_NS_DEFAULT);
+    }
+
+    /**
+     * @param slot pod slot.
+     * @param key  a router key the pod holds.
+     * @return its tier bits (see {@link TierMapDescriptor}), or {@link TierMapReader#ABSENT},
+     * {@link TierMapReader#OTHER_GENERATION}, {@link TierMapReader#BUSY} or {@link #UNAVAILABLE}.
+     */
+    public int tierBits(final int slot, final long key) {
+        final TierMapReader r = reader();
+        if (r == null) {
+            return UNAVAILABLE;
+        }
+        try {
+            return r.tierBits(slot, generationOf.applyAsInt(slot), key);
+        } catch (final IllegalStateException ex) {
+            // Unmapped under us by close(): the JDK refused the access.
+            return UNAVAILABLE;
+        }
+    }
+
+    @Override
+    public int tierOf(final int slot, final long key) {
+        return tierOf(tierBits(slot, key));
+    }
+
+    /**
+     * The tier a block counts as for scoring: {@link #GPU} when a local GPU copy exists, else {@link #CPU} when a
+     * local CPU copy exists, else {@link #DISK} (local disk, storage, other media, or any remote copy). Unknown
+     * tiers (negative bits) count as GPU, vLLM's default medium.
+     *
+     * @param bits tier bits or a negative result of {@link #tierBits}.
+     * @return {@link #GPU}, {@link #CPU} or {@link #DISK}.
+     */
+    public static int tierOf(final int bits) {
+        if (bits < 0) {
+            return GPU;
+        }
+        final int local = bits & TierMapDescriptor.MEDIA_MASK & ~(bits >>> TierMapDescriptor.REMOTE_SHIFT);
+        if ((local & TierMapDescriptor.MEDIUM_GPU) != 0) {
+            return GPU;
+        }
+        if ((local & TierMapDescriptor.MEDIUM_CPU) != 0) {
+            return CPU;
+        }
+        return (bits & TierMapDescriptor.MEDIA_MASK) == 0 ? GPU : DISK;
+    }
+
+    /**
+     * @return the mapped reader, or null while none is.
+     */
+    private TierMapReader reader() {
+        final TierMapReader r = current;
+        if (r != null && !r.isSuperseded()) {
+            return r;
+        }
+        if (closed || System.currentTimeMillis() < nextAttachMs) {
+            return null;
+        }
+        return attachIfDue();
+    }
+
+    private synchronized TierMapReader attachIfDue() {
+        final TierMapReader r = current;
+        if (closed) {
+            return null;
+        }
+        if (r != null && !r.isSuperseded()) {
+            return r;
+        }
+        nextAttachMs = System.currentTimeMillis() + retryIntervalMs;
+        try {
+            final TierMapReader fresh = TierMapReader.attach(file, readBoundNs);
+            if (fresh.isSuperseded()) {
+                // The newer file is not renamed into place yet: try again at the next attempt.
+                fresh.close();
+                return null;
+            }
+            current = fresh;
+            if (r != null) {
+                // A lookup racing with this fails inside the JDK (closed shared arena) and answers UNAVAILABLE.
+                r.close();
+            }
+            attachFailure = null;
+            return fresh;
+        } catch (final IndexException ex) {
+            attachFailure = ex;
+            return null;
+        }
+    }
+
+    /**
+     * @return why the last attempt to attach failed, or null.
+     */
+    public IndexException attachFailure() {
+        return attachFailure;
+    }
+
+    /**
+     * @return true while a tier map file is mapped.
+     */
+    public boolean isAttached() {
+        return current != null;
+    }
+
+    /**
+     * @return lookups that gave up at the read bound (of the current file).
+     */
+    public long busyCount() {
+        final TierMapReader r = current;
+        return r == null ? 0 : r.busyCount();
+    }
+
+    /**
+     * @return the file this view follows.
+     */
+    public Path file() {
+        return file;
+    }
+
+    /**
+     * Unmaps the file; lookups then answer {@link #UNAVAILABLE}.
+     */
+    @Override
+    public synchronized void close() {
+        closed = true;
+        final TierMapReader r = current;
+        current = null;
+        if (r != null) {
+            r.close();
+        }
+    }
+}
