@@ -16,8 +16,9 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * Block keys in kvidx's router-key scheme ({@link RouterKeyHasher}, docs/keys.md): the chain is seeded by the
- * request's model, LoRA adapter and cache salt ({@link RequestMeta}), so requests for different models or adapters
- * never share keys. Reads {@link Slots#TOKENS} and {@link Slots#REQUEST}, writes {@link Slots#BLOCK_KEYS}.
+ * request's model, LoRA adapter and cache salt ({@link RequestMeta}), so requests for different models, adapters or
+ * salts never share keys; blocks overlapping the request's multimodal items ({@link RequestMeta#extras()}) are keyed
+ * with them, so different images behind identical placeholder tokens never share keys either. Reads {@link Slots#TOKENS} and {@link Slots#REQUEST}, writes {@link Slots#BLOCK_KEYS}.
  *
  * <p>Chain seeds are computed once per (model, adapter, salt) and kept in a small direct-mapped cache (compared by
  * string equality, indexed by the strings' cached hash codes), so keying a prompt allocates nothing once its model
@@ -88,7 +89,7 @@ public final class RouterKeysPreparer implements Preparer {
         final BlockKeys keys = ctx.get(Slots.BLOCK_KEYS);
         final long[] out = keys.ensureCapacity(tokens.length() / hasher.blockSize() + 1);
         keys.length(hasher.keys(seed(meta.model(), meta.lora(), meta.cacheSalt()), tokens.ids(), tokens.length(),
-            out));
+            meta.extras(), out));
     }
 
     /**
