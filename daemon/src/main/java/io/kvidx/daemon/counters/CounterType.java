@@ -62,7 +62,9 @@ public enum CounterType {
     /** Replays after a restart or gap that no longer covered the missing batches, with the policy applied. */
     REPLAY_GAP_CLEARS(5028, "kvidx replay gap clears"),
     /** Writer restarts that re-attached to the existing index (warm restarts). */
-    WARM_RESTARTS(5029, "kvidx warm restarts");
+    WARM_RESTARTS(5029, "kvidx warm restarts"),
+    /** BlockStored events dropped for a bad {@code extra_keys} value (wrong shape, count, type, position, size). */
+    BAD_EXTRA_KEYS(5030, "kvidx bad extra keys");
 
     private final int typeId;
     private final String label;

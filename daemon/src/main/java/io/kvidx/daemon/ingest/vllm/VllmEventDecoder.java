@@ -16,7 +16,11 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
  *   <li>outer batch: the positional array {@code [ts, [events...], dp_rank]} ({@code dp_rank} nil or absent), or a
  *   map with keys {@code ts}, {@code events}, {@code data_parallel_rank};</li>
  *   <li>events in both generations: tagged arrays {@code ["BlockStored", hashes, parent, tokens, block_size,
- *   lora_id, medium, lora_name, ...]} and maps with the tag under {@code "type"} and fields by name;</li>
+ *   lora_id, medium, lora_name, extra_keys, group_idx, ...]} and maps with the tag under {@code "type"} and fields
+ *   by name;</li>
+ *   <li>{@code extra_keys} (vllm#33304): one entry per block, nil or an array of str / bin / {@code [str, int]},
+ *   kept as spans (their meaning is the applier's); another shape, another count than {@code block_hashes} or
+ *   more than the limits drop that event only;</li>
  *   <li>block hashes as any msgpack integer (uint64 read as unsigned bits, int64 accepted) or as a bin of 8, 16 or
  *   32 bytes (its last 8 bytes, big-endian);</li>
  *   <li>unknown fields and trailing positional fields are skipped; unknown event types are reported to
@@ -32,6 +36,12 @@ public final class VllmEventDecoder {
     public static final int MAX_HASHES_DEFAULT = 1 << 16;
     /** Default limit of token ids in one event. */
     public static final int MAX_TOKENS_DEFAULT = 1 << 22;
+    /** Limit of {@code extra_keys} elements of one block (vLLM: LoRA, salt, digest and the items it overlaps). */
+    public static final int MAX_EXTRA_KEYS_PER_BLOCK = 1024;
+    /** Limit of one {@code extra_keys} str or bin (a LoRA name, salt, identifier or digest), in bytes. */
+    public static final int MAX_EXTRA_KEY_BYTES = 1 << 16;
+    /** Limit of the {@code extra_keys} payload bytes of one event. */
+    public static final int MAX_EXTRA_BYTES_PER_EVENT = 1 << 24;
 
     private static final byte[] BLOCK_STORED = ascii("BlockStored");
     private static final byte[] BLOCK_REMOVED = ascii("BlockRemoved");
@@ -45,6 +55,7 @@ public final class VllmEventDecoder {
     private static final byte[] K_MEDIUM = ascii("medium");
     private static final byte[] K_LORA_NAME = ascii("lora_name");
     private static final byte[] K_GROUP_IDX = ascii("group_idx");
+    private static final byte[] K_EXTRA_KEYS = ascii("extra_keys");
     private static final byte[] K_TS = ascii("ts");
     private static final byte[] K_EVENTS = ascii("events");
     private static final byte[] K_DP_RANK = ascii("data_parallel_rank");
@@ -179,6 +190,10 @@ public final class VllmEventDecoder {
             if (e.problem == VllmEvent.PROBLEM_NONE && e.type == VllmEvent.TYPE_UNKNOWN) {
                 e.problem = VllmEvent.PROBLEM_UNKNOWN_TYPE;
             }
+            if (e.problem == VllmEvent.PROBLEM_NONE && e.type == VllmEvent.TYPE_BLOCK_STORED && e.hasExtraKeys
+                && e.extraKeyBlocks != e.hashCount) {
+                e.problem = VllmEvent.PROBLEM_EXTRA_KEYS_LENGTH;
+            }
             if (e.problem != VllmEvent.PROBLEM_NONE) {
                 listener.onDropped(e);
             } else {
@@ -215,6 +230,7 @@ public final class VllmEventDecoder {
                     case 5 -> F_LORA_ID;
                     case 6 -> F_MEDIUM;
                     case 7 -> F_LORA_NAME;
+                    case 8 -> F_EXTRA_KEYS;
                     case 9 -> F_GROUP_IDX;
                     default -> F_SKIP;
                 };
@@ -267,6 +283,9 @@ public final class VllmEventDecoder {
                 field = F_LORA_ID;
             } else if (in.payloadEquals(len, K_GROUP_IDX)) {
                 field = F_GROUP_IDX;
+            } else if (in.payloadEquals(len, K_EXTRA_KEYS)) {
+                field = e.type == VllmEvent.TYPE_BLOCK_STORED || e.type == VllmEvent.TYPE_UNKNOWN
+                    ? F_EXTRA_KEYS : F_SKIP;
             } else {
                 field = F_SKIP;
             }
@@ -284,6 +303,7 @@ public final class VllmEventDecoder {
     private static final int F_MEDIUM = 6;
     private static final int F_LORA_NAME = 7;
     private static final int F_GROUP_IDX = 8;
+    private static final int F_EXTRA_KEYS = 9;
 
     private void decodeField(final VllmEvent e, final int field) {
         if (field == F_SKIP || in.tryReadNil()) {
@@ -307,6 +327,7 @@ public final class VllmEventDecoder {
                 }
             }
             case F_TOKENS -> decodeTokens(e);
+            case F_EXTRA_KEYS -> decodeExtraKeys(e);
             case F_BLOCK_SIZE, F_GROUP_IDX -> {
                 if (t == TYPE_INT) {
                     final long v = in.readLong();
@@ -409,6 +430,96 @@ public final class VllmEventDecoder {
             tokens[i] = (int) v;
         }
         e.tokenCount = n;
+    }
+
+    /**
+     * {@code extra_keys}: one entry per block, each nil or an array of str, bin and {@code [str, int]} elements,
+     * kept as element spans over {@link VllmEvent#extraBytes} (their meaning is the applier's). A bad shape or an
+     * element of another type marks the event and skips the rest of the value.
+     */
+    private void decodeExtraKeys(final VllmEvent e) {
+        if (in.peekType() != TYPE_ARRAY) {
+            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            in.skipValue();
+            return;
+        }
+        final int n = in.readArrayHeader();
+        if (n > maxHashes) {
+            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
+            skipElements(n);
+            return;
+        }
+        e.ensureExtraBlocks(n);
+        e.hasExtraKeys = true;
+        e.extraKeyBlocks = n;
+        e.extraCount = 0;
+        e.extraBytesLength = 0;
+        for (int b = 0; b < n; b++) {
+            if (!in.tryReadNil()) {
+                if (in.peekType() != TYPE_ARRAY) {
+                    problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+                    in.skipValue();
+                } else {
+                    final int m = in.readArrayHeader();
+                    if (m > MAX_EXTRA_KEYS_PER_BLOCK) {
+                        problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
+                        skipElements(m);
+                    } else {
+                        for (int j = 0; j < m; j++) {
+                            decodeExtraElement(e);
+                        }
+                    }
+                }
+            }
+            e.extraBlockEnd[b] = e.extraCount;
+        }
+    }
+
+    private void decodeExtraElement(final VllmEvent e) {
+        final int t = in.peekType();
+        if (t == TYPE_STR || t == TYPE_BIN) {
+            final int len = in.readRawHeader();
+            copyExtra(e, t == TYPE_STR ? VllmEvent.EXTRA_STR : VllmEvent.EXTRA_BIN, len, 0);
+            return;
+        }
+        if (t != TYPE_ARRAY) {
+            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            in.skipValue();
+            return;
+        }
+        final int k = in.readArrayHeader();
+        if (k != 2 || in.peekType() != TYPE_STR) {
+            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            skipElements(k);
+            return;
+        }
+        final int len = in.readRawHeader();
+        final int start = in.position();
+        in.skipBytes(len);
+        if (in.peekType() != TYPE_INT) {
+            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            in.skipValue();
+            return;
+        }
+        final boolean unsigned = in.peekUint64();
+        final long offset = in.readLong();
+        final int end = in.position();
+        in.position(start);
+        // An unsigned value above Long.MAX_VALUE is out of any offset's range: keep it so the applier rejects it.
+        copyExtra(e, VllmEvent.EXTRA_MM, len, unsigned && offset < 0 ? Long.MAX_VALUE : offset);
+        in.position(end);
+    }
+
+    /** Copies a str/bin payload of {@code len} bytes at the cursor into the event (or marks it too large). */
+    private void copyExtra(final VllmEvent e, final int kind, final int len, final long value) {
+        if (len > MAX_EXTRA_KEY_BYTES || e.extraBytesLength + len > MAX_EXTRA_BYTES_PER_EVENT) {
+            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
+            in.skipBytes(len);
+            return;
+        }
+        final int i = e.addExtra(kind, len, value);
+        in.buffer().getBytes(in.position(), e.extraBytes, e.extraOffset[i], len);
+        in.skipBytes(len);
     }
 
     private void skipElements(final int n) {
