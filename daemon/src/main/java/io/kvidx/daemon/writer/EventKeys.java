@@ -40,6 +40,8 @@ final class EventKeys {
     static final int BAD_DIGEST = 4;
     /** Elements out of vLLM's order (e.g. an item after the salt, two digests). */
     static final int BAD_ORDER = 5;
+    /** Another number of entries than blocks (the decoder refuses these already; kept for other transports). */
+    static final int BAD_COUNT = 6;
 
     private final RouterKeyHasher hasher;
     private final BlockExtras extras = new BlockExtras();
@@ -65,6 +67,10 @@ final class EventKeys {
         if (!e.hasExtraKeys()) {
             hasher.extend(e.hasParent() ? parentKey : seed(p, e, null, 0, -1), tokens, 0, n * bs, out, 0);
             return OK;
+        }
+        if (e.extraKeyBlocks() != n) {
+            badBlock = Math.min(n, e.extraKeyBlocks());
+            return BAD_COUNT;
         }
         final byte[] x = e.extraBytes();
         final boolean lora = e.hasLoraName();
@@ -137,6 +143,7 @@ final class EventKeys {
             case BAD_OFFSET -> "has a multimodal offset that cannot overlap the block";
             case BAD_DIGEST -> "has a bin that is not a 32-byte prompt-embeds digest";
             case BAD_ORDER -> "has elements out of vLLM's order (LoRA name, items, salt, digest)";
+            case BAD_COUNT -> "is missing or extra: extra_keys has another number of entries than block_hashes";
             default -> "code " + code;
         };
     }

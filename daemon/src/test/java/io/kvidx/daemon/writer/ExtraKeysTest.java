@@ -193,6 +193,43 @@ class ExtraKeysTest {
         assertEquals(0, w.count(CounterType.EVENTS_DROPPED));
     }
 
+    @ParameterizedTest
+    @EnumSource(VllmPayloads.Shape.class)
+    void shouldApplyExtraKeysWithoutAllocating(final VllmPayloads.Shape shape) {
+        // Two tenants with LoRA adapters take turns on one pod (the seed cache misses every time), with images and
+        // prompt-embeds digests on every block: decode, seeds and keys must not allocate once warm.
+        final int[] t = tokens(8 * BS, 7);
+        final List<MultiModalFeature> mm = List.of(new MultiModalFeature("sha256:0123456789abcdef", 5, 50),
+            new MultiModalFeature("sha256:fedcba9876543210", 70, 40));
+        final byte[][] digests = new byte[8][32];
+        final org.agrona.concurrent.UnsafeBuffer[] batches = new org.agrona.concurrent.UnsafeBuffer[2];
+        final int[] lengths = new int[2];
+        for (int i = 0; i < 2; i++) {
+            final String lora = i == 0 ? "Alice" : "Bob";
+            final String salt = "tenant-" + i;
+            final byte[] b = payloads(shape).storedWithExtraKeys(hashes(20 + i, 8), null, t, BS, lora,
+                vllmExtraKeys(BS, 0, 8, lora, salt, mm, digests)).batch(0);
+            batches[i] = new org.agrona.concurrent.UnsafeBuffer(b);
+            lengths[i] = b.length;
+        }
+        final int pod = w.pod("pod-a");
+        final com.sun.management.ThreadMXBean mx =
+            (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        final long tid = Thread.currentThread().threadId();
+        long allocated = -1;
+        for (int round = 0; round < 3; round++) {
+            final long before = mx.getThreadAllocatedBytes(tid);
+            for (int i = 0; i < 2_000; i++) {
+                w.apply(pod, batches[i & 1], lengths[i & 1]);
+            }
+            allocated = mx.getThreadAllocatedBytes(tid) - before;
+        }
+        // 2,000 events of 8 blocks: anything per event would be >= 16 kB.
+        assertTrue(allocated < 8 * 1024, "allocated " + allocated + " bytes applying 2,000 events");
+        assertEquals(8, w.depth("pod-a", routerKeys(BS, MODEL, "Bob", "tenant-1", t, mm, digests), 8));
+        assertEquals(0, w.count(CounterType.BAD_EXTRA_KEYS));
+    }
+
     /** One bad value of every kind, each between two good events of the same batch. */
     @ParameterizedTest
     @EnumSource(VllmPayloads.Shape.class)

@@ -44,7 +44,12 @@ final class HandWriter implements AutoCloseable {
     }
 
     void apply(final int pod, final byte[] batch) {
-        assertTrue(pool.offer(pod, WriterMessages.VLLM_BATCH, new UnsafeBuffer(batch), 0, batch.length));
+        apply(pod, new UnsafeBuffer(batch), batch.length);
+    }
+
+    /** Allocation-free when the caller reuses its buffer. */
+    void apply(final int pod, final UnsafeBuffer batch, final int length) {
+        assertTrue(pool.offer(pod, WriterMessages.VLLM_BATCH, batch, 0, length));
         while (!pool.isIdle()) {
             agent.doWork();
         }
