@@ -13,8 +13,9 @@ import java.util.Arrays;
  * {@code lora_name? + multimodal keys + cache_salt? + embeds_digest?} (vLLM's {@code generate_block_hash_extra_keys});
  * they are read as:
  * <ul>
- *   <li>the LoRA adapter is the event's {@code lora_name}: when it has one, every block's extra keys must start with
- *   a str equal to it;</li>
+ *   <li>the LoRA adapter is the event's {@code lora_name}: when it has one, every block's extra keys that are not
+ *   empty must start with a str equal to it (vLLM always puts it there; a nil entry is read as the LoRA alone, as
+ *   from an engine that sends no extra keys);</li>
  *   <li>then any number of {@code [identifier, offset]} multimodal items, the offset relative to the block's first
  *   token and below the block size;</li>
  *   <li>then, on a chain's first block only (the event has no parent), a str: the cache salt, which goes into the
@@ -30,7 +31,7 @@ import java.util.Arrays;
 final class EventKeys {
     /** Keyed. */
     static final int OK = 0;
-    /** The event names a LoRA adapter and a block's extra keys do not start with its name. */
+    /** The event names a LoRA adapter and a block's (non-empty) extra keys do not start with its name. */
     static final int BAD_LORA = 1;
     /** A str where none may be (after the items of a block that is not a chain's first). */
     static final int BAD_STRING = 2;
@@ -79,8 +80,8 @@ final class EventKeys {
             badBlock = b;
             int j = e.extraStart(b);
             final int end = e.extraEnd(b);
-            if (lora) {
-                if (j == end || e.extraKind(j) != VllmEvent.EXTRA_STR || !Arrays.equals(x, e.extraOffset(j),
+            if (lora && j < end) {
+                if (e.extraKind(j) != VllmEvent.EXTRA_STR || !Arrays.equals(x, e.extraOffset(j),
                     e.extraOffset(j) + e.extraLength(j), e.loraNameBytes(), 0, e.loraNameLength())) {
                     return BAD_LORA;
                 }

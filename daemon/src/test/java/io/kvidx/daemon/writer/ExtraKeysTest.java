@@ -189,6 +189,10 @@ class ExtraKeysTest {
             .stored(hashes(9, 4), null, t, BS, null, "CPU").batch(0));
         assertEquals(4, w.depth("pod-a", routerKeys(BS, MODEL, "Alice", null, t, List.of(), null), 4));
         assertEquals(4, w.depth("pod-a", routerKeys(BS, MODEL, null, null, t, List.of(), null), 4));
+        // nil entries in a LoRA event (engines that fill the field with placeholders): the LoRA alone.
+        w.apply(w.pod("pod-b"), payloads(shape).storedWithExtraKeys(hashes(10, 4), null, t, BS, "Bob",
+            Collections.nCopies(4, null)).batch(0));
+        assertEquals(4, w.depth("pod-b", routerKeys(BS, MODEL, "Bob", null, t, List.of(), null), 4));
         assertEquals(0, w.count(CounterType.BAD_EXTRA_KEYS));
         assertEquals(0, w.count(CounterType.EVENTS_DROPPED));
     }
