@@ -36,12 +36,6 @@ public final class VllmEventDecoder {
     public static final int MAX_HASHES_DEFAULT = 1 << 16;
     /** Default limit of token ids in one event. */
     public static final int MAX_TOKENS_DEFAULT = 1 << 22;
-    /** Limit of {@code extra_keys} elements of one block (vLLM: LoRA, salt, digest and the items it overlaps). */
-    public static final int MAX_EXTRA_KEYS_PER_BLOCK = 1024;
-    /** Limit of one {@code extra_keys} str or bin (a LoRA name, salt, identifier or digest), in bytes. */
-    public static final int MAX_EXTRA_KEY_BYTES = 1 << 16;
-    /** Limit of the {@code extra_keys} payload bytes of one event. */
-    public static final int MAX_EXTRA_BYTES_PER_EVENT = 1 << 24;
 
     private static final byte[] BLOCK_STORED = ascii("BlockStored");
     private static final byte[] BLOCK_REMOVED = ascii("BlockRemoved");
@@ -64,6 +58,7 @@ public final class VllmEventDecoder {
     private static final byte[] M_DISK = ascii("DISK");
 
     private final MsgpackCursor in = new MsgpackCursor();
+    private final ExtraKeysDecoder extraKeys = new ExtraKeysDecoder();
     private final VllmEvent event = new VllmEvent();
     private final int maxHashes;
     private final int maxTokens;
@@ -327,7 +322,7 @@ public final class VllmEventDecoder {
                 }
             }
             case F_TOKENS -> decodeTokens(e);
-            case F_EXTRA_KEYS -> decodeExtraKeys(e);
+            case F_EXTRA_KEYS -> extraKeys.decode(in, e, maxHashes);
             case F_BLOCK_SIZE, F_GROUP_IDX -> {
                 if (t == TYPE_INT) {
                     final long v = in.readLong();
@@ -430,96 +425,6 @@ public final class VllmEventDecoder {
             tokens[i] = (int) v;
         }
         e.tokenCount = n;
-    }
-
-    /**
-     * {@code extra_keys}: one entry per block, each nil or an array of str, bin and {@code [str, int]} elements,
-     * kept as element spans over {@link VllmEvent#extraBytes} (their meaning is the applier's). A bad shape or an
-     * element of another type marks the event and skips the rest of the value.
-     */
-    private void decodeExtraKeys(final VllmEvent e) {
-        if (in.peekType() != TYPE_ARRAY) {
-            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
-            in.skipValue();
-            return;
-        }
-        final int n = in.readArrayHeader();
-        if (n > maxHashes) {
-            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
-            skipElements(n);
-            return;
-        }
-        e.ensureExtraBlocks(n);
-        e.hasExtraKeys = true;
-        e.extraKeyBlocks = n;
-        e.extraCount = 0;
-        e.extraBytesLength = 0;
-        for (int b = 0; b < n; b++) {
-            if (!in.tryReadNil()) {
-                if (in.peekType() != TYPE_ARRAY) {
-                    problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
-                    in.skipValue();
-                } else {
-                    final int m = in.readArrayHeader();
-                    if (m > MAX_EXTRA_KEYS_PER_BLOCK) {
-                        problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
-                        skipElements(m);
-                    } else {
-                        for (int j = 0; j < m; j++) {
-                            decodeExtraElement(e);
-                        }
-                    }
-                }
-            }
-            e.extraBlockEnd[b] = e.extraCount;
-        }
-    }
-
-    private void decodeExtraElement(final VllmEvent e) {
-        final int t = in.peekType();
-        if (t == TYPE_STR || t == TYPE_BIN) {
-            final int len = in.readRawHeader();
-            copyExtra(e, t == TYPE_STR ? VllmEvent.EXTRA_STR : VllmEvent.EXTRA_BIN, len, 0);
-            return;
-        }
-        if (t != TYPE_ARRAY) {
-            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
-            in.skipValue();
-            return;
-        }
-        final int k = in.readArrayHeader();
-        if (k != 2 || in.peekType() != TYPE_STR) {
-            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
-            skipElements(k);
-            return;
-        }
-        final int len = in.readRawHeader();
-        final int start = in.position();
-        in.skipBytes(len);
-        if (in.peekType() != TYPE_INT) {
-            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
-            in.skipValue();
-            return;
-        }
-        final boolean unsigned = in.peekUint64();
-        final long offset = in.readLong();
-        final int end = in.position();
-        in.position(start);
-        // An unsigned value above Long.MAX_VALUE is out of any offset's range: keep it so the applier rejects it.
-        copyExtra(e, VllmEvent.EXTRA_MM, len, unsigned && offset < 0 ? Long.MAX_VALUE : offset);
-        in.position(end);
-    }
-
-    /** Copies a str/bin payload of {@code len} bytes at the cursor into the event (or marks it too large). */
-    private void copyExtra(final VllmEvent e, final int kind, final int len, final long value) {
-        if (len > MAX_EXTRA_KEY_BYTES || e.extraBytesLength + len > MAX_EXTRA_BYTES_PER_EVENT) {
-            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
-            in.skipBytes(len);
-            return;
-        }
-        final int i = e.addExtra(kind, len, value);
-        in.buffer().getBytes(in.position(), e.extraBytes, e.extraOffset[i], len);
-        in.skipBytes(len);
     }
 
     private void skipElements(final int n) {

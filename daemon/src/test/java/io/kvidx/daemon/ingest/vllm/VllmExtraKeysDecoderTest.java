@@ -116,12 +116,12 @@ class VllmExtraKeysDecoderTest {
             {VllmEvent.PROBLEM_EXTRA_KEYS_TYPE, List.of(List.of(List.of(new byte[2], 1)), List.of())},
             {VllmEvent.PROBLEM_EXTRA_KEYS_LENGTH, List.of(List.of())},
             {VllmEvent.PROBLEM_EXTRA_KEYS_LENGTH, List.of(List.of(), List.of(), List.of())},
-            {VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE, List.of(List.of(new byte[VllmEventDecoder.MAX_EXTRA_KEY_BYTES
+            {VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE, List.of(List.of(new byte[ExtraKeysDecoder.MAX_EXTRA_KEY_BYTES
                 + 1]), List.of())},
             {VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE, List.of(List.of(List.of("i".repeat(
-                VllmEventDecoder.MAX_EXTRA_KEY_BYTES + 1), 0)), List.of())},
+                ExtraKeysDecoder.MAX_EXTRA_KEY_BYTES + 1), 0)), List.of())},
             {VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE, List.of(Collections.nCopies(
-                VllmEventDecoder.MAX_EXTRA_KEYS_PER_BLOCK + 1, "s"), List.of())},
+                ExtraKeysDecoder.MAX_EXTRA_KEYS_PER_BLOCK + 1, "s"), List.of())},
         };
         for (final Object[] c : cases) {
             final ExtraListener l = decode(payloads(shape)
