@@ -10,6 +10,10 @@ an end marker with seq = 0xff * 8.
 Driven line by line on stdin; answers one line per command on stdout:
   ping                              publish an empty batch
   store CAPTURE                     BlockStored of every block of the capture (lora_name from the capture)
+  storex JSON                       one batch of BlockStored events with extra_keys (vLLM >= vllm#33304), see
+                                    Request; JSON (the rest of the line) is {"topic": optional topic of the batch,
+                                    "events": [request, ...]}; answers "ok SEQ HASH,HASH,..." with the engine
+                                    hashes of the last event
   remove CAPTURE FROM TO            BlockRemoved of block hashes [FROM, TO)
   store-group CAPTURE GROUP KIND    BlockStored of the capture by KV cache group GROUP of kind KIND
                                     (kv_cache_spec_kind, "-" for none), as a hybrid model's engine sends it
@@ -44,6 +48,7 @@ import argparse
 import hashlib
 import json
 import os
+import pickle
 import random
 import struct
 import sys
@@ -244,6 +249,81 @@ class Stream:
                 log.write("%d %.6f %s %s\n" % (seq, t, pod, text))
                 self.published = n + 1
             log.flush()
+
+
+class Request:
+    """One vLLM request's blocks as vLLM hashes them and as its BlockStored events carry them.
+
+    JSON fields: tokens, block_size, lora_name (or null), salt (or null), mm: [[identifier, offset, length], ...]
+    (vLLM's mm_features, sorted by offset here), embeds: null or a string S whose block i has the prompt embeddings
+    utf8("S:i") (the digest is their SHA-256, as vLLM's hashlib.sha256(tensor bytes)), first / last: the blocks
+    [first, last) this event stores (default: all; first > 0 names block first-1 as the parent), bad_extra_keys:
+    a JSON value sent as extra_keys instead of the right one.
+
+    Engine hashes follow vLLM's default algorithm (sha256 of the pickled (parent digest, tokens, extra keys),
+    NONE_HASH = sha256 of the pickled seed "42"), so different salts, adapters or images give different hashes.
+    """
+
+    NONE_HASH = hashlib.sha256(pickle.dumps("42", protocol=5)).digest()
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.tokens = spec["tokens"]
+        self.bs = spec["block_size"]
+        self.lora = spec.get("lora_name")
+        self.salt = spec.get("salt")
+        self.mm = sorted((tuple(m) for m in spec.get("mm", [])), key=lambda m: m[1])
+        self.embeds = spec.get("embeds")
+
+    def mm_keys(self, start, end, idx):
+        """vLLM's _gen_mm_extra_hash_keys: (identifier, offset - start) of the items the block overlaps."""
+        keys = []
+        while idx < len(self.mm):
+            ident, offset, length = self.mm[idx]
+            if end > offset:
+                if start >= offset + length:
+                    idx += 1
+                    continue
+                keys.append((ident, offset - start))
+                if end >= offset + length:
+                    idx += 1
+                else:
+                    break
+            else:
+                break
+        return keys, idx
+
+    def blocks(self):
+        """[(engine hash, extra keys tuple or None)] of every full block (vLLM's request_block_hasher)."""
+        out = []
+        parent = self.NONE_HASH
+        idx = 0
+        for b in range(len(self.tokens) // self.bs):
+            start, end = b * self.bs, (b + 1) * self.bs
+            mm, idx = self.mm_keys(start, end, idx)
+            keys = ([self.lora] if self.lora is not None else []) + mm
+            if start == 0 and self.salt:
+                keys.append(self.salt)
+            if self.embeds is not None:
+                keys.append(hashlib.sha256(("%s:%d" % (self.embeds, b)).encode()).digest())
+            extra = tuple(keys) if keys else None
+            parent = hashlib.sha256(pickle.dumps((parent, tuple(self.tokens[start:end]), extra), protocol=5)).digest()
+            out.append((int.from_bytes(parent[-8:], "big"), extra))
+        return out
+
+    def event(self, make_event, block_hash):
+        blocks = self.blocks()
+        first = self.spec.get("first", 0)
+        last = self.spec.get("last", len(blocks))
+        extra_keys = [list(e) if e is not None else None for _, e in blocks[first:last]]
+        if "bad_extra_keys" in self.spec:
+            extra_keys = self.spec["bad_extra_keys"]
+        hashes = [h for h, _ in blocks[first:last]]
+        ev = make_event("BlockStored", block_hashes=[block_hash(h) for h in hashes],
+                        parent_block_hash=block_hash(blocks[first - 1][0]) if first > 0 else None,
+                        token_ids=self.tokens[first * self.bs:last * self.bs], block_size=self.bs, medium="GPU",
+                        lora_name=self.lora, extra_keys=extra_keys, group_idx=0)
+        return ev, hashes
 
 
 def map_event(kind, **fields):
@@ -450,6 +530,16 @@ def main():
                           flush=True)
             elif words[0] == "stream-count":
                 print("ok %d" % streams["current"][0].published, flush=True)
+            elif words[0] == "storex":
+                spec = json.loads(line.split(None, 1)[1])
+                events, hashes = [], []
+                for r in spec["events"]:
+                    ev, hashes = Request(r).event(event, block_hash)
+                    events.append(ev)
+                payload = msgpack.packb([time.time(), events, 0], use_bin_type=True)
+                topic_bytes = spec["topic"].encode() if spec.get("topic") else topic
+                seq = publish(payload, batch_topic=topic_bytes)
+                print("ok", seq, ",".join(str(h) for h in hashes), flush=True)
             elif words[0] == "garbage":
                 seq = publish(b"\xc1\x00\x13")
                 print("ok", seq, flush=True)

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.cli;
 
 import io.kvidx.client.keys.RouterKeyHasher;
+import io.kvidx.client.keys.vllm.MultiModalFeature;
 import io.kvidx.client.keys.vllm.VllmBlockHasher;
 import io.kvidx.client.keys.vllm.VllmExtraKeys;
 import io.kvidx.client.keys.vllm.VllmHashAlgorithm;
@@ -14,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.concurrent.Callable;
 
 /**
@@ -23,7 +25,8 @@ import java.util.concurrent.Callable;
 @Command(name = "hash", mixinStandardHelpOptions = true,
     description = {
         "Print the key of every full block of a token sequence, one unsigned decimal per line.",
-        "router: kvidx's chained XXH3-64 (seeded by --model, --lora-name, --cache-salt).",
+        "router: kvidx's chained XXH3-64 (seeded by --model, --lora-name, --cache-salt; blocks overlapping --mm"
+            + " items keyed with them).",
         "sha256, sha256_cbor, xxhash, xxhash_cbor: vLLM's block hashes (seeded by --seed = PYTHONHASHSEED);"
             + " the value is vLLM's KV-event value (last 8 bytes of the digest, big-endian).",
     })
@@ -54,6 +57,11 @@ public final class HashCommand implements Callable<Integer> {
     @Option(names = "--cache-salt", paramLabel = "S", description = "Cache salt (both families).")
     private String cacheSalt;
 
+    @Option(names = "--mm", paramLabel = "ID:OFFSET:LENGTH",
+        description = "A multimodal item of the prompt: its identifier and placeholder tokens [OFFSET, OFFSET+LENGTH)"
+            + " (both families; repeatable).")
+    private List<String> mm;
+
     @Option(names = "--tokens", paramLabel = "t1,t2,...", description = "Token ids, comma or space separated.")
     private String tokens;
 
@@ -70,6 +78,7 @@ public final class HashCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--block-size must be at least 1: " + blockSize);
         }
         final int[] ids = parseTokens(tokenText());
+        final List<MultiModalFeature> items = MultiModalItems.parse(mm);
         final PrintWriter out = spec.commandLine().getOut();
         if (ROUTER.equals(algo)) {
             if (seed != null) {
@@ -81,7 +90,8 @@ public final class HashCommand implements Callable<Integer> {
             }
             final RouterKeyHasher hasher = new RouterKeyHasher(blockSize);
             final long[] keys = new long[ids.length / blockSize];
-            final int n = hasher.keys(RouterKeyHasher.chainSeed(model, loraName, cacheSalt), ids, ids.length, keys);
+            final int n = hasher.keys(RouterKeyHasher.chainSeed(model, loraName, MultiModalItems.salt(cacheSalt)),
+                ids, ids.length, MultiModalItems.extras(items), keys);
             for (int i = 0; i < n; i++) {
                 out.println(Long.toUnsignedString(keys[i]));
             }
@@ -106,7 +116,8 @@ public final class HashCommand implements Callable<Integer> {
             final byte[] digests = new byte[blocks * d];
             final long[] values = new long[blocks];
             final int n = hasher.hashRequest(hasher.noneHash(seed), ids, ids.length,
-                VllmExtraKeys.of(loraName, cacheSalt), digests, values);
+                new VllmExtraKeys(loraName, cacheSalt, items, VllmExtraKeys.MultiModalKeyStyle.IDENTIFIER_AND_OFFSET),
+                digests, values);
             final HexFormat hex = HexFormat.of();
             for (int i = 0; i < n; i++) {
                 out.println(digest ? hex.formatHex(digests, i * d, (i + 1) * d) : Long.toUnsignedString(values[i]));

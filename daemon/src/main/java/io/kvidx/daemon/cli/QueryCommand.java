@@ -3,6 +3,7 @@ package io.kvidx.daemon.cli;
 import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PrefixResult;
+import io.kvidx.client.keys.RequestExtras;
 import io.kvidx.client.keys.RouterKeyHasher;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -38,8 +39,13 @@ public final class QueryCommand implements Callable<Integer> {
     @Option(names = "--lora-name", paramLabel = "N", description = "LoRA adapter name (part of the chain seed).")
     private String loraName;
 
-    @Option(names = "--cache-salt", description = "Cache salt (part of the chain seed).")
+    @Option(names = "--cache-salt", description = "Cache salt (part of the chain seed; empty means none, as in vLLM).")
     private String cacheSalt;
+
+    @Option(names = "--mm", paramLabel = "ID:OFFSET:LENGTH",
+        description = "A multimodal item of the prompt: its identifier and placeholder tokens [OFFSET, OFFSET+LENGTH)"
+            + " (repeatable).")
+    private List<String> mm;
 
     @Option(names = "--block-size", paramLabel = "B", description = "Block size (default: the index's).")
     private Integer blockSize;
@@ -49,6 +55,7 @@ public final class QueryCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        final RequestExtras extras = MultiModalItems.extras(MultiModalItems.parse(mm));
         final IndexReader.Context ctx = new IndexReader.Context();
         if (dir != null) {
             ctx.dir(dir);
@@ -64,8 +71,8 @@ public final class QueryCommand implements Callable<Integer> {
             }
             final RouterKeyHasher hasher = new RouterKeyHasher(bs);
             final long[] keys = new long[Math.min(reader.maxChainLength(), tokens.length / bs)];
-            final int n = hasher.keys(RouterKeyHasher.chainSeed(model, loraName, cacheSalt), tokens, tokens.length,
-                keys);
+            final int n = hasher.keys(RouterKeyHasher.chainSeed(model, loraName, MultiModalItems.salt(cacheSalt)),
+                tokens, tokens.length, extras, keys);
             final List<String[]> rows = rows(reader, keys, n);
             rows.sort(Comparator.<String[]>comparingInt(r -> -Integer.parseInt(r[1])).thenComparing(r -> r[0]));
             for (final String[] r : rows) {

@@ -81,7 +81,9 @@ public enum CounterType {
     /** Events whose medium was an unknown string or not a string (kept, on the "other" medium). */
     UNKNOWN_MEDIA(5063, "kvidx unknown media"),
     /** Events whose locality was not a string or an unknown one (kept, locality unspecified). */
-    BAD_LOCALITIES(5064, "kvidx bad localities");
+    BAD_LOCALITIES(5064, "kvidx bad localities"),
+    /** BlockStored events dropped for a bad {@code extra_keys} value (wrong shape, count, type, position, size). */
+    BAD_EXTRA_KEYS(5030, "kvidx bad extra keys");
 
     private final int typeId;
     private final String label;

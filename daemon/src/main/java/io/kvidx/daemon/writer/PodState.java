@@ -1,5 +1,6 @@
 package io.kvidx.daemon.writer;
 
+import io.kvidx.client.keys.ChainSeeds;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.state.PodBlockMap;
 
@@ -31,9 +32,12 @@ final class PodState {
     PodBlockMap blocks;
     private long baseSeed;
     private boolean baseSeedSet;
-    private byte[] loraBytes = new byte[0];
-    private int loraLength = -1;
-    private long loraSeed;
+    private final ChainSeeds seeds = new ChainSeeds();
+    private byte[] lastLora = new byte[64];
+    private int lastLoraLength = -2;
+    private byte[] lastSalt = new byte[64];
+    private int lastSaltLength = -2;
+    private long lastSeed;
     private long loraIdSeedId = -1;
     private long loraIdSeed;
 
@@ -75,24 +79,56 @@ final class PodState {
     }
 
     /**
-     * Chain seed of this pod's model with the given LoRA name; cached, so it allocates only when the LoRA name
-     * changes.
+     * Chain seed for a deprecated-{@code lora_id} event whose first block carries a cache salt: allocates (engines
+     * that send {@code extra_keys} name their adapters by {@code lora_name}; this path is for completeness).
+     */
+    long seedForLoraId(final long loraId, final byte[] salt, final int saltOff, final int saltLen) {
+        return RouterKeyHasher.chainSeed(model, "lora-id:" + loraId,
+            new String(salt, saltOff, saltLen, StandardCharsets.UTF_8));
+    }
+
+    /**
+     * Chain seed of this pod's model with the given LoRA name and no salt.
      */
     long seed(final boolean hasLora, final byte[] lora, final int loraLen) {
-        if (!hasLora) {
+        return seed(hasLora, lora, loraLen, null, 0, -1);
+    }
+
+    /**
+     * Chain seed of this pod's model with the given LoRA name and cache salt (UTF-8 bytes; length -1 when absent).
+     * The base model's seed and the last (LoRA, salt) pair's are cached; any other pair is computed in a reused
+     * buffer ({@link ChainSeeds}). Allocates only when a name longer than any before is first seen.
+     */
+    long seed(final boolean hasLora, final byte[] lora, final int loraLen, final byte[] salt, final int saltOff,
+        final int saltLen) {
+        final int ll = hasLora ? loraLen : -1;
+        if (ll < 0 && saltLen < 0) {
             if (!baseSeedSet) {
                 baseSeed = RouterKeyHasher.chainSeed(model, null, null);
                 baseSeedSet = true;
             }
             return baseSeed;
         }
-        if (loraLen == loraLength && Arrays.equals(lora, 0, loraLen, loraBytes, 0, loraLen)) {
-            return loraSeed;
+        if (ll == lastLoraLength && saltLen == lastSaltLength
+            && (ll < 0 || Arrays.equals(lora, 0, ll, lastLora, 0, ll))
+            && (saltLen < 0 || Arrays.equals(salt, saltOff, saltOff + saltLen, lastSalt, 0, saltLen))) {
+            return lastSeed;
         }
-        final String name = new String(lora, 0, loraLen, StandardCharsets.UTF_8);
-        loraSeed = RouterKeyHasher.chainSeed(model, name, null);
-        loraBytes = Arrays.copyOf(lora, loraLen);
-        loraLength = loraLen;
-        return loraSeed;
+        lastSeed = seeds.model(model).seed(lora, 0, ll, salt, saltOff, saltLen);
+        if (ll > lastLora.length) {
+            lastLora = new byte[Math.max(ll, 2 * lastLora.length)];
+        }
+        if (ll > 0) {
+            System.arraycopy(lora, 0, lastLora, 0, ll);
+        }
+        if (saltLen > lastSalt.length) {
+            lastSalt = new byte[Math.max(saltLen, 2 * lastSalt.length)];
+        }
+        if (saltLen > 0) {
+            System.arraycopy(salt, saltOff, lastSalt, 0, saltLen);
+        }
+        lastLoraLength = ll;
+        lastSaltLength = saltLen;
+        return lastSeed;
     }
 }

@@ -13,8 +13,9 @@ import org.agrona.concurrent.status.AtomicCounter;
 import java.util.Arrays;
 
 /**
- * Applies decoded vLLM events of one pod to the index: recomputes router keys from the token ids and the parent's
- * router key, keeps engine hash to router key, and stores, removes or clears.
+ * Applies decoded vLLM events of one pod to the index: recomputes router keys from the token ids, the parent's
+ * router key and the blocks' {@code extra_keys} ({@link EventKeys}), keeps engine hash to router key, and stores,
+ * removes or clears.
  *
  * <p>Defined behaviour for bad events (each counted, and logged once per pod in the distinct error log):
  * <ul>
@@ -23,7 +24,9 @@ import java.util.Arrays;
  *   <li>parent hash unknown (its store was missed): dropped; its descendants are then unknown parents too;</li>
  *   <li>removal of a hash the pod does not hold: a no-op;</li>
  *   <li>a LoRA adapter given only by vLLM's deprecated integer {@code lora_id}: keyed as the adapter name
- *   {@code "lora-id:<id>"} (never as the base model).</li>
+ *   {@code "lora-id:<id>"} (never as the base model);</li>
+ *   <li>{@code extra_keys} of the wrong shape, count, element type, order or size: dropped (bad extra keys),
+ *   the rest of the batch applies.</li>
  * </ul>
  * A hybrid model's events count only for the KV cache group the index follows ({@link AttentionGroups}).
  * A block stored on several media (GPU, CPU, disk) leaves the index only when removed from all of them; its media
@@ -36,7 +39,7 @@ import java.util.Arrays;
  */
 final class VllmApplier implements VllmEventListener {
     private final IndexWriter index;
-    private final RouterKeyHasher hasher;
+    private final EventKeys eventKeys;
     private final int blockSize;
     private final IngestErrors errors;
     private final AtomicCounter eventsApplied;
@@ -52,6 +55,7 @@ final class VllmApplier implements VllmEventListener {
     private final AtomicCounter unknownRemovals;
     private final AtomicCounter mapEvictions;
     private final AtomicCounter otherGroupEvents;
+    private final AtomicCounter badExtraKeys;
     private final long[] evicted = new long[1];
     /** Engine hashes and router keys of the mappings one BlockStored evicted. */
     private long[] evictedHashes = new long[16];
@@ -65,7 +69,7 @@ final class VllmApplier implements VllmEventListener {
     VllmApplier(final IndexWriter index, final IngestCounters counters, final IngestErrors errors) {
         this.index = index;
         this.blockSize = index.context().blockSize();
-        this.hasher = new RouterKeyHasher(blockSize);
+        this.eventKeys = new EventKeys(new RouterKeyHasher(blockSize));
         this.errors = errors;
         this.eventsApplied = counters.get(CounterType.EVENTS_APPLIED);
         this.blocksStored = counters.get(CounterType.BLOCKS_STORED);
@@ -80,6 +84,7 @@ final class VllmApplier implements VllmEventListener {
         this.unknownRemovals = counters.get(CounterType.UNKNOWN_REMOVALS);
         this.mapEvictions = counters.get(CounterType.BLOCK_MAP_EVICTIONS);
         this.otherGroupEvents = counters.get(CounterType.OTHER_GROUP_EVENTS);
+        this.badExtraKeys = counters.get(CounterType.BAD_EXTRA_KEYS);
         this.tiers = new TierRecorder(index.tiers(), counters, errors);
         this.tokenless = new TokenlessStores(index, tiers, counters, errors);
     }
@@ -148,8 +153,7 @@ final class VllmApplier implements VllmEventListener {
             return;
         }
         final PodBlockMap map = p.blocks;
-        final long parentKey;
-        final long indexParent;
+        long parentKey = 0;
         if (e.hasParent()) {
             parentKey = map.get(e.parentHash());
             if (parentKey == PodState.MISSING) {
@@ -159,19 +163,20 @@ final class VllmApplier implements VllmEventListener {
                     + " is unknown (its store was missed); event dropped");
                 return;
             }
-            indexParent = parentKey;
-        } else if (!e.hasLoraName() && e.loraId() >= 0) {
-            parentKey = p.seedForLoraId(e.loraId());
-            indexParent = 0;
-        } else {
-            parentKey = p.seed(e.hasLoraName(), e.loraNameBytes(), e.loraNameLength());
-            indexParent = 0;
         }
+        final long indexParent = parentKey;
         if (keys.length < n) {
             keys = Arrays.copyOf(keys, Math.max(n, keys.length * 2));
         }
         final long[] k = keys;
-        hasher.extend(parentKey, e.tokens(), 0, n * bs, k, 0);
+        final int bad = eventKeys.keys(p, e, parentKey, k);
+        if (bad != EventKeys.OK) {
+            badExtraKeys.increment();
+            final int block = eventKeys.badBlock();
+            errors.report(CounterType.BAD_EXTRA_KEYS.typeId() * 64 + 16 + bad, p.podNumber, () -> "pod " + p.podId
+                + ": BlockStored dropped: the extra_keys of its block " + block + " " + EventKeys.describe(bad));
+            return;
+        }
         final long[] hashes = e.hashes();
         final long bit = mediumBit(e.medium());
         touch(map, hashes, n);
@@ -306,6 +311,12 @@ final class VllmApplier implements VllmEventListener {
             unknownTypes.increment();
             errors.report(CounterType.UNKNOWN_EVENT_TYPES.typeId(), p.podNumber,
                 () -> "pod " + p.podId + ": unknown vLLM event type ignored");
+        } else if (problem == VllmEvent.PROBLEM_EXTRA_KEYS_TYPE || problem == VllmEvent.PROBLEM_EXTRA_KEYS_LENGTH
+            || problem == VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE) {
+            badExtraKeys.increment();
+            errors.report(CounterType.BAD_EXTRA_KEYS.typeId() * 64 + problem, p.podNumber,
+                () -> "pod " + p.podId + ": " + VllmEvent.typeName(e.type()) + " dropped: "
+                    + VllmEvent.problemName(problem));
         } else {
             dropped.increment();
             errors.report(CounterType.EVENTS_DROPPED.typeId() * 64 + problem, p.podNumber,

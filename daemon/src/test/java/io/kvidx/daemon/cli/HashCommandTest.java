@@ -123,6 +123,55 @@ class HashCommandTest {
         expectUsageError("exactly one of", "hash");
         expectUsageError("cannot read --tokens-file", "hash", "--tokens-file", dir.resolve("absent").toString());
         expectUsageError("--digest", "hash", "--digest", "--tokens", "1");
+        expectUsageError("ID:OFFSET:LENGTH", "hash", "--mm", "img:4", "--tokens", "1");
+        expectUsageError("ID:OFFSET:LENGTH", "hash", "--mm", ":4:20", "--tokens", "1");
+        expectUsageError("ID:OFFSET:LENGTH", "hash", "--mm", "img:x:20", "--tokens", "1");
+        expectUsageError("LENGTH >= 1", "hash", "--mm", "img:4:0", "--tokens", "1");
+    }
+
+    @Test
+    void shouldPrintDocumentedKeysWithMultimodalItemsAndSalt() {
+        final StringBuilder tokens = new StringBuilder();
+        for (int i = 0; i < 32; i++) {
+            tokens.append(i == 0 ? "" : ",").append(i);
+        }
+        // docs/keys.md check values.
+        final Result mm = run("hash", "--model", "Qwen/Qwen3-0.6B", "--mm", "img-A:4:20", "--tokens",
+            tokens.toString());
+        assertEquals(0, mm.code, mm.err);
+        assertEquals(List.of("1120839064125022060", "10211117881086589895"), mm.lines());
+        final Result salt = run("hash", "--model", "Qwen/Qwen3-0.6B", "--cache-salt", "tenant-a", "--tokens",
+            tokens.toString());
+        assertEquals(List.of("8446255860077153739", "12208996491782064300"), salt.lines());
+        // An identifier with colons; items in any order; an empty salt is none (as in vLLM).
+        final io.kvidx.client.keys.RequestExtras extras = new io.kvidx.client.keys.RequestExtras()
+            .addMultiModal("a:b", 1, 2).addMultiModal("c", 20, 3);
+        final long[] keys = new long[2];
+        new RouterKeyHasher(16).keys(RouterKeyHasher.chainSeed("m", null, null), parseAll(tokens), 32, extras, keys);
+        final Result colons = run("hash", "--model", "m", "--cache-salt", "", "--mm", "c:20:3", "--mm", "a:b:1:2",
+            "--tokens", tokens.toString());
+        assertEquals(List.of(Long.toUnsignedString(keys[0]), Long.toUnsignedString(keys[1])), colons.lines());
+    }
+
+    @Test
+    void shouldFoldMultimodalItemsIntoVllmHashes() {
+        final int[] ids = new int[32];
+        final List<io.kvidx.client.keys.vllm.MultiModalFeature> items =
+            List.of(new io.kvidx.client.keys.vllm.MultiModalFeature("img", 10, 12));
+        final io.kvidx.client.keys.vllm.VllmBlockHasher hasher = new io.kvidx.client.keys.vllm.VllmBlockHasher(
+            io.kvidx.client.keys.vllm.VllmHashAlgorithm.SHA256_CBOR, 16);
+        final long[] values = new long[2];
+        hasher.hashRequest(hasher.noneHash("42"), ids, 32, new io.kvidx.client.keys.vllm.VllmExtraKeys("L", "s",
+            items, io.kvidx.client.keys.vllm.VllmExtraKeys.MultiModalKeyStyle.IDENTIFIER_AND_OFFSET),
+            new byte[64], values);
+        final Result r = run("hash", "--algo", "sha256_cbor", "--seed", "42", "--lora-name", "L", "--cache-salt", "s",
+            "--mm", "img:10:12", "--tokens", "0 ".repeat(32));
+        assertEquals(0, r.code, r.err);
+        assertEquals(List.of(Long.toUnsignedString(values[0]), Long.toUnsignedString(values[1])), r.lines());
+    }
+
+    private static int[] parseAll(final CharSequence tokens) {
+        return HashCommand.parseTokens(tokens.toString());
     }
 
     private static void expectUsageError(final String fragment, final String... args) {

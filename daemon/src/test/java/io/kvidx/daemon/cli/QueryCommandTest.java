@@ -50,14 +50,36 @@ class QueryCommandTest {
         }
     }
 
-    private String query(final int[] tokens) {
+    @Test
+    void shouldQueryWithMultimodalItemsLoraAndSalt() {
+        final int[] tokens = new int[64];
+        Arrays.fill(tokens, 151_655);
+        final io.kvidx.client.keys.RequestExtras image = new io.kvidx.client.keys.RequestExtras()
+            .addMultiModal("img-a", 8, 40);
+        final long[] keys = new long[4];
+        new RouterKeyHasher(16).keys(RouterKeyHasher.chainSeed("m", "Alice", "t1"), tokens, 64, image, keys);
+        try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("q").shardCount(4)
+            .slotsPerShard(64).maxChainLength(64).deleteOnClose(true))) {
+            writer.store(writer.registerPod("pod-a", "m"), keys, 0, 4);
+            assertEquals("pod-a 4 slot=0 generation=1", query(tokens, "--lora-name", "Alice", "--cache-salt", "t1",
+                "--mm", "img-a:8:40"));
+            assertEquals("", query(tokens, "--lora-name", "Alice", "--cache-salt", "t1", "--mm", "img-b:8:40"));
+            assertEquals("", query(tokens, "--lora-name", "Alice", "--mm", "img-a:8:40"));
+            assertEquals("", query(tokens, "--cache-salt", "t1", "--mm", "img-a:8:40"));
+        }
+    }
+
+    private String query(final int[] tokens, final String... more) {
         final ByteArrayOutputStream captured = new ByteArrayOutputStream();
         final PrintStream original = System.out;
         final int code;
         System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
         try {
-            code = KvidxCli.run("query", "--dir", dir.toString(), "--cell", "q", "--model", "m", "--tokens",
-                Arrays.stream(tokens).mapToObj(Integer::toString).collect(Collectors.joining(",")));
+            final java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of("query", "--dir",
+                dir.toString(), "--cell", "q", "--model", "m", "--tokens",
+                Arrays.stream(tokens).mapToObj(Integer::toString).collect(Collectors.joining(","))));
+            args.addAll(java.util.List.of(more));
+            code = KvidxCli.run(args.toArray(new String[0]));
         } finally {
             System.setOut(original);
         }

@@ -31,11 +31,13 @@ import java.util.Objects;
  * <p>The key of a block is {@code XXH3-64(seed 0)} of the byte string
  * {@code LE64(parentKey) || LE32(token[0]) || ... || LE32(token[blockSize - 1])}; the parent of the first block is
  * the chain seed {@link #chainSeed(String, String, String)}, which folds in the model name, the LoRA adapter name
- * and the cache salt. A trailing partial block has no key. docs/keys.md gives the definition in full so that other
- * languages can compute the same keys.
+ * and the cache salt. A block that overlaps multimodal items or has a prompt-embeds digest appends them
+ * ({@link BlockExtras}); blocks without either keep exactly this key. A trailing partial block has no key.
+ * docs/keys.md gives the definition in full so that other languages can compute the same keys.
  *
- * <p>The byte string is never built: the hash reads the parent and the token ids where they lie, so
- * {@link #blockKey}, {@link #keys} and {@link #extend} allocate nothing.
+ * <p>For blocks without extras the byte string is never built: the hash reads the parent and the token ids where
+ * they lie, so {@link #blockKey}, {@link #keys} and {@link #extend} allocate nothing. Blocks with extras are hashed
+ * from a message built in the caller's scratch ({@link BlockExtras}, {@link RequestExtras}).
  *
  * <p><b>Note:</b> immutable and thread safe; one instance may serve every router thread.
  */
@@ -86,17 +88,9 @@ public final class RouterKeyHasher {
      * @return the chain seed.
      */
     public static long chainSeed(final String model, final String loraName, final String cacheSalt) {
-        final byte[] tag = SEED_TAG.getBytes(StandardCharsets.US_ASCII);
-        final byte[] m = utf8(model);
         final byte[] l = utf8(loraName);
         final byte[] s = utf8(cacheSalt);
-        final byte[] msg = new byte[tag.length + fieldLength(m) + fieldLength(l) + fieldLength(s)];
-        System.arraycopy(tag, 0, msg, 0, tag.length);
-        int p = tag.length;
-        p = putField(msg, p, m);
-        p = putField(msg, p, l);
-        putField(msg, p, s);
-        return Xxh3.hash64(msg, 0, msg.length, 0L);
+        return new ChainSeeds().model(model).seed(l, 0, l == null ? -1 : l.length, s, 0, s == null ? -1 : s.length);
     }
 
     /**
@@ -151,6 +145,85 @@ public final class RouterKeyHasher {
         long parent = parentKey;
         for (int i = 0; i < n; i++) {
             parent = hash(parent, tokens, offset + i * bs, len);
+            out[outOffset + i] = parent;
+        }
+        return n;
+    }
+
+    /**
+     * Key of the single block {@code tokens[offset .. offset + blockSize)} with its extras (docs/keys.md,
+     * "Extras"): the plain {@link #blockKey(long, int[], int)} when {@code extras} is null or empty, otherwise the
+     * key over {@code LE64(parent) || LE32 tokens || extras}, built in the extras' own scratch. This is the one
+     * definition the daemon (from an event's {@code extra_keys}) and routers (through {@link RequestExtras}) share.
+     *
+     * @param parentKey key of the previous block, or the chain seed for the first block.
+     * @param tokens    token ids.
+     * @param offset    first token of the block.
+     * @param extras    the block's multimodal items and prompt-embeds digest, or null.
+     * @return the block key.
+     */
+    public long blockKey(final long parentKey, final int[] tokens, final int offset, final BlockExtras extras) {
+        Objects.checkFromIndexSize(offset, blockSize, tokens.length);
+        if (extras == null || extras.isEmpty()) {
+            return hash(parentKey, tokens, offset, messageLength);
+        }
+        return extras.key(parentKey, tokens, offset, blockSize);
+    }
+
+    /**
+     * Keys of every full block of {@code tokens[0 .. length)} of a request with multimodal items and/or
+     * prompt-embeds digests; the same as {@link #keys(long, int[], int, long[])} when {@code extras} is null or
+     * empty (and as fast: no scratch is touched). Allocates nothing once the extras' scratch has grown.
+     *
+     * @param seed   the chain seed.
+     * @param tokens token ids.
+     * @param length number of valid token ids.
+     * @param extras the request's multimodal items and digests (its scratch is written), or null.
+     * @param out    receives the keys from index 0.
+     * @return number of keys written: {@code min(length / blockSize, out.length)}.
+     */
+    public int keys(final long seed, final int[] tokens, final int length, final RequestExtras extras,
+        final long[] out) {
+        return extend(seed, tokens, 0, length, extras, out, 0);
+    }
+
+    /**
+     * {@link #extend(long, int[], int, int, long[], int)} for a request with multimodal items and/or prompt-embeds
+     * digests. Item offsets and digest block numbers are positions in the whole prompt, so {@code tokens} is the
+     * whole prompt and {@code offset} the first token to key (a block boundary).
+     *
+     * @param parentKey key of the block before {@code tokens[offset]}, or the chain seed.
+     * @param tokens    token ids of the whole prompt.
+     * @param offset    first token to key, a multiple of the block size.
+     * @param length    number of token ids from offset.
+     * @param extras    the request's multimodal items and digests (its scratch is written), or null.
+     * @param out       receives the keys.
+     * @param outOffset where the first key goes.
+     * @return number of keys written.
+     */
+    public int extend(
+        final long parentKey, final int[] tokens, final int offset, final int length, final RequestExtras extras,
+        final long[] out, final int outOffset) {
+        if (extras == null || extras.isEmpty()) {
+            return extend(parentKey, tokens, offset, length, out, outOffset);
+        }
+        Objects.checkFromIndexSize(offset, length, tokens.length);
+        Objects.checkFromIndexSize(outOffset, 0, out.length);
+        if (offset % blockSize != 0) {
+            throw new IllegalArgumentException("offset " + offset + " is not a multiple of the block size "
+                + blockSize + " (multimodal offsets are prompt positions)");
+        }
+        final int bs = blockSize;
+        final int n = Math.min(length / bs, out.length - outOffset);
+        final int firstBlock = offset / bs;
+        final BlockExtras block = extras.block();
+        long parent = parentKey;
+        int cursor = 0;
+        for (int i = 0; i < n; i++) {
+            final int start = offset + i * bs;
+            cursor = extras.fill(firstBlock + i, start, start + bs, cursor);
+            parent = block.isEmpty() ? hash(parent, tokens, start, messageLength)
+                : block.key(parent, tokens, start, bs);
             out[outOffset + i] = parent;
         }
         return n;
@@ -289,23 +362,5 @@ public final class RouterKeyHasher {
 
     private static byte[] utf8(final String s) {
         return s == null ? null : s.getBytes(StandardCharsets.UTF_8);
-    }
-
-    private static int fieldLength(final byte[] b) {
-        return b == null ? 1 : 5 + b.length;
-    }
-
-    private static int putField(final byte[] msg, final int pos, final byte[] b) {
-        if (b == null) {
-            msg[pos] = 0;
-            return pos + 1;
-        }
-        msg[pos] = 1;
-        msg[pos + 1] = (byte)b.length;
-        msg[pos + 2] = (byte)(b.length >>> 8);
-        msg[pos + 3] = (byte)(b.length >>> 16);
-        msg[pos + 4] = (byte)(b.length >>> 24);
-        System.arraycopy(b, 0, msg, pos + 5, b.length);
-        return pos + 5 + b.length;
     }
 }

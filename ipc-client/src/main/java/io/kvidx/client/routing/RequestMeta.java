@@ -1,8 +1,11 @@
 package io.kvidx.client.routing;
 
+import io.kvidx.client.keys.RequestExtras;
+
 /**
- * A request's model, LoRA adapter, cache salt, prompt size and headers (names compared case-insensitively), set by the router
- * before a decision. Holds references only: the strings belong to the caller.
+ * A request's model, LoRA adapter, cache salt, multimodal items, prompt size and headers (names compared
+ * case-insensitively), set by the router before a decision. Holds references to the caller's strings; multimodal
+ * identifiers are copied into {@link #extras()}, whose arrays are reused across requests.
  *
  * <p><b>Note:</b> not thread safe; owned by one {@link RoutingContext}.
  */
@@ -16,6 +19,7 @@ public final class RequestMeta {
     private String lora;
     private String cacheSalt;
     private int promptTokens = -1;
+    private final RequestExtras extras = new RequestExtras();
 
     /**
      * Forgets everything.
@@ -30,6 +34,7 @@ public final class RequestMeta {
         lora = null;
         cacheSalt = null;
         promptTokens = -1;
+        extras.clear();
     }
 
     /**
@@ -122,5 +127,27 @@ public final class RequestMeta {
      */
     public int promptTokens() {
         return promptTokens;
+    }
+
+    /**
+     * Adds a multimodal item of the prompt (an image, audio clip, ...): its identifier (vLLM's multimodal hash, or
+     * the UUID the client gave it) and its placeholder tokens {@code [offset, offset + length)}. Blocks that overlap
+     * it are keyed with it (docs/keys.md), so identical placeholder tokens of different items never share keys.
+     *
+     * @param identifier the item's identifier (copied).
+     * @param offset     first placeholder token.
+     * @param length     number of placeholder tokens.
+     * @return this.
+     */
+    public RequestMeta multiModal(final CharSequence identifier, final int offset, final int length) {
+        extras.addMultiModal(identifier, offset, length);
+        return this;
+    }
+
+    /**
+     * @return the request's multimodal items and prompt-embeds digests (cleared by {@link #clear()}).
+     */
+    public RequestExtras extras() {
+        return extras;
     }
 }

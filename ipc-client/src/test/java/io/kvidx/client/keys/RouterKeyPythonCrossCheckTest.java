@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -24,7 +25,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Runs the Python example of docs/keys.md (the router key section's {@code python} block, as written) with a real
  * {@code /usr/bin/python3} and Debian's {@code python3-xxhash}, and compares its seeds and keys with
- * {@link RouterKeyHasher} on random requests: the documentation and the code define the same keys.
+ * {@link RouterKeyHasher} on random requests, with and without multimodal items and prompt-embeds digests: the
+ * documentation and the code define the same keys, extras included.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class RouterKeyPythonCrossCheckTest {
@@ -38,13 +40,22 @@ class RouterKeyPythonCrossCheckTest {
         import json, sys
         for r in json.load(sys.stdin):
             seed = chain_seed(r["model"], r["lora"], r["salt"])
-            print(" ".join(str(v) for v in [seed] + router_keys(seed, r["tokens"], r["block_size"])))
+            mm = [tuple(item) for item in r["mm"]]
+            digests = [bytes.fromhex(d) for d in r["digests"]]
+            print(" ".join(str(v) for v in [seed] + router_keys(seed, r["tokens"], r["block_size"], mm, digests)))
         """;
 
     @TempDir
     Path dir;
 
-    record Request(String model, String lora, String salt, int blockSize, int[] tokens) {
+    record Item(String id, int offset, int length) {
+    }
+
+    record Request(String model, String lora, String salt, int blockSize, int[] tokens, List<Item> mm,
+        byte[] digests) {
+        Request(final String model, final String lora, final String salt, final int blockSize, final int[] tokens) {
+            this(model, lora, salt, blockSize, tokens, List.of(), new byte[0]);
+        }
     }
 
     @Test
@@ -69,6 +80,17 @@ class RouterKeyPythonCrossCheckTest {
             doc.append(",\"block_size\":").append(r.blockSize).append(",\"tokens\":[");
             for (int t = 0; t < r.tokens.length; t++) {
                 doc.append(t == 0 ? "" : ",").append(r.tokens[t]);
+            }
+            doc.append("],\"mm\":[");
+            for (int m = 0; m < r.mm.size(); m++) {
+                doc.append(m == 0 ? "[" : ",[");
+                json(doc, r.mm.get(m).id());
+                doc.append(',').append(r.mm.get(m).offset()).append(',').append(r.mm.get(m).length()).append(']');
+            }
+            doc.append("],\"digests\":[");
+            final HexFormat hex = HexFormat.of();
+            for (int d = 0; d < r.digests.length / 32; d++) {
+                doc.append(d == 0 ? "\"" : ",\"").append(hex.formatHex(r.digests, 32 * d, 32 * d + 32)).append('"');
             }
             doc.append("]}");
         }
@@ -102,6 +124,8 @@ class RouterKeyPythonCrossCheckTest {
         requests.add(new Request("Qwen/Qwen3-0.6B", null, null, 16, checkTokens));
         requests.add(new Request(null, null, null, 16, new int[15]));
         requests.add(new Request("", "", "", 1, new int[] {0, Integer.MAX_VALUE, 1}));
+        requests.add(new Request("Qwen/Qwen3-0.6B", null, null, 16, java.util.Arrays.copyOf(checkTokens, 32),
+            List.of(new Item("img-A", 4, 20)), new byte[0]));
         for (int i = 0; i < 120; i++) {
             final int blockSize = i % 3 == 0 ? 16 : 1 + random.nextInt(40);
             final int[] tokens = new int[random.nextInt(blockSize * 20 + 1)];
@@ -110,6 +134,23 @@ class RouterKeyPythonCrossCheckTest {
             }
             requests.add(new Request(randomString(random), randomString(random), randomString(random), blockSize,
                 tokens));
+        }
+        for (int i = 0; i < 120; i++) {
+            final int blockSize = i % 3 == 0 ? 16 : 1 + random.nextInt(40);
+            final int[] tokens = new int[random.nextInt(blockSize * 12 + 1)];
+            for (int t = 0; t < tokens.length; t++) {
+                tokens[t] = random.nextInt(152_000);
+            }
+            final List<Item> mm = new ArrayList<>();
+            for (int m = random.nextInt(5); m > 0; m--) {
+                final String id = randomString(random);
+                mm.add(new Item(id == null ? "" : id, random.nextInt(tokens.length + 20),
+                    1 + random.nextInt(3 * blockSize)));
+            }
+            final byte[] digests = new byte[32 * random.nextInt(tokens.length / blockSize + 2)];
+            random.nextBytes(digests);
+            requests.add(new Request(randomString(random), randomString(random), randomString(random), blockSize,
+                tokens, mm, digests));
         }
         return requests;
     }
@@ -130,7 +171,10 @@ class RouterKeyPythonCrossCheckTest {
         final RouterKeyHasher hasher = new RouterKeyHasher(r.blockSize);
         final long seed = RouterKeyHasher.chainSeed(r.model, r.lora, r.salt);
         final long[] keys = new long[r.tokens.length / r.blockSize];
-        final int n = hasher.keys(seed, r.tokens, r.tokens.length, keys);
+        final RequestExtras extras = new RequestExtras();
+        r.mm.forEach(m -> extras.addMultiModal(m.id(), m.offset(), m.length()));
+        extras.promptEmbedsDigests(r.digests, 0, r.digests.length / 32);
+        final int n = hasher.keys(seed, r.tokens, r.tokens.length, extras, keys);
         final StringBuilder sb = new StringBuilder(Long.toUnsignedString(seed));
         for (int i = 0; i < n; i++) {
             sb.append(' ').append(Long.toUnsignedString(keys[i]));

@@ -1,6 +1,8 @@
 package io.kvidx.client.routing;
 
+import io.kvidx.client.keys.RequestExtras;
 import io.kvidx.client.keys.RouterKeyHasher;
+import io.kvidx.client.routing.plugins.HashKeyPreparer;
 import io.kvidx.client.routing.plugins.RouterKeysPreparer;
 import org.junit.jupiter.api.Test;
 
@@ -39,6 +41,60 @@ class RouterKeysPreparerTest {
         final int n = RouterKeysPreparer.keyFunction(hasher, "llama", null, null).keys(prompt, prompt.length,
             viaFunction);
         assertArrayEquals(base, Arrays.copyOf(viaFunction, n), "fixed-seed key function agrees");
+    }
+
+    @Test
+    void shouldKeyTheRequestsMultimodalItemsAndTreatAnEmptySaltAsNone() {
+        final RouterKeysPreparer p = new RouterKeysPreparer("rk", hasher);
+        final RoutingContext ctx = PluginTestSupport.context(PluginTestSupport.registry(1), null);
+        final int[] prompt = new int[16 * 4];
+        Arrays.fill(prompt, 151_655);
+        ctx.tokens(prompt, 0, prompt.length).request().model("vl").multiModal("image-a", 16, 32).cacheSalt("");
+        p.prepare(ctx);
+        final long[] expected = new long[4];
+        hasher.keys(RouterKeyHasher.chainSeed("vl", null, null), prompt, prompt.length,
+            new RequestExtras().addMultiModal("image-a", 16, 32), expected);
+        final long[] imageA = prepared(ctx);
+        assertArrayEquals(expected, imageA);
+        ctx.reset().tokens(prompt, 0, prompt.length).request().model("vl").multiModal("image-b", 16, 32);
+        p.prepare(ctx);
+        final long[] imageB = prepared(ctx);
+        assertEquals(imageA[0], imageB[0], "the text block before the image is shared");
+        assertFalse(imageA[1] == imageB[1] || imageA[3] == imageB[3], "the image's blocks are not");
+        ctx.reset().tokens(prompt, 0, prompt.length).request().model("vl");
+        p.prepare(ctx);
+        assertFalse(prepared(ctx)[1] == imageA[1], "reset forgets the items");
+
+        // The consistent-hash key of a prompt start separates the images too.
+        final HashKeyPreparer hk = new HashKeyPreparer("hk", null, HashKeyPreparer.Source.TOKENS, 64);
+        ctx.reset().tokens(prompt, 0, prompt.length).request().multiModal("image-a", 16, 32);
+        hk.prepare(ctx);
+        final long a = ctx.get(Slots.HASH_KEY).get();
+        ctx.reset().tokens(prompt, 0, prompt.length).request().multiModal("image-b", 16, 32);
+        hk.prepare(ctx);
+        assertFalse(a == ctx.get(Slots.HASH_KEY).get());
+    }
+
+    @Test
+    void shouldKeyMultimodalRequestsWithoutAllocating() {
+        final RouterKeysPreparer p = new RouterKeysPreparer("rk", hasher);
+        final RoutingContext ctx = PluginTestSupport.context(PluginTestSupport.registry(1), null);
+        final int[] prompt = TestKeys.tokens(5, 2048);
+        final String[] images = {"sha256:0123456789abcdef", "sha256:fedcba9876543210", "uuid-1"};
+        final com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean)
+            ManagementFactory.getThreadMXBean();
+        final long id = Thread.currentThread().threadId();
+        final long[] perRound = new long[5];
+        for (int round = 0; round < perRound.length; round++) {
+            final long before = mx.getThreadAllocatedBytes(id);
+            for (int i = 0; i < 5_000; i++) {
+                ctx.reset().tokens(prompt, 0, prompt.length).request().model("vl").cacheSalt("tenant")
+                    .multiModal(images[i % 3], 30, 400).multiModal(images[(i + 1) % 3], 900, 64);
+                p.prepare(ctx);
+            }
+            perRound[round] = mx.getThreadAllocatedBytes(id) - before;
+        }
+        AllocationFreeRoutingTest.assertSteadyStateAllocationFree(perRound, 5_000);
     }
 
     @Test

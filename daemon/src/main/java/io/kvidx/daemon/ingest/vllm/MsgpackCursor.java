@@ -135,6 +135,14 @@ public final class MsgpackCursor {
         };
     }
 
+    /**
+     * @return true when the next value is a uint64 (0xcf), whose {@link #readLong()} bits are unsigned.
+     */
+    boolean peekUint64() {
+        need(1);
+        return (buffer.getByte(position) & 0xFF) == 0xcf;
+    }
+
     public boolean tryReadNil() {
         need(1);
         if ((buffer.getByte(position) & 0xFF) == 0xc0) {

@@ -62,6 +62,19 @@ public final class VllmEvent {
     public static final int PROBLEM_EVENT_SHAPE = 5;
     /** A token id does not fit in 32 bits. */
     public static final int PROBLEM_TOKEN_RANGE = 6;
+    /** {@code extra_keys} is not an array of arrays or nils, or an element is neither str, bin nor [str, int]. */
+    public static final int PROBLEM_EXTRA_KEYS_TYPE = 7;
+    /** {@code extra_keys} has another number of entries than {@code block_hashes}. */
+    public static final int PROBLEM_EXTRA_KEYS_LENGTH = 8;
+    /** {@code extra_keys} has more elements or bytes than the decoder's limits allow. */
+    public static final int PROBLEM_EXTRA_KEYS_TOO_LARGE = 9;
+
+    /** An {@code extra_keys} element that is a str (LoRA name, cache salt). */
+    public static final int EXTRA_STR = 1;
+    /** An {@code extra_keys} element that is a bin (prompt-embeds digest). */
+    public static final int EXTRA_BIN = 2;
+    /** An {@code extra_keys} element that is a multimodal key {@code [identifier, offset in the block]}. */
+    public static final int EXTRA_MM = 3;
 
     int type;
     int problem;
@@ -82,6 +95,19 @@ public final class VllmEvent {
     int cacheSaltLength = -1;
     int locality;
     int flags;
+    boolean hasExtraKeys;
+    int extraKeyBlocks;
+    /** End (exclusive) of each block's elements in the element arrays; a block starts where the previous ended. */
+    int[] extraBlockEnd = new int[64];
+    int extraCount;
+    byte[] extraKind = new byte[64];
+    /** Element bytes (str or bin payload, multimodal identifier) in {@link #extraBytes}. */
+    int[] extraOffset = new int[64];
+    int[] extraLength = new int[64];
+    /** A multimodal element's offset (the two's complement bits of the msgpack integer). */
+    long[] extraValue = new long[64];
+    byte[] extraBytes = new byte[1024];
+    int extraBytesLength;
 
     void reset() {
         type = TYPE_UNKNOWN;
@@ -99,6 +125,40 @@ public final class VllmEvent {
         cacheSaltLength = -1;
         locality = LOCALITY_UNSPECIFIED;
         flags = 0;
+        hasExtraKeys = false;
+        extraKeyBlocks = 0;
+        extraCount = 0;
+        extraBytesLength = 0;
+    }
+
+    void ensureExtraBlocks(final int n) {
+        if (extraBlockEnd.length < n) {
+            extraBlockEnd = Arrays.copyOf(extraBlockEnd, Math.max(n, extraBlockEnd.length * 2));
+        }
+    }
+
+    /**
+     * Appends one element; its payload of {@code length} bytes is copied by the caller to
+     * {@code extraBytes[extraOffset[returned index]]}.
+     */
+    int addExtra(final int kind, final int length, final long value) {
+        if (extraCount == extraKind.length) {
+            final int n = extraCount * 2;
+            extraKind = Arrays.copyOf(extraKind, n);
+            extraOffset = Arrays.copyOf(extraOffset, n);
+            extraLength = Arrays.copyOf(extraLength, n);
+            extraValue = Arrays.copyOf(extraValue, n);
+        }
+        if (extraBytes.length - extraBytesLength < length) {
+            extraBytes = Arrays.copyOf(extraBytes, Math.max(extraBytesLength + length, extraBytes.length * 2));
+        }
+        final int i = extraCount++;
+        extraKind[i] = (byte) kind;
+        extraOffset[i] = extraBytesLength;
+        extraLength[i] = length;
+        extraValue[i] = value;
+        extraBytesLength += length;
+        return i;
     }
 
     void ensureHashes(final int n) {
@@ -424,6 +484,75 @@ public final class VllmEvent {
     }
 
     /**
+     * @return true when the BlockStored carries {@code extra_keys} (present and not nil).
+     */
+    public boolean hasExtraKeys() {
+        return hasExtraKeys;
+    }
+
+    /**
+     * @return number of {@code extra_keys} entries (one per block when well formed).
+     */
+    public int extraKeyBlocks() {
+        return extraKeyBlocks;
+    }
+
+    /**
+     * @param block block index.
+     * @return index of the block's first extra-key element (elements of a nil entry: none).
+     */
+    public int extraStart(final int block) {
+        return block == 0 ? 0 : extraBlockEnd[block - 1];
+    }
+
+    /**
+     * @param block block index.
+     * @return one past the index of the block's last extra-key element.
+     */
+    public int extraEnd(final int block) {
+        return extraBlockEnd[block];
+    }
+
+    /**
+     * @param element element index.
+     * @return one of {@code EXTRA_*}.
+     */
+    public int extraKind(final int element) {
+        return extraKind[element];
+    }
+
+    /**
+     * @return the bytes every element's payload lies in.
+     */
+    public byte[] extraBytes() {
+        return extraBytes;
+    }
+
+    /**
+     * @param element element index.
+     * @return where its payload (str, bin, or a multimodal identifier) starts in {@link #extraBytes()}.
+     */
+    public int extraOffset(final int element) {
+        return extraOffset[element];
+    }
+
+    /**
+     * @param element element index.
+     * @return its payload length in bytes.
+     */
+    public int extraLength(final int element) {
+        return extraLength[element];
+    }
+
+    /**
+     * @param element a multimodal element's index.
+     * @return its offset relative to the block's first token.
+     */
+    public long extraValue(final int element) {
+        return extraValue[element];
+    }
+
+    /**
      * @param type a {@code TYPE_*} value.
      * @return its vLLM name.
      */
@@ -449,6 +578,10 @@ public final class VllmEvent {
             case PROBLEM_UNKNOWN_TYPE -> "unknown event type";
             case PROBLEM_EVENT_SHAPE -> "event neither array nor map";
             case PROBLEM_TOKEN_RANGE -> "token id out of 32-bit range";
+            case PROBLEM_EXTRA_KEYS_TYPE -> "extra_keys not an array of per-block arrays, or an element neither str,"
+                + " bin nor [str, int]";
+            case PROBLEM_EXTRA_KEYS_LENGTH -> "extra_keys has another number of entries than block_hashes";
+            case PROBLEM_EXTRA_KEYS_TOO_LARGE -> "extra_keys larger than the decoder's limits";
             default -> "problem " + problem;
         };
     }

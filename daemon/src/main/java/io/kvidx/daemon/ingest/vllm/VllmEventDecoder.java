@@ -16,7 +16,11 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
  *   <li>outer batch: the positional array {@code [ts, [events...], dp_rank]} ({@code dp_rank} nil or absent), or a
  *   map with keys {@code ts}, {@code events}, {@code data_parallel_rank};</li>
  *   <li>events in both generations: tagged arrays {@code ["BlockStored", hashes, parent, tokens, block_size,
- *   lora_id, medium, lora_name, ...]} and maps with the tag under {@code "type"} and fields by name;</li>
+ *   lora_id, medium, lora_name, extra_keys, group_idx, ...]} and maps with the tag under {@code "type"} and fields
+ *   by name;</li>
+ *   <li>{@code extra_keys} (vllm#33304): one entry per block, nil or an array of str / bin / {@code [str, int]},
+ *   kept as spans (their meaning is the applier's); another shape, another count than {@code block_hashes} or
+ *   more than the limits drop that event only;</li>
  *   <li>block hashes as any msgpack integer (uint64 read as unsigned bits, int64 accepted) or as a bin of 8, 16 or
  *   32 bytes (its last 8 bytes, big-endian);</li>
  *   <li>unknown fields and trailing positional fields are skipped; unknown event types are reported to
@@ -50,6 +54,7 @@ public final class VllmEventDecoder {
     private static final byte[] KIND_MLA_ATTENTION = ascii("mla_attention");
     private static final byte[] KIND_SINK_FULL_ATTENTION = ascii("sink_full_attention");
     private static final byte[] K_LOCALITY = ascii("locality");
+    private static final byte[] K_EXTRA_KEYS = ascii("extra_keys");
     private static final byte[] K_TS = ascii("ts");
     private static final byte[] K_EVENTS = ascii("events");
     private static final byte[] K_DP_RANK = ascii("data_parallel_rank");
@@ -63,6 +68,7 @@ public final class VllmEventDecoder {
     private static final byte[] L_REMOTE = ascii("REMOTE");
 
     private final MsgpackCursor in = new MsgpackCursor();
+    private final ExtraKeysDecoder extraKeys = new ExtraKeysDecoder();
     private final VllmEvent event = new VllmEvent();
     private final int maxHashes;
     private final int maxTokens;
@@ -189,6 +195,10 @@ public final class VllmEventDecoder {
             if (e.problem == VllmEvent.PROBLEM_NONE && e.type == VllmEvent.TYPE_UNKNOWN) {
                 e.problem = VllmEvent.PROBLEM_UNKNOWN_TYPE;
             }
+            if (e.problem == VllmEvent.PROBLEM_NONE && e.type == VllmEvent.TYPE_BLOCK_STORED && e.hasExtraKeys
+                && e.extraKeyBlocks != e.hashCount) {
+                e.problem = VllmEvent.PROBLEM_EXTRA_KEYS_LENGTH;
+            }
             if (e.problem != VllmEvent.PROBLEM_NONE) {
                 listener.onDropped(e);
             } else {
@@ -225,6 +235,7 @@ public final class VllmEventDecoder {
                     case 5 -> F_LORA_ID;
                     case 6 -> F_MEDIUM;
                     case 7 -> F_LORA_NAME;
+                    case 8 -> F_EXTRA_KEYS;
                     case 9 -> F_GROUP_IDX;
                     case 10 -> F_SPEC_KIND;
                     case 12 -> F_LOCALITY;
@@ -284,6 +295,9 @@ public final class VllmEventDecoder {
                 field = F_SPEC_KIND;
             } else if (in.payloadEquals(len, K_LOCALITY)) {
                 field = F_LOCALITY;
+            } else if (in.payloadEquals(len, K_EXTRA_KEYS)) {
+                field = e.type == VllmEvent.TYPE_BLOCK_STORED || e.type == VllmEvent.TYPE_UNKNOWN
+                    ? F_EXTRA_KEYS : F_SKIP;
             } else {
                 field = F_SKIP;
             }
@@ -303,6 +317,7 @@ public final class VllmEventDecoder {
     private static final int F_GROUP_IDX = 8;
     private static final int F_SPEC_KIND = 9;
     private static final int F_LOCALITY = 10;
+    private static final int F_EXTRA_KEYS = 11;
 
     private void decodeField(final VllmEvent e, final int field) {
         if (field == F_SKIP || in.tryReadNil()) {
@@ -326,6 +341,7 @@ public final class VllmEventDecoder {
                 }
             }
             case F_TOKENS -> decodeTokens(e);
+            case F_EXTRA_KEYS -> extraKeys.decode(in, e, maxHashes);
             case F_BLOCK_SIZE, F_GROUP_IDX -> {
                 if (t == TYPE_INT) {
                     final long v = in.readLong();

@@ -31,6 +31,14 @@ class VllmEventDecoderFuzzTest {
                 .removed(lora.blockHashes(), "CPU").cleared().batch(null),
             new VllmPayloads(VllmPayloads.Shape.MAP, VllmPayloads.HashWidth.INT64)
                 .removed(new long[] {1, -2, 3}, null).unknown().mapBatch(),
+            new VllmPayloads(VllmPayloads.Shape.ARRAY, VllmPayloads.HashWidth.UINT64)
+                .storedWithExtraKeys(new long[] {-5, 6}, null, new int[] {1, 2, 3, 4}, 2, "L",
+                    List.of(List.of("L", List.of("img", -1), "salt", new byte[32]), List.of("L")))
+                .batch(0),
+            new VllmPayloads(VllmPayloads.Shape.MAP, VllmPayloads.HashWidth.BIN32)
+                .storedWithExtraKeys(new long[] {7, 8}, 9L, new int[] {1, 2, 3, 4}, 2, null,
+                    Arrays.asList(null, List.of(List.of("i", 1), new byte[32])))
+                .batch(1),
         };
     }
 

@@ -93,13 +93,107 @@ public final class VllmPayloads {
                     body.packString("lora_name").packString(loraName);
                 }
                 // Newer fields the decoder must ignore or accept.
-                body.packString("extra_keys").packArrayHeader(1).packNil();
+                body.packString("extra_keys").packArrayHeader(hashes.length);
+                for (int i = 0; i < hashes.length; i++) {
+                    body.packNil();
+                }
                 body.packString("kv_cache_spec_kind").packString("full_attention");
             }
             events++;
             return this;
         } catch (final IOException ex) {
             throw new UncheckedIOException(ex);
+        }
+    }
+
+    /**
+     * Adds a BlockStored with {@code extra_keys} (vllm#33304), in this builder's shape (the legacy array puts it
+     * after {@code lora_name}). {@code extraKeys} is packed as given: a {@link List} or {@code Object[]} is an
+     * array, a String a str, a byte[] a bin, an Integer or Long an int, a Double a float, a {@link java.util.Map} a
+     * map and null nil; a well-formed value is one list per block of elements {@code "lora"}, {@code
+     * new Object[] {"id", offset}}, {@code "salt"}, {@code digest32}.
+     *
+     * @param hashes    engine hashes.
+     * @param parent    parent hash or null.
+     * @param tokens    token ids.
+     * @param blockSize block size.
+     * @param loraName  LoRA name or null.
+     * @param extraKeys the extra_keys value.
+     * @return this.
+     */
+    public VllmPayloads storedWithExtraKeys(final long[] hashes, final Long parent, final int[] tokens,
+        final int blockSize, final String loraName, final Object extraKeys) {
+        try {
+            if (shape == Shape.ARRAY) {
+                body.packArrayHeader(10);
+                body.packString("BlockStored");
+                packHashes(hashes);
+                packParent(parent);
+                packTokens(tokens);
+                body.packInt(blockSize);
+                body.packNil();
+                body.packString("GPU");
+                packNullableString(loraName);
+                pack(extraKeys);
+                body.packInt(0);
+            } else {
+                body.packMapHeader(loraName != null ? 9 : 8);
+                body.packString("type").packString("BlockStored");
+                body.packString("block_hashes");
+                packHashes(hashes);
+                body.packString("parent_block_hash");
+                packParent(parent);
+                body.packString("token_ids");
+                packTokens(tokens);
+                body.packString("block_size").packInt(blockSize);
+                body.packString("medium").packString("GPU");
+                if (loraName != null) {
+                    body.packString("lora_name").packString(loraName);
+                }
+                body.packString("extra_keys");
+                pack(extraKeys);
+                body.packString("group_idx").packInt(0);
+            }
+            events++;
+            return this;
+        } catch (final IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
+    private void pack(final Object v) throws IOException {
+        if (v == null) {
+            body.packNil();
+        } else if (v instanceof String str) {
+            body.packString(str);
+        } else if (v instanceof byte[] b) {
+            body.packBinaryHeader(b.length);
+            body.addPayload(b);
+        } else if (v instanceof Integer i) {
+            body.packInt(i);
+        } else if (v instanceof Long l) {
+            body.packLong(l);
+        } else if (v instanceof BigInteger big) {
+            body.packBigInteger(big);
+        } else if (v instanceof Double d) {
+            body.packDouble(d);
+        } else if (v instanceof Boolean b) {
+            body.packBoolean(b);
+        } else if (v instanceof java.util.Map<?, ?> m) {
+            body.packMapHeader(m.size());
+            for (final var en : m.entrySet()) {
+                pack(en.getKey());
+                pack(en.getValue());
+            }
+        } else if (v instanceof Object[] a) {
+            pack(java.util.Arrays.asList(a));
+        } else if (v instanceof java.util.List<?> list) {
+            body.packArrayHeader(list.size());
+            for (final Object o : list) {
+                pack(o);
+            }
+        } else {
+            throw new IllegalArgumentException("cannot pack " + v.getClass());
         }
     }
 

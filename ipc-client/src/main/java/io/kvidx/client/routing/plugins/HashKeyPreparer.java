@@ -1,5 +1,6 @@
 package io.kvidx.client.routing.plugins;
 
+import io.kvidx.client.keys.RequestExtras;
 import io.kvidx.client.routing.BlockKeys;
 import io.kvidx.client.routing.LongValue;
 import io.kvidx.client.routing.Preparer;
@@ -13,7 +14,8 @@ import java.util.Set;
 /**
  * Computes the key a {@link ConsistentHashPicker} places the request with, into {@link Slots#HASH_KEY}: the hash
  * of a header's value when the header is present (e.g. a user or session id), otherwise a hash of the prompt's
- * start: the first {@code prefixTokens} token ids ({@link Source#TOKENS}) or the key of block
+ * start: the first {@code prefixTokens} token ids with the multimodal items placed among them ({@link Source#TOKENS})
+ * or the key of block
  * {@code prefixBlocks - 1} ({@link Source#KEYS}, which identifies the whole prefix up to it). Requests sharing a
  * prompt start thus land on the same pod.
  *
@@ -85,6 +87,12 @@ public final class HashKeyPreparer implements Preparer {
             long h = 0x243F6A8885A308D3L;
             for (int i = 0; i < n; i++) {
                 h = RoutingContext.mix(h ^ ids[i]);
+            }
+            // Multimodal items whose placeholders begin within the prefix: different images behind the same
+            // placeholder tokens are different prompts.
+            final RequestExtras extras = ctx.get(Slots.REQUEST).extras();
+            for (int i = 0, m = extras.itemCount(); i < m && extras.itemOffset(i) < n; i++) {
+                h = RoutingContext.mix(h ^ extras.itemIdentifierHash(i)) ^ extras.itemOffset(i);
             }
             out.set(h);
         } else {

@@ -16,8 +16,10 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * Block keys in kvidx's router-key scheme ({@link RouterKeyHasher}, docs/keys.md): the chain is seeded by the
- * request's model, LoRA adapter and cache salt ({@link RequestMeta}), so requests for different models or adapters
- * never share keys. Reads {@link Slots#TOKENS} and {@link Slots#REQUEST}, writes {@link Slots#BLOCK_KEYS}.
+ * request's model, LoRA adapter and cache salt ({@link RequestMeta}), so requests for different models, adapters or
+ * salts never share keys; blocks overlapping the request's multimodal items ({@link RequestMeta#extras()}) are keyed
+ * with them, so different images behind identical placeholder tokens never share keys either. An empty salt is no
+ * salt, as in vLLM (which folds only a non-empty salt into its hashes, so engines never report one). Reads {@link Slots#TOKENS} and {@link Slots#REQUEST}, writes {@link Slots#BLOCK_KEYS}.
  *
  * <p>Chain seeds are computed once per (model, adapter, salt) and kept in a small direct-mapped cache (compared by
  * string equality, indexed by the strings' cached hash codes), so keying a prompt allocates nothing once its model
@@ -55,7 +57,7 @@ public final class RouterKeysPreparer implements Preparer {
      */
     public static KeyFunction keyFunction(final RouterKeyHasher hasher, final String model, final String lora,
         final String cacheSalt) {
-        final long seed = RouterKeyHasher.chainSeed(model, lora, cacheSalt);
+        final long seed = RouterKeyHasher.chainSeed(model, lora, salt(cacheSalt));
         return (tokens, length, keys) -> hasher.keys(seed, tokens, length, keys);
     }
 
@@ -87,8 +89,13 @@ public final class RouterKeysPreparer implements Preparer {
         final RequestMeta meta = ctx.get(Slots.REQUEST);
         final BlockKeys keys = ctx.get(Slots.BLOCK_KEYS);
         final long[] out = keys.ensureCapacity(tokens.length() / hasher.blockSize() + 1);
-        keys.length(hasher.keys(seed(meta.model(), meta.lora(), meta.cacheSalt()), tokens.ids(), tokens.length(),
-            out));
+        keys.length(hasher.keys(seed(meta.model(), meta.lora(), salt(meta.cacheSalt())), tokens.ids(),
+            tokens.length(), meta.extras(), out));
+    }
+
+    /** vLLM folds a cache salt into its hashes only when non-empty, so the daemon never keys with an empty one. */
+    private static String salt(final String salt) {
+        return salt == null || salt.isEmpty() ? null : salt;
     }
 
     /**

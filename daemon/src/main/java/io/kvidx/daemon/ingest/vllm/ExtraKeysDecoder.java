@@ -1,0 +1,131 @@
+package io.kvidx.daemon.ingest.vllm;
+
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_ARRAY;
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_BIN;
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_INT;
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
+
+/**
+ * Decodes a BlockStored's {@code extra_keys} (vllm#33304): one entry per block, each nil or an array of str, bin and
+ * {@code [str, int]} elements, kept as element spans over {@link VllmEvent#extraBytes()} (their meaning is the
+ * applier's). A bad shape, an element of another type or more than the limits marks the event with a
+ * {@code PROBLEM_EXTRA_KEYS_*} problem and skips the rest of the value, so the next field and event decode normally.
+ * Allocates nothing once the event's arrays have grown to the largest extra keys seen.
+ *
+ * <p><b>Note:</b> not thread safe; owned by one {@link VllmEventDecoder}.
+ */
+final class ExtraKeysDecoder {
+    /** Limit of {@code extra_keys} elements of one block (vLLM: LoRA, salt, digest and the items it overlaps). */
+    static final int MAX_EXTRA_KEYS_PER_BLOCK = 1024;
+    /** Limit of one {@code extra_keys} str or bin (a LoRA name, salt, identifier or digest), in bytes. */
+    static final int MAX_EXTRA_KEY_BYTES = 1 << 16;
+    /** Limit of the {@code extra_keys} payload bytes of one event. */
+    static final int MAX_EXTRA_BYTES_PER_EVENT = 1 << 24;
+
+    private MsgpackCursor in;
+
+    /**
+     * Reads the {@code extra_keys} value at the cursor (not nil) into the event.
+     *
+     * @param cursor    positioned at the value; left after it.
+     * @param e         the event being decoded.
+     * @param maxBlocks largest number of entries accepted (the decoder's hash limit).
+     */
+    void decode(final MsgpackCursor cursor, final VllmEvent e, final int maxBlocks) {
+        in = cursor;
+        if (in.peekType() != TYPE_ARRAY) {
+            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            in.skipValue();
+            return;
+        }
+        final int n = in.readArrayHeader();
+        if (n > maxBlocks) {
+            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
+            skipElements(n);
+            return;
+        }
+        e.ensureExtraBlocks(n);
+        e.hasExtraKeys = true;
+        e.extraKeyBlocks = n;
+        e.extraCount = 0;
+        e.extraBytesLength = 0;
+        for (int b = 0; b < n; b++) {
+            if (!in.tryReadNil()) {
+                if (in.peekType() != TYPE_ARRAY) {
+                    problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+                    in.skipValue();
+                } else {
+                    final int m = in.readArrayHeader();
+                    if (m > MAX_EXTRA_KEYS_PER_BLOCK) {
+                        problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
+                        skipElements(m);
+                    } else {
+                        for (int j = 0; j < m; j++) {
+                            element(e);
+                        }
+                    }
+                }
+            }
+            e.extraBlockEnd[b] = e.extraCount;
+        }
+    }
+
+    private void element(final VllmEvent e) {
+        final int t = in.peekType();
+        if (t == TYPE_STR || t == TYPE_BIN) {
+            final int len = in.readRawHeader();
+            copy(e, t == TYPE_STR ? VllmEvent.EXTRA_STR : VllmEvent.EXTRA_BIN, len, 0);
+            return;
+        }
+        if (t != TYPE_ARRAY) {
+            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            in.skipValue();
+            return;
+        }
+        final int k = in.readArrayHeader();
+        if (k != 2 || in.peekType() != TYPE_STR) {
+            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            skipElements(k);
+            return;
+        }
+        final int len = in.readRawHeader();
+        final int start = in.position();
+        in.skipBytes(len);
+        if (in.peekType() != TYPE_INT) {
+            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            in.skipValue();
+            return;
+        }
+        final boolean unsigned = in.peekUint64();
+        final long offset = in.readLong();
+        final int end = in.position();
+        in.position(start);
+        // An unsigned value above Long.MAX_VALUE is out of any offset's range: keep it so the applier rejects it.
+        copy(e, VllmEvent.EXTRA_MM, len, unsigned && offset < 0 ? Long.MAX_VALUE : offset);
+        in.position(end);
+    }
+
+    /** Copies a str/bin payload of {@code len} bytes at the cursor into the event (or marks it too large). */
+    private void copy(final VllmEvent e, final int kind, final int len, final long value) {
+        if (len > MAX_EXTRA_KEY_BYTES || e.extraBytesLength + len > MAX_EXTRA_BYTES_PER_EVENT) {
+            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
+            in.skipBytes(len);
+            return;
+        }
+        final int i = e.addExtra(kind, len, value);
+        in.buffer().getBytes(in.position(), e.extraBytes, e.extraOffset[i], len);
+        in.skipBytes(len);
+    }
+
+    private void skipElements(final int n) {
+        for (int i = 0; i < n; i++) {
+            in.skipValue();
+        }
+    }
+
+    private static void problem(final VllmEvent e, final int problem) {
+        if (e.problem == VllmEvent.PROBLEM_NONE) {
+            e.problem = problem;
+        }
+    }
+}
