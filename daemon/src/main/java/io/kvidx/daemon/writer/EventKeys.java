@@ -24,7 +24,8 @@ import java.util.Arrays;
  *   <li>nothing else (nil or an empty tuple: none of these).</li>
  * </ul>
  * Anything else is a bad value: the event is refused with one of the {@code BAD_*} codes and nothing is keyed. An
- * event without {@code extra_keys} is keyed as before their time (text keys, LoRA from {@code lora_name}, no salt).
+ * event without {@code extra_keys} is keyed as before their time (text keys, LoRA from {@code lora_name}, no salt),
+ * except that an event-level cache salt (SGLang's {@code cache_salt}) seeds a chain's first block.
  *
  * <p><b>Note:</b> owned by one writer agent (its scratch is not shared).
  */
@@ -66,7 +67,11 @@ final class EventKeys {
         final int bs = hasher.blockSize();
         final int[] tokens = e.tokens();
         if (!e.hasExtraKeys()) {
-            hasher.extend(e.hasParent() ? parentKey : seed(p, e, null, 0, -1), tokens, 0, n * bs, out, 0);
+            // SGLang names the salt at event level, on every BlockStored of a salted chain: it seeds the chain's
+            // first block only, as vLLM's salt does.
+            final long seed = e.hasParent() ? parentKey : e.cacheSaltLength() > 0
+                ? seed(p, e, e.cacheSaltBytes(), 0, e.cacheSaltLength()) : seed(p, e, null, 0, -1);
+            hasher.extend(seed, tokens, 0, n * bs, out, 0);
             return OK;
         }
         if (e.extraKeyBlocks() != n) {

@@ -42,9 +42,13 @@ class SglangPublisherTest {
     }
 
     static int depth(final IndexReader reader, final String podId, final Capture capture) {
+        return depth(reader, podId, capture, null);
+    }
+
+    static int depth(final IndexReader reader, final String podId, final Capture capture, final String salt) {
         final RouterKeyHasher hasher = new RouterKeyHasher(16);
         final long[] keys = new long[64];
-        final int n = hasher.keys(RouterKeyHasher.chainSeed(MODEL, null, null), capture.tokenIds(),
+        final int n = hasher.keys(RouterKeyHasher.chainSeed(MODEL, null, salt), capture.tokenIds(),
             capture.tokenIds().length, keys);
         final PrefixResult result = new PrefixResult();
         for (int attempt = 0; ; attempt++) {
@@ -99,22 +103,25 @@ class SglangPublisherTest {
                 for (final PyPeer p : both) {
                     p.command("store kv_event_base.json tenant-a session-7");
                 }
-                pingUntil("both pods hold the salted store", both,
-                    () -> depth(reader, "sg", base) == 25 && depth(reader, "sg-topic#1", base) == 25);
+                // The event-level cache salt seeds the chain: only a query with the same salt matches.
+                pingUntil("both pods hold the salted store", both, () -> depth(reader, "sg", base, "tenant-a") == 25
+                    && depth(reader, "sg-topic#1", base, "tenant-a") == 25);
+                assertEquals(0, depth(reader, "sg", base), "an unsalted query must not match a salted chain");
+                assertEquals(0, depth(reader, "sg", base, "tenant-b"), "nor another tenant's salt");
 
                 for (final PyPeer p : both) {
                     p.command("remove kv_event_base.json 15 25");
                 }
-                pingUntil("depth 15", both,
-                    () -> depth(reader, "sg", base) == 15 && depth(reader, "sg-topic#1", base) == 15);
+                pingUntil("depth 15", both, () -> depth(reader, "sg", base, "tenant-a") == 15
+                    && depth(reader, "sg-topic#1", base, "tenant-a") == 15);
 
                 // Lost batches come back through replay replies without a topic frame.
                 for (final PyPeer p : both) {
                     p.command("lose remove kv_event_base.json 5 15");
                     p.command("ping");
                 }
-                pingUntil("depth 5 after replay", both,
-                    () -> depth(reader, "sg", base) == 5 && depth(reader, "sg-topic#1", base) == 5);
+                pingUntil("depth 5 after replay", both, () -> depth(reader, "sg", base, "tenant-a") == 5
+                    && depth(reader, "sg-topic#1", base, "tenant-a") == 5);
 
                 fixed.command("store-bigram kv_event_base.json");
                 pingUntil("EAGLE bigram pages keyed by their first tokens", both,
