@@ -64,7 +64,9 @@ public enum CounterType {
     /** Writer restarts that re-attached to the existing index (warm restarts). */
     WARM_RESTARTS(5029, "kvidx warm restarts"),
     /** BlockStored / BlockRemoved of a hybrid model's KV cache group the index does not follow (not applied). */
-    OTHER_GROUP_EVENTS(5070, "kvidx other group events");
+    OTHER_GROUP_EVENTS(5070, "kvidx other group events"),
+    /** Agent threads that could not pin themselves to their configured CPU (logged with the errno; they run on). */
+    PIN_FAILURES(5080, "kvidx pin failures");
 
     private final int typeId;
     private final String label;
