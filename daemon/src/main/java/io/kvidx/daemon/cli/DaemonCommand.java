@@ -1,6 +1,7 @@
 package io.kvidx.daemon.cli;
 
 import io.kvidx.client.index.IndexConfiguration;
+import io.kvidx.daemon.config.AgentSettings;
 import io.kvidx.daemon.config.ConfigException;
 import io.kvidx.daemon.config.DaemonConfigFile;
 import io.kvidx.daemon.config.DaemonConfiguration;
@@ -368,9 +369,15 @@ public final class DaemonCommand implements Callable<Integer> {
     }
 
     private static int cpuOfList(final String key, final String text) {
-        final int cpu = parseCpu(key, text);
+        int cpu;
+        try {
+            cpu = parseCpu(key, text);
+        } catch (final ConfigException ex) {
+            cpu = -1;
+        }
         if (cpu < 0) {
-            throw new ConfigException(key, "must be " + NONE + " or a list of CPU numbers: " + text);
+            throw new ConfigException(key, "must be " + NONE + " or a list of CPU numbers in "
+                + AgentSettings.CPU_RANGE + ": " + text);
         }
         return cpu;
     }

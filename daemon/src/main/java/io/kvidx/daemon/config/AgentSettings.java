@@ -34,6 +34,8 @@ public final class AgentSettings {
     public static final int NO_CPU = -1;
     /** How "no CPU" is written in the YAML file and on the command line. */
     public static final String NONE = "none";
+    /** The CPU numbers accepted, for messages. */
+    public static final String CPU_RANGE = "[0, " + (PosixNative.MAX_CPUS - 1) + "]";
 
     private String idleStrategy = IDLE_STRATEGY_DEFAULT;
     private int zmqIngestCpu = CPU_DEFAULT;
@@ -68,16 +70,15 @@ public final class AgentSettings {
         }
         for (final int cpu : writerCpus) {
             if (cpu < 0 || cpu >= PosixNative.MAX_CPUS) {
-                throw new ConfigException(WRITER_CPUS_PROP_NAME, "must hold CPU numbers in [0, "
-                    + (PosixNative.MAX_CPUS - 1) + "]: " + Arrays.toString(writerCpus));
+                throw new ConfigException(WRITER_CPUS_PROP_NAME, "must be " + NONE + " or a list of CPU numbers in "
+                    + CPU_RANGE + ": " + Arrays.toString(writerCpus));
             }
         }
     }
 
     private static void checkCpu(final String key, final int cpu) {
         if (cpu != NO_CPU && (cpu < 0 || cpu >= PosixNative.MAX_CPUS)) {
-            throw new ConfigException(key, "must be " + NONE + " or a CPU number in [0, "
-                + (PosixNative.MAX_CPUS - 1) + "]: " + cpu);
+            throw new ConfigException(key, "must be " + NONE + " or a CPU number in " + CPU_RANGE + ": " + cpu);
         }
     }
 
@@ -96,8 +97,7 @@ public final class AgentSettings {
         try {
             return Integer.parseInt(text.trim());
         } catch (final NumberFormatException ex) {
-            throw new ConfigException(key, "must be " + NONE + " or a CPU number in [0, " + (PosixNative.MAX_CPUS - 1)
-                + "]: " + text);
+            throw new ConfigException(key, "must be " + NONE + " or a CPU number in " + CPU_RANGE + ": " + text);
         }
     }
 

@@ -155,15 +155,17 @@ public final class DaemonConfigFile {
                 if (v == null || AgentSettings.NONE.equals(v)) {
                     yield new int[0];
                 }
+                final String accepted = "must be " + AgentSettings.NONE + " or a list of CPU numbers in "
+                    + AgentSettings.CPU_RANGE;
                 if (!(v instanceof List<?> list)) {
-                    throw bad(source, key, "must be " + AgentSettings.NONE + " or a list of CPU numbers", v);
+                    throw bad(source, key, accepted, v);
                 }
                 final int[] cpus = new int[list.size()];
                 for (int i = 0; i < cpus.length; i++) {
-                    cpus[i] = cpu(source, key, list.get(i));
-                    if (cpus[i] == AgentSettings.NO_CPU) {
-                        throw bad(source, key, "must be " + AgentSettings.NONE + " or a list of CPU numbers", v);
+                    if (!(list.get(i) instanceof Integer cpu)) {
+                        throw bad(source, key, accepted, v);
                     }
+                    cpus[i] = cpu;
                 }
                 yield cpus;
             }
@@ -195,7 +197,7 @@ public final class DaemonConfigFile {
                 throw new IllegalArgumentException(source + ": " + ex.getMessage(), ex);
             }
         }
-        throw bad(source, key, "must be " + AgentSettings.NONE + " or a CPU number", v);
+        throw bad(source, key, "must be " + AgentSettings.NONE + " or a CPU number in " + AgentSettings.CPU_RANGE, v);
     }
 
     private static List<ZmqEndpoint> zmq(final String source, final Object v) {
