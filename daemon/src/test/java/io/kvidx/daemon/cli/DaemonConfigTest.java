@@ -192,6 +192,18 @@ class DaemonConfigTest {
     }
 
     @Test
+    void shouldDocumentTheDefaultsItPrints() throws IOException {
+        final String doc = Files.readString(Path.of("..", "docs", "configuration.md"));
+        final String marker = "<!-- print-config -->\n```yaml\n";
+        final int start = doc.indexOf(marker);
+        assertTrue(start >= 0, "docs/configuration.md has the defaults block");
+        final String documented = doc.substring(start + marker.length(), doc.indexOf("```", start + marker.length()));
+        final Result defaults = printConfig(List.of(), null);
+        assertEquals(0, defaults.code(), defaults.err());
+        assertEquals(defaults.out(), documented, "docs/configuration.md shows what --print-config prints");
+    }
+
+    @Test
     void shouldLetOptionsWinOverTheFile() throws IOException {
         final Result r = printConfig(List.of("--writers", "3", "--writer-idle", "busy"),
             "writers: 99\nwriterIdle: nap\nblockSize: 64\nidleStrategy: yield");
