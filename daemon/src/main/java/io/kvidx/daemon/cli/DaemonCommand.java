@@ -1,56 +1,178 @@
 package io.kvidx.daemon.cli;
 
+import io.kvidx.client.index.IndexConfiguration;
+import io.kvidx.daemon.config.AgentSettings;
+import io.kvidx.daemon.config.ConfigException;
 import io.kvidx.daemon.config.DaemonConfigFile;
+import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.config.DaemonSettings;
+import io.kvidx.daemon.config.IdleStrategies;
+import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.daemon.lifecycle.KvidxDaemon;
 import org.agrona.concurrent.ShutdownSignalBarrier;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 
+import static io.kvidx.daemon.config.AgentSettings.NONE;
+import static io.kvidx.daemon.config.AgentSettings.parseCpu;
+
 /**
- * {@code kvidx daemon}: runs the daemon in the foreground until SIGINT or SIGTERM, then shuts down cleanly.
+ * {@code kvidx daemon}: runs the daemon in the foreground until SIGINT or SIGTERM, then shuts down cleanly. Every
+ * option sets the same thing as one YAML key of {@code --config} ({@link DaemonSettings}); an option given here
+ * wins over the file. Defaults come from {@link DaemonConfiguration}.
  */
-@Command(name = "daemon", mixinStandardHelpOptions = true,
+@Command(name = "daemon", mixinStandardHelpOptions = true, sortOptions = false,
     description = "Run the index daemon: ingest engines' KV events into the shared-memory index until SIGINT/SIGTERM.")
 public final class DaemonCommand implements Callable<Integer> {
-    @Option(names = "--config", paramLabel = "FILE", description = "YAML config file (options given here win).")
+    private static final String IDLE = "IDLE";
+    private static final String IDLE_HELP = " Idle strategies: " + IdleStrategies.ACCEPTED + ".";
+    private static final String CPU = "CPU|none";
+
+    @Spec
+    private CommandSpec spec;
+
+    @Option(names = "--config", paramLabel = "FILE", description = "YAML config file; options given here win (lists "
+        + "of endpoints add up). Keys: see --print-config.")
     private Path config;
 
-    @Option(names = "--dir", paramLabel = "D", description = "Index directory (default /dev/shm/kvidx).")
+    @Option(names = "--print-config", description = "Print the effective configuration (defaults, then --config, "
+        + "then these options) as YAML and exit; it reads back with --config.")
+    private boolean printConfig;
+
+    @Option(names = "--dir", paramLabel = "D", description = "Index directory (default "
+        + IndexConfiguration.DIR_DEFAULT + ", or the " + IndexConfiguration.DIR_PROP_NAME + " system property).")
     private Path dir;
 
-    @Option(names = "--cell", description = "Cell name (default 'default').")
+    @Option(names = "--cell", description = "Cell name (default " + IndexConfiguration.CELL_DEFAULT + ", or the "
+        + IndexConfiguration.CELL_PROP_NAME + " system property).")
     private String cell;
 
     @Option(names = "--group", paramLabel = "NAME", description = "Group of the cell directory (0750) and index file "
         + "(0640); routers in it can read the index (default: the daemon user's primary group).")
     private String group;
 
-    @Option(names = "--block-size", paramLabel = "B", description = "Router block size in tokens (default 16); "
-        + "engines must use the same.")
+    @Option(names = "--block-size", paramLabel = "B", description = "Router block size in tokens, 1.."
+        + DaemonConfiguration.BLOCK_SIZE_MAX + " (default " + DaemonConfiguration.BLOCK_SIZE_DEFAULT
+        + "); engines must use the same.")
     private Integer blockSize;
 
-    @Option(names = "--capacity", paramLabel = "BLOCKS", description = "Blocks held before evicting.")
+    @Option(names = {"--capacity-blocks", "--capacity"}, paramLabel = "BLOCKS", description = "Blocks held before "
+        + "evicting (default " + DaemonConfiguration.CAPACITY_BLOCKS_DEFAULT + ").")
     private Long capacity;
 
-    @Option(names = "--max-pods", paramLabel = "P", description = "Pod slots of the cell, 1..256 (default 256). A cell "
+    @Option(names = "--shards", paramLabel = "N", description = "Index shards, a power of two (default "
+        + DaemonConfiguration.SHARD_COUNT_DEFAULT + ").")
+    private Integer shards;
+
+    @Option(names = "--max-pods", paramLabel = "P", description = "Pod slots of the cell, 1.."
+        + DaemonConfiguration.MAX_PODS_DEFAULT + " (default " + DaemonConfiguration.MAX_PODS_DEFAULT + "). A cell "
         + "of at most 64 pods stores plain 64-bit pod bitmaps: a smaller, faster index.")
     private Integer maxPods;
 
-    @Option(names = "--writers", description = "Writer threads (default 1).")
+    @Option(names = "--max-chain-length", paramLabel = "BLOCKS", description = "Longest chain a query of the index "
+        + "accepts (default " + DaemonConfiguration.MAX_CHAIN_LENGTH_DEFAULT + ").")
+    private Integer maxChainLength;
+
+    @Option(names = "--mlock-index", negatable = true, description = "Lock the index file's pages into RAM (mlock; "
+        + "needs LimitMEMLOCK/RLIMIT_MEMLOCK covering the file); a failure is logged with its errno and the daemon "
+        + "runs on (default " + DaemonConfiguration.MLOCK_INDEX_DEFAULT + ").")
+    private Boolean mlockIndex;
+
+    @Option(names = "--writers", paramLabel = "N", description = "Writer threads, 1.." + DaemonConfiguration.WRITERS_MAX
+        + " (default " + DaemonConfiguration.WRITERS_DEFAULT + ").")
     private Integer writers;
 
-    @Option(names = "--pod-timeout-ms", description = "Silence after which a pod is taken down; 0 = never.")
+    @Option(names = "--writer-queue-length", paramLabel = "BYTES", description = "Bytes per writer queue, a power of "
+        + "two; the largest batch is an eighth of it (default " + DaemonConfiguration.WRITER_QUEUE_LENGTH_DEFAULT
+        + ").")
+    private Integer writerQueueLength;
+
+    @Option(names = "--pod-timeout-ms", paramLabel = "MS", description = "Silence after which a pod is taken down; "
+        + "0 = never (default " + DaemonConfiguration.POD_TIMEOUT_MS_DEFAULT + ").")
     private Long podTimeoutMs;
 
-    @Option(names = "--idle", description = "Idle strategy: busy, yielding, backoff (default), sleeping.")
+    @Option(names = "--heartbeat-interval-ms", paramLabel = "MS", description = "Index heartbeat and transport "
+        + "liveness interval (default " + DaemonConfiguration.HEARTBEAT_INTERVAL_MS_DEFAULT + ").")
+    private Long heartbeatIntervalMs;
+
+    @Option(names = "--replay-timeout-ms", paramLabel = "MS", description = "Wait for each replay reply (default "
+        + DaemonConfiguration.REPLAY_TIMEOUT_MS_DEFAULT + ").")
+    private Integer replayTimeoutMs;
+
+    @Option(names = "--replay-gap-policy", paramLabel = "clear|keep", description = "When an engine no longer "
+        + "buffers the batches a restart or gap missed: clear the pod and rebuild it from the replay, or "
+        + "keep its blocks and mark it suspect (default " + DaemonConfiguration.REPLAY_GAP_POLICY_DEFAULT + ").")
+    private String replayGapPolicy;
+
+    @Option(names = {"--checkpoint-interval-ms", "--checkpoint-ms"}, paramLabel = "MS", description = "How often each "
+        + "publisher's applied sequence is recorded for a restart (default "
+        + DaemonConfiguration.CHECKPOINT_INTERVAL_MS_DEFAULT + ").")
+    private Long checkpointMs;
+
+    @Option(names = "--pod-max-blocks", paramLabel = "N", description = "Most blocks per pod the daemon tracks "
+        + "(each pod's engine-hash map; default " + DaemonConfiguration.POD_MAX_BLOCKS_DEFAULT + "). A pod holding "
+        + "more loses its least recently stored blocks.")
+    private Integer podMaxBlocks;
+
+    @Option(names = "--tier-map-blocks", paramLabel = "N", description = "Most blocks per pod whose storage tier "
+        + "(GPU, CPU, disk; local or remote) the host tier map keeps for routers (default "
+        + IndexWriterContext.Configuration.TIER_MAP_BLOCKS_DEFAULT + "). A pod holding more loses the tiers of its "
+        + "least recently updated blocks, which then score as GPU.")
+    private Integer tierMapBlocks;
+
+    @Option(names = "--metrics", paramLabel = "HOST:PORT", description = "Serve Prometheus metrics at "
+        + "http://HOST:PORT/metrics (default: off).")
+    private String metrics;
+
+    @Option(names = {"--stats-interval-ms", "--stats-ms"}, paramLabel = "MS", description = "Print counters every MS "
+        + "ms; 0 = only at exit (default " + DaemonConfiguration.STATS_INTERVAL_MS_DEFAULT + ").")
+    private Long statsMs;
+
+    @Option(names = {"--idle-strategy", "--idle"}, paramLabel = IDLE, description = "Idle strategy of the ingest and "
+        + "writer agents that name none of their own (default " + DaemonConfiguration.IDLE_STRATEGY_DEFAULT + ")."
+        + IDLE_HELP)
     private String idle;
+
+    @Option(names = "--zmq-ingest-cpu", paramLabel = CPU, description = "CPU the ZeroMQ ingest thread pins itself to "
+        + "(default " + NONE + ").")
+    private String zmqIngestCpu;
+
+    @Option(names = "--zmq-ingest-idle", paramLabel = IDLE, description = "Idle strategy of the ZeroMQ ingest agent "
+        + "(default: --idle-strategy).")
+    private String zmqIngestIdle;
+
+    @Option(names = "--aeron-ingest-cpu", paramLabel = CPU, description = "CPU the Aeron ingest thread pins itself "
+        + "to (default " + NONE + ").")
+    private String aeronIngestCpu;
+
+    @Option(names = "--aeron-ingest-idle", paramLabel = IDLE, description = "Idle strategy of the Aeron ingest agent "
+        + "and the embedded media driver (default: --idle-strategy).")
+    private String aeronIngestIdle;
+
+    @Option(names = "--writer-cpus", paramLabel = "CPU,...|none", split = ",", description = "CPUs of the writer "
+        + "threads, one per writer in writer order (default " + NONE + ").")
+    private List<String> writerCpus;
+
+    @Option(names = "--writer-idle", paramLabel = IDLE, description = "Idle strategy of the writer agents (default: "
+        + "--idle-strategy).")
+    private String writerIdle;
+
+    @Option(names = "--maintenance-cpu", paramLabel = CPU, description = "CPU the maintenance thread (index "
+        + "heartbeat, sweeps) pins itself to (default " + NONE + ").")
+    private String maintenanceCpu;
+
+    @Option(names = "--maintenance-idle", paramLabel = IDLE, description = "Idle strategy of the maintenance agent "
+        + "(default " + DaemonConfiguration.MAINTENANCE_IDLE_DEFAULT + ").")
+    private String maintenanceIdle;
 
     @Option(names = "--zmq", paramLabel = "POD[@MODEL]=ENDPOINT",
         description = "vLLM or SGLang ZeroMQ publisher; POD '*' takes pod and model from the topic "
@@ -68,109 +190,32 @@ public final class DaemonCommand implements Callable<Integer> {
         description = "Aeron channel for kvidx SBE events (aeron:ipc, aeron:udp?endpoint=host:port); starts Aeron.")
     private List<String> aeron = new ArrayList<>();
 
-    @Option(names = "--aeron-dir", description = "Aeron directory (default /dev/shm/kvidx-aeron-<cell>).")
+    @Option(names = "--aeron-stream-id", paramLabel = "ID", description = "Aeron stream id of the events (default "
+        + DaemonConfiguration.AERON_STREAM_ID_DEFAULT + ").")
+    private Integer aeronStreamId;
+
+    @Option(names = "--aeron-dir", paramLabel = "D", description = "Aeron directory (default "
+        + "/dev/shm/kvidx-aeron-<cell>).")
     private String aeronDir;
 
-    @Option(names = "--external-driver", description = "Use an external media driver instead of an embedded one.")
-    private boolean externalDriver;
+    @Option(names = "--embedded-driver", negatable = true, description = "Run an embedded Aeron media driver; "
+        + "--no-embedded-driver uses an external one in --aeron-dir (default "
+        + DaemonConfiguration.EMBEDDED_DRIVER_DEFAULT + ").")
+    private Boolean embeddedDriver;
 
-    @Option(names = "--stats-ms", description = "Print counters every N ms (0 = only at exit).")
-    private long statsMs;
-
-    @Option(names = "--pod-max-blocks", paramLabel = "N", description = "Most blocks per pod the daemon tracks "
-        + "(each pod's engine-hash map; default 131072). A pod holding more loses its least recently stored blocks.")
-    private Integer podMaxBlocks;
-
-    @Option(names = "--tier-map-blocks", paramLabel = "N", description = "Most blocks per pod whose storage tier "
-        + "(GPU, CPU, disk; local or remote) the host tier map keeps for routers (default 8192: 256 KiB per pod). "
-        + "A pod holding more loses the tiers of its least recently updated blocks, which then score as GPU.")
-    private Integer tierMapBlocks;
-
-    @Option(names = "--replay-gap-policy", paramLabel = "clear|keep", description = "When an engine no longer "
-        + "buffers the batches a restart or gap missed: clear the pod and rebuild it from the replay (default), or "
-        + "keep its blocks and mark it suspect.")
-    private String replayGapPolicy;
-
-    @Option(names = "--checkpoint-ms", paramLabel = "MS", description = "How often each publisher's applied "
-        + "sequence is recorded for a restart (default 200).")
-    private Long checkpointMs;
-
-    @Option(names = "--metrics", paramLabel = "HOST:PORT", description = "Serve Prometheus metrics at "
-        + "http://HOST:PORT/metrics (default: off).")
-    private String metrics;
+    @Option(names = "--aeron-term-length", paramLabel = "BYTES", description = "Term buffer length of the embedded "
+        + "driver's publications, a power of two (default " + DaemonConfiguration.AERON_TERM_LENGTH_DEFAULT + ").")
+    private Integer aeronTermLength;
 
     @Override
     public Integer call() {
-        final DaemonContext context = new DaemonContext();
-        if (config != null) {
-            DaemonConfigFile.load(config, context);
+        final DaemonContext context = configure();
+        if (printConfig) {
+            System.out.print(DaemonConfigFile.print(context));
+            System.out.flush();
+            return 0;
         }
-        if (dir != null) {
-            context.dir(dir);
-        }
-        if (cell != null) {
-            context.cell(cell);
-        }
-        if (group != null) {
-            context.group(group);
-        }
-        if (blockSize != null) {
-            context.blockSize(blockSize);
-        }
-        if (maxPods != null) {
-            context.maxPods(maxPods);
-        }
-        if (capacity != null) {
-            context.capacityBlocks(capacity);
-        }
-        if (writers != null) {
-            context.writers(writers);
-        }
-        if (podTimeoutMs != null) {
-            context.podTimeoutMs(podTimeoutMs);
-        }
-        if (idle != null) {
-            context.idleStrategy(idle);
-        }
-        if (tierMapBlocks != null) {
-            context.tierMapBlocks(tierMapBlocks);
-        }
-        if (podMaxBlocks != null) {
-            context.podMaxBlocks(podMaxBlocks);
-        }
-        if (replayGapPolicy != null) {
-            context.replayGapPolicy(replayGapPolicy);
-        }
-        if (checkpointMs != null) {
-            context.checkpointIntervalMs(checkpointMs);
-        }
-        if (metrics != null) {
-            context.metrics(metrics);
-        }
-        for (final String z : zmq) {
-            context.addZmq(parseZmq(z));
-        }
-        aeron.forEach(context::addAeronChannel);
-        if (aeronDir != null) {
-            context.aeronDir(aeronDir);
-        }
-        if (externalDriver) {
-            context.embeddedDriver(false);
-        }
-        for (final String r : replay) {
-            final int eq = r.indexOf('=');
-            if (eq <= 0 || eq == r.length() - 1) {
-                throw new IllegalArgumentException("--replay must be POD=ENDPOINT: " + r);
-            }
-            context.replay(r.substring(0, eq), r.substring(eq + 1));
-        }
-        for (final String e : engine) {
-            final int eq = e.lastIndexOf('=');
-            if (eq <= 0 || eq == e.length() - 1) {
-                throw new IllegalArgumentException("--engine must be POD=ENGINE or ENDPOINT=ENGINE: " + e);
-            }
-            context.engine(e.substring(0, eq), e.substring(eq + 1));
-        }
+        final long statsMs = context.statsIntervalMs();
         // Closing the barrier (last) lets the JVM's shutdown hook finish once the daemon has stopped.
         try (ShutdownSignalBarrier barrier = new ShutdownSignalBarrier();
             KvidxDaemon daemon = KvidxDaemon.start(context, System.err)) {
@@ -201,6 +246,169 @@ public final class DaemonCommand implements Callable<Integer> {
             System.out.flush();
         }
         return 0;
+    }
+
+    /**
+     * Defaults, then the config file, then the options given here; concluded. A bad value fails with a one-line
+     * message naming the option when it was given here, else the file and its key.
+     */
+    private DaemonContext configure() {
+        final DaemonContext context = new DaemonContext();
+        if (config != null) {
+            DaemonConfigFile.load(config, context);
+        }
+        try {
+            apply(context);
+            return context.conclude();
+        } catch (final ConfigException ex) {
+            final String option = DaemonSettings.optionOf(ex.key());
+            if (option != null && spec.commandLine().getParseResult().hasMatchedOption(option)) {
+                throw new IllegalArgumentException(option + " " + ex.problem(), ex);
+            }
+            throw new IllegalArgumentException((config == null ? "" : config + ": ") + ex.getMessage(), ex);
+        }
+    }
+
+    private void apply(final DaemonContext context) {
+        if (dir != null) {
+            context.dir(dir);
+        }
+        if (cell != null) {
+            context.cell(cell);
+        }
+        if (group != null) {
+            context.group(group);
+        }
+        if (blockSize != null) {
+            context.blockSize(blockSize);
+        }
+        if (capacity != null) {
+            context.capacityBlocks(capacity);
+        }
+        if (shards != null) {
+            context.shardCount(shards);
+        }
+        if (maxPods != null) {
+            context.maxPods(maxPods);
+        }
+        if (maxChainLength != null) {
+            context.maxChainLength(maxChainLength);
+        }
+        if (mlockIndex != null) {
+            context.mlockIndex(mlockIndex);
+        }
+        if (writers != null) {
+            context.writers(writers);
+        }
+        if (writerQueueLength != null) {
+            context.writerQueueLength(writerQueueLength);
+        }
+        if (podTimeoutMs != null) {
+            context.podTimeoutMs(podTimeoutMs);
+        }
+        if (heartbeatIntervalMs != null) {
+            context.heartbeatIntervalMs(heartbeatIntervalMs);
+        }
+        if (replayTimeoutMs != null) {
+            context.replayTimeoutMs(replayTimeoutMs);
+        }
+        if (replayGapPolicy != null) {
+            context.replayGapPolicy(replayGapPolicy);
+        }
+        if (checkpointMs != null) {
+            context.checkpointIntervalMs(checkpointMs);
+        }
+        if (podMaxBlocks != null) {
+            context.podMaxBlocks(podMaxBlocks);
+        }
+        if (statsMs != null) {
+            context.statsIntervalMs(statsMs);
+        }
+        if (tierMapBlocks != null) {
+            context.tierMapBlocks(tierMapBlocks);
+        }
+        if (metrics != null) {
+            context.metrics(metrics);
+        }
+        applyAgents(context);
+        for (final String z : zmq) {
+            context.addZmq(parseZmq(z));
+        }
+        for (final String r : replay) {
+            final int eq = r.indexOf('=');
+            if (eq <= 0 || eq == r.length() - 1) {
+                throw new IllegalArgumentException("--replay must be POD=ENDPOINT: " + r);
+            }
+            context.replay(r.substring(0, eq), r.substring(eq + 1));
+        }
+        for (final String e : engine) {
+            final int eq = e.lastIndexOf('=');
+            if (eq <= 0 || eq == e.length() - 1) {
+                throw new IllegalArgumentException("--engine must be POD=ENGINE or ENDPOINT=ENGINE: " + e);
+            }
+            context.engine(e.substring(0, eq), e.substring(eq + 1));
+        }
+        aeron.forEach(context::addAeronChannel);
+        if (aeronStreamId != null) {
+            context.aeronStreamId(aeronStreamId);
+        }
+        if (aeronDir != null) {
+            context.aeronDir(aeronDir);
+        }
+        if (embeddedDriver != null) {
+            context.embeddedDriver(embeddedDriver);
+        }
+        if (aeronTermLength != null) {
+            context.aeronTermLength(aeronTermLength);
+        }
+    }
+
+    private void applyAgents(final DaemonContext context) {
+        if (idle != null) {
+            context.agents().idleStrategy(idle);
+        }
+        if (zmqIngestCpu != null) {
+            context.agents().zmqIngestCpu(parseCpu(DaemonConfiguration.ZMQ_INGEST_CPU_PROP_NAME, zmqIngestCpu));
+        }
+        if (zmqIngestIdle != null) {
+            context.agents().zmqIngestIdle(zmqIngestIdle);
+        }
+        if (aeronIngestCpu != null) {
+            context.agents().aeronIngestCpu(parseCpu(DaemonConfiguration.AERON_INGEST_CPU_PROP_NAME,
+                aeronIngestCpu));
+        }
+        if (aeronIngestIdle != null) {
+            context.agents().aeronIngestIdle(aeronIngestIdle);
+        }
+        if (writerCpus != null) {
+            final boolean none = writerCpus.size() == 1 && NONE.equals(writerCpus.get(0));
+            context.agents().writerCpus(none ? new int[0] : writerCpus.stream()
+                .mapToInt(c -> cpuOfList(DaemonConfiguration.WRITER_CPUS_PROP_NAME, c)).toArray());
+        }
+        if (writerIdle != null) {
+            context.agents().writerIdle(writerIdle);
+        }
+        if (maintenanceCpu != null) {
+            context.agents().maintenanceCpu(parseCpu(DaemonConfiguration.MAINTENANCE_CPU_PROP_NAME,
+                maintenanceCpu));
+        }
+        if (maintenanceIdle != null) {
+            context.agents().maintenanceIdle(maintenanceIdle);
+        }
+    }
+
+    private static int cpuOfList(final String key, final String text) {
+        int cpu;
+        try {
+            cpu = parseCpu(key, text);
+        } catch (final ConfigException ex) {
+            cpu = -1;
+        }
+        if (cpu < 0) {
+            throw new ConfigException(key, "must be " + NONE + " or a list of CPU numbers in "
+                + AgentSettings.CPU_RANGE + ": " + text);
+        }
+        return cpu;
     }
 
     static ZmqEndpoint parseZmq(final String spec) {

@@ -1,60 +1,60 @@
 package io.kvidx.daemon.config;
 
 import io.kvidx.client.index.IndexConfiguration;
+import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.ffm.SharedFiles;
-import org.agrona.concurrent.BackoffIdleStrategy;
-import org.agrona.concurrent.BusySpinIdleStrategy;
-import org.agrona.concurrent.IdleStrategy;
-import org.agrona.concurrent.SleepingMillisIdleStrategy;
-import org.agrona.concurrent.YieldingIdleStrategy;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.function.Supplier;
 
 /**
- * Everything the daemon needs to run: index geometry, writers, transports. Fluent setters; defaults from
- * {@link Configuration}; {@link #conclude()} validates once.
+ * Everything the daemon needs to run: index geometry, writers, transports, agent threads ({@link #agents()}).
+ * Fluent setters; defaults from {@link DaemonConfiguration}; {@link #conclude()} validates once, throwing a
+ * {@link ConfigException} that names the YAML key and the accepted range. {@link DaemonConfigFile} reads and prints
+ * it as YAML; {@link DaemonSettings} lists every key with its command-line option.
  *
  * <p><b>Note:</b> not thread safe; fill it in on one thread before starting the daemon.
  */
 public final class DaemonContext {
     private Path dir;
     private String cell;
-    private String group = Configuration.GROUP_DEFAULT;
+    private String group = DaemonConfiguration.GROUP_DEFAULT;
     private SharedFiles sharedFiles;
-    private int blockSize = Configuration.BLOCK_SIZE_DEFAULT;
-    private long capacityBlocks = Configuration.CAPACITY_BLOCKS_DEFAULT;
-    private int shardCount = Configuration.SHARD_COUNT_DEFAULT;
-    private int maxPods = Configuration.MAX_PODS_DEFAULT;
-    private int writers = Configuration.WRITERS_DEFAULT;
-    private int writerQueueLength = Configuration.WRITER_QUEUE_LENGTH_DEFAULT;
-    private long podTimeoutMs = Configuration.POD_TIMEOUT_MS_DEFAULT;
-    private long heartbeatIntervalMs = Configuration.HEARTBEAT_INTERVAL_MS_DEFAULT;
-    private int replayTimeoutMs = Configuration.REPLAY_TIMEOUT_MS_DEFAULT;
-    private String idleStrategy = Configuration.IDLE_STRATEGY_DEFAULT;
+    private int blockSize = DaemonConfiguration.BLOCK_SIZE_DEFAULT;
+    private long capacityBlocks = DaemonConfiguration.CAPACITY_BLOCKS_DEFAULT;
+    private int shardCount = DaemonConfiguration.SHARD_COUNT_DEFAULT;
+    private int maxPods = DaemonConfiguration.MAX_PODS_DEFAULT;
+    private int writers = DaemonConfiguration.WRITERS_DEFAULT;
+    private int writerQueueLength = DaemonConfiguration.WRITER_QUEUE_LENGTH_DEFAULT;
+    private long podTimeoutMs = DaemonConfiguration.POD_TIMEOUT_MS_DEFAULT;
+    private long heartbeatIntervalMs = DaemonConfiguration.HEARTBEAT_INTERVAL_MS_DEFAULT;
+    private int replayTimeoutMs = DaemonConfiguration.REPLAY_TIMEOUT_MS_DEFAULT;
+    private int maxChainLength = DaemonConfiguration.MAX_CHAIN_LENGTH_DEFAULT;
+    private long statsIntervalMs = DaemonConfiguration.STATS_INTERVAL_MS_DEFAULT;
+    private boolean mlockIndex = DaemonConfiguration.MLOCK_INDEX_DEFAULT;
+    private final AgentSettings agents = new AgentSettings();
     private boolean deleteOnClose;
     private final List<ZmqEndpoint> zmqEndpoints = new ArrayList<>();
     private final List<String> aeronChannels = new ArrayList<>();
-    private int aeronStreamId = Configuration.AERON_STREAM_ID_DEFAULT;
+    private int aeronStreamId = DaemonConfiguration.AERON_STREAM_ID_DEFAULT;
     private String aeronDir;
-    private boolean embeddedDriver = Configuration.EMBEDDED_DRIVER_DEFAULT;
-    private int aeronTermLength = Configuration.AERON_TERM_LENGTH_DEFAULT;
-    private int podMaxBlocks = Configuration.POD_MAX_BLOCKS_DEFAULT;
+    private boolean embeddedDriver = DaemonConfiguration.EMBEDDED_DRIVER_DEFAULT;
+    private int aeronTermLength = DaemonConfiguration.AERON_TERM_LENGTH_DEFAULT;
+    private int podMaxBlocks = DaemonConfiguration.POD_MAX_BLOCKS_DEFAULT;
+    private String replayGapPolicy = DaemonConfiguration.REPLAY_GAP_POLICY_DEFAULT;
+    private long checkpointIntervalMs = DaemonConfiguration.CHECKPOINT_INTERVAL_MS_DEFAULT;
     private int tierMapBlocks = IndexWriterContext.Configuration.TIER_MAP_BLOCKS_DEFAULT;
-    private String replayGapPolicy = Configuration.REPLAY_GAP_POLICY_DEFAULT;
-    private long checkpointIntervalMs = Configuration.CHECKPOINT_INTERVAL_MS_DEFAULT;
-    private String metrics = Configuration.METRICS_DEFAULT;
+    private String metrics = DaemonConfiguration.METRICS_DEFAULT;
     private boolean concluded;
 
     /**
      * Validates and applies defaults.
      *
      * @return this.
+     * @throws ConfigException naming the key of the first value out of range.
      */
     public DaemonContext conclude() {
         if (concluded) {
@@ -66,40 +66,65 @@ public final class DaemonContext {
         if (cell == null) {
             cell = IndexConfiguration.cell();
         }
-        sharedFiles = SharedFiles.forGroup(group);
-        if (writers < 1 || writers > 64) {
-            throw new IllegalArgumentException("writers must be in [1, 64]: " + writers);
+        try {
+            IndexConfiguration.indexFile(dir, cell);
+        } catch (final IllegalArgumentException ex) {
+            throw new ConfigException(DaemonConfiguration.CELL_PROP_NAME, "must be a plain non-empty name: " + cell);
         }
-        if (Integer.bitCount(writerQueueLength) != 1 || writerQueueLength < 1 << 12) {
-            throw new IllegalArgumentException("writer queue length must be a power of two >= 4096: "
-                + writerQueueLength);
+        try {
+            sharedFiles = SharedFiles.forGroup(group);
+        } catch (final IllegalArgumentException ex) {
+            throw new ConfigException(DaemonConfiguration.GROUP_PROP_NAME, "must name an existing group: unknown "
+                + "group '" + group + "'");
         }
-        if (podTimeoutMs < 0 || heartbeatIntervalMs < 1 || replayTimeoutMs < 1) {
-            throw new IllegalArgumentException("timeouts must be positive (pod timeout 0 = never)");
+        checkGeometry();
+        ConfigException.range(DaemonConfiguration.WRITERS_PROP_NAME, writers, 1, DaemonConfiguration.WRITERS_MAX);
+        ConfigException.powerOfTwo(DaemonConfiguration.WRITER_QUEUE_LENGTH_PROP_NAME, writerQueueLength,
+            DaemonConfiguration.WRITER_QUEUE_LENGTH_MIN, DaemonConfiguration.WRITER_QUEUE_LENGTH_MAX);
+        ConfigException.range(DaemonConfiguration.POD_TIMEOUT_MS_PROP_NAME, podTimeoutMs, 0, Long.MAX_VALUE);
+        ConfigException.range(DaemonConfiguration.HEARTBEAT_INTERVAL_MS_PROP_NAME, heartbeatIntervalMs, 1,
+            DaemonConfiguration.HEARTBEAT_INTERVAL_MS_MAX);
+        ConfigException.range(DaemonConfiguration.REPLAY_TIMEOUT_MS_PROP_NAME, replayTimeoutMs, 1, Integer.MAX_VALUE);
+        ConfigException.range(DaemonConfiguration.POD_MAX_BLOCKS_PROP_NAME, podMaxBlocks, 1,
+            DaemonConfiguration.POD_MAX_BLOCKS_MAX);
+        if (!DaemonConfiguration.REPLAY_GAP_POLICIES.contains(replayGapPolicy)) {
+            throw new ConfigException(DaemonConfiguration.REPLAY_GAP_POLICY_PROP_NAME, "must be one of "
+                + String.join(" or ", DaemonConfiguration.REPLAY_GAP_POLICIES) + ": " + replayGapPolicy);
         }
-        idleStrategySupplier(idleStrategy);
+        ConfigException.range(DaemonConfiguration.CHECKPOINT_INTERVAL_MS_PROP_NAME, checkpointIntervalMs, 1,
+            Long.MAX_VALUE);
+        ConfigException.range(DaemonConfiguration.STATS_INTERVAL_MS_PROP_NAME, statsIntervalMs, 0, Long.MAX_VALUE);
+        ConfigException.powerOfTwo(DaemonConfiguration.AERON_TERM_LENGTH_PROP_NAME, aeronTermLength,
+            DaemonConfiguration.AERON_TERM_LENGTH_MIN, DaemonConfiguration.AERON_TERM_LENGTH_MAX);
+        if (metrics != null) {
+            try {
+                io.kvidx.daemon.ops.DaemonMetrics.parseAddress(metrics);
+            } catch (final IllegalArgumentException ex) {
+                throw new ConfigException(DaemonConfiguration.METRICS_PROP_NAME,
+                    "must be HOST:PORT with a port in [0, 65535]: " + metrics);
+            }
+        }
+        ConfigException.range(DaemonConfiguration.TIER_MAP_BLOCKS_PROP_NAME, tierMapBlocks, 1,
+            io.kvidx.client.tiers.TierMapDescriptor.maxEntries());
+        agents.conclude(writers);
         if (aeronDir == null) {
             aeronDir = Path.of("/dev/shm").toFile().isDirectory() ? "/dev/shm/kvidx-aeron-" + cell
                 : System.getProperty("java.io.tmpdir") + "/kvidx-aeron-" + cell;
         }
-        if (podMaxBlocks < 1 || podMaxBlocks > (1 << 28)) {
-            throw new IllegalArgumentException(Configuration.POD_MAX_BLOCKS_PROP_NAME + " must be in [1, 2^28]: "
-                + podMaxBlocks);
-        }
-        if (!"clear".equals(replayGapPolicy) && !"keep".equals(replayGapPolicy)) {
-            throw new IllegalArgumentException(Configuration.REPLAY_GAP_POLICY_PROP_NAME
-                + " must be clear or keep: " + replayGapPolicy);
-        }
-        if (checkpointIntervalMs < 1) {
-            throw new IllegalArgumentException(Configuration.CHECKPOINT_INTERVAL_MS_PROP_NAME + " must be >= 1: "
-                + checkpointIntervalMs);
-        }
-        if (Integer.bitCount(aeronTermLength) != 1 || aeronTermLength < 64 * 1024) {
-            throw new IllegalArgumentException("Aeron term length must be a power of two >= 64 KiB: "
-                + aeronTermLength);
-        }
         concluded = true;
         return this;
+    }
+
+    private void checkGeometry() {
+        ConfigException.range(DaemonConfiguration.BLOCK_SIZE_PROP_NAME, blockSize, 1,
+            DaemonConfiguration.BLOCK_SIZE_MAX);
+        ConfigException.powerOfTwo(DaemonConfiguration.SHARD_COUNT_PROP_NAME, shardCount, IndexDescriptor.MIN_SHARDS,
+            IndexDescriptor.MAX_SHARDS);
+        ConfigException.range(DaemonConfiguration.CAPACITY_BLOCKS_PROP_NAME, capacityBlocks, 1,
+            IndexWriterContext.maxCapacityBlocks(shardCount, IndexWriterContext.Configuration.MAX_LOAD_FACTOR_DEFAULT));
+        ConfigException.range(DaemonConfiguration.MAX_PODS_PROP_NAME, maxPods, 1, IndexDescriptor.MAX_PODS);
+        ConfigException.range(DaemonConfiguration.MAX_CHAIN_LENGTH_PROP_NAME, maxChainLength, 1,
+            IndexDescriptor.MAX_CHAIN_LIMIT);
     }
 
     /**
@@ -107,31 +132,15 @@ public final class DaemonContext {
      */
     public IndexWriterContext indexContext() {
         return new IndexWriterContext().dir(dir).cell(cell).blockSize(blockSize).capacityBlocks(capacityBlocks)
-            .shardCount(shardCount).maxPods(maxPods).deleteOnClose(deleteOnClose).files(sharedFiles)
-            .tierMapBlocks(tierMapBlocks);
+            .shardCount(shardCount).maxPods(maxPods).maxChainLength(maxChainLength).deleteOnClose(deleteOnClose)
+            .files(sharedFiles).tierMapBlocks(tierMapBlocks);
     }
 
     /**
-     * @param name busy, yielding, backoff or sleeping.
-     * @return a supplier of that idle strategy.
+     * @return where each agent thread runs and how it idles.
      */
-    public static Supplier<IdleStrategy> idleStrategySupplier(final String name) {
-        return switch (name) {
-            case "busy" -> BusySpinIdleStrategy::new;
-            case "yielding" -> YieldingIdleStrategy::new;
-            case "backoff" -> () -> new BackoffIdleStrategy(10, 20, TimeUnit.MICROSECONDS.toNanos(1),
-                TimeUnit.MILLISECONDS.toNanos(1));
-            case "sleeping" -> () -> new SleepingMillisIdleStrategy(1);
-            default -> throw new IllegalArgumentException("idle strategy must be busy, yielding, backoff or "
-                + "sleeping: " + name);
-        };
-    }
-
-    /**
-     * @return supplier of the configured idle strategy.
-     */
-    public Supplier<IdleStrategy> idleStrategySupplier() {
-        return idleStrategySupplier(idleStrategy);
+    public AgentSettings agents() {
+        return agents;
     }
 
     /**
@@ -216,6 +225,13 @@ public final class DaemonContext {
     }
 
     /**
+     * @return blocks the index holds before evicting.
+     */
+    public long capacityBlocks() {
+        return capacityBlocks;
+    }
+
+    /**
      * @param shardCount index shards (power of two).
      * @return this.
      */
@@ -225,12 +241,42 @@ public final class DaemonContext {
     }
 
     /**
+     * @return index shards.
+     */
+    public int shardCount() {
+        return shardCount;
+    }
+
+    /**
      * @param maxPods pod slots in the index (1..256).
      * @return this.
      */
     public DaemonContext maxPods(final int maxPods) {
         this.maxPods = maxPods;
         return this;
+    }
+
+    /**
+     * @return pod slots in the index.
+     */
+    public int maxPods() {
+        return maxPods;
+    }
+
+    /**
+     * @param maxChainLength longest chain (in blocks) a query of the index accepts.
+     * @return this.
+     */
+    public DaemonContext maxChainLength(final int maxChainLength) {
+        this.maxChainLength = maxChainLength;
+        return this;
+    }
+
+    /**
+     * @return longest chain a query accepts.
+     */
+    public int maxChainLength() {
+        return maxChainLength;
     }
 
     /**
@@ -314,19 +360,47 @@ public final class DaemonContext {
     }
 
     /**
-     * @param name busy, yielding, backoff (default) or sleeping.
+     * Sets {@link AgentSettings#idleStrategy(String)}: the idle strategy of the ingest and writer agents that name
+     * none of their own.
+     *
+     * @param name an {@link IdleStrategies} name.
      * @return this.
      */
     public DaemonContext idleStrategy(final String name) {
-        this.idleStrategy = name;
+        agents.idleStrategy(name);
         return this;
     }
 
     /**
-     * @return idle strategy name.
+     * @param ms how often the command line prints the counters (0: only at exit).
+     * @return this.
      */
-    public String idleStrategy() {
-        return idleStrategy;
+    public DaemonContext statsIntervalMs(final long ms) {
+        this.statsIntervalMs = ms;
+        return this;
+    }
+
+    /**
+     * @return how often the command line prints the counters (0: only at exit).
+     */
+    public long statsIntervalMs() {
+        return statsIntervalMs;
+    }
+
+    /**
+     * @param mlock lock the index file's pages into RAM ({@code mlock}); a failure is logged and the daemon runs on.
+     * @return this.
+     */
+    public DaemonContext mlockIndex(final boolean mlock) {
+        this.mlockIndex = mlock;
+        return this;
+    }
+
+    /**
+     * @return whether the index file's pages are locked into RAM.
+     */
+    public boolean mlockIndex() {
+        return mlockIndex;
     }
 
     /**
@@ -339,7 +413,7 @@ public final class DaemonContext {
     }
 
     /**
-     * @param endpoint a vLLM or SGLang publisher to subscribe to.
+     * @param endpoint a vLLM publisher to subscribe to.
      * @return this.
      */
     public DaemonContext addZmq(final ZmqEndpoint endpoint) {
@@ -364,31 +438,6 @@ public final class DaemonContext {
         }
         if (!found) {
             throw new IllegalArgumentException("--replay " + podId + "=...: no --zmq endpoint for pod " + podId);
-        }
-        return this;
-    }
-
-    /**
-     * Sets the event format (engine) of the ZeroMQ endpoint(s) of a pod, or of one endpoint given by its address (for
-     * an endpoint whose pods come from the topic).
-     *
-     * @param podOrEndpoint pod id, or the endpoint's address.
-     * @param engine        {@code vllm} or {@code sglang}.
-     * @return this.
-     */
-    public DaemonContext engine(final String podOrEndpoint, final String engine) {
-        final ZmqEndpoint.Engine format = ZmqEndpoint.Engine.parse(engine);
-        boolean found = false;
-        for (int i = 0; i < zmqEndpoints.size(); i++) {
-            final ZmqEndpoint e = zmqEndpoints.get(i);
-            if (podOrEndpoint.equals(e.podId()) || podOrEndpoint.equals(e.endpoint())) {
-                zmqEndpoints.set(i, e.withEngine(format));
-                found = true;
-            }
-        }
-        if (!found) {
-            throw new IllegalArgumentException("--engine " + podOrEndpoint + "=...: no --zmq endpoint for pod or at "
-                + "address " + podOrEndpoint);
         }
         return this;
     }
@@ -498,23 +547,6 @@ public final class DaemonContext {
     }
 
     /**
-     * @param blocks most blocks per pod whose tiers (media, locality) the host tier map beside the index holds;
-     *               one more evicts the least recently updated (counted), which then scores as GPU.
-     * @return this.
-     */
-    public DaemonContext tierMapBlocks(final int blocks) {
-        this.tierMapBlocks = blocks;
-        return this;
-    }
-
-    /**
-     * @return most blocks per pod in the host tier map.
-     */
-    public int tierMapBlocks() {
-        return tierMapBlocks;
-    }
-
-    /**
      * @param policy what to do when an engine's replay no longer reaches back to the first missing batch:
      *               {@code clear} (default) clears the pod and rebuilds it from what the engine still buffers (no
      *               block the engine dropped stays indexed); {@code keep} keeps its blocks and marks it suspect.
@@ -549,14 +581,53 @@ public final class DaemonContext {
     }
 
     /**
+     * Sets the event format (engine) of the ZeroMQ endpoint(s) of a pod, or of one endpoint given by its address (for
+     * an endpoint whose pods come from the topic).
+     *
+     * @param podOrEndpoint pod id, or the endpoint's address.
+     * @param engine        {@code vllm} or {@code sglang}.
+     * @return this.
+     */
+    public DaemonContext engine(final String podOrEndpoint, final String engine) {
+        final ZmqEndpoint.Engine format = ZmqEndpoint.Engine.parse(engine);
+        boolean found = false;
+        for (int i = 0; i < zmqEndpoints.size(); i++) {
+            final ZmqEndpoint e = zmqEndpoints.get(i);
+            if (podOrEndpoint.equals(e.podId()) || podOrEndpoint.equals(e.endpoint())) {
+                zmqEndpoints.set(i, e.withEngine(format));
+                found = true;
+            }
+        }
+        if (!found) {
+            throw new IllegalArgumentException("--engine " + podOrEndpoint + "=...: no --zmq endpoint for pod or at "
+                + "address " + podOrEndpoint);
+        }
+        return this;
+    }
+
+    /**
+     * @param blocks most blocks per pod whose tiers (media, locality) the host tier map beside the index holds;
+     *               one more evicts the least recently updated (counted), which then scores as GPU.
+     * @return this.
+     */
+    public DaemonContext tierMapBlocks(final int blocks) {
+        this.tierMapBlocks = blocks;
+        return this;
+    }
+
+    /**
+     * @return most blocks per pod in the host tier map.
+     */
+    public int tierMapBlocks() {
+        return tierMapBlocks;
+    }
+
+    /**
      * @param hostPort where to serve Prometheus metrics ({@code HOST:PORT}; port 0 picks a free one), or null for
      *                 no metrics endpoint.
      * @return this.
      */
     public DaemonContext metrics(final String hostPort) {
-        if (hostPort != null) {
-            io.kvidx.daemon.ops.DaemonMetrics.parseAddress(hostPort);
-        }
         this.metrics = hostPort;
         return this;
     }
@@ -566,85 +637,5 @@ public final class DaemonContext {
      */
     public String metrics() {
         return metrics;
-    }
-
-    /**
-     * Defaults. Property names are those of the YAML config file.
-     */
-    public static final class Configuration {
-        /** Group key. */
-        public static final String GROUP_PROP_NAME = "group";
-        /** Default group: none, i.e. the daemon user's primary group. */
-        public static final String GROUP_DEFAULT = null;
-        /** Block size key. */
-        public static final String BLOCK_SIZE_PROP_NAME = "blockSize";
-        /** Default block size (vLLM's). */
-        public static final int BLOCK_SIZE_DEFAULT = 16;
-        /** Capacity key. */
-        public static final String CAPACITY_BLOCKS_PROP_NAME = "capacityBlocks";
-        /** Default capacity. */
-        public static final long CAPACITY_BLOCKS_DEFAULT = 1L << 20;
-        /** Shards key. */
-        public static final String SHARD_COUNT_PROP_NAME = "shards";
-        /** Default shards. */
-        public static final int SHARD_COUNT_DEFAULT = 256;
-        /** Max pods key. */
-        public static final String MAX_PODS_PROP_NAME = "maxPods";
-        /** Default max pods. */
-        public static final int MAX_PODS_DEFAULT = 256;
-        /** Writers key. */
-        public static final String WRITERS_PROP_NAME = "writers";
-        /** Default writers: one (the machine may have few cores). */
-        public static final int WRITERS_DEFAULT = 1;
-        /** Writer queue key. */
-        public static final String WRITER_QUEUE_LENGTH_PROP_NAME = "writerQueueLength";
-        /** Default writer queue: 8 MiB (largest batch 1 MiB). */
-        public static final int WRITER_QUEUE_LENGTH_DEFAULT = 8 << 20;
-        /** Pod timeout key. */
-        public static final String POD_TIMEOUT_MS_PROP_NAME = "podTimeoutMs";
-        /** Default pod timeout. */
-        public static final long POD_TIMEOUT_MS_DEFAULT = 30_000;
-        /** Heartbeat interval key. */
-        public static final String HEARTBEAT_INTERVAL_MS_PROP_NAME = "heartbeatIntervalMs";
-        /** Default heartbeat interval. */
-        public static final long HEARTBEAT_INTERVAL_MS_DEFAULT = 500;
-        /** Replay timeout key. */
-        public static final String REPLAY_TIMEOUT_MS_PROP_NAME = "replayTimeoutMs";
-        /** Default replay timeout. */
-        public static final int REPLAY_TIMEOUT_MS_DEFAULT = 2_000;
-        /** Idle strategy key. */
-        public static final String IDLE_STRATEGY_PROP_NAME = "idleStrategy";
-        /** Default idle strategy: backoff (spin, yield, then park up to 1 ms). */
-        public static final String IDLE_STRATEGY_DEFAULT = "backoff";
-        /** Default Aeron stream id of kvidx events. */
-        public static final int AERON_STREAM_ID_DEFAULT = 7001;
-        /** Run an embedded media driver by default. */
-        public static final boolean EMBEDDED_DRIVER_DEFAULT = true;
-        /** Default term buffer length: 1 MiB (Aeron's 64 MiB IPC default is far too large here). */
-        public static final int AERON_TERM_LENGTH_DEFAULT = 1 << 20;
-        /** Blocks per pod key. */
-        public static final String POD_MAX_BLOCKS_PROP_NAME = "podMaxBlocks";
-        /**
-         * Default most blocks per pod: 131,072 (2M tokens at block size 16); each pod's map file starts at 128 KiB
-         * and doubles as the pod fills, to at most 8 MiB of tmpfs.
-         */
-        public static final int POD_MAX_BLOCKS_DEFAULT = 1 << 17;
-        /** Host tier map blocks per pod key (default: {@code IndexWriterContext.Configuration}). */
-        public static final String TIER_MAP_BLOCKS_PROP_NAME = "tierMapBlocks";
-        /** Replay gap policy key. */
-        public static final String REPLAY_GAP_POLICY_PROP_NAME = "replayGapPolicy";
-        /** Default replay gap policy: clear the pod, rebuild from the engine's buffer. */
-        public static final String REPLAY_GAP_POLICY_DEFAULT = "clear";
-        /** Checkpoint interval key. */
-        public static final String CHECKPOINT_INTERVAL_MS_PROP_NAME = "checkpointIntervalMs";
-        /** Default checkpoint interval. */
-        public static final long CHECKPOINT_INTERVAL_MS_DEFAULT = 200;
-        /** Metrics endpoint key. */
-        public static final String METRICS_PROP_NAME = "metrics";
-        /** Default: no metrics endpoint. */
-        public static final String METRICS_DEFAULT = null;
-
-        private Configuration() {
-        }
     }
 }

@@ -83,7 +83,9 @@ public enum CounterType {
     /** Events whose locality was not a string or an unknown one (kept, locality unspecified). */
     BAD_LOCALITIES(5064, "kvidx bad localities"),
     /** BlockStored events dropped for a bad {@code extra_keys} value (wrong shape, count, type, position, size). */
-    BAD_EXTRA_KEYS(5030, "kvidx bad extra keys");
+    BAD_EXTRA_KEYS(5030, "kvidx bad extra keys"),
+    /** Agent threads that could not pin themselves to their configured CPU (logged with the errno; they run on). */
+    PIN_FAILURES(5080, "kvidx pin failures");
 
     private final int typeId;
     private final String label;

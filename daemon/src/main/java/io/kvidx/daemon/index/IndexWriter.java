@@ -5,6 +5,7 @@ import io.kvidx.client.index.IndexException;
 import io.kvidx.client.index.PodCapacityExceededException;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
+import io.kvidx.ffm.PosixNative;
 import io.kvidx.ffm.SharedFiles;
 
 import java.io.IOException;
@@ -419,6 +420,24 @@ public final class IndexWriter implements AutoCloseable {
      */
     public IndexWriterContext context() {
         return context;
+    }
+
+    /**
+     * Locks the index file's pages into RAM ({@code mlock}), so that neither the writer nor a router ever takes a
+     * major fault on them (tmpfs pages can otherwise go to swap). Opt-in: needs {@code RLIMIT_MEMLOCK} covering the
+     * file, or {@code CAP_IPC_LOCK}.
+     *
+     * @return 0 on success, else the errno ({@link PosixNative#errnoName(int)}).
+     */
+    public int mlock() {
+        return PosixNative.mlock(segment);
+    }
+
+    /**
+     * @return bytes of the index file's mapping.
+     */
+    public long mappedBytes() {
+        return segment.byteSize();
     }
 
     /**

@@ -14,6 +14,9 @@ import java.nio.file.Path;
  * <p><b>Note:</b> not thread safe; fill it in on one thread before opening the writer.
  */
 public final class IndexWriterContext {
+    /** Most entries of an index (all shards). */
+    public static final long MAX_ENTRIES = 1L << 30;
+
     Path dir;
     String cell;
     int shardCount = Configuration.SHARD_COUNT_DEFAULT;
@@ -61,13 +64,14 @@ public final class IndexWriterContext {
                 throw new IllegalArgumentException("capacity must be >= 1 block: " + capacityBlocks);
             }
             final long wanted = (long) Math.ceil(capacityBlocks / maxLoadFactor / Math.max(1, shardCount));
-            slotsPerShard = (int) Math.min(1 << 24, Math.max(16, Long.highestOneBit(Math.max(1, wanted - 1)) << 1));
+            slotsPerShard = (int) Math.min(IndexDescriptor.MAX_SLOTS_PER_SHARD, Math.max(
+                IndexDescriptor.MIN_SLOTS_PER_SHARD, Long.highestOneBit(Math.max(1, wanted - 1)) << 1));
         }
         final String problem = IndexDescriptor.validateGeometry(shardCount, slotsPerShard, maxPods, maxChainLength);
         if (problem != null) {
             throw new IllegalArgumentException(problem);
         }
-        if ((long) shardCount * slotsPerShard > (1L << 30)) {
+        if ((long) shardCount * slotsPerShard > MAX_ENTRIES) {
             throw new IllegalArgumentException("at most 2^30 entries per index: " + shardCount + " shards x "
                 + slotsPerShard + " slots");
         }
@@ -75,6 +79,19 @@ public final class IndexWriterContext {
         IndexConfiguration.indexFile(dir, cell);
         concluded = true;
         return this;
+    }
+
+    /**
+     * The largest capacity {@link #conclude()} sizes an index for without exceeding the most entries per shard
+     * or per index; a larger one would get fewer entries than asked for.
+     *
+     * @param shardCount    shards (a power of two).
+     * @param maxLoadFactor fraction of a shard in use before it evicts.
+     * @return the largest capacity in blocks.
+     */
+    public static long maxCapacityBlocks(final int shardCount, final double maxLoadFactor) {
+        return (long) Math.floor(Math.min((double) IndexDescriptor.MAX_SLOTS_PER_SHARD * shardCount, MAX_ENTRIES)
+            * maxLoadFactor);
     }
 
     /**

@@ -4,7 +4,9 @@ import io.aeron.Aeron;
 import io.aeron.driver.MediaDriver;
 import io.aeron.driver.ThreadingMode;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.daemon.config.AgentSettings;
 import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.config.IdleStrategies;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
@@ -22,11 +24,11 @@ import io.kvidx.daemon.writer.ApplyObserver;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterMessages;
 import io.kvidx.daemon.writer.WriterPool;
+import io.kvidx.ffm.PosixNative;
 import org.agrona.CloseHelper;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.EpochClock;
-import org.agrona.concurrent.SleepingMillisIdleStrategy;
 import org.agrona.concurrent.SystemEpochClock;
 
 import java.io.PrintStream;
@@ -64,6 +66,7 @@ public final class KvidxDaemon implements AutoCloseable {
     private final PodStatsFile podStats;
     private final DaemonMetrics metrics;
     private final PrintStream log;
+    private final AgentThreads threads;
 
     private KvidxDaemon(final DaemonContext context, final PrintStream log, final CellLock lock) {
         this.context = context.conclude();
@@ -79,7 +82,7 @@ public final class KvidxDaemon implements AutoCloseable {
                 .dirDeleteOnStart(true)
                 .dirDeleteOnShutdown(true)
                 .threadingMode(ThreadingMode.SHARED)
-                .sharedIdleStrategy(context.idleStrategySupplier().get())
+                .sharedIdleStrategy(IdleStrategies.supplier(context.agents().aeronIngestIdle()).get())
                 .ipcTermBufferLength(context.aeronTermLength())
                 .publicationTermBufferLength(context.aeronTermLength())
                 .termBufferSparseFile(true)) : null;
@@ -99,6 +102,10 @@ public final class KvidxDaemon implements AutoCloseable {
                 .indexFile() + " (" + index.openReason() + "; epoch " + index.epoch() + "); repair: "
                 + index.repairSummary());
         }
+        if (context.mlockIndex()) {
+            mlockIndex(log);
+        }
+        this.threads = new AgentThreads(errors, counters, log);
         if (index.attached()) {
             counters.get(CounterType.WARM_RESTARTS).increment();
         }
@@ -111,7 +118,8 @@ public final class KvidxDaemon implements AutoCloseable {
         this.directory = new PodDirectory(PodDirectory.MAX_PODS_DEFAULT);
         this.writers = new WriterPool(context.writers(), context.writerQueueLength(), index,
             new PodBlockMaps(stateDir, context.podMaxBlocks()), directory, counters, errors, clock,
-            context.podTimeoutMs(), context.idleStrategySupplier(), context.idleStrategySupplier());
+            context.podTimeoutMs(), IdleStrategies.supplier(context.agents().writerIdle()),
+            IdleStrategies.supplier(IdleStrategies.BACKOFF));
         this.podStats = PodStatsFile.create(context.sharedFiles(), cellDirectory, index.context().maxPods());
         this.metrics = context.metrics() != null ? new DaemonMetrics() : null;
         writers.observe(podStats, metrics != null ? metrics.observer() : ApplyObserver.NONE);
@@ -145,8 +153,22 @@ public final class KvidxDaemon implements AutoCloseable {
         return daemon;
     }
 
+    private void mlockIndex(final PrintStream log) {
+        final int errno = index.mlock();
+        if (errno == 0) {
+            if (log != null) {
+                log.println("kvidx: index locked into RAM (mlock, " + index.mappedBytes() + " bytes)");
+            }
+        } else {
+            errors.report(0, -2, () -> "cannot lock the index into RAM: mlock of " + index.mappedBytes()
+                + " bytes failed with " + PosixNative.errnoName(errno) + " (raise RLIMIT_MEMLOCK, "
+                + "LimitMEMLOCK= in the unit); running without");
+        }
+    }
+
     private void startAgents() {
-        writers.start();
+        final AgentSettings agents = context.agents();
+        writers.start((i, agent) -> threads.runner(agent, agents.writerCpu(i), agents.writerIdle()));
         // Pods alive in a re-attached index go back to their writers, which take them down if they stay silent.
         // Their model comes from the pod table: it seeds their chains' router keys, and a pod's writer state keeps
         // the model it was created with (a pod known from a topic only would otherwise key its new chains without).
@@ -159,13 +181,14 @@ public final class KvidxDaemon implements AutoCloseable {
             }
         }
         final EpochClock clock = SystemEpochClock.INSTANCE;
-        run(new IndexMaintenanceAgent(index, clock, context.heartbeatIntervalMs()), true);
-        run(evictions, true);
+        run(new IndexMaintenanceAgent(index, clock, context.heartbeatIntervalMs()), agents.maintenanceCpu(),
+            agents.maintenanceIdle());
+        run(evictions, agents.maintenanceCpu(), agents.maintenanceIdle());
         if (!context.zmqEndpoints().isEmpty()) {
             zmq = new ZmqIngestAgent(context.zmqEndpoints(), directory, writers, counters, errors, clock,
                 context.heartbeatIntervalMs(), context.replayTimeoutMs(), new ZmqIngestAgent.Recovery(progress,
                 context.checkpointIntervalMs(), "clear".equals(context.replayGapPolicy())));
-            run(zmq, false);
+            run(zmq, agents.zmqIngestCpu(), agents.zmqIngestIdle());
         }
         if (metrics != null) {
             final java.net.InetSocketAddress address = DaemonMetrics.parseAddress(context.metrics());
@@ -178,14 +201,12 @@ public final class KvidxDaemon implements AutoCloseable {
         }
         if (aeron != null) {
             run(new AeronIngestAgent(aeron, context.aeronChannels(), context.aeronStreamId(), directory, writers,
-                counters, errors), false);
+                counters, errors), agents.aeronIngestCpu(), agents.aeronIngestIdle());
         }
     }
 
-    private void run(final Agent agent, final boolean background) {
-        final AgentRunner runner = new AgentRunner(background ? new SleepingMillisIdleStrategy(1)
-            : context.idleStrategySupplier().get(), AgentErrorHandler.of(agent.roleName(), errors,
-            counters.get(CounterType.AGENT_ERRORS)), null, agent);
+    private void run(final Agent agent, final int cpu, final String idle) {
+        final AgentRunner runner = threads.runner(agent, cpu, idle);
         runners.add(runner);
         AgentRunner.startOnThread(runner);
     }

@@ -1,6 +1,6 @@
 package io.kvidx.daemon.writer;
 
-import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
@@ -9,6 +9,7 @@ import io.kvidx.daemon.lifecycle.AgentErrorHandler;
 import io.kvidx.daemon.state.PodBlockMaps;
 import org.agrona.CloseHelper;
 import org.agrona.DirectBuffer;
+import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.EpochClock;
 import org.agrona.concurrent.IdleStrategy;
@@ -64,7 +65,7 @@ public final class WriterPool implements AutoCloseable {
         final IngestCounters counters, final IngestErrors errors, final EpochClock clock, final long podTimeoutMs,
         final Supplier<IdleStrategy> idle, final Supplier<IdleStrategy> offerIdle) {
         this(writers, queueLength, index, PodBlockMaps.beside(index.context().indexFile(),
-            DaemonContext.Configuration.POD_MAX_BLOCKS_DEFAULT), directory, counters, errors, clock, podTimeoutMs,
+            DaemonConfiguration.POD_MAX_BLOCKS_DEFAULT), directory, counters, errors, clock, podTimeoutMs,
             idle, offerIdle);
     }
 
@@ -120,18 +121,42 @@ public final class WriterPool implements AutoCloseable {
     }
 
     /**
-     * Starts one thread per writer agent.
+     * Starts one thread per writer agent, each with the pool's idle strategy.
      *
      * @return this.
      */
     public WriterPool start() {
-        for (final WriterAgent agent : agents) {
-            final AgentRunner runner = new AgentRunner(idle.get(),
-                AgentErrorHandler.of(agent.roleName(), errors, agentErrors), null, agent);
+        return start((writer, agent) -> new AgentRunner(idle.get(),
+            AgentErrorHandler.of(agent.roleName(), errors, agentErrors), null, agent));
+    }
+
+    /**
+     * Starts one thread per writer agent, each running the runner the factory makes for it (the daemon's pins
+     * each writer's thread to its CPU).
+     *
+     * @param factory makes each writer's runner.
+     * @return this.
+     */
+    public WriterPool start(final RunnerFactory factory) {
+        for (int i = 0; i < agents.length; i++) {
+            final AgentRunner runner = factory.runner(i, agents[i]);
             runners.add(runner);
             AgentRunner.startOnThread(runner);
         }
         return this;
+    }
+
+    /**
+     * Makes the runner of one writer agent.
+     */
+    @FunctionalInterface
+    public interface RunnerFactory {
+        /**
+         * @param writer the writer's index.
+         * @param agent  its agent.
+         * @return a runner of it, not started.
+         */
+        AgentRunner runner(int writer, Agent agent);
     }
 
     /**

@@ -189,6 +189,16 @@ public final class IndexDescriptor {
     public static final int MAX_PODS = 256;
     /** Words in a pod bitmap. */
     public static final int POD_WORDS = MAX_PODS / 64;
+    /** Fewest shards (a power of two). */
+    public static final int MIN_SHARDS = 2;
+    /** Most shards (a power of two). */
+    public static final int MAX_SHARDS = 65536;
+    /** Fewest entries per shard (a power of two). */
+    public static final int MIN_SLOTS_PER_SHARD = 16;
+    /** Most entries per shard (a power of two). */
+    public static final int MAX_SLOTS_PER_SHARD = 1 << 24;
+    /** Largest longest-chain a cell can be created with. */
+    public static final int MAX_CHAIN_LIMIT = 1 << 20;
     /**
      * Clears the low two bits of a hashed slot: a key's home is the first entry of its 64-byte line (4 entries),
      * so the keys that hash into one line are stored in that line before any spills into the next (layout 3.0,
@@ -358,17 +368,19 @@ public final class IndexDescriptor {
      */
     public static String validateGeometry(final int shardCount, final int slotsPerShard, final int maxPods,
         final int maxChain) {
-        if (!Layouts.isPowerOfTwo(shardCount) || shardCount < 2 || shardCount > 65536) {
-            return "shard count must be a power of two in [2, 65536]: " + shardCount;
+        if (!Layouts.isPowerOfTwo(shardCount) || shardCount < MIN_SHARDS || shardCount > MAX_SHARDS) {
+            return "shard count must be a power of two in [" + MIN_SHARDS + ", " + MAX_SHARDS + "]: " + shardCount;
         }
-        if (!Layouts.isPowerOfTwo(slotsPerShard) || slotsPerShard < 16 || slotsPerShard > (1 << 24)) {
-            return "slots per shard must be a power of two in [16, 16777216]: " + slotsPerShard;
+        if (!Layouts.isPowerOfTwo(slotsPerShard) || slotsPerShard < MIN_SLOTS_PER_SHARD
+            || slotsPerShard > MAX_SLOTS_PER_SHARD) {
+            return "slots per shard must be a power of two in [" + MIN_SLOTS_PER_SHARD + ", " + MAX_SLOTS_PER_SHARD
+                + "]: " + slotsPerShard;
         }
         if (maxPods < 1 || maxPods > MAX_PODS) {
             return "max pods must be in [1, " + MAX_PODS + "]: " + maxPods;
         }
-        if (maxChain < 1 || maxChain > (1 << 20)) {
-            return "max chain length must be in [1, 1048576]: " + maxChain;
+        if (maxChain < 1 || maxChain > MAX_CHAIN_LIMIT) {
+            return "max chain length must be in [1, " + MAX_CHAIN_LIMIT + "]: " + maxChain;
         }
         return null;
     }

@@ -607,7 +607,7 @@ public final class IndexReader implements AutoCloseable {
         }
         if (length > maxChain) {
             throw new ChainTooLongException("chain of " + length + " blocks exceeds this index's maximum of "
-                + maxChain + " (daemon option --max-chain)");
+                + maxChain + " (daemon option --max-chain-length, YAML maxChainLength)");
         }
     }
 

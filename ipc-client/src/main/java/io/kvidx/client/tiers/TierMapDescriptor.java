@@ -130,6 +130,13 @@ public final class TierMapDescriptor {
     }
 
     /**
+     * @return the most entries per pod {@link #slotsFor} accepts.
+     */
+    public static int maxEntries() {
+        return (int) Math.floor(MAX_SLOTS * MAX_LOAD);
+    }
+
+    /**
      * @param maxEntries most entries per region, at least 1.
      * @return slots per region for that many entries at {@link #MAX_LOAD} (a power of two, at least
      * {@link #MIN_SLOTS}).

@@ -1,0 +1,153 @@
+package io.kvidx.daemon.config;
+
+import io.kvidx.client.index.IndexConfiguration;
+import io.kvidx.client.index.IndexDescriptor;
+import io.kvidx.daemon.index.IndexWriterContext;
+
+import java.util.List;
+
+/**
+ * Keys of the YAML config file ({@code *_PROP_NAME}) and the one definition of each default ({@code *_DEFAULT})
+ * and limit; defaults of the index geometry are those of {@link IndexWriterContext.Configuration}. The command
+ * line's option for each key: {@link DaemonSettings}.
+ */
+public final class DaemonConfiguration {
+    /** Directory key. */
+    public static final String DIR_PROP_NAME = "dir";
+    /** Cell key. */
+    public static final String CELL_PROP_NAME = "cell";
+    /** Group key. */
+    public static final String GROUP_PROP_NAME = "group";
+    /** Default group: none, i.e. the daemon user's primary group. */
+    public static final String GROUP_DEFAULT = null;
+    /** Block size key. */
+    public static final String BLOCK_SIZE_PROP_NAME = "blockSize";
+    /** Default block size (vLLM's). */
+    public static final int BLOCK_SIZE_DEFAULT = IndexWriterContext.Configuration.BLOCK_SIZE_DEFAULT;
+    /** Largest block size. */
+    public static final int BLOCK_SIZE_MAX = 1 << 16;
+    /** Capacity key. */
+    public static final String CAPACITY_BLOCKS_PROP_NAME = "capacityBlocks";
+    /** Default capacity. */
+    public static final long CAPACITY_BLOCKS_DEFAULT = IndexWriterContext.Configuration.CAPACITY_BLOCKS_DEFAULT;
+    /** Shards key. */
+    public static final String SHARD_COUNT_PROP_NAME = "shards";
+    /** Default shards. */
+    public static final int SHARD_COUNT_DEFAULT = IndexWriterContext.Configuration.SHARD_COUNT_DEFAULT;
+    /** Max pods key. */
+    public static final String MAX_PODS_PROP_NAME = "maxPods";
+    /** Default max pods: all the index can address. */
+    public static final int MAX_PODS_DEFAULT = IndexDescriptor.MAX_PODS;
+    /** Longest chain key. */
+    public static final String MAX_CHAIN_LENGTH_PROP_NAME = "maxChainLength";
+    /** Default longest chain. */
+    public static final int MAX_CHAIN_LENGTH_DEFAULT = IndexWriterContext.Configuration.MAX_CHAIN_LENGTH_DEFAULT;
+    /** Writers key. */
+    public static final String WRITERS_PROP_NAME = "writers";
+    /** Default writers: one (the machine may have few cores). */
+    public static final int WRITERS_DEFAULT = 1;
+    /** Most writers. */
+    public static final int WRITERS_MAX = 64;
+    /** Writer queue key. */
+    public static final String WRITER_QUEUE_LENGTH_PROP_NAME = "writerQueueLength";
+    /** Default writer queue: 8 MiB (largest batch 1 MiB). */
+    public static final int WRITER_QUEUE_LENGTH_DEFAULT = 8 << 20;
+    /** Shortest writer queue. */
+    public static final int WRITER_QUEUE_LENGTH_MIN = 1 << 12;
+    /** Longest writer queue. */
+    public static final int WRITER_QUEUE_LENGTH_MAX = 1 << 30;
+    /** Pod timeout key. */
+    public static final String POD_TIMEOUT_MS_PROP_NAME = "podTimeoutMs";
+    /** Default pod timeout. */
+    public static final long POD_TIMEOUT_MS_DEFAULT = 30_000;
+    /** Heartbeat interval key. */
+    public static final String HEARTBEAT_INTERVAL_MS_PROP_NAME = "heartbeatIntervalMs";
+    /** Default heartbeat interval (the index's). */
+    public static final long HEARTBEAT_INTERVAL_MS_DEFAULT = IndexConfiguration.HEARTBEAT_INTERVAL_MS_DEFAULT;
+    /** Longest heartbeat interval: one minute. */
+    public static final long HEARTBEAT_INTERVAL_MS_MAX = 60_000;
+    /** Replay timeout key. */
+    public static final String REPLAY_TIMEOUT_MS_PROP_NAME = "replayTimeoutMs";
+    /** Default replay timeout. */
+    public static final int REPLAY_TIMEOUT_MS_DEFAULT = 2_000;
+    /** Idle strategy key: the ingest and writer agents' unless they name their own. */
+    public static final String IDLE_STRATEGY_PROP_NAME = "idleStrategy";
+    /** Default idle strategy: backoff (spin, yield, then park up to 1 ms). */
+    public static final String IDLE_STRATEGY_DEFAULT = IdleStrategies.BACKOFF;
+    /** ZeroMQ ingest agent's CPU key. */
+    public static final String ZMQ_INGEST_CPU_PROP_NAME = "zmqIngestCpu";
+    /** ZeroMQ ingest agent's idle strategy key. */
+    public static final String ZMQ_INGEST_IDLE_PROP_NAME = "zmqIngestIdle";
+    /** Aeron ingest agent's CPU key. */
+    public static final String AERON_INGEST_CPU_PROP_NAME = "aeronIngestCpu";
+    /** Aeron ingest agent's (and the embedded media driver's) idle strategy key. */
+    public static final String AERON_INGEST_IDLE_PROP_NAME = "aeronIngestIdle";
+    /** Writers' CPUs key: a list, one per writer. */
+    public static final String WRITER_CPUS_PROP_NAME = "writerCpus";
+    /** Writers' idle strategy key. */
+    public static final String WRITER_IDLE_PROP_NAME = "writerIdle";
+    /** Maintenance agent's CPU key. */
+    public static final String MAINTENANCE_CPU_PROP_NAME = "maintenanceCpu";
+    /** Maintenance agent's idle strategy key. */
+    public static final String MAINTENANCE_IDLE_PROP_NAME = "maintenanceIdle";
+    /** Default CPU of every agent: none (no pinning). */
+    public static final int CPU_DEFAULT = AgentSettings.NO_CPU;
+    /** Default idle strategy of the maintenance agent: sleep 1 ms (heartbeats and sweeps are not urgent). */
+    public static final String MAINTENANCE_IDLE_DEFAULT = IdleStrategies.SLEEP_PREFIX + "1ms";
+    /** Aeron stream id key (under {@code aeron}). */
+    public static final String AERON_STREAM_ID_PROP_NAME = "aeron.streamId";
+    /** Default Aeron stream id of kvidx events. */
+    public static final int AERON_STREAM_ID_DEFAULT = 7001;
+    /** Aeron channels key (under {@code aeron}). */
+    public static final String AERON_CHANNELS_PROP_NAME = "aeron.channels";
+    /** Aeron directory key (under {@code aeron}). */
+    public static final String AERON_DIR_PROP_NAME = "aeron.dir";
+    /** Embedded driver key (under {@code aeron}). */
+    public static final String EMBEDDED_DRIVER_PROP_NAME = "aeron.embeddedDriver";
+    /** Run an embedded media driver by default. */
+    public static final boolean EMBEDDED_DRIVER_DEFAULT = true;
+    /** Term length key (under {@code aeron}). */
+    public static final String AERON_TERM_LENGTH_PROP_NAME = "aeron.termLength";
+    /** Default term buffer length: 1 MiB (Aeron's 64 MiB IPC default is far too large here). */
+    public static final int AERON_TERM_LENGTH_DEFAULT = 1 << 20;
+    /** Shortest term buffer (Aeron's minimum). */
+    public static final int AERON_TERM_LENGTH_MIN = 64 * 1024;
+    /** Longest term buffer (Aeron's maximum). */
+    public static final int AERON_TERM_LENGTH_MAX = 1 << 30;
+    /** Blocks per pod key. */
+    public static final String POD_MAX_BLOCKS_PROP_NAME = "podMaxBlocks";
+    /**
+     * Default most blocks per pod: 131,072 (2M tokens at block size 16); each pod's map file starts at 128 KiB
+     * and doubles as the pod fills, to at most 8 MiB of tmpfs.
+     */
+    public static final int POD_MAX_BLOCKS_DEFAULT = 1 << 17;
+    /** Most blocks per pod. */
+    public static final int POD_MAX_BLOCKS_MAX = 1 << 28;
+    /** Replay gap policy key. */
+    public static final String REPLAY_GAP_POLICY_PROP_NAME = "replayGapPolicy";
+    /** Default replay gap policy: clear the pod, rebuild from the engine's buffer. */
+    public static final String REPLAY_GAP_POLICY_DEFAULT = "clear";
+    /** Accepted replay gap policies. */
+    public static final List<String> REPLAY_GAP_POLICIES = List.of(REPLAY_GAP_POLICY_DEFAULT, "keep");
+    /** Checkpoint interval key. */
+    public static final String CHECKPOINT_INTERVAL_MS_PROP_NAME = "checkpointIntervalMs";
+    /** Default checkpoint interval. */
+    public static final long CHECKPOINT_INTERVAL_MS_DEFAULT = 200;
+    /** Host tier map blocks per pod key (default: {@code IndexWriterContext.Configuration.TIER_MAP_BLOCKS_DEFAULT}). */
+    public static final String TIER_MAP_BLOCKS_PROP_NAME = "tierMapBlocks";
+    /** Metrics endpoint key. */
+    public static final String METRICS_PROP_NAME = "metrics";
+    /** Default: no metrics endpoint. */
+    public static final String METRICS_DEFAULT = null;
+    /** Counters print interval key. */
+    public static final String STATS_INTERVAL_MS_PROP_NAME = "statsIntervalMs";
+    /** Default: print the counters only at exit. */
+    public static final long STATS_INTERVAL_MS_DEFAULT = 0;
+    /** Lock-the-index key. */
+    public static final String MLOCK_INDEX_PROP_NAME = "mlockIndex";
+    /** Default: do not mlock the index (it needs {@code RLIMIT_MEMLOCK} covering the file). */
+    public static final boolean MLOCK_INDEX_DEFAULT = false;
+
+    private DaemonConfiguration() {
+    }
+}

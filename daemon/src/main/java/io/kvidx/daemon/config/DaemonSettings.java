@@ -1,0 +1,273 @@
+package io.kvidx.daemon.config;
+
+import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BiConsumer;
+import java.util.function.Function;
+
+import static io.kvidx.daemon.config.DaemonConfiguration.AERON_CHANNELS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.AERON_DIR_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.AERON_INGEST_CPU_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.AERON_INGEST_IDLE_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.AERON_STREAM_ID_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.AERON_TERM_LENGTH_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.BLOCK_SIZE_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.CAPACITY_BLOCKS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.CELL_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.CHECKPOINT_INTERVAL_MS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.METRICS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.TIER_MAP_BLOCKS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.DIR_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.EMBEDDED_DRIVER_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.GROUP_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.HEARTBEAT_INTERVAL_MS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.IDLE_STRATEGY_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.MAINTENANCE_CPU_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.MAINTENANCE_IDLE_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.MAX_CHAIN_LENGTH_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.MAX_PODS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.MLOCK_INDEX_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.POD_MAX_BLOCKS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.POD_TIMEOUT_MS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.REPLAY_GAP_POLICY_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.REPLAY_TIMEOUT_MS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.SHARD_COUNT_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.STATS_INTERVAL_MS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.WRITERS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_CPUS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_IDLE_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_QUEUE_LENGTH_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_CPU_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_IDLE_PROP_NAME;
+
+/**
+ * Every setting of the daemon: its YAML key (dotted under a mapping: {@code aeron.termLength}), the command-line
+ * option that sets the same thing, the YAML value's kind, and how it is set in and read from a
+ * {@link DaemonContext}. {@link DaemonConfigFile} reads and prints YAML through this table; the command line's
+ * error messages translate keys to options through it; a test checks it against the options the command line
+ * declares, so a setting cannot exist on one side only.
+ */
+public final class DaemonSettings {
+    /** Key of the list of ZeroMQ endpoints; each entry is a mapping of {@link #ZMQ_ENTRY_OPTIONS}' keys. */
+    public static final String ZMQ_KEY = "zmq";
+
+    /** Keys of a {@code zmq} entry, each with the option that sets it ({@code --zmq POD@MODEL=ENDPOINT}). */
+    public static final Map<String, String> ZMQ_ENTRY_OPTIONS = orderedMap(
+        "endpoint", "--zmq", "pod", "--zmq", "model", "--zmq", "replay", "--replay", "engine", "--engine");
+
+    /** What a YAML value must be. */
+    public enum Kind {
+        /** A scalar, read as text. */
+        STRING,
+        /** A scalar read as text, or null. */
+        NULLABLE_STRING,
+        /** An integer that fits 32 bits. */
+        INT,
+        /** An integer that fits 64 bits. */
+        LONG,
+        /** true or false. */
+        BOOLEAN,
+        /** {@code none} (or null) or a CPU number. */
+        CPU,
+        /** {@code none} (or null, or empty) or a list of CPU numbers. */
+        CPU_LIST,
+        /** A list of scalars, read as text. */
+        STRING_LIST,
+        /** The list of ZeroMQ endpoints ({@link DaemonConfigFile} reads its entries). */
+        ZMQ
+    }
+
+    /**
+     * One setting.
+     *
+     * @param key    YAML key, dotted under a mapping.
+     * @param option command-line option (its first name).
+     * @param kind   what the YAML value must be.
+     * @param set    sets the value (converted to the kind's Java type: String, Integer, Long, Boolean, int[],
+     *               List of String) in a context.
+     * @param get    reads the value back as YAML-ready data (after conclude).
+     */
+    public record Setting(String key, String option, Kind kind, BiConsumer<DaemonContext, Object> set,
+        Function<DaemonContext, Object> get) {
+    }
+
+    private static final List<Setting> SETTINGS = List.of(
+        new Setting(DIR_PROP_NAME, "--dir", Kind.STRING, (c, v) -> c.dir(Path.of((String) v)),
+            c -> c.dir().toString()),
+        new Setting(CELL_PROP_NAME, "--cell", Kind.STRING, (c, v) -> c.cell((String) v), DaemonContext::cell),
+        new Setting(GROUP_PROP_NAME, "--group", Kind.NULLABLE_STRING, (c, v) -> c.group((String) v),
+            DaemonContext::group),
+        new Setting(BLOCK_SIZE_PROP_NAME, "--block-size", Kind.INT, (c, v) -> c.blockSize((Integer) v),
+            DaemonContext::blockSize),
+        new Setting(CAPACITY_BLOCKS_PROP_NAME, "--capacity-blocks", Kind.LONG, (c, v) -> c.capacityBlocks((Long) v),
+            DaemonContext::capacityBlocks),
+        new Setting(SHARD_COUNT_PROP_NAME, "--shards", Kind.INT, (c, v) -> c.shardCount((Integer) v),
+            DaemonContext::shardCount),
+        new Setting(MAX_PODS_PROP_NAME, "--max-pods", Kind.INT, (c, v) -> c.maxPods((Integer) v),
+            DaemonContext::maxPods),
+        new Setting(MAX_CHAIN_LENGTH_PROP_NAME, "--max-chain-length", Kind.INT,
+            (c, v) -> c.maxChainLength((Integer) v), DaemonContext::maxChainLength),
+        new Setting(MLOCK_INDEX_PROP_NAME, "--mlock-index", Kind.BOOLEAN, (c, v) -> c.mlockIndex((Boolean) v),
+            DaemonContext::mlockIndex),
+        new Setting(WRITERS_PROP_NAME, "--writers", Kind.INT, (c, v) -> c.writers((Integer) v),
+            DaemonContext::writers),
+        new Setting(WRITER_QUEUE_LENGTH_PROP_NAME, "--writer-queue-length", Kind.INT,
+            (c, v) -> c.writerQueueLength((Integer) v), DaemonContext::writerQueueLength),
+        new Setting(POD_TIMEOUT_MS_PROP_NAME, "--pod-timeout-ms", Kind.LONG, (c, v) -> c.podTimeoutMs((Long) v),
+            DaemonContext::podTimeoutMs),
+        new Setting(HEARTBEAT_INTERVAL_MS_PROP_NAME, "--heartbeat-interval-ms", Kind.LONG,
+            (c, v) -> c.heartbeatIntervalMs((Long) v), DaemonContext::heartbeatIntervalMs),
+        new Setting(REPLAY_TIMEOUT_MS_PROP_NAME, "--replay-timeout-ms", Kind.INT,
+            (c, v) -> c.replayTimeoutMs((Integer) v), DaemonContext::replayTimeoutMs),
+        new Setting(REPLAY_GAP_POLICY_PROP_NAME, "--replay-gap-policy", Kind.STRING,
+            (c, v) -> c.replayGapPolicy((String) v), DaemonContext::replayGapPolicy),
+        new Setting(CHECKPOINT_INTERVAL_MS_PROP_NAME, "--checkpoint-interval-ms", Kind.LONG,
+            (c, v) -> c.checkpointIntervalMs((Long) v), DaemonContext::checkpointIntervalMs),
+        new Setting(POD_MAX_BLOCKS_PROP_NAME, "--pod-max-blocks", Kind.INT, (c, v) -> c.podMaxBlocks((Integer) v),
+            DaemonContext::podMaxBlocks),
+        new Setting(TIER_MAP_BLOCKS_PROP_NAME, "--tier-map-blocks", Kind.INT,
+            (c, v) -> c.tierMapBlocks((Integer) v), DaemonContext::tierMapBlocks),
+        new Setting(METRICS_PROP_NAME, "--metrics", Kind.NULLABLE_STRING, (c, v) -> c.metrics((String) v),
+            DaemonContext::metrics),
+        new Setting(STATS_INTERVAL_MS_PROP_NAME, "--stats-interval-ms", Kind.LONG,
+            (c, v) -> c.statsIntervalMs((Long) v), DaemonContext::statsIntervalMs),
+        new Setting(IDLE_STRATEGY_PROP_NAME, "--idle-strategy", Kind.STRING,
+            (c, v) -> c.agents().idleStrategy((String) v), c -> c.agents().idleStrategy()),
+        new Setting(ZMQ_INGEST_CPU_PROP_NAME, "--zmq-ingest-cpu", Kind.CPU,
+            (c, v) -> c.agents().zmqIngestCpu((Integer) v), c -> cpu(c.agents().zmqIngestCpu())),
+        new Setting(ZMQ_INGEST_IDLE_PROP_NAME, "--zmq-ingest-idle", Kind.STRING,
+            (c, v) -> c.agents().zmqIngestIdle((String) v), c -> c.agents().zmqIngestIdle()),
+        new Setting(AERON_INGEST_CPU_PROP_NAME, "--aeron-ingest-cpu", Kind.CPU,
+            (c, v) -> c.agents().aeronIngestCpu((Integer) v), c -> cpu(c.agents().aeronIngestCpu())),
+        new Setting(AERON_INGEST_IDLE_PROP_NAME, "--aeron-ingest-idle", Kind.STRING,
+            (c, v) -> c.agents().aeronIngestIdle((String) v), c -> c.agents().aeronIngestIdle()),
+        new Setting(WRITER_CPUS_PROP_NAME, "--writer-cpus", Kind.CPU_LIST,
+            (c, v) -> c.agents().writerCpus((int[]) v), c -> cpus(c.agents().writerCpus())),
+        new Setting(WRITER_IDLE_PROP_NAME, "--writer-idle", Kind.STRING,
+            (c, v) -> c.agents().writerIdle((String) v), c -> c.agents().writerIdle()),
+        new Setting(MAINTENANCE_CPU_PROP_NAME, "--maintenance-cpu", Kind.CPU,
+            (c, v) -> c.agents().maintenanceCpu((Integer) v), c -> cpu(c.agents().maintenanceCpu())),
+        new Setting(MAINTENANCE_IDLE_PROP_NAME, "--maintenance-idle", Kind.STRING,
+            (c, v) -> c.agents().maintenanceIdle((String) v), c -> c.agents().maintenanceIdle()),
+        new Setting(ZMQ_KEY, "--zmq", Kind.ZMQ, (c, v) -> {
+            for (final Object e : (List<?>) v) {
+                c.addZmq((ZmqEndpoint) e);
+            }
+        }, DaemonSettings::zmqEntries),
+        new Setting(AERON_CHANNELS_PROP_NAME, "--aeron", Kind.STRING_LIST, (c, v) -> {
+            for (final Object channel : (List<?>) v) {
+                c.addAeronChannel((String) channel);
+            }
+        }, c -> List.copyOf(c.aeronChannels())),
+        new Setting(AERON_STREAM_ID_PROP_NAME, "--aeron-stream-id", Kind.INT, (c, v) -> c.aeronStreamId((Integer) v),
+            DaemonContext::aeronStreamId),
+        new Setting(AERON_DIR_PROP_NAME, "--aeron-dir", Kind.STRING, (c, v) -> c.aeronDir((String) v),
+            DaemonContext::aeronDir),
+        new Setting(EMBEDDED_DRIVER_PROP_NAME, "--embedded-driver", Kind.BOOLEAN,
+            (c, v) -> c.embeddedDriver((Boolean) v), DaemonContext::embeddedDriver),
+        new Setting(AERON_TERM_LENGTH_PROP_NAME, "--aeron-term-length", Kind.INT,
+            (c, v) -> c.aeronTermLength((Integer) v), DaemonContext::aeronTermLength));
+
+    private static final Map<String, Setting> BY_KEY = byKey();
+
+    private DaemonSettings() {
+    }
+
+    /**
+     * @return every setting, in the order the YAML file is printed.
+     */
+    public static List<Setting> all() {
+        return SETTINGS;
+    }
+
+    /**
+     * @param key a YAML key, dotted under a mapping ({@code aeron.termLength}).
+     * @return its setting, or null when there is none.
+     */
+    public static Setting setting(final String key) {
+        return BY_KEY.get(key);
+    }
+
+    /**
+     * @param key a YAML key, dotted under a mapping ({@code aeron.termLength}, {@code zmq.replay}).
+     * @return the command-line option that sets the same thing, or null for an unknown key.
+     */
+    public static String optionOf(final String key) {
+        final Setting setting = BY_KEY.get(key);
+        if (setting != null) {
+            return setting.option();
+        }
+        return key.startsWith(ZMQ_KEY + ".") ? ZMQ_ENTRY_OPTIONS.get(key.substring(ZMQ_KEY.length() + 1)) : null;
+    }
+
+    /**
+     * @return every YAML key a config file may hold (dotted under a mapping, {@code zmq.*} for the keys of a
+     *         ZeroMQ entry) with the option that sets the same thing.
+     */
+    public static Map<String, String> optionsByKey() {
+        final Map<String, String> all = new LinkedHashMap<>();
+        for (final Setting s : SETTINGS) {
+            if (s.kind() == Kind.ZMQ) {
+                ZMQ_ENTRY_OPTIONS.forEach((k, option) -> all.put(ZMQ_KEY + "." + k, option));
+            } else {
+                all.put(s.key(), s.option());
+            }
+        }
+        return all;
+    }
+
+    private static Object cpu(final int cpu) {
+        return cpu == AgentSettings.NO_CPU ? AgentSettings.NONE : cpu;
+    }
+
+    private static Object cpus(final int[] cpus) {
+        return Arrays.stream(cpus).boxed().toList();
+    }
+
+    private static Object zmqEntries(final DaemonContext c) {
+        final List<Map<String, Object>> entries = new ArrayList<>();
+        for (final ZmqEndpoint z : c.zmqEndpoints()) {
+            final Map<String, Object> e = new LinkedHashMap<>();
+            e.put("endpoint", z.endpoint());
+            putIfSet(e, "pod", z.podId());
+            putIfSet(e, "model", z.model());
+            putIfSet(e, "replay", z.replayEndpoint());
+            if (z.engine() != ZmqEndpoint.Engine.VLLM) {
+                e.put("engine", z.engine().name().toLowerCase(java.util.Locale.ROOT));
+            }
+            entries.add(e);
+        }
+        return entries;
+    }
+
+    private static void putIfSet(final Map<String, Object> map, final String key, final String value) {
+        if (value != null) {
+            map.put(key, value);
+        }
+    }
+
+    private static Map<String, Setting> byKey() {
+        final Map<String, Setting> map = new LinkedHashMap<>();
+        for (final Setting s : SETTINGS) {
+            if (map.put(s.key(), s) != null) {
+                throw new IllegalStateException("duplicate setting " + s.key());
+            }
+        }
+        return map;
+    }
+
+    private static Map<String, String> orderedMap(final String... keyValues) {
+        final Map<String, String> map = new LinkedHashMap<>();
+        for (int i = 0; i < keyValues.length; i += 2) {
+            map.put(keyValues[i], keyValues[i + 1]);
+        }
+        return Collections.unmodifiableMap(map);
+    }
+}

@@ -1,0 +1,45 @@
+package io.kvidx.daemon.lifecycle;
+
+import io.kvidx.daemon.config.IdleStrategies;
+import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.counters.IngestCounters;
+import io.kvidx.daemon.counters.IngestErrors;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.AgentRunner;
+
+import java.io.PrintStream;
+
+/**
+ * Makes the runner of each of the daemon's agents: its configured idle strategy, its thread pinned to its
+ * configured CPU from inside ({@link PinnedAgent}), exceptions counted and logged ({@link AgentErrorHandler}).
+ *
+ * <p><b>Note:</b> used by the thread that starts the daemon.
+ */
+public final class AgentThreads {
+    private final IngestErrors errors;
+    private final IngestCounters counters;
+    private final PrintStream log;
+
+    /**
+     * @param errors   the distinct error log.
+     * @param counters the counters (agent errors, pin failures).
+     * @param log      where successful pins are reported (null: nowhere).
+     */
+    public AgentThreads(final IngestErrors errors, final IngestCounters counters, final PrintStream log) {
+        this.errors = errors;
+        this.counters = counters;
+        this.log = log;
+    }
+
+    /**
+     * @param agent the agent.
+     * @param cpu   its CPU, or none.
+     * @param idle  a canonical idle strategy name.
+     * @return its runner, not started.
+     */
+    public AgentRunner runner(final Agent agent, final int cpu, final String idle) {
+        return new AgentRunner(IdleStrategies.supplier(idle).get(), AgentErrorHandler.of(agent.roleName(), errors,
+            counters.get(CounterType.AGENT_ERRORS)), null, PinnedAgent.of(agent, cpu, errors,
+            counters.get(CounterType.PIN_FAILURES), log));
+    }
+}

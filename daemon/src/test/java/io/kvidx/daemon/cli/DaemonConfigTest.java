@@ -1,0 +1,284 @@
+package io.kvidx.daemon.cli;
+
+import io.kvidx.daemon.cli.HashCommandTest.Result;
+import io.kvidx.daemon.config.DaemonConfigFile;
+import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.config.DaemonSettings;
+import io.kvidx.ffm.SharedFiles;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.snakeyaml.engine.v2.api.Load;
+import org.snakeyaml.engine.v2.api.LoadSettings;
+import picocli.CommandLine;
+import picocli.CommandLine.Model.OptionSpec;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code kvidx daemon --print-config} and the configuration's two faces: every YAML key has a command-line option
+ * and the reverse (both enumerated: picocli's options, the YAML reader's keys, the printed keys), each option sets
+ * exactly what its key sets, the printed YAML reads back to the same configuration, and a bad value fails with exit
+ * code 2 and one line naming the option or the file and key, with the accepted range.
+ */
+@Timeout(60)
+class DaemonConfigTest {
+    /** Options that are not settings. */
+    private static final Set<String> NOT_SETTINGS = Set.of("--config", "--print-config", "--help", "--version");
+
+    /**
+     * One non-default value per option: the command-line arguments and the YAML that must give the same
+     * configuration.
+     */
+    private static final Map<String, Sample> SAMPLES = samples();
+
+    @TempDir
+    Path tmp;
+
+    record Sample(List<String> args, String yaml) {
+    }
+
+    private static Map<String, Sample> samples() {
+        final Map<String, Sample> s = new LinkedHashMap<>();
+        s.put("--dir", new Sample(List.of("--dir", "/tmp/kvidx-sample"), "dir: /tmp/kvidx-sample"));
+        s.put("--cell", new Sample(List.of("--cell", "sample"), "cell: sample"));
+        final String group = SharedFiles.forGroup(null).group().getName();
+        s.put("--group", new Sample(List.of("--group", group), "group: " + group));
+        s.put("--block-size", new Sample(List.of("--block-size", "32"), "blockSize: 32"));
+        s.put("--capacity-blocks", new Sample(List.of("--capacity", "4096"), "capacityBlocks: 4096"));
+        s.put("--shards", new Sample(List.of("--shards", "16"), "shards: 16"));
+        s.put("--max-pods", new Sample(List.of("--max-pods", "64"), "maxPods: 64"));
+        s.put("--max-chain-length", new Sample(List.of("--max-chain-length", "1024"), "maxChainLength: 1024"));
+        s.put("--mlock-index", new Sample(List.of("--mlock-index"), "mlockIndex: true"));
+        s.put("--writers", new Sample(List.of("--writers", "2"), "writers: 2"));
+        s.put("--writer-queue-length", new Sample(List.of("--writer-queue-length", "65536"),
+            "writerQueueLength: 65536"));
+        s.put("--pod-timeout-ms", new Sample(List.of("--pod-timeout-ms", "1000"), "podTimeoutMs: 1000"));
+        s.put("--heartbeat-interval-ms", new Sample(List.of("--heartbeat-interval-ms", "100"),
+            "heartbeatIntervalMs: 100"));
+        s.put("--replay-timeout-ms", new Sample(List.of("--replay-timeout-ms", "500"), "replayTimeoutMs: 500"));
+        s.put("--replay-gap-policy", new Sample(List.of("--replay-gap-policy", "keep"), "replayGapPolicy: keep"));
+        s.put("--checkpoint-interval-ms", new Sample(List.of("--checkpoint-ms", "50"), "checkpointIntervalMs: 50"));
+        s.put("--pod-max-blocks", new Sample(List.of("--pod-max-blocks", "4096"), "podMaxBlocks: 4096"));
+        s.put("--stats-interval-ms", new Sample(List.of("--stats-ms", "1000"), "statsIntervalMs: 1000"));
+        s.put("--idle-strategy", new Sample(List.of("--idle", "yield"), "idleStrategy: yield"));
+        s.put("--zmq-ingest-cpu", new Sample(List.of("--zmq-ingest-cpu", "1"), "zmqIngestCpu: 1"));
+        s.put("--zmq-ingest-idle", new Sample(List.of("--zmq-ingest-idle", "busy-spin"), "zmqIngestIdle: busy-spin"));
+        s.put("--aeron-ingest-cpu", new Sample(List.of("--aeron-ingest-cpu", "0"), "aeronIngestCpu: 0"));
+        s.put("--aeron-ingest-idle", new Sample(List.of("--aeron-ingest-idle", "sleep-5ms"),
+            "aeronIngestIdle: sleep-5ms"));
+        s.put("--writer-cpus", new Sample(List.of("--writer-cpus", "1"), "writerCpus: [1]"));
+        s.put("--writer-idle", new Sample(List.of("--writer-idle", "yield"), "writerIdle: yield"));
+        s.put("--maintenance-cpu", new Sample(List.of("--maintenance-cpu", "0"), "maintenanceCpu: 0"));
+        s.put("--maintenance-idle", new Sample(List.of("--maintenance-idle", "sleep-10ms"),
+            "maintenanceIdle: sleep-10ms"));
+        s.put("--zmq", new Sample(List.of("--zmq", "pod-a@org/m=tcp://h:5557", "--zmq", "*=tcp://h:6557"), String.join(
+            "\n", "zmq:", "  - {endpoint: 'tcp://h:5557', pod: pod-a, model: org/m}", "  - endpoint: tcp://h:6557")));
+        s.put("--replay", new Sample(List.of("--zmq", "pod-a=tcp://h:5557", "--replay", "pod-a=tcp://h:5558"),
+            "zmq: [{endpoint: 'tcp://h:5557', pod: pod-a, replay: 'tcp://h:5558'}]"));
+        s.put("--engine", new Sample(List.of("--zmq", "pod-s=tcp://h:7557", "--engine", "pod-s=sglang"),
+            "zmq: [{endpoint: 'tcp://h:7557', pod: pod-s, engine: sglang}]"));
+        s.put("--metrics", new Sample(List.of("--metrics", "127.0.0.1:9464"), "metrics: '127.0.0.1:9464'"));
+        s.put("--tier-map-blocks", new Sample(List.of("--tier-map-blocks", "4096"), "tierMapBlocks: 4096"));
+        s.put("--aeron", new Sample(List.of("--aeron", "aeron:ipc"), "aeron: {channels: ['aeron:ipc']}"));
+        s.put("--aeron-stream-id", new Sample(List.of("--aeron-stream-id", "9"), "aeron: {streamId: 9}"));
+        s.put("--aeron-dir", new Sample(List.of("--aeron-dir", "/tmp/a"), "aeron: {dir: /tmp/a}"));
+        s.put("--embedded-driver", new Sample(List.of("--no-embedded-driver"), "aeron: {embeddedDriver: false}"));
+        s.put("--aeron-term-length", new Sample(List.of("--aeron-term-length", "131072"),
+            "aeron: {termLength: 131072}"));
+        return s;
+    }
+
+    private static Set<String> declaredOptions() {
+        final Set<String> options = new TreeSet<>();
+        for (final OptionSpec o : new CommandLine(new DaemonCommand()).getCommandSpec().options()) {
+            if (!NOT_SETTINGS.contains(o.longestName())) {
+                options.add(o.names()[0]);
+            }
+        }
+        return options;
+    }
+
+    private Result printConfig(final List<String> args, final String yaml) throws IOException {
+        final List<String> all = new ArrayList<>(List.of("daemon", "--print-config"));
+        if (yaml != null) {
+            final Path file = Files.createTempFile(tmp, "daemon", ".yaml");
+            Files.writeString(file, yaml + "\n");
+            all.add("--config");
+            all.add(file.toString());
+        }
+        all.addAll(args);
+        return HashCommandTest.run(all.toArray(new String[0]));
+    }
+
+    private static Set<String> flatKeys(final String prefix, final Map<?, ?> map) {
+        final Set<String> keys = new TreeSet<>();
+        for (final Map.Entry<?, ?> e : map.entrySet()) {
+            final String key = prefix + e.getKey();
+            if (e.getValue() instanceof Map<?, ?> nested) {
+                keys.addAll(flatKeys(key + ".", nested));
+            } else if (e.getValue() instanceof List<?> list && !list.isEmpty() && list.get(0) instanceof Map<?, ?>) {
+                for (final Object entry : list) {
+                    keys.addAll(flatKeys(key + ".", (Map<?, ?>) entry));
+                }
+            } else {
+                keys.add(key);
+            }
+        }
+        return keys;
+    }
+
+    @Test
+    void shouldHaveAnOptionForEveryKeyAndAKeyForEveryOption() throws IOException {
+        // Options picocli declares vs the options of the YAML reader's keys.
+        assertEquals(declaredOptions(), new TreeSet<>(DaemonSettings.optionsByKey().values()),
+            "options without a YAML key, or YAML keys whose option does not exist");
+        // Keys the YAML reader accepts vs keys --print-config prints (a ZeroMQ entry with every field set).
+        final Result printed = printConfig(List.of("--zmq", "pod-a@m=tcp://h:1", "--replay", "pod-a=tcp://h:2",
+            "--engine", "pod-a=sglang"), null);
+        assertEquals(0, printed.code(), printed.err());
+        final Map<?, ?> yaml = (Map<?, ?>) new Load(LoadSettings.builder().build()).loadFromString(printed.out());
+        assertEquals(new TreeSet<>(DaemonSettings.optionsByKey().keySet()), flatKeys("", yaml),
+            "printed keys vs keys the reader accepts");
+        for (final String key : DaemonSettings.optionsByKey().keySet()) {
+            final int depth = key.length() - key.replace(".", "").length();
+            final Result r = printConfig(List.of(), key.replace(".", ": {") + ": [1, [2]]" + "}".repeat(depth));
+            assertFalse(r.err().contains("unknown key"), key + " is read: " + r.err());
+        }
+    }
+
+    @Test
+    void shouldSetTheSameThroughAnOptionAsThroughItsKey() throws IOException {
+        assertEquals(declaredOptions(), new TreeSet<>(SAMPLES.keySet()), "a sample for every option");
+        final Result defaults = printConfig(List.of(), null);
+        assertEquals(0, defaults.code(), defaults.err());
+        for (final Map.Entry<String, Sample> e : SAMPLES.entrySet()) {
+            final Result cli = printConfig(e.getValue().args(), null);
+            final Result yaml = printConfig(List.of(), e.getValue().yaml());
+            assertEquals(0, cli.code(), e.getKey() + ": " + cli.err());
+            assertEquals(0, yaml.code(), e.getKey() + ": " + yaml.err());
+            assertNotEquals(defaults.out(), cli.out(), e.getKey() + " changes the configuration");
+            assertEquals(yaml.out(), cli.out(), e.getKey() + " sets what its YAML key sets");
+        }
+    }
+
+    @Test
+    void shouldReadThePrintedConfigurationBackToTheSameConfiguration() throws IOException {
+        final List<String> args = new ArrayList<>();
+        SAMPLES.forEach((option, sample) -> {
+            if (!option.equals("--replay") && !option.equals("--writers") && !option.equals("--engine")) {
+                args.addAll(sample.args());
+            }
+        });
+        args.addAll(List.of("--writers", "1", "--replay", "pod-a=tcp://h:5558"));
+        final Result first = printConfig(args, null);
+        assertEquals(0, first.code(), first.err());
+        final Result second = printConfig(List.of(), first.out());
+        assertEquals(0, second.code(), second.err());
+        assertEquals(first.out(), second.out());
+        assertTrue(first.out().contains("writerCpus:\n  - 1\n"), first.out());
+        // The same through the API: the file read into a context prints the same.
+        final DaemonContext context = DaemonConfigFile.parse(first.out(), new DaemonContext(), "printed").conclude();
+        assertEquals(first.out(), DaemonConfigFile.print(context));
+    }
+
+    @Test
+    void shouldDocumentTheDefaultsItPrints() throws IOException {
+        final String doc = Files.readString(Path.of("..", "docs", "configuration.md"));
+        final String marker = "<!-- print-config -->\n```yaml\n";
+        final int start = doc.indexOf(marker);
+        assertTrue(start >= 0, "docs/configuration.md has the defaults block");
+        final String documented = doc.substring(start + marker.length(), doc.indexOf("```", start + marker.length()));
+        final Result defaults = printConfig(List.of(), null);
+        assertEquals(0, defaults.code(), defaults.err());
+        assertEquals(defaults.out(), documented, "docs/configuration.md shows what --print-config prints");
+    }
+
+    @Test
+    void shouldLetOptionsWinOverTheFile() throws IOException {
+        final Result r = printConfig(List.of("--writers", "3", "--writer-idle", "busy"),
+            "writers: 99\nwriterIdle: nap\nblockSize: 64\nidleStrategy: yield");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().contains("\nwriters: 3\n"), r.out());
+        assertTrue(r.out().contains("\nwriterIdle: busy-spin\n"), "canonical name printed: " + r.out());
+        assertTrue(r.out().contains("\nblockSize: 64\n"), r.out());
+        assertTrue(r.out().contains("\nzmqIngestIdle: yield\n"), "idleStrategy for agents without one: " + r.out());
+        assertTrue(r.out().contains("\nmaintenanceIdle: sleep-1ms\n"), r.out());
+    }
+
+    @Test
+    void shouldFailWithOneLineNamingTheKeyOrOptionAndTheRange() throws IOException {
+        final String[][] cases = {
+            // YAML value, options, expected message (after "kvidx: " and the file name for YAML)
+            {"writers: abc", "", "writers must be an integer in [-2147483648, 2147483647]: abc"},
+            {"writers: 99", "", "writers must be in [1, 64]: 99"},
+            {"writerz: 1", "", "unknown key 'writerz' (known: dir, cell, "},
+            {"replayGapPolicy: maybe", "", "replayGapPolicy must be one of clear or keep: maybe"},
+            {"writerIdle: nap", "", "writerIdle must be one of busy-spin, yield, backoff or sleep-<N>ms with N in "
+                + "[1, 1000]: nap"},
+            {"maintenanceIdle: sleep-0ms", "", "maintenanceIdle must be one of busy-spin"},
+            {"zmqIngestCpu: -3", "", "zmqIngestCpu must be none or a CPU number in [0, 8191]: -3"},
+            {"zmqIngestCpu: one", "", "zmqIngestCpu must be none or a CPU number in [0, 8191]: one"},
+            {"writerCpus: [1, 2]", "", "writerCpus must name one CPU per writer (1) or be none: [1, 2]"},
+            {"writerCpus: [a]", "", "writerCpus must be none or a list of CPU numbers in [0, 8191]: [a]"},
+            {"writerCpus: [9000]", "", "writerCpus must be none or a list of CPU numbers in [0, 8191]: [9000]"},
+            {"shards: 3", "", "shards must be a power of two in [2, 65536]: 3"},
+            {"capacityBlocks: 0", "", "capacityBlocks must be in [1, "},
+            {"maxChainLength: 0", "", "maxChainLength must be in [1, 1048576]: 0"},
+            {"aeron: {termLength: 1000}", "", "aeron.termLength must be a power of two in [65536, 1073741824]: 1000"},
+            {"aeron: 5", "", "aeron must be a mapping: 5"},
+            {"aeron: {channels: aeron:ipc}", "", "aeron.channels must be a list: aeron:ipc"},
+            {"mlockIndex: yes", "", "mlockIndex must be true or false: yes"},
+            {"zmq: [{pod: a}]", "", "zmq.endpoint must be set in each 'zmq' entry"},
+            {"zmq: [{endpoint: x, engine: y}]", "", "zmq.engine must be vllm or sglang: y"},
+            {"zmq: [{endpoint: x, replai: y}]", "", "unknown zmq key 'replai'"},
+            {"metrics: nohost", "", "metrics must be HOST:PORT with a port in [0, 65535]: nohost"},
+            {"", "--metrics h:99999", "--metrics must be HOST:PORT with a port in [0, 65535]: h:99999"},
+            {"", "--engine p=sglang", "--engine p=...: no --zmq endpoint for pod or at address p"},
+            {"writers: [", "", "not valid YAML: "},
+            {"cell: a/b", "", "cell must be a plain non-empty name: a/b"},
+            {"group: no-such-group-kvidx", "", "group must name an existing group: unknown group"},
+            {"", "--writers 99", "--writers must be in [1, 64]: 99"},
+            {"", "--capacity 0", "--capacity-blocks must be in [1, "},
+            {"", "--writer-idle nap", "--writer-idle must be one of busy-spin"},
+            {"", "--zmq-ingest-cpu x", "--zmq-ingest-cpu must be none or a CPU number in [0, 8191]: x"},
+            {"", "--zmq-ingest-cpu 9000", "--zmq-ingest-cpu must be none or a CPU number in [0, 8191]: 9000"},
+            {"", "--writers 2 --writer-cpus 1", "--writer-cpus must name one CPU per writer (2) or be none: [1]"},
+            {"", "--writer-cpus 1,x", "--writer-cpus must be none or a list of CPU numbers in [0, 8191]: x"},
+            {"", "--aeron-term-length 3", "--aeron-term-length must be a power of two in [65536, 1073741824]: 3"},
+            {"", "--writers abc", "Invalid value for option '--writers': 'abc' is not an int"},
+            {"", "--no-such-option", "Unknown option: '--no-such-option'"},
+            // The file's bad value is named by its key even when other options are given.
+            {"writers: 0", "--block-size 32", "writers must be in [1, 64]: 0"},
+            // ... and the option's bad value by the option even when a file is given.
+            {"blockSize: 32", "--writers 99", "--writers must be in [1, 64]: 99"},
+        };
+        for (final String[] c : cases) {
+            final List<String> args = c[1].isEmpty() ? List.of() : Arrays.asList(c[1].split(" "));
+            final Result r = printConfig(args, c[0].isEmpty() ? null : c[0]);
+            final String context = c[0] + " " + c[1] + " -> " + r.err();
+            assertEquals(2, r.code(), context);
+            assertEquals("", r.out(), context);
+            final List<String> lines = r.err().lines().toList();
+            assertEquals(1, lines.size(), "one line: " + context);
+            final boolean fromFile = !c[2].startsWith("-") && !c[2].startsWith("Invalid")
+                && !c[2].startsWith("Unknown");
+            assertTrue(lines.get(0).startsWith("kvidx: " + (fromFile ? tmp.toString() : c[2])), context);
+            assertTrue(lines.get(0).contains(fromFile ? ".yaml: " + c[2] : c[2]), context);
+        }
+    }
+}
