@@ -53,7 +53,10 @@ public enum CounterType {
     EVICTIONS(5023, "kvidx evictions"),
     /** Messages dropped because they exceed the writer queue's largest message. */
     OVERSIZED_MESSAGES(5024, "kvidx oversized messages"),
-    /** Pods marked suspect (their state may be incomplete). */
+    /**
+     * Pods suspect now (their state may be incomplete: a gap their engine could not replay), as flagged in the pod
+     * table; a pod leaves it when it is cleared and resynced or goes down.
+     */
     SUSPECT_PODS(5025, "kvidx suspect pods"),
     /** Mappings a full pod block map evicted (their blocks left the index for that pod). */
     BLOCK_MAP_EVICTIONS(5026, "kvidx block map evictions"),
@@ -62,7 +65,18 @@ public enum CounterType {
     /** Replays after a restart or gap that no longer covered the missing batches, with the policy applied. */
     REPLAY_GAP_CLEARS(5028, "kvidx replay gap clears"),
     /** Writer restarts that re-attached to the existing index (warm restarts). */
-    WARM_RESTARTS(5029, "kvidx warm restarts");
+    WARM_RESTARTS(5029, "kvidx warm restarts"),
+    /**
+     * Engines found restarted behind the daemon's back (while it was down or disconnected) by the replay check: the
+     * engine no longer holds the batch the daemon applied last under that sequence, or holds another one. Their pods
+     * are cleared and resynced from the engine's replay buffer.
+     */
+    ENGINE_RESYNCS(5050, "kvidx engine resyncs"),
+    /**
+     * Live batches of a publisher whose replay was in flight that did not fit its bounded hold buffer: dropped and
+     * fetched by a follow-up replay.
+     */
+    REPLAY_HOLD_OVERFLOWS(5051, "kvidx replay hold overflows");
 
     private final int typeId;
     private final String label;
