@@ -86,6 +86,30 @@ class EngineRestartTest {
     }
 
     @Test
+    void shouldResyncAnEngineThatNoLongerHoldsTheLastAppliedBatchWithoutWaitingForALiveMessage() throws Exception {
+        final Capture base = Capture.load("kv_event_base.json");
+        final Capture lora = Capture.load("kv_event_lora.json");
+        try (JavaVllmPublisher publisher = new JavaVllmPublisher("kv@" + POD + "@" + MODEL, true)) {
+            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher), System.err);
+                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                storeBase(daemon, publisher, reader, base);
+            }
+            // The engine restarts while the daemon is down and publishes less than it had: its sequence is behind
+            // the recorded one, and it goes quiet. An engine always keeps its latest batches, so one that no longer
+            // holds the recorded batch restarted.
+            publisher.restart();
+            publisher.publish(payloads().stored(lora.blockHashes(), null, lora.tokenIds(), 16, "Alice", null)
+                .batch(0));
+            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher), System.err);
+                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                await("resynced before any live message", () -> daemon.counters().value(CounterType.ENGINE_RESYNCS)
+                    == 1 && depth(reader, POD, base, null) == 0 && depth(reader, POD, lora, "Alice") == 25);
+                assertEquals(0, daemon.counters().value(CounterType.SEQUENCE_RESETS));
+            }
+        }
+    }
+
+    @Test
     void shouldClearAndResyncAnEngineThatRestartedWhileDisconnected() throws Exception {
         final Capture base = Capture.load("kv_event_base.json");
         final Capture lora = Capture.load("kv_event_lora.json");
@@ -102,12 +126,21 @@ class EngineRestartTest {
             while (publisher.nextSeq() < next) {
                 publisher.lose(payloads().batch(0));
             }
+            // Give the daemon's socket time to reconnect, so that the batch it expects next arrives (no gap): only
+            // the disconnect tells the daemon to check.
+            Thread.sleep(1_000);
+            final long gaps = daemon.counters().value(CounterType.SEQUENCE_GAPS);
+            final long deadline = System.currentTimeMillis() + 10_000;
             while (daemon.counters().value(CounterType.ENGINE_RESYNCS) == 0) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw new AssertionError("the restarted engine was not found in 10 s");
+                }
                 publisher.publish(payloads().batch(0));
                 Thread.sleep(50);
             }
             await("resynced", () -> depth(reader, POD, base, null) == 0 && depth(reader, POD, lora, "Alice") == 25);
             assertEquals(1, daemon.counters().value(CounterType.ENGINE_RESYNCS));
+            assertEquals(gaps, daemon.counters().value(CounterType.SEQUENCE_GAPS), "found by the disconnect check");
             assertEquals(0, daemon.counters().value(CounterType.REPLAY_FAILURES));
         }
     }
