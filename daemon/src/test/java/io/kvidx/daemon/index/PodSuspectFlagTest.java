@@ -2,6 +2,8 @@ package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.routing.IndexReaderPodIndex;
+import io.kvidx.client.routing.PodRegistry;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -15,6 +17,7 @@ import java.nio.file.StandardOpenOption;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -62,6 +65,28 @@ class PodSuspectFlagTest {
             TestIndexes.fillFreeSlots(writer);
             assertFalse(reader.pod(b).suspect(), "the slot's next pod: " + reader.pod(b).podId());
             assertEquals(2, reader.pod(b).generation());
+        }
+    }
+
+    @Test
+    void shouldShowTheFlagInARoutersRegistry() {
+        try (IndexWriter writer = IndexWriter.create(TestIndexes.small(dir).maxPods(64));
+            IndexReaderPodIndex index = new IndexReaderPodIndex(IndexReader.attach(TestIndexes.reader(dir)), 100)) {
+            final int a = writer.registerPod("a", "m");
+            final PodRegistry registry = new PodRegistry();
+            assertEquals(1, registry.registerFromIndex(index));
+            assertTrue(registry.syncWithIndex(index));
+            assertFalse(registry.isSuspect(a));
+            writer.markSuspect(a, true);
+            assertTrue(index.describe(a).suspect());
+            assertNotEquals(registry.podTableVersion(), index.podTableVersion(), "the flag moved the version");
+            assertTrue(registry.syncWithIndex(index));
+            assertTrue(registry.isSuspect(a));
+            assertEquals(1L << a, registry.suspectWord(0));
+            assertTrue(registry.isRegistered(a), "still routable: suspect is advice");
+            writer.markSuspect(a, false);
+            assertTrue(registry.syncWithIndex(index));
+            assertFalse(registry.isSuspect(a));
         }
     }
 
