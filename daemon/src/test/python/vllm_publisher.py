@@ -30,6 +30,9 @@ Driven line by line on stdin; answers one line per command on stdout:
   store-medium CAPTURE MEDIUM       BlockStored of every block of the capture on MEDIUM ("int": a number, wrong type)
   lose COMMAND...                   buffer COMMAND's batch for replay under the next seq but do not send it
   restart                           publisher restart: seq back to 0, replay buffer emptied
+  replay normal|hang|slow SECONDS   how the replay socket answers from now on: at once (normal), never (hang: it
+                                    takes requests and drops them, a black-holed replay), or SECONDS before each
+                                    reply and the end marker (slow)
   garbage                           publish a payload that is not msgpack
   stream SEED COUNT RATE PODS MODEL DOCS LOG
                                     start publishing, in the background, a deterministic random stream of COUNT
@@ -357,7 +360,7 @@ def main():
     topic = args.topic.encode()
 
     lock = threading.Lock()
-    state = {"seq": 0, "buffer": []}
+    state = {"seq": 0, "buffer": [], "replay": ("normal", 0.0)}
     running = threading.Event()
     running.set()
 
@@ -373,12 +376,19 @@ def main():
             identity, start = frames[0], struct.unpack(">Q", frames[2])[0]
             with lock:
                 batches = [b for b in state["buffer"] if b[0] >= start]
+                mode, delay = state["replay"]
+            if mode == "hang":
+                continue
             for seq, batch_topic, payload in batches:
+                if mode == "slow":
+                    time.sleep(delay)
                 seq8 = struct.pack(">Q", seq)
                 if args.framing == "new":
                     router.send_multipart([identity, b"", batch_topic, seq8, payload])
                 else:
                     router.send_multipart([identity, b"", seq8, payload])
+            if mode == "slow":
+                time.sleep(delay)
             if args.framing == "new":
                 router.send_multipart([identity, b"", b"", END_SEQ, b""])
             else:
@@ -515,6 +525,12 @@ def main():
                     state["seq"] = 0
                     state["buffer"] = []
                 print("ok restart", flush=True)
+            elif words[0] == "replay":
+                if words[1] not in ("normal", "hang", "slow"):
+                    raise ValueError("replay mode must be normal, hang or slow")
+                with lock:
+                    state["replay"] = (words[1], float(words[2]) if len(words) > 2 else 0.0)
+                print("ok replay", words[1], flush=True)
             elif words[0] == "stream":
                 start_stream(words[1:])
                 print("ok started", flush=True)

@@ -95,8 +95,14 @@ public final class QueryCommand implements Callable<Integer> {
                 for (int i = 0; i < result.count(); i++) {
                     final int slot = result.slot(i);
                     final IndexReader.PodInfo info = reader.pod(slot);
-                    rows.add(new String[] {info.podId().isEmpty() ? "slot-" + slot : info.podId(),
-                        Integer.toString(result.depth(i)), "slot=" + slot, "generation=" + info.generation()});
+                    final List<String> row = new ArrayList<>(List.of(info.podId().isEmpty() ? "slot-" + slot
+                        : info.podId(), Integer.toString(result.depth(i)), "slot=" + slot,
+                        "generation=" + info.generation()));
+                    if (info.suspect()) {
+                        // Its state may be incomplete: an event gap its engine could not replay.
+                        row.add("suspect");
+                    }
+                    rows.add(row.toArray(String[]::new));
                 }
                 if (reader.podTableVersion() == result.podTableVersion() || attempt == ATTEMPTS) {
                     return rows;

@@ -53,7 +53,10 @@ public enum CounterType {
     EVICTIONS(5023, "kvidx evictions"),
     /** Messages dropped because they exceed the writer queue's largest message. */
     OVERSIZED_MESSAGES(5024, "kvidx oversized messages"),
-    /** Pods marked suspect (their state may be incomplete). */
+    /**
+     * Pods suspect now (their state may be incomplete: a gap their engine could not replay), as flagged in the pod
+     * table; a pod leaves it when it is cleared and resynced or goes down.
+     */
     SUSPECT_PODS(5025, "kvidx suspect pods"),
     /** Mappings a full pod block map evicted (their blocks left the index for that pod). */
     BLOCK_MAP_EVICTIONS(5026, "kvidx block map evictions"),
@@ -85,7 +88,18 @@ public enum CounterType {
     /** BlockStored events dropped for a bad {@code extra_keys} value (wrong shape, count, type, position, size). */
     BAD_EXTRA_KEYS(5030, "kvidx bad extra keys"),
     /** Agent threads that could not pin themselves to their configured CPU (logged with the errno; they run on). */
-    PIN_FAILURES(5080, "kvidx pin failures");
+    PIN_FAILURES(5080, "kvidx pin failures"),
+    /**
+     * Engines found restarted behind the daemon's back (while it was down or disconnected) by the replay check: the
+     * engine no longer holds the batch the daemon applied last under that sequence, or holds another one. Their pods
+     * are cleared and resynced from the engine's replay buffer.
+     */
+    ENGINE_RESYNCS(5050, "kvidx engine resyncs"),
+    /**
+     * Live batches of a publisher whose replay was in flight that did not fit its bounded hold buffer: dropped and
+     * fetched by a follow-up replay.
+     */
+    REPLAY_HOLD_OVERFLOWS(5051, "kvidx replay hold overflows");
 
     private final int typeId;
     private final String label;

@@ -59,7 +59,12 @@ final class IndexFiles {
                 advise(s, context);
                 s.set(ValueLayout.JAVA_LONG, IndexDescriptor.WRITER_PID_OFFSET, ProcessHandle.current().pid());
                 LONG.setRelease(s, (long) IndexDescriptor.HEARTBEAT_OFFSET, System.currentTimeMillis());
-                // An older minor version of the same major is upgraded in place: its new fields were reserved zeros.
+                // An older minor version of the same major is upgraded in place: its new fields were reserved zeros,
+                // except the pod entries' flags (3.2), which held the end of a longer model name.
+                if (s.get(ValueLayout.JAVA_INT, IndexDescriptor.LAYOUT_VERSION_OFFSET)
+                    < IndexDescriptor.FLAGS_MIN_VERSION) {
+                    PodTable.upgradeToFlags(s, context.maxPods());
+                }
                 INT.setRelease(s, (long) IndexDescriptor.LAYOUT_VERSION_OFFSET, IndexDescriptor.LAYOUT_VERSION);
                 final long epoch = s.get(ValueLayout.JAVA_LONG, IndexDescriptor.EPOCH_OFFSET);
                 return new Opened(region, epoch, true, "layout and geometry match");

@@ -159,7 +159,7 @@ public final class IndexWriter implements AutoCloseable {
      * last (in this file or the one it replaced) when that slot is free.
      *
      * @param podId pod id, 1..112 UTF-8 bytes.
-     * @param model model name, 0..120 UTF-8 bytes.
+     * @param model model name, 0..116 UTF-8 bytes.
      * @return the pod's slot.
      * @throws PodCapacityExceededException when every slot is alive or still draining.
      */
@@ -253,6 +253,28 @@ public final class IndexWriter implements AutoCloseable {
      */
     public boolean isSweeping() {
         return pods.isSweeping();
+    }
+
+    /**
+     * Sets or clears an alive pod's suspect flag in the pod table (layout 3.2; under the entry's seqlock, then the
+     * pod table version is bumped so that routers re-read the table). Call from the pod's writer agent.
+     *
+     * @param slot    pod slot.
+     * @param suspect true: the pod's state may be incomplete; false: it was resynced.
+     * @return true when the flag changed (false also for a pod not alive).
+     */
+    public boolean markSuspect(final int slot, final boolean suspect) {
+        checkSlot(slot);
+        return pods.suspect(slot, suspect);
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return true when the slot's pod table entry carries the suspect flag (it survives a warm restart).
+     */
+    public boolean isSuspect(final int slot) {
+        checkSlot(slot);
+        return pods.isSuspect(slot);
     }
 
     /**

@@ -121,6 +121,7 @@ final class PodTable {
         segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_STATE_OFFSET, POD_STATE_ALIVE);
         segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_ID_LENGTH_OFFSET, id.length);
         segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_MODEL_LENGTH_OFFSET, modelBytes.length);
+        segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_FLAGS_OFFSET, 0);
         MemorySegment.copy(id, 0, segment, ValueLayout.JAVA_BYTE, base + IndexDescriptor.POD_ID_OFFSET, id.length);
         MemorySegment.copy(modelBytes, 0, segment, ValueLayout.JAVA_BYTE, base + IndexDescriptor.POD_MODEL_OFFSET,
             modelBytes.length);
@@ -270,6 +271,74 @@ final class PodTable {
             entries.adjustChildren(parents.getLong(i), -1);
         }
         parents.clear();
+    }
+
+    /**
+     * Sets or clears an alive pod's suspect flag (layout 3.2) under the entry's seqlock, then bumps the pod table
+     * version, so routers that follow the version learn it. Called by the pod's writer agent.
+     *
+     * @return true when the flag changed.
+     */
+    synchronized boolean suspect(final int slot, final boolean suspect) {
+        if ((int) STATE.getVolatile(states, slot) != POD_STATE_ALIVE) {
+            return false;
+        }
+        final long base = IndexDescriptor.podEntryOffset(slot);
+        final int flags = segment.get(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_FLAGS_OFFSET);
+        final int updated = suspect ? flags | IndexDescriptor.POD_FLAG_SUSPECT
+            : flags & ~IndexDescriptor.POD_FLAG_SUSPECT;
+        if (updated == flags) {
+            return false;
+        }
+        final long seq = (long) LONG.get(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
+        LONG.setOpaque(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 1);
+        VarHandle.storeStoreFence();
+        segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_FLAGS_OFFSET, updated);
+        LONG.setRelease(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 2);
+        bumpVersion();
+        return true;
+    }
+
+    /**
+     * @return true when the slot's entry carries the suspect flag.
+     */
+    synchronized boolean isSuspect(final int slot) {
+        final long base = IndexDescriptor.podEntryOffset(slot);
+        return (segment.get(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_FLAGS_OFFSET)
+            & IndexDescriptor.POD_FLAG_SUSPECT) != 0;
+    }
+
+    /**
+     * Upgrades the pod entries of a file written with layout 3.0 or 3.1 to 3.2, in place and before the new version
+     * is stored: there the flags word held the last 4 bytes of a model name (up to 120 bytes then, 116 now), or
+     * stale bytes of a longer name the slot held earlier. Every entry's flags become 0 and a longer model name is
+     * cut to 116 bytes at a UTF-8 character boundary, each under the entry's seqlock; then the pod table version is
+     * bumped.
+     *
+     * @param segment the mapped index file.
+     * @param maxPods the file's pod slots.
+     */
+    static void upgradeToFlags(final MemorySegment segment, final int maxPods) {
+        for (int slot = 0; slot < maxPods; slot++) {
+            final long base = IndexDescriptor.podEntryOffset(slot);
+            final int modelLength = segment.get(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_MODEL_LENGTH_OFFSET);
+            int cut = Math.clamp(modelLength, 0, IndexDescriptor.POD_MODEL_MAX_LENGTH);
+            // A UTF-8 continuation byte (10xxxxxx) at the cut belongs to a character that started before it.
+            while (cut > 0 && cut < modelLength && (segment.get(ValueLayout.JAVA_BYTE,
+                base + IndexDescriptor.POD_MODEL_OFFSET + cut) & 0xC0) == 0x80) {
+                cut--;
+            }
+            final long seq = (long) LONG.get(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
+            if ((seq & 1) != 0) {
+                continue; // a registration a crash interrupted: IndexRepair frees the slot
+            }
+            LONG.setOpaque(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 1);
+            VarHandle.storeStoreFence();
+            segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_MODEL_LENGTH_OFFSET, cut);
+            segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_FLAGS_OFFSET, 0);
+            LONG.setRelease(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 2);
+        }
+        LONG.getAndAdd(segment, (long) IndexDescriptor.POD_TABLE_VERSION_OFFSET, 1L);
     }
 
     private void writeState(final int slot, final int state) {

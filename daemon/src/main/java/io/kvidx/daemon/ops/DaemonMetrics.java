@@ -27,7 +27,7 @@ import java.util.Set;
  * client's HTTP server at {@code /metrics}:
  * <ul>
  *   <li>every daemon counter as {@code kvidx_<name>_total} (e.g. {@code kvidx_blocks_stored_total}), except
- *   {@code kvidx_pods_alive}, a gauge;</li>
+ *   {@code kvidx_pods_alive} and {@code kvidx_suspect_pods}, gauges;</li>
  *   <li>per pod ({@code pod}, {@code slot} labels): {@code kvidx_pod_blocks}, {@code kvidx_pod_events_total},
  *   {@code kvidx_pod_last_event_age_seconds}, {@code kvidx_pod_alive} (0 while draining);</li>
  *   <li>index: {@code kvidx_index_entries}, {@code kvidx_index_capacity_entries}, {@code kvidx_index_fill_ratio},
@@ -45,7 +45,7 @@ import java.util.Set;
  */
 public final class DaemonMetrics implements AutoCloseable {
     /** Counters exported as gauges (they go up and down). */
-    private static final Set<CounterType> GAUGES = Set.of(CounterType.PODS_ALIVE);
+    private static final Set<CounterType> GAUGES = Set.of(CounterType.PODS_ALIVE, CounterType.SUSPECT_PODS);
 
     private final PrometheusRegistry registry = new PrometheusRegistry();
     private final Histogram applySeconds;

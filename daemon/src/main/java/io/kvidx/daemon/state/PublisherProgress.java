@@ -15,8 +15,12 @@ import java.util.Map;
 /**
  * Each publisher's last sequence whose batches are all applied to the index, kept in the cell's state directory
  * ({@code state/publishers}) so that a restarted daemon asks each engine's replay socket for exactly the batches
- * after it. One line per publisher, tab-separated: {@code <sequence> <pod id or -> <endpoint>}; the file is
- * replaced atomically (a temporary file renamed over it), so a crash leaves the old or the new version.
+ * after it. One line per publisher, tab-separated: {@code <sequence>[/<fingerprint>] <pod id or -> <endpoint>},
+ * the fingerprint (16 hex digits, since 2026-12) being that of the batch applied under the sequence, by which the
+ * restarted daemon recognises whether the engine that answers its replay is still the one that published it. The
+ * file is replaced atomically (a temporary file renamed over it), so a crash leaves the old or the new version. A
+ * line without a fingerprint (an older daemon's) is read with none; a line this version does not understand is
+ * skipped (that publisher is then replayed from 0, as on a first start).
  *
  * <p>The sequence recorded is never ahead of the index: the ingest agent records a sequence only once the writer
  * queues have been consumed past every batch dispatched up to it (a barrier on the queues' positions). After a
@@ -38,8 +42,28 @@ public final class PublisherProgress {
         this.file = stateDir.resolve(FILE_NAME);
     }
 
-    /** One publisher's progress. */
-    public record Entry(String endpoint, long sequence, String podId) {
+    /** A fingerprint of 0 means none is known. */
+    public static final long NO_FINGERPRINT = 0;
+
+    /**
+     * One publisher's progress.
+     *
+     * @param endpoint    the publisher's endpoint.
+     * @param sequence    its last sequence whose batches are all applied, or -1.
+     * @param podId       the pod its batches went to last, or null.
+     * @param fingerprint the fingerprint of the batch applied under {@code sequence}, or {@link #NO_FINGERPRINT}.
+     */
+    public record Entry(String endpoint, long sequence, String podId, long fingerprint) {
+        /**
+         * An entry without a fingerprint.
+         *
+         * @param endpoint the publisher's endpoint.
+         * @param sequence its last applied sequence.
+         * @param podId    its pod, or null.
+         */
+        public Entry(final String endpoint, final long sequence, final String podId) {
+            this(endpoint, sequence, podId, NO_FINGERPRINT);
+        }
     }
 
     /**
@@ -61,8 +85,11 @@ public final class PublisherProgress {
                 continue;
             }
             try {
-                final long seq = Long.parseLong(parts[0]);
-                entries.put(parts[2], new Entry(parts[2], seq, "-".equals(parts[1]) ? null : parts[1]));
+                final int slash = parts[0].indexOf('/');
+                final long seq = Long.parseLong(slash < 0 ? parts[0] : parts[0].substring(0, slash));
+                final long fingerprint = slash < 0 ? NO_FINGERPRINT
+                    : Long.parseUnsignedLong(parts[0].substring(slash + 1), 16);
+                entries.put(parts[2], new Entry(parts[2], seq, "-".equals(parts[1]) ? null : parts[1], fingerprint));
             } catch (final NumberFormatException ex) {
                 // skipped: a line this version does not understand
             }
@@ -79,7 +106,11 @@ public final class PublisherProgress {
         final StringBuilder text = new StringBuilder();
         for (final Entry e : entries) {
             if (e.sequence() >= 0) {
-                text.append(e.sequence()).append('\t').append(e.podId() == null ? "-" : e.podId()).append('\t')
+                text.append(e.sequence());
+                if (e.fingerprint() != NO_FINGERPRINT) {
+                    text.append('/').append(String.format("%016x", e.fingerprint()));
+                }
+                text.append('\t').append(e.podId() == null ? "-" : e.podId()).append('\t')
                     .append(e.endpoint()).append('\n');
             }
         }

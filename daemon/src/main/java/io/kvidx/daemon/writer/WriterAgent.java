@@ -147,6 +147,8 @@ public final class WriterAgent implements Agent, MessageHandler {
                     counters.get(CounterType.POD_CLEARS).increment();
                 }
                 pod.forgetBlocks();
+                // The transport clears a pod to resync it from a known point: what follows is complete again.
+                endSuspicion(pod);
             }
             case WriterMessages.POD_DOWN -> podDown(pod);
             case WriterMessages.MARK_SUSPECT -> {
@@ -154,8 +156,21 @@ public final class WriterAgent implements Agent, MessageHandler {
                     pod.suspect = true;
                     suspectPods.increment();
                 }
+                if (pod.registered()) {
+                    this.index.markSuspect(pod.slot, true);
+                }
             }
             default -> decodeErrors.increment();
+        }
+    }
+
+    private void endSuspicion(final PodState pod) {
+        if (pod.suspect) {
+            pod.suspect = false;
+            suspectPods.decrement();
+        }
+        if (pod.registered()) {
+            index.markSuspect(pod.slot, false);
         }
     }
 
@@ -262,6 +277,13 @@ public final class WriterAgent implements Agent, MessageHandler {
                 pod.eventsAtRateTick = 0;
             }
             podsAlive.increment();
+            if (pod.suspect) {
+                index.markSuspect(slot, true);
+            } else if (index.isSuspect(slot)) {
+                // A warm restart: the previous daemon flagged the pod and never resynced it.
+                pod.suspect = true;
+                suspectPods.increment();
+            }
             return true;
         } catch (final PodCapacityExceededException | IllegalArgumentException ex) {
             podsRejected.increment();
@@ -274,6 +296,11 @@ public final class WriterAgent implements Agent, MessageHandler {
     private void podDown(final PodState pod) {
         if (pod.registered()) {
             index.podDown(pod.slot);
+            if (pod.suspect) {
+                // Its blocks are swept: it comes back empty, nothing stale.
+                pod.suspect = false;
+                suspectPods.decrement();
+            }
             pod.slot = -1;
             pod.forgetBlocks();
             pod.closeBlocks();

@@ -47,6 +47,8 @@ class QueryCommandTest {
             assertEquals(a, writer.registerPod("pod-c", "m"));
             writer.store(a, keys, 0, 3);
             assertEquals("pod-c 3 slot=0 generation=2\npod-b 2 slot=1 generation=1", query(tokens));
+            writer.markSuspect(b, true);
+            assertEquals("pod-c 3 slot=0 generation=2\npod-b 2 slot=1 generation=1 suspect", query(tokens));
         }
     }
 

@@ -39,8 +39,8 @@ import io.kvidx.ffm.Layouts;
  *   8 generation i32 | 12 state i32            8 count i32 (occupied entries)
  *  16 pod id length i32 | 20 model length i32  12 overflow bitmaps in use i32
  *  24 pod id, UTF-8, 112 bytes                 16 evictions i64
- * 136 model, UTF-8, 120 bytes                  24 evictions of inner blocks i64 (3.1)
- *                                              32 holders refused i64 (3.1)
+ * 136 model, UTF-8, 116 bytes (3.2; 120 before) 24 evictions of inner blocks i64 (3.1)
+ * 252 flags i32 (3.2): bit 0 = suspect          32 holders refused i64 (3.1)
  *                                              40 overflow demotions i64 (3.1)
  *                                              48..127 reserved
  *
@@ -67,7 +67,7 @@ public final class IndexDescriptor {
     /** Layout major version: readers reject another major. */
     public static final int VERSION_MAJOR = 3;
     /** Layout minor version: additive, compatible changes. */
-    public static final int VERSION_MINOR = 1;
+    public static final int VERSION_MINOR = 2;
     /** Layout patch version. */
     public static final int VERSION_PATCH = 0;
     /** The semantic layout version this code writes. */
@@ -134,8 +134,27 @@ public final class IndexDescriptor {
     public static final int POD_ID_MAX_LENGTH = 112;
     /** Pod entry: model name bytes. */
     public static final int POD_MODEL_OFFSET = 136;
-    /** Maximum UTF-8 length of a model name. */
-    public static final int POD_MODEL_MAX_LENGTH = 120;
+    /**
+     * Maximum UTF-8 length of a model name: 116 bytes since layout 3.2 (120 before; the last 4 bytes became the
+     * flags, so a 3.1 reader, which reads at most the 116 bytes the length names, still works).
+     */
+    public static final int POD_MODEL_MAX_LENGTH = 116;
+    /** Maximum UTF-8 length of a model name in a file of layout 3.0 or 3.1 (no flags field). */
+    public static final int POD_MODEL_MAX_LENGTH_BEFORE_FLAGS = 120;
+    /**
+     * Pod entry (3.2): flags i32, written under the entry's seqlock (each change bumps the pod table version). In a
+     * file of an earlier minor version these bytes may hold the tail of a model name: read them only when the
+     * file's layout version is at least {@link #FLAGS_MIN_VERSION}.
+     */
+    public static final int POD_FLAGS_OFFSET = 252;
+    /**
+     * Pod flag: the pod is suspect. The daemon could not keep its state complete (an event gap its engine could not
+     * replay): its blocks may include some the engine dropped, or lack some it stored. Set until the pod is cleared
+     * and resynced, or goes down.
+     */
+    public static final int POD_FLAG_SUSPECT = 1;
+    /** First layout version whose pod entries have {@link #POD_FLAGS_OFFSET}. */
+    public static final int FLAGS_MIN_VERSION = composeVersion(3, 2, 0);
     /** Pod state: slot free. */
     public static final int POD_STATE_FREE = 0;
     /** Pod state: pod alive, its bits count. */

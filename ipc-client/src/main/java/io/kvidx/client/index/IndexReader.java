@@ -50,6 +50,7 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
  */
 public final class IndexReader implements AutoCloseable {
     private static final VarHandle LONG = Layouts.LONG;
+    private static final VarHandle INT = Layouts.INT;
     /**
      * Plain loads without the alignment check (every field is 8-byte aligned anyway) for data read between two
      * reads of a seqlock version; explicit fences order them.
@@ -734,6 +735,11 @@ public final class IndexReader implements AutoCloseable {
     public PodInfo pod(final int slot) {
         checkSlot(slot);
         final long base = IndexDescriptor.podEntryOffset(slot);
+        // The version, not the one seen at attach: a restarted writer may have upgraded the file in place.
+        final boolean hasFlags = (int) INT.getAcquire(segment, (long) IndexDescriptor.LAYOUT_VERSION_OFFSET)
+            >= IndexDescriptor.FLAGS_MIN_VERSION;
+        final int maxModel = hasFlags ? IndexDescriptor.POD_MODEL_MAX_LENGTH
+            : IndexDescriptor.POD_MODEL_MAX_LENGTH_BEFORE_FLAGS;
         int spins = 0;
         long waitStartNs = 0;
         while (true) {
@@ -744,7 +750,9 @@ public final class IndexReader implements AutoCloseable {
                 final int idLength = Math.clamp(segment.get(ValueLayout.JAVA_INT,
                     base + IndexDescriptor.POD_ID_LENGTH_OFFSET), 0, IndexDescriptor.POD_ID_MAX_LENGTH);
                 final int modelLength = Math.clamp(segment.get(ValueLayout.JAVA_INT,
-                    base + IndexDescriptor.POD_MODEL_LENGTH_OFFSET), 0, IndexDescriptor.POD_MODEL_MAX_LENGTH);
+                    base + IndexDescriptor.POD_MODEL_LENGTH_OFFSET), 0, maxModel);
+                final int flags = hasFlags ? segment.get(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_FLAGS_OFFSET)
+                    : 0;
                 final byte[] id = new byte[idLength];
                 final byte[] model = new byte[modelLength];
                 MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, base + IndexDescriptor.POD_ID_OFFSET, id, 0,
@@ -754,7 +762,8 @@ public final class IndexReader implements AutoCloseable {
                 VarHandle.loadLoadFence();
                 if ((long) LONG.getOpaque(segment, base + IndexDescriptor.POD_SEQ_OFFSET) == seq) {
                     return new PodInfo(slot, generation, state, new String(id, StandardCharsets.UTF_8),
-                        new String(model, StandardCharsets.UTF_8));
+                        new String(model, StandardCharsets.UTF_8),
+                        (flags & IndexDescriptor.POD_FLAG_SUSPECT) != 0);
                 }
             }
             Thread.onSpinWait();
@@ -963,8 +972,23 @@ public final class IndexReader implements AutoCloseable {
      * @param state      one of the {@code IndexDescriptor.POD_STATE_*} values.
      * @param podId      pod id.
      * @param model      model name.
+     * @param suspect    the pod is suspect (layout 3.2 flag; false in older files): the daemon could not keep its
+     *                   state complete (an event gap its engine could not replay) and has not resynced it since, so
+     *                   its depths may be wrong either way. A router may prefer other pods.
      */
-    public record PodInfo(int slot, int generation, int state, String podId, String model) {
+    public record PodInfo(int slot, int generation, int state, String podId, String model, boolean suspect) {
+        /**
+         * An entry without flags.
+         *
+         * @param slot       pod slot.
+         * @param generation times the slot was assigned.
+         * @param state      one of the {@code IndexDescriptor.POD_STATE_*} values.
+         * @param podId      pod id.
+         * @param model      model name.
+         */
+        public PodInfo(final int slot, final int generation, final int state, final String podId, final String model) {
+            this(slot, generation, state, podId, model, false);
+        }
     }
 
     /**

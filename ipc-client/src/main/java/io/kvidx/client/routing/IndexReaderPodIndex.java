@@ -259,7 +259,7 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
         if (info.state() == IndexDescriptor.POD_STATE_FREE || info.podId().isEmpty()) {
             return null;
         }
-        return new PodDescription(slot, info.podId(), info.model(), info.generation(), info.state());
+        return new PodDescription(slot, info.podId(), info.model(), info.generation(), info.state(), info.suspect());
     }
 
     @Override

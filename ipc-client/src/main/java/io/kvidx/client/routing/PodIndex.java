@@ -75,8 +75,23 @@ public interface PodIndex {
      *                   generation).
      * @param state      {@code IndexDescriptor.POD_STATE_ALIVE} or {@code POD_STATE_DRAINING} (down, its bits
      *                   being swept).
+     * @param suspect    the pod table's suspect flag (layout 3.2): the daemon could not keep the pod's state
+     *                   complete and has not resynced it since.
      */
-    record PodDescription(int slot, String podId, String model, int generation, int state) {
+    record PodDescription(int slot, String podId, String model, int generation, int state, boolean suspect) {
+        /**
+         * A pod that is not suspect.
+         *
+         * @param slot       pod slot.
+         * @param podId      pod id.
+         * @param model      model name.
+         * @param generation times the slot was given to a pod.
+         * @param state      pod state.
+         */
+        public PodDescription(final int slot, final String podId, final String model, final int generation,
+            final int state) {
+            this(slot, podId, model, generation, state, false);
+        }
     }
 
     /**

@@ -57,6 +57,8 @@ public final class PodRegistry {
     private final ConcurrentHashMap<String, Integer> loraIds = new ConcurrentHashMap<>();
     private final AtomicLong version = new AtomicLong();
     private final AtomicIntegerArray generations = new AtomicIntegerArray(MAX_PODS);
+    /** The index's suspect flags of the slots as last learnt (layout 3.2), one bit per slot. */
+    private final AtomicLongArray suspect = new AtomicLongArray(4);
     /** Slots the router registered, routable or not (excluded while the index holds another pod); guarded by this. */
     private final long[] claimed = new long[4];
     /** Claimed slots taken from the index: they follow whichever pod the index gives the slot to; guarded by this. */
@@ -140,6 +142,7 @@ public final class PodRegistry {
         setBit(claimed, slot, false);
         setBit(fromIndex, slot, false);
         generations.set(slot, UNKNOWN_GENERATION);
+        setSuspect(slot, false);
         version.incrementAndGet();
         return this;
     }
@@ -159,6 +162,7 @@ public final class PodRegistry {
                 final PodIndex.PodDescription d = index.describe(slot);
                 if (d != null) {
                     learn(slot, d.podId(), modelOf(d), PodRole.BOTH, null, d.generation());
+                    setSuspect(slot, d.suspect());
                     setBit(fromIndex, slot, true);
                     added++;
                 }
@@ -231,6 +235,7 @@ public final class PodRegistry {
 
     /** Applies what the index shows in one claimed slot; returns true when the registry changed. */
     private boolean follow(final int slot, final PodIndex.PodDescription d) {
+        setSuspect(slot, d != null && d.suspect());
         final int known = generations.get(slot);
         final boolean routable = isRegistered(slot);
         if (d == null) {
@@ -257,6 +262,33 @@ public final class PodRegistry {
         generations.set(slot, UNKNOWN_GENERATION);
         setRoutable(slot, false);
         return routable;
+    }
+
+    private void setSuspect(final int slot, final boolean on) {
+        if (on) {
+            suspect.getAndUpdate(slot >>> 6, w -> w | (1L << slot));
+        } else {
+            suspect.getAndUpdate(slot >>> 6, w -> w & ~(1L << slot));
+        }
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return true when the index's pod table flagged the slot's pod suspect as the registry last learnt it
+     * ({@link #syncWithIndex}, which runs whenever the flag changes: a change bumps the pod table version). A
+     * suspect pod's state may be incomplete (an event gap its engine could not replay); a scorer may weigh its
+     * depths less. Allocation-free.
+     */
+    public boolean isSuspect(final int slot) {
+        return (suspect.getOpaque(slot >>> 6) & (1L << slot)) != 0;
+    }
+
+    /**
+     * @param word 0..3.
+     * @return that word of the suspect-pod bitmap (bit p = slot p is suspect).
+     */
+    public long suspectWord(final int word) {
+        return suspect.getOpaque(word);
     }
 
     private static String modelOf(final PodIndex.PodDescription d) {

@@ -45,9 +45,17 @@ class IndexDescriptorTest {
         assertEquals(24, IndexDescriptor.POD_ID_OFFSET);
         assertEquals(112, IndexDescriptor.POD_ID_MAX_LENGTH);
         assertEquals(136, IndexDescriptor.POD_MODEL_OFFSET);
-        assertEquals(120, IndexDescriptor.POD_MODEL_MAX_LENGTH);
-        assertEquals(IndexDescriptor.POD_ENTRY_LENGTH,
+        // 3.2: the model field's last 4 bytes are the flags; 3.0 and 3.1 files have a 120-byte model there.
+        assertEquals(116, IndexDescriptor.POD_MODEL_MAX_LENGTH);
+        assertEquals(120, IndexDescriptor.POD_MODEL_MAX_LENGTH_BEFORE_FLAGS);
+        assertEquals(252, IndexDescriptor.POD_FLAGS_OFFSET);
+        assertEquals(1, IndexDescriptor.POD_FLAG_SUSPECT);
+        assertEquals(0x0003_0200, IndexDescriptor.FLAGS_MIN_VERSION);
+        assertEquals(IndexDescriptor.POD_FLAGS_OFFSET,
             IndexDescriptor.POD_MODEL_OFFSET + IndexDescriptor.POD_MODEL_MAX_LENGTH);
+        assertEquals(IndexDescriptor.POD_ENTRY_LENGTH, IndexDescriptor.POD_FLAGS_OFFSET + 4);
+        assertEquals(IndexDescriptor.POD_ENTRY_LENGTH,
+            IndexDescriptor.POD_MODEL_OFFSET + IndexDescriptor.POD_MODEL_MAX_LENGTH_BEFORE_FLAGS);
         assertEquals(256 + 5 * 256, IndexDescriptor.podEntryOffset(5));
     }
 
@@ -108,7 +116,7 @@ class IndexDescriptorTest {
 
     @Test
     void shouldPackSemanticVersion() {
-        assertEquals(0x0003_0100, IndexDescriptor.LAYOUT_VERSION);
+        assertEquals(0x0003_0200, IndexDescriptor.LAYOUT_VERSION);
         assertEquals(0x0002_0304, IndexDescriptor.composeVersion(2, 3, 4));
         assertEquals(2, IndexDescriptor.majorVersion(0x0002_0304));
         assertEquals("2.3.4", IndexDescriptor.versionString(0x0002_0304));

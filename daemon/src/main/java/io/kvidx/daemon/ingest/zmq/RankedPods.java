@@ -53,7 +53,18 @@ final class RankedPods {
      */
     int podOf(final int basePod, final byte[] batch) {
         payload.wrap(batch);
-        final int rank = reader.read(payload, 0, batch.length);
+        return podOf(basePod, payload, 0, batch.length);
+    }
+
+    /**
+     * @param basePod the pod number the topic or the endpoint names.
+     * @param batch   holds the batch's msgpack payload.
+     * @param offset  where it starts.
+     * @param length  its length.
+     * @return the pod number of the batch's (pod, rank), or {@link #REJECTED}.
+     */
+    int podOf(final int basePod, final org.agrona.DirectBuffer batch, final int offset, final int length) {
+        final int rank = reader.read(batch, offset, length);
         if (rank == BatchRankReader.INVALID_RANK) {
             invalid.increment();
             errors.report(CounterType.DP_RANKS_INVALID.typeId(), basePod, () -> "pod " + directory.podId(basePod)

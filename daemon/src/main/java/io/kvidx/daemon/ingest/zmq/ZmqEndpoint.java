@@ -1,7 +1,6 @@
 package io.kvidx.daemon.ingest.zmq;
 
 import java.util.Locale;
-import java.util.Objects;
 
 /**
  * One KV event publisher to subscribe to.
@@ -11,8 +10,11 @@ import java.util.Objects;
  * @param model          model name, or null to take it from the topic (or leave it unknown).
  * @param replayEndpoint the engine's replay ROUTER endpoint, or null when it has none.
  * @param engine         the engine whose event format the publisher sends.
+ * @param replayFraming  how the engine frames its replay replies ({@link ReplayFraming#ANY} accepts vLLM's two
+ *                       framings and SGLang's, which has no topic frame).
  */
-public record ZmqEndpoint(String endpoint, String podId, String model, String replayEndpoint, Engine engine) {
+public record ZmqEndpoint(String endpoint, String podId, String model, String replayEndpoint, Engine engine,
+    ReplayFraming replayFraming) {
     /** The event formats a ZeroMQ endpoint may carry (docs/ingestion.md). */
     public enum Engine {
         /** vLLM's KVEventBatch (both event shapes), and engines that emit it (TensorRT-LLM, ROCm ATOM). */
@@ -48,19 +50,52 @@ public record ZmqEndpoint(String endpoint, String podId, String model, String re
         if (endpoint == null || endpoint.isBlank()) {
             throw new IllegalArgumentException("ZeroMQ endpoint must not be empty");
         }
-        Objects.requireNonNull(engine, "engine");
+        if (engine == null) {
+            engine = Engine.VLLM;
+        }
+        if (replayFraming == null) {
+            replayFraming = ReplayFraming.ANY;
+        }
     }
 
     /**
-     * A vLLM-format publisher.
+     * A vLLM-format publisher whose replay replies may come in either vLLM framing.
+     *
+     * @param endpoint       the engine's PUB endpoint.
+     * @param podId          pod id of every message, or null to take it from the topic.
+     * @param model          model name, or null.
+     * @param replayEndpoint the engine's replay ROUTER endpoint, or null when it has none.
+     */
+    public ZmqEndpoint(final String endpoint, final String podId, final String model, final String replayEndpoint) {
+        this(endpoint, podId, model, replayEndpoint, Engine.VLLM, ReplayFraming.ANY);
+    }
+
+    /**
+     * A publisher of the given engine's format.
      *
      * @param endpoint       the engine's PUB endpoint.
      * @param podId          pod id, or null for the topic's.
      * @param model          model name, or null.
      * @param replayEndpoint replay endpoint, or null.
+     * @param engine         the engine's event format.
      */
-    public ZmqEndpoint(final String endpoint, final String podId, final String model, final String replayEndpoint) {
-        this(endpoint, podId, model, replayEndpoint, Engine.VLLM);
+    public ZmqEndpoint(final String endpoint, final String podId, final String model, final String replayEndpoint,
+        final Engine engine) {
+        this(endpoint, podId, model, replayEndpoint, engine, ReplayFraming.ANY);
+    }
+
+    /**
+     * A vLLM-format publisher with the given replay framing.
+     *
+     * @param endpoint       the engine's PUB endpoint.
+     * @param podId          pod id, or null for the topic's.
+     * @param model          model name, or null.
+     * @param replayEndpoint replay endpoint, or null.
+     * @param replayFraming  how the engine frames its replay replies.
+     */
+    public ZmqEndpoint(final String endpoint, final String podId, final String model, final String replayEndpoint,
+        final ReplayFraming replayFraming) {
+        this(endpoint, podId, model, replayEndpoint, Engine.VLLM, replayFraming);
     }
 
     /**
@@ -68,7 +103,7 @@ public record ZmqEndpoint(String endpoint, String podId, String model, String re
      * @return a copy with the replay endpoint set.
      */
     public ZmqEndpoint withReplay(final String replay) {
-        return new ZmqEndpoint(endpoint, podId, model, replay, engine);
+        return new ZmqEndpoint(endpoint, podId, model, replay, engine, replayFraming);
     }
 
     /**
@@ -76,6 +111,14 @@ public record ZmqEndpoint(String endpoint, String podId, String model, String re
      * @return a copy with the engine set.
      */
     public ZmqEndpoint withEngine(final Engine format) {
-        return new ZmqEndpoint(endpoint, podId, model, replayEndpoint, format);
+        return new ZmqEndpoint(endpoint, podId, model, replayEndpoint, format, replayFraming);
+    }
+
+    /**
+     * @param framing how the engine frames its replay replies.
+     * @return a copy with the replay framing set.
+     */
+    public ZmqEndpoint withReplayFraming(final ReplayFraming framing) {
+        return new ZmqEndpoint(endpoint, podId, model, replayEndpoint, engine, framing);
     }
 }

@@ -16,7 +16,7 @@ import java.util.List;
  */
 final class JavaVllmPublisher implements AutoCloseable {
     private final ZContext context = new ZContext(1);
-    private final ZMQ.Socket pub;
+    private ZMQ.Socket pub;
     private final byte[] topic;
     private final boolean newFraming;
     private final List<long[]> seqs = new ArrayList<>();
@@ -120,6 +120,31 @@ final class JavaVllmPublisher implements AutoCloseable {
         seq = 0;
         seqs.clear();
         buffer.clear();
+    }
+
+    /**
+     * Simulates an engine process restart: the PUB socket goes away (subscribers see the connection drop) and a new
+     * one binds the same endpoint; sequence back to 0, replay buffer empty.
+     */
+    synchronized void crash() {
+        pub.close();
+        restart();
+        pub = context.createSocket(SocketType.PUB);
+        pub.setLinger(0);
+        pub.setSndHWM(100_000);
+        // The old socket's port is released asynchronously: retry the bind for a while.
+        final long deadline = System.currentTimeMillis() + 5_000;
+        while (true) {
+            try {
+                pub.bind(pubEndpoint);
+                return;
+            } catch (final org.zeromq.ZMQException ex) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw ex;
+                }
+                Thread.onSpinWait();
+            }
+        }
     }
 
     /** Forgets the replay buffer (an engine whose buffer no longer holds old batches). */

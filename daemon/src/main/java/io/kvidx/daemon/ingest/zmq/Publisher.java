@@ -1,0 +1,157 @@
+package io.kvidx.daemon.ingest.zmq;
+
+import io.kvidx.daemon.writer.PodDirectory;
+import org.agrona.collections.IntArrayList;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZEvent;
+import org.zeromq.ZMQ;
+import org.zeromq.ZMonitor;
+
+/**
+ * One publisher (endpoint) as the ZeroMQ ingest thread sees it: its SUB socket and connection monitor, the pods its
+ * messages went to, where its sequence stands (what is dispatched to the writers, what the live stream has shown)
+ * and its replay in flight with the live batches held meanwhile. The rules that move this state are
+ * {@link Sequencer}'s.
+ *
+ * <p><b>Note:</b> owned by the ZeroMQ ingest thread.
+ */
+final class Publisher {
+    private static final byte[] EMPTY = new byte[0];
+
+    final int index;
+    final ZmqEndpoint config;
+    final ZMQ.Socket sub;
+    final ZMQ.Socket monitor;
+    final int fixedPod;
+    final IntArrayList pods = new IntArrayList();
+    byte[] lastTopic = EMPTY;
+    int lastTopicPod = -1;
+    boolean connected;
+
+    /** The next sequence to dispatch; -1 before the first. */
+    long next = -1;
+    /** The last sequence the live stream showed; -1 before the first. */
+    long lastLive = -1;
+    /** The sequence the last checkpoint recorded. */
+    long recorded = -1;
+    /** The connection dropped since the last live message: the next one is checked by a replay. */
+    boolean verifyOnNext;
+    /** The last dispatched batch's payload, fingerprinted only when needed (null once fingerprinted). */
+    private byte[] lastPayload;
+    private long lastFingerprint = BatchFingerprint.NONE;
+
+    /** A replay is in flight; live batches are held. */
+    boolean replaying;
+    /** Id of the replay in flight (replies of other ids are stale). */
+    int replayId;
+    /** One of {@link Sequencer}'s replay modes. */
+    int replayMode;
+    /** First sequence the replay must bring. */
+    long replayFrom;
+    /** The sequence of the last applied batch, asked for to check the engine still holds it; -1 for no check. */
+    long replayVerify = -1;
+    /** That batch's fingerprint. */
+    long replayExpect;
+    /** The first sequence the replay brought, or -1. */
+    long replayFirst = -1;
+    /** {@link #next} when the replay began (to tell whether it made progress). */
+    long replayStartNext;
+    /** The hold buffer overflowed during this replay (logged once). */
+    boolean holdOverflowed;
+    final HeldBatches held;
+
+    Publisher(final int index, final ZmqEndpoint config, final ZContext context, final PodDirectory directory,
+        final int holdCapacity) {
+        this.index = index;
+        this.config = config;
+        this.held = new HeldBatches(holdCapacity);
+        this.sub = context.createSocket(SocketType.SUB);
+        sub.setLinger(0);
+        sub.setRcvHWM(100_000);
+        sub.subscribe(EMPTY);
+        final String monitorAddress = "inproc://kvidx-zmq-monitor-" + System.identityHashCode(this) + "-" + index;
+        sub.monitor(monitorAddress, ZMQ.EVENT_CONNECTED | ZMQ.EVENT_DISCONNECTED);
+        this.monitor = context.createSocket(SocketType.PAIR);
+        monitor.connect(monitorAddress);
+        sub.connect(config.endpoint());
+        if (config.podId() != null) {
+            fixedPod = directory.podNumber(config.podId(), config.model());
+            if (fixedPod < 0) {
+                throw new IllegalStateException("too many pods: cannot add " + config.podId());
+            }
+            pods.addInt(fixedPod);
+        } else {
+            fixedPod = -1;
+        }
+    }
+
+    boolean hasReplay() {
+        return config.replayEndpoint() != null;
+    }
+
+    /**
+     * Reads the connection monitor's events; a disconnect of a publisher whose stream is under way (and that can
+     * replay) makes the next live message be checked by a replay: the engine may have restarted meanwhile.
+     */
+    void pollMonitor() {
+        ZEvent event;
+        while ((event = ZEvent.recv(monitor, ZMQ.DONTWAIT)) != null) {
+            if (event.getEvent() == ZMonitor.Event.CONNECTED) {
+                connected = true;
+            } else if (event.getEvent() == ZMonitor.Event.DISCONNECTED) {
+                connected = false;
+                verifyOnNext = next >= 0 && hasReplay();
+            }
+        }
+    }
+
+    /** A live batch was dispatched (its fingerprint is taken when needed). */
+    void dispatched(final long seq, final byte[] payload) {
+        next = seq + 1;
+        lastPayload = payload;
+    }
+
+    /** A replayed or held batch was dispatched. */
+    void dispatched(final long seq, final long fingerprint) {
+        next = seq + 1;
+        lastPayload = null;
+        lastFingerprint = fingerprint;
+    }
+
+    /** The publisher's sequence starts again from 0 (it restarted; its pods are cleared). */
+    void restartSequence() {
+        next = 0;
+        lastPayload = null;
+        lastFingerprint = BatchFingerprint.NONE;
+    }
+
+    /** Resumes after a recorded sequence (daemon restart). */
+    void resume(final long sequence, final long fingerprint) {
+        next = sequence + 1;
+        lastLive = sequence;
+        lastPayload = null;
+        lastFingerprint = fingerprint;
+    }
+
+    /**
+     * @param scratch a buffer to wrap a live payload with.
+     * @return the fingerprint of the batch dispatched last ({@code next - 1}), or {@link BatchFingerprint#NONE}.
+     */
+    long fingerprint(final UnsafeBuffer scratch) {
+        if (lastPayload != null) {
+            scratch.wrap(lastPayload);
+            lastFingerprint = BatchFingerprint.of(scratch, 0, lastPayload.length);
+            lastPayload = null;
+        }
+        return next > 0 ? lastFingerprint : BatchFingerprint.NONE;
+    }
+
+    /**
+     * @return the pod number of the pod this publisher's batches went to last, or -1.
+     */
+    int lastPod() {
+        return fixedPod >= 0 ? fixedPod : lastTopicPod;
+    }
+}
