@@ -74,16 +74,18 @@ public final class StatusCommand implements Callable<Integer> {
             s.entries(), s.capacity(), 100.0 * s.entries() / s.capacity(), s.shardEntries()[0], s.shardEntries()[1],
             s.shardEntries()[2]));
         b.append(String.format("evictions %,d", s.evictions()));
-        final Long suspect = s.counters().get(CounterType.SUSPECT_PODS);
         final Long errors = s.counters().get(CounterType.AGENT_ERRORS);
-        if (suspect != null) {
-            b.append(String.format(", suspect pods marked %,d, agent errors %,d", suspect, errors));
+        if (errors != null) {
+            b.append(String.format(", agent errors %,d", errors));
         }
-        b.append(String.format("%n%n%-24s %4s %4s %-8s %10s %11s %9s  %s%n", "POD", "SLOT", "GEN", "STATE",
+        b.append(String.format(", pods %d alive, %d draining, %d suspect", s.pods().stream().filter(
+            CellStatus.Pod::alive).count(), s.pods().stream().filter(p -> !p.alive()).count(),
+            s.pods().stream().filter(CellStatus.Pod::suspect).count()));
+        b.append(String.format("%n%n%-24s %4s %4s %-16s %10s %11s %9s  %s%n", "POD", "SLOT", "GEN", "STATE",
             "BLOCKS", "LAST EVENT", "EVENTS/S", "MODEL"));
         for (final CellStatus.Pod p : s.pods()) {
-            b.append(String.format("%-24s %4d %4d %-8s %10s %11s %9.1f  %s%n", p.id(), p.slot(), p.generation(),
-                p.state(), p.blocks() < 0 ? "-" : String.format("%,d", p.blocks()),
+            b.append(String.format("%-24s %4d %4d %-16s %10s %11s %9.1f  %s%n", p.id(), p.slot(), p.generation(),
+                p.state() + (p.suspect() ? ",suspect" : ""), p.blocks() < 0 ? "-" : String.format("%,d", p.blocks()),
                 p.lastEventAgeMs() < 0 ? "-" : age(p.lastEventAgeMs()), p.eventsPerSecond(), p.model()));
         }
         if (s.pods().isEmpty()) {
@@ -126,8 +128,8 @@ public final class StatusCommand implements Callable<Integer> {
         final List<Object> pods = new ArrayList<>();
         for (final CellStatus.Pod p : s.pods()) {
             pods.add(ordered("id", p.id(), "model", p.model(), "slot", p.slot(), "generation", p.generation(),
-                "alive", p.alive(), "state", p.state(), "blocks", p.blocks(), "last_event_age_ms",
-                p.lastEventAgeMs(), "events_per_s", p.eventsPerSecond(), "events", p.events()));
+                "alive", p.alive(), "state", p.state(), "suspect", p.suspect(), "blocks", p.blocks(),
+                "last_event_age_ms", p.lastEventAgeMs(), "events_per_s", p.eventsPerSecond(), "events", p.events()));
         }
         o.put("pods", pods);
         return MiniJson.write(o);

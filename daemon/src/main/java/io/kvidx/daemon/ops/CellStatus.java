@@ -43,12 +43,14 @@ public record CellStatus(String cell, Path indexFile, long writerPid, boolean wr
      * @param slot            slot.
      * @param generation      slot generation.
      * @param state           {@code alive} or {@code draining}.
+     * @param suspect         the daemon could not keep the pod's blocks complete (a replay gap it kept, or a
+     *                        failed replay): the pod table's suspect flag.
      * @param blocks          blocks held (-1 when the daemon published no figure for this generation).
      * @param lastEventAgeMs  milliseconds since its last applied event (-1: none).
      * @param eventsPerSecond events applied per second over the last full second.
      * @param events          events applied since the pod got the slot.
      */
-    public record Pod(String id, String model, int slot, int generation, String state, long blocks,
+    public record Pod(String id, String model, int slot, int generation, String state, boolean suspect, long blocks,
         long lastEventAgeMs, double eventsPerSecond, long events) {
         /**
          * @return true when the pod is alive (not draining).
@@ -138,7 +140,7 @@ public record CellStatus(String cell, Path indexFile, long writerPid, boolean wr
                     events = stats.events(slot);
                 }
                 pods.add(new Pod(info.podId(), info.model(), slot, info.generation(),
-                    info.state() == 1 ? "alive" : "draining", blocks, age, rate, events));
+                    info.state() == 1 ? "alive" : "draining", info.suspect(), blocks, age, rate, events));
             }
         } finally {
             if (stats != null) {

@@ -29,7 +29,8 @@ import java.util.Set;
  *   <li>every daemon counter as {@code kvidx_<name>_total} (e.g. {@code kvidx_blocks_stored_total}), except
  *   {@code kvidx_pods_alive} and {@code kvidx_suspect_pods}, gauges;</li>
  *   <li>per pod ({@code pod}, {@code slot} labels): {@code kvidx_pod_blocks}, {@code kvidx_pod_events_total},
- *   {@code kvidx_pod_last_event_age_seconds}, {@code kvidx_pod_alive} (0 while draining);</li>
+ *   {@code kvidx_pod_last_event_age_seconds}, {@code kvidx_pod_alive} (0 while draining),
+ *   {@code kvidx_pod_suspect};</li>
  *   <li>index: {@code kvidx_index_entries}, {@code kvidx_index_capacity_entries}, {@code kvidx_index_fill_ratio},
  *   {@code kvidx_index_evictions_total}, {@code kvidx_writer_heartbeat_age_seconds};</li>
  *   <li>writer lag: {@code kvidx_writer_queue_bytes{writer}}, bytes queued and not yet applied;</li>
@@ -192,9 +193,13 @@ public final class DaemonMetrics implements AutoCloseable {
                 .help("Since a pod's last applied event");
             final GaugeSnapshot.Builder alive = GaugeSnapshot.builder().name("kvidx_pod_alive")
                 .help("1 while a pod is alive, 0 while its blocks are being swept");
+            final GaugeSnapshot.Builder suspect = GaugeSnapshot.builder().name("kvidx_pod_suspect")
+                .help("1 while the daemon could not keep a pod's blocks complete (the pod table's suspect flag)");
             for (final CellStatus.Pod p : s.pods()) {
                 final Labels labels = Labels.of("pod", p.id(), "slot", Integer.toString(p.slot()));
                 alive.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(p.alive() ? 1 : 0)
+                    .labels(labels).build());
+                suspect.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(p.suspect() ? 1 : 0)
                     .labels(labels).build());
                 if (p.blocks() >= 0) {
                     blocks.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(p.blocks())
@@ -208,6 +213,7 @@ public final class DaemonMetrics implements AutoCloseable {
                 }
             }
             out.add(alive.build());
+            out.add(suspect.build());
             out.add(blocks.build());
             out.add(events.build());
             out.add(age.build());

@@ -54,9 +54,10 @@ class OperationsCommandsTest {
         final String pod = "ops-pod";
         try (PythonPublisherTest.Peer peer =
                  new PythonPublisherTest.Peer("kv@" + pod + "@" + MODEL, "map", "new", "uint")) {
+            // No replay socket: a lost batch leaves the pod suspect, which the status shows.
             final DaemonContext ctx = new DaemonContext().dir(dir).cell("ops").shardCount(16).capacityBlocks(8192)
                 .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff")
-                .addZmq(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
+                .addZmq(new ZmqEndpoint(peer.endpoint, null, null, null));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("ops"))) {
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
@@ -86,6 +87,7 @@ class OperationsCommandsTest {
                 assertEquals(0L, ((Number) row.get("slot")).longValue());
                 assertEquals(1L, ((Number) row.get("generation")).longValue());
                 assertEquals(Boolean.TRUE, row.get("alive"));
+                assertEquals(Boolean.FALSE, row.get("suspect"));
                 assertEquals(25L, ((Number) row.get("blocks")).longValue());
                 assertTrue(((Number) row.get("events")).longValue() >= 1, row.toString());
                 assertTrue(((Number) row.get("last_event_age_ms")).longValue() >= 0, row.toString());
@@ -103,6 +105,17 @@ class OperationsCommandsTest {
                 final String errors = run("errors", "--dir", dir.toString(), "--cell", "ops");
                 assertTrue(errors.lines().anyMatch(l -> l.contains("malformed vLLM batch dropped")
                     && l.strip().startsWith("3 x")), errors);
+
+                peer.command("lose ping");
+                peer.command("ping");
+                await("the gap's replay failure", () -> daemon.counters().value(CounterType.REPLAY_FAILURES) >= 1);
+                final String suspect = run("status", "--dir", dir.toString(), "--cell", "ops");
+                assertTrue(suspect.lines().anyMatch(l -> l.startsWith(pod) && l.contains(" alive,suspect ")),
+                    suspect);
+                final Map<String, Object> again = (Map<String, Object>) MiniJson.parse(
+                    run("status", "--dir", dir.toString(), "--cell", "ops", "--json"));
+                assertEquals(Boolean.TRUE, ((Map<String, Object>) ((List<Object>) again.get("pods")).get(0))
+                    .get("suspect"), again.toString());
             }
             // The error log outlives the daemon (its files stay in the cell until the next daemon starts).
             final String after = run("errors", "--dir", dir.toString(), "--cell", "ops");
