@@ -71,7 +71,7 @@ public final class SbeIngestThroughput {
                 }
             }
         }
-        try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+        try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
             Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(ctx.aeronDir()));
             Publication publication = client.addPublication("aeron:ipc", ctx.aeronStreamId())) {
             while (!publication.isConnected()) {

@@ -72,7 +72,7 @@ public class WriterApplyBenchmark {
         index = IndexWriter.create(new IndexWriterContext().dir(dir).capacityBlocks(1L << 21).deleteOnClose(true));
         final PodDirectory directory = new PodDirectory(16);
         pod = directory.podNumber("bench-pod", "bench-model");
-        pool = new WriterPool(1, 1 << 22, index, directory, IngestCounters.local(), new IngestErrors(null),
+        pool = new WriterPool(1, 1 << 22, index, directory, IngestCounters.local(), new IngestErrors(),
             SystemEpochClock.INSTANCE, 0, BusySpinIdleStrategy::new, BusySpinIdleStrategy::new);
         agent = pool.agents()[0];
         final SplittableRandom random = new SplittableRandom(1);

@@ -52,7 +52,7 @@ public final class ZmqVisibilityLatency {
             final DaemonContext ctx = new DaemonContext().dir(dir).capacityBlocks(1L << 22).podTimeoutMs(0)
                 .idleStrategy(idle).deleteOnClose(true)
                 .addZmq(new ZmqEndpoint(pub.getLastEndpoint(), "bench-pod", model, null));
-            try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 final RouterKeyHasher hasher = new RouterKeyHasher(16);
                 final long seed = RouterKeyHasher.chainSeed(model, null, null);

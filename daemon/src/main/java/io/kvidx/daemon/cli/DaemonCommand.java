@@ -218,7 +218,7 @@ public final class DaemonCommand implements Callable<Integer> {
         final long statsMs = context.statsIntervalMs();
         // Closing the barrier (last) lets the JVM's shutdown hook finish once the daemon has stopped.
         try (ShutdownSignalBarrier barrier = new ShutdownSignalBarrier();
-            KvidxDaemon daemon = KvidxDaemon.start(context, System.err)) {
+            KvidxDaemon daemon = KvidxDaemon.start(context)) {
             System.out.println("kvidx daemon: index " + context.indexContext().indexFile() + ", block size "
                 + context.blockSize() + ", " + context.zmqEndpoints().size() + " ZeroMQ endpoint(s), "
                 + context.aeronChannels().size() + " Aeron channel(s)"

@@ -6,17 +6,17 @@ import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.errors.DistinctErrorLog;
 import org.agrona.concurrent.errors.ErrorLogReader;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-import java.io.PrintStream;
 import java.nio.ByteBuffer;
-import java.time.Instant;
 import java.util.function.Supplier;
 
 /**
  * The daemon's distinct error log: one entry per (problem kind, pod), with its count and first and last times, in
  * an Agrona {@link DistinctErrorLog}. A running daemon keeps it in the cell's {@code errors} file, which
  * {@code kvidx errors} prints. The first occurrence of each (kind, pod) is also printed to the log stream; counters
- * count every occurrence.
+ * count every occurrence. Printing goes through SLF4J (the daemon's one logging API).
  *
  * <p><b>Note:</b> thread safe: any daemon thread may report.
  */
@@ -27,25 +27,21 @@ public final class IngestErrors {
     private final Long2ObjectHashMap<IngestProblem> seen = new Long2ObjectHashMap<>();
     private final DistinctErrorLog log;
     private final AtomicBuffer buffer;
-    private final PrintStream out;
+    private static final Logger LOG = LoggerFactory.getLogger(IngestErrors.class);
 
     /**
      * An error log in a process-local buffer (tests and tools).
-     *
-     * @param out where first occurrences are printed (null: nowhere).
      */
-    public IngestErrors(final PrintStream out) {
-        this(out, new UnsafeBuffer(ByteBuffer.allocateDirect(ERROR_LOG_LENGTH_DEFAULT)));
+    public IngestErrors() {
+        this(new UnsafeBuffer(ByteBuffer.allocateDirect(ERROR_LOG_LENGTH_DEFAULT)));
     }
 
     /**
-     * @param out    where first occurrences are printed (null: nowhere).
      * @param buffer the log's buffer, e.g. the cell's error log file.
      */
-    public IngestErrors(final PrintStream out, final AtomicBuffer buffer) {
+    public IngestErrors(final AtomicBuffer buffer) {
         this.buffer = buffer;
         this.log = new DistinctErrorLog(buffer, SystemEpochClock.INSTANCE);
-        this.out = out;
     }
 
     /**
@@ -79,9 +75,7 @@ public final class IngestErrors {
             }
         }
         log.record(problem);
-        if (out != null) {
-            out.println(Instant.now() + " kvidx: " + text + " (logged once; `kvidx errors` counts recurrences)");
-        }
+        LOG.warn("{} (logged once; `kvidx errors` counts recurrences)", text);
         return true;
     }
 

@@ -7,7 +7,6 @@ import io.kvidx.daemon.counters.IngestErrors;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
 
-import java.io.PrintStream;
 
 /**
  * Makes the runner of each of the daemon's agents: its configured idle strategy, its thread pinned to its
@@ -18,17 +17,15 @@ import java.io.PrintStream;
 public final class AgentThreads {
     private final IngestErrors errors;
     private final IngestCounters counters;
-    private final PrintStream log;
 
     /**
      * @param errors   the distinct error log.
      * @param counters the counters (agent errors, pin failures).
      * @param log      where successful pins are reported (null: nowhere).
      */
-    public AgentThreads(final IngestErrors errors, final IngestCounters counters, final PrintStream log) {
+    public AgentThreads(final IngestErrors errors, final IngestCounters counters) {
         this.errors = errors;
         this.counters = counters;
-        this.log = log;
     }
 
     /**
@@ -40,6 +37,6 @@ public final class AgentThreads {
     public AgentRunner runner(final Agent agent, final int cpu, final String idle) {
         return new AgentRunner(IdleStrategies.supplier(idle).get(), AgentErrorHandler.of(agent.roleName(), errors,
             counters.get(CounterType.AGENT_ERRORS)), null, PinnedAgent.of(agent, cpu, errors,
-            counters.get(CounterType.PIN_FAILURES), log));
+            counters.get(CounterType.PIN_FAILURES)));
     }
 }

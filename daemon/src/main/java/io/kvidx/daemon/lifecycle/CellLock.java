@@ -3,9 +3,10 @@ package io.kvidx.daemon.lifecycle;
 import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.ffm.SharedFiles;
 import org.agrona.CloseHelper;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -42,6 +43,8 @@ import java.util.concurrent.locks.LockSupport;
  * <p><b>Note:</b> acquire and close from one thread.
  */
 public final class CellLock implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(CellLock.class);
+
     /** Name of the lock file in the cell directory. */
     public static final String LOCK_FILE_NAME = "writer.lock";
 
@@ -78,7 +81,7 @@ public final class CellLock implements AutoCloseable {
      * @throws UncheckedIOException when the cell directory or the lock file cannot be used (a symbolic link, another
      *                              user's, a group the user is not a member of, ...).
      */
-    public static CellLock acquire(final Path dir, final String cell, final SharedFiles files, final PrintStream log) {
+    public static CellLock acquire(final Path dir, final String cell, final SharedFiles files) {
         final Path cellDirectory = IndexConfiguration.indexFile(dir, cell).getParent();
         final Path file = cellDirectory.resolve(LOCK_FILE_NAME);
         try (SharedFiles.Directory directory = files.openDirectory(cellDirectory)) {
@@ -96,8 +99,8 @@ public final class CellLock implements AutoCloseable {
                 writePid(channel, ProcessHandle.current().pid());
                 directory.enforcePermissions();
                 final String warning = SharedFiles.unsafeParentWarning(cellDirectory);
-                if (warning != null && log != null) {
-                    log.println("kvidx: warning: " + warning);
+                if (warning != null) {
+                    LOG.warn(warning);
                 }
                 return new CellLock(file, key, channel, lock);
             } catch (final IOException | RuntimeException ex) {

@@ -26,12 +26,13 @@ import io.kvidx.daemon.writer.WriterMessages;
 import io.kvidx.daemon.writer.WriterPool;
 import io.kvidx.ffm.PosixNative;
 import org.agrona.CloseHelper;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.EpochClock;
 import org.agrona.concurrent.SystemEpochClock;
 
-import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -65,16 +66,15 @@ public final class KvidxDaemon implements AutoCloseable {
     private final CellLock lock;
     private final PodStatsFile podStats;
     private final DaemonMetrics metrics;
-    private final PrintStream log;
+    private static final Logger LOG = LoggerFactory.getLogger(KvidxDaemon.class);
     private final AgentThreads threads;
 
-    private KvidxDaemon(final DaemonContext context, final PrintStream log, final CellLock lock) {
+    private KvidxDaemon(final DaemonContext context, final CellLock lock) {
         this.context = context.conclude();
         this.lock = lock;
-        this.log = log;
         final EpochClock clock = SystemEpochClock.INSTANCE;
         final java.nio.file.Path cellDirectory = context.indexContext().indexFile().getParent();
-        this.errors = new IngestErrors(log, ErrorLogFile.create(context.sharedFiles(), cellDirectory,
+        this.errors = new IngestErrors(ErrorLogFile.create(context.sharedFiles(), cellDirectory,
             ErrorLogFile.LOG_LENGTH_DEFAULT).buffer());
         if (!context.aeronChannels().isEmpty()) {
             driver = context.embeddedDriver() ? MediaDriver.launch(new MediaDriver.Context()
@@ -97,15 +97,12 @@ public final class KvidxDaemon implements AutoCloseable {
                 CountersFile.MAX_COUNTERS_DEFAULT).manager());
         }
         this.index = IndexWriter.open(context.indexContext());
-        if (log != null) {
-            log.println("kvidx: " + (index.attached() ? "re-attached to " : "created ") + context.indexContext()
-                .indexFile() + " (" + index.openReason() + "; epoch " + index.epoch() + "); repair: "
-                + index.repairSummary());
-        }
+        LOG.info("{} {} ({}; epoch {}); repair: {}", index.attached() ? "re-attached to" : "created",
+            context.indexContext().indexFile(), index.openReason(), index.epoch(), index.repairSummary());
         if (context.mlockIndex()) {
-            mlockIndex(log);
+            mlockIndex();
         }
-        this.threads = new AgentThreads(errors, counters, log);
+        this.threads = new AgentThreads(errors, counters);
         if (index.attached()) {
             counters.get(CounterType.WARM_RESTARTS).increment();
         }
@@ -130,16 +127,15 @@ public final class KvidxDaemon implements AutoCloseable {
      * Starts a daemon.
      *
      * @param context configuration.
-     * @param log     where the distinct error log's first occurrences are printed (null: nowhere).
      * @return the running daemon.
      * @throws CellLockedException when another daemon writes the same cell.
      */
-    public static KvidxDaemon start(final DaemonContext context, final PrintStream log) {
+    public static KvidxDaemon start(final DaemonContext context) {
         // The cell's lock comes first: a second daemon must not touch the Aeron directory or the index.
-        final CellLock lock = CellLock.acquire(context.conclude().dir(), context.cell(), context.sharedFiles(), log);
+        final CellLock lock = CellLock.acquire(context.conclude().dir(), context.cell(), context.sharedFiles());
         final KvidxDaemon daemon;
         try {
-            daemon = new KvidxDaemon(context, log, lock);
+            daemon = new KvidxDaemon(context, lock);
         } catch (final RuntimeException ex) {
             CloseHelper.quietClose(lock);
             throw ex;
@@ -153,12 +149,10 @@ public final class KvidxDaemon implements AutoCloseable {
         return daemon;
     }
 
-    private void mlockIndex(final PrintStream log) {
+    private void mlockIndex() {
         final int errno = index.mlock();
         if (errno == 0) {
-            if (log != null) {
-                log.println("kvidx: index locked into RAM (mlock, " + index.mappedBytes() + " bytes)");
-            }
+            LOG.info("index locked into RAM (mlock, {} bytes)", index.mappedBytes());
         } else {
             errors.report(0, -2, () -> "cannot lock the index into RAM: mlock of " + index.mappedBytes()
                 + " bytes failed with " + PosixNative.errnoName(errno) + " (raise RLIMIT_MEMLOCK, "
@@ -194,10 +188,7 @@ public final class KvidxDaemon implements AutoCloseable {
             final java.net.InetSocketAddress address = DaemonMetrics.parseAddress(context.metrics());
             metrics.start(address, IndexReader.attach(new IndexReader.Context().dir(context.dir())
                 .cell(context.cell()).attachTimeoutMs(0).heartbeatTimeoutMs(0)), context.cell(), writers);
-            if (log != null) {
-                log.println(java.time.Instant.now() + " kvidx: metrics at http://" + address.getHostString() + ":"
-                    + metrics.port() + "/metrics");
-            }
+            LOG.info("metrics at http://{}:{}/metrics", address.getHostString(), metrics.port());
         }
         if (aeron != null) {
             run(new AeronIngestAgent(aeron, context.aeronChannels(), context.aeronStreamId(), directory, writers,

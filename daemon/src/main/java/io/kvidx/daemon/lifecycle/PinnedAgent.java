@@ -6,8 +6,9 @@ import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.ffm.PosixNative;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.status.AtomicCounter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-import java.io.PrintStream;
 
 /**
  * An agent whose thread pins itself to a CPU in {@link #onStart()}, before the wrapped agent's own
@@ -24,15 +25,14 @@ public final class PinnedAgent implements Agent {
     private final int cpu;
     private final IngestErrors errors;
     private final AtomicCounter failures;
-    private final PrintStream log;
 
-    private PinnedAgent(final Agent agent, final int cpu, final IngestErrors errors, final AtomicCounter failures,
-        final PrintStream log) {
+    private static final Logger LOG = LoggerFactory.getLogger(PinnedAgent.class);
+
+    private PinnedAgent(final Agent agent, final int cpu, final IngestErrors errors, final AtomicCounter failures) {
         this.agent = agent;
         this.cpu = cpu;
         this.errors = errors;
         this.failures = failures;
-        this.log = log;
     }
 
     /**
@@ -40,12 +40,11 @@ public final class PinnedAgent implements Agent {
      * @param cpu      its CPU, or {@link AgentSettings#NO_CPU} to leave the thread's mask alone.
      * @param errors   where a failure is logged.
      * @param failures the {@link CounterType#PIN_FAILURES} counter.
-     * @param log      where a successful pin is reported (null: nowhere).
      * @return the agent itself when there is no CPU, else one that pins its thread first.
      */
-    public static Agent of(final Agent agent, final int cpu, final IngestErrors errors, final AtomicCounter failures,
-        final PrintStream log) {
-        return cpu == AgentSettings.NO_CPU ? agent : new PinnedAgent(agent, cpu, errors, failures, log);
+    public static Agent of(final Agent agent, final int cpu, final IngestErrors errors,
+        final AtomicCounter failures) {
+        return cpu == AgentSettings.NO_CPU ? agent : new PinnedAgent(agent, cpu, errors, failures);
     }
 
     /**
@@ -55,11 +54,10 @@ public final class PinnedAgent implements Agent {
      * @param cpu      the CPU.
      * @param errors   where a failure is logged.
      * @param failures counted on failure.
-     * @param log      where a success is reported (null: nowhere).
      * @return true when the thread is pinned.
      */
     public static boolean pinCurrentThread(final String role, final int cpu, final IngestErrors errors,
-        final AtomicCounter failures, final PrintStream log) {
+        final AtomicCounter failures) {
         final int errno = PosixNative.pinCurrentThread(cpu);
         if (errno != 0) {
             failures.increment();
@@ -68,15 +66,13 @@ public final class PinnedAgent implements Agent {
                 + PosixNative.errnoName(errno) + "; it runs unpinned");
             return false;
         }
-        if (log != null) {
-            log.println("kvidx: agent " + role + " pinned to CPU " + cpu);
-        }
+        LOG.info("agent {} pinned to CPU {}", role, cpu);
         return true;
     }
 
     @Override
     public void onStart() {
-        pinCurrentThread(agent.roleName(), cpu, errors, failures, log);
+        pinCurrentThread(agent.roleName(), cpu, errors, failures);
         agent.onStart();
     }
 

@@ -246,13 +246,12 @@ class DaemonCommandTest {
     void shouldStillHoldTheLockAgainstOtherProcessesAfterRefusingADaemonInThisJvm() throws Exception {
         final Path root = shmTempDir();
         final long pid = ProcessHandle.current().pid();
-        try (CellLock lock = CellLock.acquire(root, "c", SharedFiles.forGroup(null), null)) {
+        try (CellLock lock = CellLock.acquire(root, "c", SharedFiles.forGroup(null))) {
             // Refusals in this JVM must not open and close the lock file: closing any descriptor of a file drops
             // this process's record locks on it.
-            assertThrows(CellLockedException.class, () -> CellLock.acquire(root, "c", SharedFiles.forGroup(null),
-                null));
+            assertThrows(CellLockedException.class, () -> CellLock.acquire(root, "c", SharedFiles.forGroup(null)));
             assertThrows(CellLockedException.class, () -> io.kvidx.daemon.lifecycle.KvidxDaemon.start(
-                new DaemonContext().dir(root).cell("c").capacityBlocks(4096), null));
+                new DaemonContext().dir(root).cell("c").capacityBlocks(4096)));
             final Process other = new ProcessBuilder(java("daemon", "--dir", root.toString(), "--cell", "c",
                 "--capacity", "4096", "--idle", "sleeping")).redirectErrorStream(true)
                 .redirectOutput(root.resolve("other.log").toFile()).start();

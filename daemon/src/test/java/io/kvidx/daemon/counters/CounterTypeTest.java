@@ -34,7 +34,7 @@ class CounterTypeTest {
 
     @Test
     void shouldLogEachProblemOncePerPod() {
-        final IngestErrors errors = new IngestErrors(null);
+        final IngestErrors errors = new IngestErrors();
         assertTrue(errors.report(1, 7, () -> "first"));
         for (int i = 0; i < 100; i++) {
             errors.report(1, 7, () -> "first");

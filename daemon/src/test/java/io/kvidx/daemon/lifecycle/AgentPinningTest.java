@@ -60,7 +60,7 @@ class AgentPinningTest {
         final String aeronDir = "/dev/shm/kvidx-test-aeron-" + UUID.randomUUID();
         final DaemonContext ctx = context(aeronDir).writers(2);
         ctx.agents().writerCpus(last, first).zmqIngestCpu(last).aeronIngestCpu(first).maintenanceCpu(last);
-        try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err)) {
+        try (KvidxDaemon daemon = KvidxDaemon.start(ctx)) {
             final Map<String, BitSet> expected = Map.of(WRITER_0, cpus(last), WRITER_1, cpus(first), ZMQ, cpus(last),
                 AERON, cpus(first), MAINTENANCE, cpus(last), EVICTIONS, cpus(last));
             await("every agent thread pinned", () -> expected.equals(masks(expected.keySet())));
@@ -81,7 +81,7 @@ class AgentPinningTest {
         ctx.agents().writerCpus(4096).zmqIngestCpu(4096).aeronIngestCpu(4096).maintenanceCpu(4096);
         final Capture base = Capture.load("kv_event_base.json");
         final long[] h = base.blockHashes();
-        try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+        try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
             IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
             Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
             Publication publication = client.addPublication("aeron:ipc", ctx.aeronStreamId())) {

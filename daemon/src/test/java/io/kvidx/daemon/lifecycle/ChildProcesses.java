@@ -118,7 +118,7 @@ public final class ChildProcesses {
     }
 
     /** Destroys processes still alive (finally blocks): SIGKILL, bounded wait. */
-    static void destroy(final Process... processes) {
+    public static void destroy(final Process... processes) {
         for (final Process p : processes) {
             if (p != null && p.isAlive()) {
                 p.destroyForcibly();
@@ -155,7 +155,7 @@ public final class ChildProcesses {
     /**
      * @return the file's text, or "" when it does not exist.
      */
-    static String read(final Path file) {
+    public static String read(final Path file) {
         try {
             return Files.readString(file, StandardCharsets.UTF_8);
         } catch (final NoSuchFileException ex) {

@@ -25,11 +25,11 @@ class IndexMlockTest {
     void shouldLockTheIndexIntoRamOnlyWhenAsked() throws IOException {
         final long before = lockedKb();
         try (KvidxDaemon daemon = KvidxDaemon.start(new DaemonContext().dir(dir).cell("unlocked").shardCount(16)
-            .capacityBlocks(8192), null)) {
+            .capacityBlocks(8192))) {
             assertEquals(before, lockedKb(), "not locked by default");
         }
         try (KvidxDaemon daemon = KvidxDaemon.start(new DaemonContext().dir(dir).cell("locked").shardCount(16)
-            .capacityBlocks(8192).mlockIndex(true), null)) {
+            .capacityBlocks(8192).mlockIndex(true))) {
             final long bytes = daemon.index().mappedBytes();
             final String log = daemon.errors().dump();
             if (log.contains("cannot lock the index into RAM")) {

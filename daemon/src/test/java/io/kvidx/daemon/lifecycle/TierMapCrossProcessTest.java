@@ -95,7 +95,7 @@ class TierMapCrossProcessTest {
             .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff")
             .addZmq(new ZmqEndpoint(gpu.endpoint, null, null, gpu.replayEndpoint))
             .addZmq(new ZmqEndpoint(cpu.endpoint, null, null, cpu.replayEndpoint));
-        final KvidxDaemon daemon = KvidxDaemon.start(context, System.err);
+        final KvidxDaemon daemon = KvidxDaemon.start(context);
         open.add(daemon);
         final IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell(CELL));
         open.add(reader);

@@ -24,7 +24,7 @@ final class HandWriter implements AutoCloseable {
     final IndexWriter index;
     final IndexReader reader;
     final IngestCounters counters = IngestCounters.local();
-    final IngestErrors errors = new IngestErrors(null);
+    final IngestErrors errors = new IngestErrors();
     final PodDirectory directory = new PodDirectory(16);
     private final WriterPool pool;
     private final WriterAgent agent;

@@ -55,7 +55,7 @@ class MediaPropertyTest {
             IngestCounters counters = IngestCounters.local()) {
             final PodDirectory directory = new PodDirectory(4);
             final int pod = directory.podNumber("p", "m");
-            final WriterPool pool = new WriterPool(1, 1 << 16, index, directory, counters, new IngestErrors(null),
+            final WriterPool pool = new WriterPool(1, 1 << 16, index, directory, counters, new IngestErrors(),
                 SystemEpochClock.INSTANCE, 0, org.agrona.concurrent.NoOpIdleStrategy::new,
                 org.agrona.concurrent.NoOpIdleStrategy::new);
             final WriterAgent agent = pool.agents()[0];

@@ -37,7 +37,7 @@ class WriterPoolTest {
     private WriterPool pool;
     private IngestCounters counters;
     private final PodDirectory directory = new PodDirectory(64);
-    private final IngestErrors errors = new IngestErrors(null);
+    private final IngestErrors errors = new IngestErrors();
     private final Capture capture = Capture.load("kv_event_base.json");
 
     @BeforeEach

@@ -59,7 +59,7 @@ class AeronIngestTest {
         final Capture base = Capture.load("kv_event_base.json");
         final Capture lora = Capture.load("kv_event_lora.json");
         final long[] h = base.blockHashes();
-        try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+        try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
             IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
             Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
             Publication publication = client.addPublication(channel, ctx.aeronStreamId())) {
@@ -160,7 +160,7 @@ class AeronIngestTest {
                     .dirDeleteOnShutdown(true).threadingMode(io.aeron.driver.ThreadingMode.SHARED)
                     .sharedIdleStrategy(new SleepingMillisIdleStrategy(1)).ipcTermBufferLength(1 << 16));
             KvidxDaemon daemon = KvidxDaemon.start(new DaemonContext().dir(dir).shardCount(16).capacityBlocks(4096)
-                .podTimeoutMs(0).addAeronChannel("aeron:ipc").aeronDir(aeronDir).embeddedDriver(false), null);
+                .podTimeoutMs(0).addAeronChannel("aeron:ipc").aeronDir(aeronDir).embeddedDriver(false));
             IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
             Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
             Publication publication = client.addPublication("aeron:ipc", 7001)) {

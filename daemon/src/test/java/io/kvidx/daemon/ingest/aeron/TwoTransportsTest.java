@@ -45,7 +45,7 @@ class TwoTransportsTest {
             final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
                 .podTimeoutMs(0).writers(2).idleStrategy("backoff").addAeronChannel("aeron:ipc").aeronDir(aeronDir)
                 .aeronTermLength(1 << 16).addZmq(new ZmqEndpoint(zmq.endpoint(), null, null, zmq.replayEndpoint()));
-            try (KvidxDaemon daemon = KvidxDaemon.start(ctx, null);
+            try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
                 Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
                 Publication publication = client.addPublication("aeron:ipc", ctx.aeronStreamId())) {

@@ -97,7 +97,7 @@ class SglangPublisherTest {
                     ZmqEndpoint.Engine.SGLANG))
                 .addZmq(new ZmqEndpoint(topic.endpoint, null, null, topic.replayEndpoint))
                 .engine(topic.endpoint, "sglang");
-            try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 final List<PyPeer> both = List.of(fixed, topic);
                 for (final PyPeer p : both) {

@@ -50,7 +50,7 @@ class DaemonRestartTest {
         try (JavaVllmPublisher publisher = new JavaVllmPublisher("kv@" + POD + "@" + MODEL, true)) {
             final long epoch;
             final int slot;
-            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher), System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 final byte[] ping = payloads().batch(0);
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
@@ -68,7 +68,7 @@ class DaemonRestartTest {
 
             // While the daemon is down the engine drops five blocks; it then stays idle (no live message).
             publisher.publish(payloads().removed(Arrays.copyOfRange(h, 20, 25), null).batch(0));
-            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher), System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 assertEquals(1, daemon.counters().value(CounterType.WARM_RESTARTS));
                 assertEquals(epoch, reader.epoch(), "re-attached: same file, same epoch");
@@ -86,7 +86,7 @@ class DaemonRestartTest {
             publisher.dropReplayBuffer();
             publisher.publish(payloads().stored(Arrays.copyOfRange(h, 0, 5), null,
                 Arrays.copyOfRange(base.tokenIds(), 0, 80), 16, null, null).batch(0));
-            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher), System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 await("gap policy clear: cleared, then rebuilt from the buffer", () ->
                     daemon.counters().value(CounterType.REPLAY_GAP_CLEARS) == 1 && depth(reader, POD, base, null) == 5);
@@ -100,7 +100,7 @@ class DaemonRestartTest {
     void shouldBoundAPodThatNeverRemovesBlocks() throws Exception {
         final int max = 200;
         try (JavaVllmPublisher publisher = new JavaVllmPublisher("kv@" + POD + "@" + MODEL, true);
-            KvidxDaemon daemon = KvidxDaemon.start(context(publisher).podMaxBlocks(max), null)) {
+            KvidxDaemon daemon = KvidxDaemon.start(context(publisher).podMaxBlocks(max))) {
             final byte[] ping = payloads().batch(0);
             while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
                 publisher.publish(ping);

@@ -92,7 +92,7 @@ class DataParallelRankTest {
                 .addZmq(new ZmqEndpoint(r0.endpoint, "dp", MODEL, r0.replayEndpoint))
                 .addZmq(new ZmqEndpoint(r1.endpoint, "dp", MODEL, r1.replayEndpoint))
                 .addZmq(new ZmqEndpoint(r2.endpoint, null, null, r2.replayEndpoint));
-            try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 pingUntil("three rank pods", List.of(r0, r1, r2),
                     () -> alivePods(reader).equals(Set.of("dp", "dp#1", "dp#2")));
@@ -156,7 +156,7 @@ class DataParallelRankTest {
             peers.add(rejected);
             ctx = ctx.addZmq(new ZmqEndpoint(fitting.endpoint, fits, MODEL, fitting.replayEndpoint))
                 .addZmq(new ZmqEndpoint(rejected.endpoint, tooLong, MODEL, rejected.replayEndpoint));
-            try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 final var c = daemon.counters();
                 for (final PyPeer p : peers) {

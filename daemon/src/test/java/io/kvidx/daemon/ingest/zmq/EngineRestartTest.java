@@ -58,7 +58,7 @@ class EngineRestartTest {
         final Capture base = Capture.load("kv_event_base.json");
         final Capture lora = Capture.load("kv_event_lora.json");
         try (JavaVllmPublisher publisher = new JavaVllmPublisher("kv@" + POD + "@" + MODEL, true)) {
-            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher), System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 storeBase(daemon, publisher, reader, base);
             }
@@ -73,7 +73,7 @@ class EngineRestartTest {
             while (publisher.nextSeq() <= recorded.sequence() + 3) {
                 publisher.publish(payloads().batch(0));
             }
-            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher), System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 await("resynced: the previous run's blocks gone, the new run's first batch applied", () ->
                     daemon.counters().value(CounterType.ENGINE_RESYNCS) == 1 && depth(reader, POD, base, null) == 0
@@ -90,7 +90,7 @@ class EngineRestartTest {
         final Capture base = Capture.load("kv_event_base.json");
         final Capture lora = Capture.load("kv_event_lora.json");
         try (JavaVllmPublisher publisher = new JavaVllmPublisher("kv@" + POD + "@" + MODEL, true)) {
-            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher), System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 storeBase(daemon, publisher, reader, base);
             }
@@ -100,7 +100,7 @@ class EngineRestartTest {
             publisher.restart();
             publisher.publish(payloads().stored(lora.blockHashes(), null, lora.tokenIds(), 16, "Alice", null)
                 .batch(0));
-            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher), System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 await("resynced before any live message", () -> daemon.counters().value(CounterType.ENGINE_RESYNCS)
                     == 1 && depth(reader, POD, base, null) == 0 && depth(reader, POD, lora, "Alice") == 25);
@@ -114,7 +114,7 @@ class EngineRestartTest {
         final Capture base = Capture.load("kv_event_base.json");
         final Capture lora = Capture.load("kv_event_lora.json");
         try (JavaVllmPublisher publisher = new JavaVllmPublisher("kv@" + POD + "@" + MODEL, false);
-            KvidxDaemon daemon = KvidxDaemon.start(context(publisher), System.err);
+            KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
             IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
             storeBase(daemon, publisher, reader, base);
             final long next = publisher.nextSeq();

@@ -134,7 +134,7 @@ class ExtraKeysPythonPublisherTest {
             final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
                 .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff")
                 .addZmq(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
-            try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
                     peer.command("ping");

@@ -58,7 +58,7 @@ class OperationsCommandsTest {
             final DaemonContext ctx = new DaemonContext().dir(dir).cell("ops").shardCount(16).capacityBlocks(8192)
                 .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff")
                 .addZmq(new ZmqEndpoint(peer.endpoint, null, null, null));
-            try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("ops"))) {
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
                     peer.command("ping");
@@ -136,7 +136,7 @@ class OperationsCommandsTest {
             final DaemonContext ctx = new DaemonContext().dir(dir).cell("m").shardCount(16).capacityBlocks(8192)
                 .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff").metrics("127.0.0.1:0")
                 .addZmq(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
-            try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("m"))) {
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
                     peer.command("ping");

@@ -54,7 +54,7 @@ class ReplayIsolationTest {
                 .podTimeoutMs(0).heartbeatIntervalMs(50).replayTimeoutMs(REPLAY_TIMEOUT_MS).idleStrategy("backoff")
                 .addZmq(new ZmqEndpoint(a.endpoint, null, null, a.replayEndpoint))
                 .addZmq(new ZmqEndpoint(b.endpoint, null, null, b.replayEndpoint));
-            try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
                 IndexReader router = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 final var c = daemon.counters();

@@ -90,7 +90,7 @@ class ZmqIngestTest {
                 .replayGapPolicy(keepOnGap(shape) ? "keep" : "clear")
                 .addZmq(new ZmqEndpoint(publisher.endpoint(), podFromTopic ? null : pod,
                     podFromTopic ? null : MODEL, publisher.replayEndpoint()));
-            try (KvidxDaemon daemon = KvidxDaemon.start(ctx, System.err);
+            try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
                 // Slow joiner: publish empty batches until one arrives; the first one triggers a replay from 0.
                 final byte[] ping = payloads(shape).batch(0);
@@ -171,7 +171,7 @@ class ZmqIngestTest {
         final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
             .podTimeoutMs(400).heartbeatIntervalMs(50).idleStrategy("backoff")
             .addZmq(new ZmqEndpoint(publisher.endpoint(), "hb", MODEL, null));
-        try (KvidxDaemon daemon = KvidxDaemon.start(ctx, null);
+        try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
             IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
             final byte[] store = payloads("MAP").stored(base.blockHashes(), null, base.tokenIds(), 16, null, null)
                 .batch(0);
