@@ -1,14 +1,13 @@
 package io.kvidx.daemon.cli;
 
-import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ops.CountersFile;
 import org.agrona.concurrent.status.CountersReader;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.PrintStream;
-import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
 /**
@@ -18,20 +17,15 @@ import java.util.concurrent.Callable;
 @Command(name = "counters", mixinStandardHelpOptions = true,
     description = "Print a cell's counters (from its counters file, or Aeron's CnC file when the daemon runs Aeron).")
 public final class CountersCommand implements Callable<Integer> {
-    @Option(names = "--dir", paramLabel = "D", description = "Index directory (default "
-        + IndexConfiguration.DIR_DEFAULT + ").")
-    private Path dir = Path.of(IndexConfiguration.DIR_DEFAULT);
-
-    @Option(names = "--cell", paramLabel = "C", description = "Cell name (default "
-        + IndexConfiguration.CELL_DEFAULT + ").")
-    private String cell = IndexConfiguration.CELL_DEFAULT;
+    @Mixin
+    private CellOptions where = new CellOptions();
 
     @Option(names = "--all", description = "Also print Aeron's own counters (when the daemon runs Aeron).")
     private boolean all;
 
     @Override
     public Integer call() {
-        try (CountersFile.Reader reader = CountersFile.open(IndexConfiguration.indexFile(dir, cell).getParent())) {
+        try (CountersFile.Reader reader = CountersFile.open(where.cellDirectory())) {
             System.out.printf("daemon pid %d (%s)%s%n", reader.pid(), reader.alive() ? "running" : "not running",
                 reader.aeronDir() == null ? "" : ", counters in Aeron's CnC file in " + reader.aeronDir());
             print(reader.counters(), all, System.out);

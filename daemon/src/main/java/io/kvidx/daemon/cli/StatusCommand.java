@@ -1,14 +1,13 @@
 package io.kvidx.daemon.cli;
 
-import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.client.routing.lmcache.MiniJson;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ops.CellStatus;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.PrintStream;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -24,13 +23,8 @@ import java.util.concurrent.Callable;
 @Command(name = "status", mixinStandardHelpOptions = true,
     description = "Print a cell's daemon and pods, read from its shared files.")
 public final class StatusCommand implements Callable<Integer> {
-    @Option(names = "--dir", paramLabel = "D", description = "Index directory (default "
-        + IndexConfiguration.DIR_DEFAULT + ").")
-    private Path dir = Path.of(IndexConfiguration.DIR_DEFAULT);
-
-    @Option(names = "--cell", paramLabel = "C", description = "Cell name (default "
-        + IndexConfiguration.CELL_DEFAULT + ").")
-    private String cell = IndexConfiguration.CELL_DEFAULT;
+    @Mixin
+    private CellOptions where = new CellOptions();
 
     @Option(names = "--json", description = "Print one JSON object instead of a table.")
     private boolean json;
@@ -41,11 +35,11 @@ public final class StatusCommand implements Callable<Integer> {
     @Override
     public Integer call() throws InterruptedException {
         if (!watch) {
-            print(CellStatus.read(dir, cell), System.out);
+            print(CellStatus.read(where.dir(), where.cell()), System.out);
             return 0;
         }
         while (!Thread.currentThread().isInterrupted()) {
-            final CellStatus status = CellStatus.read(dir, cell);
+            final CellStatus status = CellStatus.read(where.dir(), where.cell());
             // Clear the terminal and home the cursor, then the table.
             System.out.print("\u001b[H\u001b[2J");
             print(status, System.out);

@@ -1,18 +1,14 @@
 package io.kvidx.daemon.ingest.sglang;
 
-import io.kvidx.daemon.ingest.vllm.MsgpackCursor;
 import io.kvidx.daemon.ingest.vllm.VllmDecodeException;
 import io.kvidx.daemon.ingest.vllm.VllmEvent;
+import io.kvidx.daemon.ingest.vllm.KvBatchDecoder;
 import io.kvidx.daemon.ingest.vllm.VllmEventDecoder;
-import io.kvidx.daemon.ingest.vllm.VllmEventListener;
-import org.agrona.DirectBuffer;
 
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_ARRAY;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_BIN;
-import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_FLOAT;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_INT;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_MAP;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
@@ -43,10 +39,7 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
  *
  * <p><b>Note:</b> not thread safe; one decoder per writer thread.
  */
-public final class SglangEventDecoder {
-    private static final byte[] BLOCK_STORED = ascii("BlockStored");
-    private static final byte[] BLOCK_REMOVED = ascii("BlockRemoved");
-    private static final byte[] ALL_BLOCKS_CLEARED = ascii("AllBlocksCleared");
+public final class SglangEventDecoder extends KvBatchDecoder {
     private static final byte[] K_TYPE = ascii("type");
     private static final byte[] K_BLOCK_HASHES = ascii("block_hashes");
     private static final byte[] K_PARENT = ascii("parent_block_hash");
@@ -57,10 +50,6 @@ public final class SglangEventDecoder {
     private static final byte[] K_MEDIUM = ascii("medium");
     private static final byte[] K_CACHE_SALT = ascii("cache_salt");
     private static final byte[] K_METADATA = ascii("metadata");
-    private static final byte[] K_TS = ascii("ts");
-    private static final byte[] K_EVENTS = ascii("events");
-    private static final byte[] K_ATTN_DP_RANK = ascii("attn_dp_rank");
-    private static final byte[] K_DP_RANK = ascii("data_parallel_rank");
     private static final byte[] M_GPU = ascii("GPU");
     private static final byte[] M_CPU_PINNED = ascii("CPU_PINNED");
     private static final byte[] M_CPU = ascii("CPU");
@@ -79,10 +68,6 @@ public final class SglangEventDecoder {
     private static final int F_CACHE_SALT = 8;
     private static final int F_METADATA = 9;
 
-    private final MsgpackCursor in = new MsgpackCursor();
-    private final VllmEvent event = new VllmEvent();
-    private final int maxHashes;
-    private final int maxTokens;
 
     /**
      * A decoder with the vLLM decoder's default limits.
@@ -96,129 +81,14 @@ public final class SglangEventDecoder {
      * @param maxTokens largest number of token ids accepted in one event.
      */
     public SglangEventDecoder(final int maxHashes, final int maxTokens) {
-        if (maxHashes < 1 || maxTokens < 1) {
-            throw new IllegalArgumentException("limits must be >= 1: " + maxHashes + ", " + maxTokens);
-        }
-        this.maxHashes = maxHashes;
-        this.maxTokens = maxTokens;
+        super(maxHashes, maxTokens, "attn_dp_rank", "data_parallel_rank");
     }
 
-    /**
-     * Decodes one batch and delivers its events in order.
-     *
-     * @param buffer   the payload's buffer.
-     * @param offset   first byte.
-     * @param length   payload length.
-     * @param listener receives the events.
-     * @return number of events in the batch (delivered or dropped).
-     * @throws VllmDecodeException when the payload is not a well-formed batch.
-     */
-    public int decode(final DirectBuffer buffer, final int offset, final int length,
-        final VllmEventListener listener) {
-        in.wrap(buffer, offset, length);
-        final int events;
-        double ts = Double.NaN;
-        int rank = -1;
-        final int outer = in.peekType();
-        if (outer == TYPE_ARRAY) {
-            final int n = in.readArrayHeader();
-            if (n < 2) {
-                throw new VllmDecodeException("batch array has " + n + " elements, expected at least 2");
-            }
-            ts = readTimestamp();
-            events = decodeEvents(listener);
-            if (n >= 3) {
-                rank = readRank();
-            }
-            for (int i = 3; i < n; i++) {
-                in.skipValue();
-            }
-        } else if (outer == TYPE_MAP) {
-            final int n = in.readMapHeader();
-            int count = -1;
-            for (int i = 0; i < n; i++) {
-                if (in.peekType() != TYPE_STR) {
-                    in.skipValue();
-                    in.skipValue();
-                    continue;
-                }
-                final int len = in.readRawHeader();
-                final boolean isEvents = in.payloadEquals(len, K_EVENTS);
-                final boolean isTs = in.payloadEquals(len, K_TS);
-                final boolean isRank = in.payloadEquals(len, K_ATTN_DP_RANK) || in.payloadEquals(len, K_DP_RANK);
-                in.skipBytes(len);
-                if (isEvents) {
-                    count = decodeEvents(listener);
-                } else if (isTs) {
-                    ts = readTimestamp();
-                } else if (isRank) {
-                    rank = readRank();
-                } else {
-                    in.skipValue();
-                }
-            }
-            if (count < 0) {
-                throw new VllmDecodeException("batch map has no 'events' entry");
-            }
-            events = count;
-        } else {
-            throw new VllmDecodeException("batch is neither an array nor a map (msgpack type " + outer + ")");
-        }
-        if (in.remaining() != 0) {
-            throw new VllmDecodeException(in.remaining() + " trailing bytes after the batch");
-        }
-        listener.onBatchEnd(ts, rank);
-        return events;
-    }
 
-    private double readTimestamp() {
-        final int t = in.peekType();
-        if (t == TYPE_FLOAT || t == TYPE_INT) {
-            return in.readDouble();
-        }
-        in.skipValue();
-        return Double.NaN;
-    }
 
-    private int readRank() {
-        if (in.peekType() == TYPE_INT) {
-            final long v = in.readLong();
-            return v >= 0 && v <= Integer.MAX_VALUE ? (int) v : -1;
-        }
-        in.skipValue();
-        return -1;
-    }
 
-    private int decodeEvents(final VllmEventListener listener) {
-        final int n = in.readArrayHeader();
-        for (int i = 0; i < n; i++) {
-            final VllmEvent e = event.prepare(VllmEvent.TYPE_UNKNOWN);
-            final int shape = in.peekType();
-            if (shape == TYPE_ARRAY) {
-                decodeArrayEvent(e);
-            } else if (shape == TYPE_MAP) {
-                decodeMapEvent(e);
-            } else {
-                in.skipValue();
-                e.problem(VllmEvent.PROBLEM_EVENT_SHAPE);
-            }
-            if (e.type() == VllmEvent.TYPE_UNKNOWN) {
-                e.problem(VllmEvent.PROBLEM_UNKNOWN_TYPE);
-            }
-            if (e.problem() != VllmEvent.PROBLEM_NONE) {
-                listener.onDropped(e);
-            } else {
-                switch (e.type()) {
-                    case VllmEvent.TYPE_BLOCK_STORED -> listener.onBlockStored(e);
-                    case VllmEvent.TYPE_BLOCK_REMOVED -> listener.onBlockRemoved(e);
-                    default -> listener.onAllBlocksCleared(e);
-                }
-            }
-        }
-        return n;
-    }
-
-    private void decodeArrayEvent(final VllmEvent e) {
+    @Override
+    protected void decodeArrayEvent(final VllmEvent e) {
         final int n = in.readArrayHeader();
         if (n == 0) {
             return;
@@ -251,7 +121,8 @@ public final class SglangEventDecoder {
         }
     }
 
-    private void decodeMapEvent(final VllmEvent e) {
+    @Override
+    protected void decodeMapEvent(final VllmEvent e) {
         final int n = in.readMapHeader();
         for (int i = 0; i < n; i++) {
             if (in.peekType() != TYPE_STR) {
@@ -477,11 +348,6 @@ public final class SglangEventDecoder {
         return (int) v;
     }
 
-    private void skipElements(final int n) {
-        for (int i = 0; i < n; i++) {
-            in.skipValue();
-        }
-    }
 
     private long readHash(final VllmEvent e) {
         if (in.peekType() == TYPE_INT) {
@@ -498,32 +364,10 @@ public final class SglangEventDecoder {
         return v;
     }
 
-    private int readType() {
-        if (in.peekType() != TYPE_STR) {
-            in.skipValue();
-            return VllmEvent.TYPE_UNKNOWN;
-        }
-        final int len = in.readRawHeader();
-        final int type;
-        if (in.payloadEquals(len, BLOCK_STORED)) {
-            type = VllmEvent.TYPE_BLOCK_STORED;
-        } else if (in.payloadEquals(len, BLOCK_REMOVED)) {
-            type = VllmEvent.TYPE_BLOCK_REMOVED;
-        } else if (in.payloadEquals(len, ALL_BLOCKS_CLEARED)) {
-            type = VllmEvent.TYPE_ALL_BLOCKS_CLEARED;
-        } else {
-            type = VllmEvent.TYPE_UNKNOWN;
-        }
-        in.skipBytes(len);
-        return type;
-    }
 
     private void fieldTypeProblem(final VllmEvent e) {
         e.problem(VllmEvent.PROBLEM_FIELD_TYPE);
         in.skipValue();
     }
 
-    private static byte[] ascii(final String s) {
-        return s.getBytes(StandardCharsets.US_ASCII);
-    }
 }

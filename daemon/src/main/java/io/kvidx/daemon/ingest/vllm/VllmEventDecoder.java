@@ -1,13 +1,10 @@
 package io.kvidx.daemon.ingest.vllm;
 
-import org.agrona.DirectBuffer;
 
-import java.nio.charset.StandardCharsets;
 
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_ARRAY;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_BIN;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_INT;
-import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_MAP;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
 
 /**
@@ -31,15 +28,8 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
  *
  * <p><b>Note:</b> not thread safe; one decoder per writer thread.
  */
-public final class VllmEventDecoder {
-    /** Default limit of block hashes in one event. */
-    public static final int MAX_HASHES_DEFAULT = 1 << 16;
-    /** Default limit of token ids in one event. */
-    public static final int MAX_TOKENS_DEFAULT = 1 << 22;
+public final class VllmEventDecoder extends KvBatchDecoder {
 
-    private static final byte[] BLOCK_STORED = ascii("BlockStored");
-    private static final byte[] BLOCK_REMOVED = ascii("BlockRemoved");
-    private static final byte[] ALL_BLOCKS_CLEARED = ascii("AllBlocksCleared");
     private static final byte[] K_TYPE = ascii("type");
     private static final byte[] K_BLOCK_HASHES = ascii("block_hashes");
     private static final byte[] K_PARENT = ascii("parent_block_hash");
@@ -55,9 +45,6 @@ public final class VllmEventDecoder {
     private static final byte[] KIND_SINK_FULL_ATTENTION = ascii("sink_full_attention");
     private static final byte[] K_LOCALITY = ascii("locality");
     private static final byte[] K_EXTRA_KEYS = ascii("extra_keys");
-    private static final byte[] K_TS = ascii("ts");
-    private static final byte[] K_EVENTS = ascii("events");
-    private static final byte[] K_DP_RANK = ascii("data_parallel_rank");
     private static final byte[] M_GPU = ascii("GPU");
     private static final byte[] M_CPU = ascii("CPU");
     private static final byte[] M_DISK = ascii("DISK");
@@ -67,11 +54,7 @@ public final class VllmEventDecoder {
     private static final byte[] L_LOCAL = ascii("LOCAL");
     private static final byte[] L_REMOTE = ascii("REMOTE");
 
-    private final MsgpackCursor in = new MsgpackCursor();
     private final ExtraKeysDecoder extraKeys = new ExtraKeysDecoder();
-    private final VllmEvent event = new VllmEvent();
-    private final int maxHashes;
-    private final int maxTokens;
 
     /**
      * A decoder with the default limits.
@@ -85,134 +68,22 @@ public final class VllmEventDecoder {
      * @param maxTokens largest number of token ids accepted in one event.
      */
     public VllmEventDecoder(final int maxHashes, final int maxTokens) {
-        if (maxHashes < 1 || maxTokens < 1) {
-            throw new IllegalArgumentException("limits must be >= 1: " + maxHashes + ", " + maxTokens);
-        }
-        this.maxHashes = maxHashes;
-        this.maxTokens = maxTokens;
+        super(maxHashes, maxTokens, "data_parallel_rank");
     }
 
-    /**
-     * Decodes one batch and delivers its events in order.
-     *
-     * @param buffer   the payload's buffer.
-     * @param offset   first byte.
-     * @param length   payload length.
-     * @param listener receives the events.
-     * @return number of events in the batch (delivered or dropped).
-     * @throws VllmDecodeException when the payload is not a well-formed batch.
-     */
-    public int decode(final DirectBuffer buffer, final int offset, final int length,
-        final VllmEventListener listener) {
-        in.wrap(buffer, offset, length);
-        final int events;
-        double ts = Double.NaN;
-        int dpRank = -1;
-        final int outer = in.peekType();
-        if (outer == TYPE_ARRAY) {
-            final int n = in.readArrayHeader();
-            if (n < 2) {
-                throw new VllmDecodeException("batch array has " + n + " elements, expected at least 2");
-            }
-            ts = readTimestamp();
-            events = decodeEvents(listener);
-            if (n >= 3) {
-                dpRank = readDpRank();
-            }
-            for (int i = 3; i < n; i++) {
-                in.skipValue();
-            }
-        } else if (outer == TYPE_MAP) {
-            final int n = in.readMapHeader();
-            int count = -1;
-            for (int i = 0; i < n; i++) {
-                if (in.peekType() != TYPE_STR) {
-                    in.skipValue();
-                    in.skipValue();
-                    continue;
-                }
-                final int keyLength = in.readRawHeader();
-                if (in.payloadEquals(keyLength, K_EVENTS)) {
-                    in.skipBytes(keyLength);
-                    count = decodeEvents(listener);
-                } else if (in.payloadEquals(keyLength, K_TS)) {
-                    in.skipBytes(keyLength);
-                    ts = readTimestamp();
-                } else if (in.payloadEquals(keyLength, K_DP_RANK)) {
-                    in.skipBytes(keyLength);
-                    dpRank = readDpRank();
-                } else {
-                    in.skipBytes(keyLength);
-                    in.skipValue();
-                }
-            }
-            if (count < 0) {
-                throw new VllmDecodeException("batch map has no 'events' entry");
-            }
-            events = count;
-        } else {
-            throw new VllmDecodeException("batch is neither an array nor a map (msgpack type " + outer + ")");
+    @Override
+    protected void check(final VllmEvent e) {
+        if (e.problem == VllmEvent.PROBLEM_NONE && e.type == VllmEvent.TYPE_BLOCK_STORED && e.hasExtraKeys
+            && e.extraKeyBlocks != e.hashCount) {
+            e.problem = VllmEvent.PROBLEM_EXTRA_KEYS_LENGTH;
         }
-        if (in.remaining() != 0) {
-            throw new VllmDecodeException(in.remaining() + " trailing bytes after the batch");
-        }
-        listener.onBatchEnd(ts, dpRank);
-        return events;
     }
 
-    private double readTimestamp() {
-        final int t = in.peekType();
-        if (t == MsgpackCursor.TYPE_FLOAT || t == TYPE_INT) {
-            return in.readDouble();
-        }
-        in.skipValue();
-        return Double.NaN;
-    }
 
-    private int readDpRank() {
-        if (in.peekType() == TYPE_INT) {
-            final long v = in.readLong();
-            return v >= 0 && v <= Integer.MAX_VALUE ? (int) v : -1;
-        }
-        in.skipValue();
-        return -1;
-    }
 
-    private int decodeEvents(final VllmEventListener listener) {
-        final int n = in.readArrayHeader();
-        for (int i = 0; i < n; i++) {
-            final VllmEvent e = event;
-            e.reset();
-            final int shape = in.peekType();
-            if (shape == TYPE_ARRAY) {
-                decodeArrayEvent(e);
-            } else if (shape == TYPE_MAP) {
-                decodeMapEvent(e);
-            } else {
-                in.skipValue();
-                e.problem = VllmEvent.PROBLEM_EVENT_SHAPE;
-            }
-            if (e.problem == VllmEvent.PROBLEM_NONE && e.type == VllmEvent.TYPE_UNKNOWN) {
-                e.problem = VllmEvent.PROBLEM_UNKNOWN_TYPE;
-            }
-            if (e.problem == VllmEvent.PROBLEM_NONE && e.type == VllmEvent.TYPE_BLOCK_STORED && e.hasExtraKeys
-                && e.extraKeyBlocks != e.hashCount) {
-                e.problem = VllmEvent.PROBLEM_EXTRA_KEYS_LENGTH;
-            }
-            if (e.problem != VllmEvent.PROBLEM_NONE) {
-                listener.onDropped(e);
-            } else {
-                switch (e.type) {
-                    case VllmEvent.TYPE_BLOCK_STORED -> listener.onBlockStored(e);
-                    case VllmEvent.TYPE_BLOCK_REMOVED -> listener.onBlockRemoved(e);
-                    default -> listener.onAllBlocksCleared(e);
-                }
-            }
-        }
-        return n;
-    }
 
-    private void decodeArrayEvent(final VllmEvent e) {
+    @Override
+    protected void decodeArrayEvent(final VllmEvent e) {
         final int n = in.readArrayHeader();
         if (n == 0) {
             return;
@@ -256,7 +127,8 @@ public final class VllmEventDecoder {
         }
     }
 
-    private void decodeMapEvent(final VllmEvent e) {
+    @Override
+    protected void decodeMapEvent(final VllmEvent e) {
         final int n = in.readMapHeader();
         for (int i = 0; i < n; i++) {
             if (in.peekType() != TYPE_STR) {
@@ -480,11 +352,6 @@ public final class VllmEventDecoder {
         e.tokenCount = n;
     }
 
-    private void skipElements(final int n) {
-        for (int i = 0; i < n; i++) {
-            in.skipValue();
-        }
-    }
 
     private long readHash(final VllmEvent e) {
         if (in.peekType() == TYPE_INT) {
@@ -501,25 +368,6 @@ public final class VllmEventDecoder {
         return v;
     }
 
-    private int readType() {
-        if (in.peekType() != TYPE_STR) {
-            in.skipValue();
-            return VllmEvent.TYPE_UNKNOWN;
-        }
-        final int len = in.readRawHeader();
-        final int type;
-        if (in.payloadEquals(len, BLOCK_STORED)) {
-            type = VllmEvent.TYPE_BLOCK_STORED;
-        } else if (in.payloadEquals(len, BLOCK_REMOVED)) {
-            type = VllmEvent.TYPE_BLOCK_REMOVED;
-        } else if (in.payloadEquals(len, ALL_BLOCKS_CLEARED)) {
-            type = VllmEvent.TYPE_ALL_BLOCKS_CLEARED;
-        } else {
-            type = VllmEvent.TYPE_UNKNOWN;
-        }
-        in.skipBytes(len);
-        return type;
-    }
 
     private boolean anyEquals(final int len, final byte[][] names) {
         for (final byte[] name : names) {
@@ -541,7 +389,4 @@ public final class VllmEventDecoder {
         }
     }
 
-    private static byte[] ascii(final String s) {
-        return s.getBytes(StandardCharsets.US_ASCII);
-    }
 }

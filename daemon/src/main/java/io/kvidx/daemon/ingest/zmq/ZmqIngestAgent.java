@@ -14,7 +14,6 @@ import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.EpochClock;
 import org.zeromq.ZContext;
-import org.zeromq.ZMQ;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -202,7 +201,7 @@ public final class ZmqIngestAgent implements Agent {
     private int poll(final Publisher p) {
         int work = 0;
         while (work < READ_LIMIT) {
-            final int n = receive(p.sub);
+            final int n = Multipart.receive(p.sub, frames);
             if (n == 0) {
                 break;
             }
@@ -218,28 +217,6 @@ public final class ZmqIngestAgent implements Agent {
             sequencer.onLive(p, frames[0], ByteBuffer.wrap(frames[1]).getLong(), frames[2]);
         }
         return work;
-    }
-
-    /**
-     * Receives one multipart message into {@link #frames}, without waiting. Frames beyond the fourth are drained.
-     *
-     * @return number of frames (0 when none was waiting).
-     */
-    private int receive(final ZMQ.Socket socket) {
-        final byte[] first = socket.recv(ZMQ.DONTWAIT);
-        if (first == null) {
-            return 0;
-        }
-        frames[0] = first;
-        int n = 1;
-        while (socket.hasReceiveMore()) {
-            final byte[] f = socket.recv(0);
-            if (n < frames.length) {
-                frames[n] = f;
-            }
-            n++;
-        }
-        return n;
     }
 
     @Override

@@ -155,7 +155,7 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
         }
         int work = 0;
         while (r.active && work < READ_LIMIT && r.poller.poll(0) > 0) {
-            final int n = receive(r.socket);
+            final int n = Multipart.receive(r.socket, frames);
             if (n == 0) {
                 break;
             }
@@ -241,28 +241,6 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
         r.pendingTopic = null;
         r.pendingPayload = null;
         return true;
-    }
-
-    /**
-     * Receives one multipart message into {@link #frames}. Frames beyond the fourth are drained.
-     *
-     * @return number of frames (0 when none was waiting).
-     */
-    private int receive(final ZMQ.Socket socket) {
-        final byte[] first = socket.recv(ZMQ.DONTWAIT);
-        if (first == null) {
-            return 0;
-        }
-        frames[0] = first;
-        int n = 1;
-        while (socket.hasReceiveMore()) {
-            final byte[] f = socket.recv(0);
-            if (n < frames.length) {
-                frames[n] = f;
-            }
-            n++;
-        }
-        return n;
     }
 
     private void closeSocket(final Replay r) {

@@ -1,0 +1,252 @@
+package io.kvidx.daemon.ingest.vllm;
+
+import org.agrona.DirectBuffer;
+
+import java.nio.charset.StandardCharsets;
+
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_ARRAY;
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_FLOAT;
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_INT;
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_MAP;
+import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
+
+/**
+ * The KV event batch envelope vLLM and SGLang share, {@code [ts, [events...], rank]} or a map {@code {ts, events,
+ * <rank key>}}, and the loop that decodes its events into one reusable {@link VllmEvent} and delivers them in
+ * order. Subclasses decode one event of their engine's format ({@link #decodeArrayEvent}, {@link #decodeMapEvent}).
+ *
+ * <p>Safety: the bounded {@link MsgpackCursor} checks every length against the bytes left; a payload that is not a
+ * well-formed batch ends in {@link VllmDecodeException}; events decoded before are delivered, the rest of the batch
+ * is dropped. Allocation-free per batch.
+ *
+ * <p><b>Note:</b> not thread safe; one per writer agent.
+ */
+public abstract class KvBatchDecoder {
+    /** Default largest number of block hashes in one event. */
+    public static final int MAX_HASHES_DEFAULT = 1 << 16;
+    /** Default largest number of token ids in one event. */
+    public static final int MAX_TOKENS_DEFAULT = 1 << 22;
+    private static final byte[] K_TS = ascii("ts");
+    private static final byte[] K_EVENTS = ascii("events");
+    private static final byte[] BLOCK_STORED = ascii("BlockStored");
+    private static final byte[] BLOCK_REMOVED = ascii("BlockRemoved");
+    private static final byte[] ALL_BLOCKS_CLEARED = ascii("AllBlocksCleared");
+
+    /** The payload being decoded. */
+    protected final MsgpackCursor in = new MsgpackCursor();
+    /** The event view filled for each event. */
+    protected final VllmEvent event = new VllmEvent();
+    /** Largest number of block hashes accepted in one event. */
+    protected final int maxHashes;
+    /** Largest number of token ids accepted in one event. */
+    protected final int maxTokens;
+    private final byte[][] rankKeys;
+
+    /**
+     * @param maxHashes largest number of block hashes accepted in one event.
+     * @param maxTokens largest number of token ids accepted in one event.
+     * @param rankKeys  the keys of a map-shaped batch that hold the data-parallel rank.
+     */
+    protected KvBatchDecoder(final int maxHashes, final int maxTokens, final String... rankKeys) {
+        if (maxHashes < 1 || maxTokens < 1) {
+            throw new IllegalArgumentException("limits must be >= 1: " + maxHashes + ", " + maxTokens);
+        }
+        this.maxHashes = maxHashes;
+        this.maxTokens = maxTokens;
+        this.rankKeys = new byte[rankKeys.length][];
+        for (int i = 0; i < rankKeys.length; i++) {
+            this.rankKeys[i] = ascii(rankKeys[i]);
+        }
+    }
+
+    /**
+     * Decodes one batch and delivers its events in order, then {@link VllmEventListener#onBatchEnd}.
+     *
+     * @param buffer   the payload's buffer.
+     * @param offset   first byte.
+     * @param length   payload length.
+     * @param listener receives the events.
+     * @return number of events in the batch (delivered or dropped).
+     * @throws VllmDecodeException when the payload is not a well-formed batch.
+     */
+    public final int decode(final DirectBuffer buffer, final int offset, final int length,
+        final VllmEventListener listener) {
+        in.wrap(buffer, offset, length);
+        final int events;
+        double ts = Double.NaN;
+        int rank = -1;
+        final int outer = in.peekType();
+        if (outer == TYPE_ARRAY) {
+            final int n = in.readArrayHeader();
+            if (n < 2) {
+                throw new VllmDecodeException("batch array has " + n + " elements, expected at least 2");
+            }
+            ts = readTimestamp();
+            events = decodeEvents(listener);
+            if (n >= 3) {
+                rank = readRank();
+            }
+            for (int i = 3; i < n; i++) {
+                in.skipValue();
+            }
+        } else if (outer == TYPE_MAP) {
+            final int n = in.readMapHeader();
+            int count = -1;
+            for (int i = 0; i < n; i++) {
+                if (in.peekType() != TYPE_STR) {
+                    in.skipValue();
+                    in.skipValue();
+                    continue;
+                }
+                final int len = in.readRawHeader();
+                final boolean isEvents = in.payloadEquals(len, K_EVENTS);
+                final boolean isTs = in.payloadEquals(len, K_TS);
+                final boolean isRank = isRankKey(len);
+                in.skipBytes(len);
+                if (isEvents) {
+                    count = decodeEvents(listener);
+                } else if (isTs) {
+                    ts = readTimestamp();
+                } else if (isRank) {
+                    rank = readRank();
+                } else {
+                    in.skipValue();
+                }
+            }
+            if (count < 0) {
+                throw new VllmDecodeException("batch map has no 'events' entry");
+            }
+            events = count;
+        } else {
+            throw new VllmDecodeException("batch is neither an array nor a map (msgpack type " + outer + ")");
+        }
+        if (in.remaining() != 0) {
+            throw new VllmDecodeException(in.remaining() + " trailing bytes after the batch");
+        }
+        listener.onBatchEnd(ts, rank);
+        return events;
+    }
+
+    private boolean isRankKey(final int len) {
+        for (final byte[] k : rankKeys) {
+            if (in.payloadEquals(len, k)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private double readTimestamp() {
+        final int t = in.peekType();
+        if (t == TYPE_FLOAT || t == TYPE_INT) {
+            return in.readDouble();
+        }
+        in.skipValue();
+        return Double.NaN;
+    }
+
+    private int readRank() {
+        if (in.peekType() == TYPE_INT) {
+            final long v = in.readLong();
+            return v >= 0 && v <= Integer.MAX_VALUE ? (int) v : -1;
+        }
+        in.skipValue();
+        return -1;
+    }
+
+    private int decodeEvents(final VllmEventListener listener) {
+        final int n = in.readArrayHeader();
+        for (int i = 0; i < n; i++) {
+            final VllmEvent e = event.prepare(VllmEvent.TYPE_UNKNOWN);
+            final int shape = in.peekType();
+            if (shape == TYPE_ARRAY) {
+                decodeArrayEvent(e);
+            } else if (shape == TYPE_MAP) {
+                decodeMapEvent(e);
+            } else {
+                in.skipValue();
+                e.problem(VllmEvent.PROBLEM_EVENT_SHAPE);
+            }
+            if (e.type() == VllmEvent.TYPE_UNKNOWN) {
+                e.problem(VllmEvent.PROBLEM_UNKNOWN_TYPE);
+            }
+            check(e);
+            if (e.problem() != VllmEvent.PROBLEM_NONE) {
+                listener.onDropped(e);
+            } else {
+                switch (e.type()) {
+                    case VllmEvent.TYPE_BLOCK_STORED -> listener.onBlockStored(e);
+                    case VllmEvent.TYPE_BLOCK_REMOVED -> listener.onBlockRemoved(e);
+                    default -> listener.onAllBlocksCleared(e);
+                }
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Decodes one array-shaped event (the cursor is at its array header) into {@code e}.
+     *
+     * @param e the event view, reset.
+     */
+    protected abstract void decodeArrayEvent(VllmEvent e);
+
+    /**
+     * Decodes one map-shaped event (the cursor is at its map header) into {@code e}.
+     *
+     * @param e the event view, reset.
+     */
+    protected abstract void decodeMapEvent(VllmEvent e);
+
+    /**
+     * Checks a decoded event as a whole before it is delivered; records a problem to drop it.
+     *
+     * @param e the decoded event.
+     */
+    protected void check(final VllmEvent e) {
+    }
+
+    /**
+     * Reads an event type tag (a str) at the cursor.
+     *
+     * @return one of {@code VllmEvent.TYPE_*} ({@link VllmEvent#TYPE_UNKNOWN} for another value).
+     */
+    protected final int readType() {
+        if (in.peekType() != TYPE_STR) {
+            in.skipValue();
+            return VllmEvent.TYPE_UNKNOWN;
+        }
+        final int len = in.readRawHeader();
+        final int type;
+        if (in.payloadEquals(len, BLOCK_STORED)) {
+            type = VllmEvent.TYPE_BLOCK_STORED;
+        } else if (in.payloadEquals(len, BLOCK_REMOVED)) {
+            type = VllmEvent.TYPE_BLOCK_REMOVED;
+        } else if (in.payloadEquals(len, ALL_BLOCKS_CLEARED)) {
+            type = VllmEvent.TYPE_ALL_BLOCKS_CLEARED;
+        } else {
+            type = VllmEvent.TYPE_UNKNOWN;
+        }
+        in.skipBytes(len);
+        return type;
+    }
+
+    /**
+     * Skips {@code n} values.
+     *
+     * @param n values to skip.
+     */
+    protected final void skipElements(final int n) {
+        for (int i = 0; i < n; i++) {
+            in.skipValue();
+        }
+    }
+
+    /**
+     * @param s ASCII text.
+     * @return its bytes.
+     */
+    protected static byte[] ascii(final String s) {
+        return s.getBytes(StandardCharsets.US_ASCII);
+    }
+}
