@@ -1,9 +1,9 @@
 package io.kvidx.client.keys;
 
+import io.kvidx.client.PythonPeers;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.io.OutputStream;
@@ -60,8 +60,8 @@ class RouterKeyPythonCrossCheckTest {
 
     @Test
     void shouldComputeTheSameKeysAsThePythonExampleOfTheDocs() throws Exception {
-        assumeTrue(Files.isExecutable(PYTHON), "SKIPPED: " + PYTHON + " not found, docs/keys.md's Python example"
-            + " was not cross-checked");
+        PythonPeers.require(Files.isExecutable(PYTHON), "SKIPPED: " + PYTHON + " not found, docs/keys.md's Python "
+            + "example was not cross-checked");
         final String example = pythonExample(Files.readString(DOC, StandardCharsets.UTF_8));
         final Path script = dir.resolve("router_keys.py");
         Files.writeString(script, "try:\n    import xxhash\nexcept ImportError:\n    print(\"NO_XXHASH\")\n"

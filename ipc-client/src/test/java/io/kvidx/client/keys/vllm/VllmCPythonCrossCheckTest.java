@@ -1,10 +1,10 @@
 package io.kvidx.client.keys.vllm;
 
+import io.kvidx.client.PythonPeers;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.io.OutputStream;
@@ -48,7 +48,7 @@ class VllmCPythonCrossCheckTest {
 
     @BeforeAll
     static void runCPython() throws Exception {
-        assumeTrue(Files.isExecutable(PYTHON),
+        PythonPeers.require(Files.isExecutable(PYTHON),
             "SKIPPED: " + PYTHON + " not found, so the CPython cross-check of pickle/CBOR/vLLM hashes did not run");
         assertTrue(Files.isRegularFile(ORACLE), "missing " + ORACLE.toAbsolutePath());
         final SplittableRandom random = new SplittableRandom(0x6b766964L);
@@ -106,7 +106,7 @@ class VllmCPythonCrossCheckTest {
 
     @Test
     void shouldEncodeCborExactlyAsCbor2() {
-        assumeTrue(hasCbor2, "SKIPPED: python3-cbor2 is not installed for /usr/bin/python3 "
+        PythonPeers.require(hasCbor2, "SKIPPED: python3-cbor2 is not installed for /usr/bin/python3 "
             + "(apt-get install python3-cbor2), so canonical CBOR was not cross-checked");
         final CborWriter writer = new CborWriter();
         for (int i = 0; i < VALUES.size(); i++) {
@@ -128,19 +128,19 @@ class VllmCPythonCrossCheckTest {
 
     @Test
     void shouldHashSha256CborRequestsAsCPython() {
-        assumeTrue(hasCbor2, "SKIPPED: python3-cbor2 missing, sha256_cbor not cross-checked against CPython");
+        PythonPeers.require(hasCbor2, "SKIPPED: python3-cbor2 missing, sha256_cbor not cross-checked against CPython");
         checkRequests(VllmHashAlgorithm.SHA256_CBOR);
     }
 
     @Test
     void shouldHashXxhashRequestsAsCPython() {
-        assumeTrue(hasXxhash, "SKIPPED: python3-xxhash missing, xxhash not cross-checked against CPython");
+        PythonPeers.require(hasXxhash, "SKIPPED: python3-xxhash missing, xxhash not cross-checked against CPython");
         checkRequests(VllmHashAlgorithm.XXHASH);
     }
 
     @Test
     void shouldHashXxhashCborRequestsAsCPython() {
-        assumeTrue(hasXxhash && hasCbor2,
+        PythonPeers.require(hasXxhash && hasCbor2,
             "SKIPPED: python3-xxhash or python3-cbor2 missing, xxhash_cbor not cross-checked against CPython");
         checkRequests(VllmHashAlgorithm.XXHASH_CBOR);
     }
