@@ -40,7 +40,6 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
  * <p><b>Note:</b> not thread safe; one decoder per writer thread.
  */
 public final class SglangEventDecoder extends KvBatchDecoder {
-    private static final byte[] K_TYPE = ascii("type");
     private static final byte[] K_BLOCK_HASHES = ascii("block_hashes");
     private static final byte[] K_PARENT = ascii("parent_block_hash");
     private static final byte[] K_TOKEN_IDS = ascii("token_ids");
@@ -57,7 +56,6 @@ public final class SglangEventDecoder extends KvBatchDecoder {
     private static final byte[] M_CPU_TIER2 = ascii("CPU_TIER2");
     private static final byte[] M_DISK = ascii("DISK");
 
-    private static final int F_SKIP = 0;
     private static final int F_HASHES = 1;
     private static final int F_PARENT = 2;
     private static final int F_TOKENS = 3;
@@ -88,86 +86,58 @@ public final class SglangEventDecoder extends KvBatchDecoder {
 
 
     @Override
-    protected void decodeArrayEvent(final VllmEvent e) {
-        final int n = in.readArrayHeader();
-        if (n == 0) {
-            return;
+    protected int arrayField(final int type, final int position) {
+        if (type == VllmEvent.TYPE_BLOCK_STORED) {
+            return switch (position) {
+                case 1 -> F_HASHES;
+                case 2 -> F_PARENT;
+                case 3 -> F_TOKENS;
+                case 4 -> F_BLOCK_SIZE;
+                case 5 -> F_LORA_ID;
+                case 6 -> F_MEDIUM;
+                case 7 -> F_METADATA;
+                default -> F_SKIP;
+            };
         }
-        e.type(readType());
-        final int type = e.type();
-        for (int i = 1; i < n; i++) {
-            final int field;
-            if (type == VllmEvent.TYPE_BLOCK_STORED) {
-                field = switch (i) {
-                    case 1 -> F_HASHES;
-                    case 2 -> F_PARENT;
-                    case 3 -> F_TOKENS;
-                    case 4 -> F_BLOCK_SIZE;
-                    case 5 -> F_LORA_ID;
-                    case 6 -> F_MEDIUM;
-                    case 7 -> F_METADATA;
-                    default -> F_SKIP;
-                };
-            } else if (type == VllmEvent.TYPE_BLOCK_REMOVED) {
-                field = switch (i) {
-                    case 1 -> F_HASHES;
-                    case 2 -> F_MEDIUM;
-                    default -> F_SKIP;
-                };
-            } else {
-                field = F_SKIP;
-            }
-            decodeField(e, field);
+        if (type == VllmEvent.TYPE_BLOCK_REMOVED) {
+            return switch (position) {
+                case 1 -> F_HASHES;
+                case 2 -> F_MEDIUM;
+                default -> F_SKIP;
+            };
         }
+        return F_SKIP;
     }
 
     @Override
-    protected void decodeMapEvent(final VllmEvent e) {
-        final int n = in.readMapHeader();
-        for (int i = 0; i < n; i++) {
-            if (in.peekType() != TYPE_STR) {
-                in.skipValue();
-                in.skipValue();
-                continue;
-            }
-            final int len = in.readRawHeader();
-            if (in.payloadEquals(len, K_TYPE)) {
-                in.skipBytes(len);
-                if (in.peekType() == TYPE_STR) {
-                    e.type(readType());
-                } else {
-                    in.skipValue();
-                }
-                continue;
-            }
-            final int field;
-            if (in.payloadEquals(len, K_BLOCK_HASHES)) {
-                field = F_HASHES;
-            } else if (in.payloadEquals(len, K_TOKEN_IDS)) {
-                field = F_TOKENS;
-            } else if (in.payloadEquals(len, K_PARENT)) {
-                field = F_PARENT;
-            } else if (in.payloadEquals(len, K_BLOCK_SIZE)) {
-                field = F_BLOCK_SIZE;
-            } else if (in.payloadEquals(len, K_MEDIUM)) {
-                field = F_MEDIUM;
-            } else if (in.payloadEquals(len, K_CACHE_SALT)) {
-                field = F_CACHE_SALT;
-            } else if (in.payloadEquals(len, K_LORA_NAME)) {
-                field = F_LORA_NAME;
-            } else if (in.payloadEquals(len, K_LORA_ID)) {
-                field = F_LORA_ID;
-            } else if (in.payloadEquals(len, K_METADATA)) {
-                field = F_METADATA;
-            } else {
-                field = F_SKIP;
-            }
-            in.skipBytes(len);
-            decodeField(e, field);
+    protected int mapField(final VllmEvent e, final int len) {
+        final int field;
+        if (in.payloadEquals(len, K_BLOCK_HASHES)) {
+            field = F_HASHES;
+        } else if (in.payloadEquals(len, K_TOKEN_IDS)) {
+            field = F_TOKENS;
+        } else if (in.payloadEquals(len, K_PARENT)) {
+            field = F_PARENT;
+        } else if (in.payloadEquals(len, K_BLOCK_SIZE)) {
+            field = F_BLOCK_SIZE;
+        } else if (in.payloadEquals(len, K_MEDIUM)) {
+            field = F_MEDIUM;
+        } else if (in.payloadEquals(len, K_CACHE_SALT)) {
+            field = F_CACHE_SALT;
+        } else if (in.payloadEquals(len, K_LORA_NAME)) {
+            field = F_LORA_NAME;
+        } else if (in.payloadEquals(len, K_LORA_ID)) {
+            field = F_LORA_ID;
+        } else if (in.payloadEquals(len, K_METADATA)) {
+            field = F_METADATA;
+        } else {
+            field = F_SKIP;
         }
+        return field;
     }
 
-    private void decodeField(final VllmEvent e, final int field) {
+    @Override
+    protected void decodeField(final VllmEvent e, final int field) {
         if (field == F_SKIP) {
             in.skipValue();
             return;

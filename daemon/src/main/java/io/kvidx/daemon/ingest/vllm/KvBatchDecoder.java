@@ -184,19 +184,78 @@ public abstract class KvBatchDecoder {
         return n;
     }
 
-    /**
-     * Decodes one array-shaped event (the cursor is at its array header) into {@code e}.
-     *
-     * @param e the event view, reset.
-     */
-    protected abstract void decodeArrayEvent(VllmEvent e);
+    /** Field code of a value to skip. */
+    protected static final int F_SKIP = 0;
+    private static final byte[] K_TYPE = ascii("type");
 
     /**
-     * Decodes one map-shaped event (the cursor is at its map header) into {@code e}.
-     *
-     * @param e the event view, reset.
+     * Decodes one array-shaped event (the cursor is at its array header: the type tag, then the fields by position)
+     * into {@code e}.
      */
-    protected abstract void decodeMapEvent(VllmEvent e);
+    private void decodeArrayEvent(final VllmEvent e) {
+        final int n = in.readArrayHeader();
+        if (n == 0) {
+            return;
+        }
+        e.type(readType());
+        final int type = e.type();
+        for (int i = 1; i < n; i++) {
+            decodeField(e, type == VllmEvent.TYPE_UNKNOWN ? F_SKIP : arrayField(type, i));
+        }
+    }
+
+    /**
+     * Decodes one map-shaped event (the cursor is at its map header: the type under {@code "type"}, the fields by
+     * name) into {@code e}. Unknown keys are skipped.
+     */
+    private void decodeMapEvent(final VllmEvent e) {
+        final int n = in.readMapHeader();
+        for (int i = 0; i < n; i++) {
+            if (in.peekType() != TYPE_STR) {
+                in.skipValue();
+                in.skipValue();
+                continue;
+            }
+            final int len = in.readRawHeader();
+            if (in.payloadEquals(len, K_TYPE)) {
+                in.skipBytes(len);
+                if (in.peekType() == TYPE_STR) {
+                    e.type(readType());
+                } else {
+                    in.skipValue();
+                }
+                continue;
+            }
+            final int field = mapField(e, len);
+            in.skipBytes(len);
+            decodeField(e, field);
+        }
+    }
+
+    /**
+     * @param type     the event's {@code VllmEvent.TYPE_*} (known).
+     * @param position the field's position in an array-shaped event (the tag is position 0).
+     * @return the field's code, or {@link #F_SKIP}.
+     */
+    protected abstract int arrayField(int type, int position);
+
+    /**
+     * Names the field of a map-shaped event whose key (a str of {@code keyLength} bytes) is at the cursor; the
+     * cursor does not move.
+     *
+     * @param e         the event so far (its type may not be known yet).
+     * @param keyLength the key's length.
+     * @return the field's code, or {@link #F_SKIP}.
+     */
+    protected abstract int mapField(VllmEvent e, int keyLength);
+
+    /**
+     * Decodes the value at the cursor as the given field into {@code e} (skips it for {@link #F_SKIP}).
+     *
+     * @param e     the event.
+     * @param field a field code.
+     */
+    protected abstract void decodeField(VllmEvent e, int field);
 
     /**
      * Checks a decoded event as a whole before it is delivered; records a problem to drop it.

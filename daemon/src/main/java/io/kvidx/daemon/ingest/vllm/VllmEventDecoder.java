@@ -30,7 +30,6 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
  */
 public final class VllmEventDecoder extends KvBatchDecoder {
 
-    private static final byte[] K_TYPE = ascii("type");
     private static final byte[] K_BLOCK_HASHES = ascii("block_hashes");
     private static final byte[] K_PARENT = ascii("parent_block_hash");
     private static final byte[] K_TOKEN_IDS = ascii("token_ids");
@@ -83,102 +82,67 @@ public final class VllmEventDecoder extends KvBatchDecoder {
 
 
     @Override
-    protected void decodeArrayEvent(final VllmEvent e) {
-        final int n = in.readArrayHeader();
-        if (n == 0) {
-            return;
+    protected int arrayField(final int type, final int position) {
+        if (type == VllmEvent.TYPE_BLOCK_STORED) {
+            return switch (position) {
+                case 1 -> F_HASHES;
+                case 2 -> F_PARENT;
+                case 3 -> F_TOKENS;
+                case 4 -> F_BLOCK_SIZE;
+                case 5 -> F_LORA_ID;
+                case 6 -> F_MEDIUM;
+                case 7 -> F_LORA_NAME;
+                case 8 -> F_EXTRA_KEYS;
+                case 9 -> F_GROUP_IDX;
+                case 10 -> F_SPEC_KIND;
+                case 12 -> F_LOCALITY;
+                default -> F_SKIP;
+            };
         }
-        e.type = readType();
-        if (e.type == VllmEvent.TYPE_UNKNOWN) {
-            for (int i = 1; i < n; i++) {
-                in.skipValue();
-            }
-            return;
+        if (type == VllmEvent.TYPE_BLOCK_REMOVED) {
+            return switch (position) {
+                case 1 -> F_HASHES;
+                case 2 -> F_MEDIUM;
+                case 3 -> F_GROUP_IDX;
+                case 4 -> F_LOCALITY;
+                default -> F_SKIP;
+            };
         }
-        for (int i = 1; i < n; i++) {
-            final int field;
-            if (e.type == VllmEvent.TYPE_BLOCK_STORED) {
-                field = switch (i) {
-                    case 1 -> F_HASHES;
-                    case 2 -> F_PARENT;
-                    case 3 -> F_TOKENS;
-                    case 4 -> F_BLOCK_SIZE;
-                    case 5 -> F_LORA_ID;
-                    case 6 -> F_MEDIUM;
-                    case 7 -> F_LORA_NAME;
-                    case 8 -> F_EXTRA_KEYS;
-                    case 9 -> F_GROUP_IDX;
-                    case 10 -> F_SPEC_KIND;
-                    case 12 -> F_LOCALITY;
-                    default -> F_SKIP;
-                };
-            } else if (e.type == VllmEvent.TYPE_BLOCK_REMOVED) {
-                field = switch (i) {
-                    case 1 -> F_HASHES;
-                    case 2 -> F_MEDIUM;
-                    case 3 -> F_GROUP_IDX;
-                    case 4 -> F_LOCALITY;
-                    default -> F_SKIP;
-                };
-            } else {
-                field = F_SKIP;
-            }
-            decodeField(e, field);
-        }
+        return F_SKIP;
     }
 
     @Override
-    protected void decodeMapEvent(final VllmEvent e) {
-        final int n = in.readMapHeader();
-        for (int i = 0; i < n; i++) {
-            if (in.peekType() != TYPE_STR) {
-                in.skipValue();
-                in.skipValue();
-                continue;
-            }
-            final int len = in.readRawHeader();
-            if (in.payloadEquals(len, K_TYPE)) {
-                in.skipBytes(len);
-                if (in.peekType() == TYPE_STR) {
-                    e.type = readType();
-                } else {
-                    in.skipValue();
-                }
-                continue;
-            }
-            final int field;
-            if (in.payloadEquals(len, K_BLOCK_HASHES)) {
-                field = F_HASHES;
-            } else if (in.payloadEquals(len, K_TOKEN_IDS)) {
-                field = F_TOKENS;
-            } else if (in.payloadEquals(len, K_PARENT)) {
-                field = F_PARENT;
-            } else if (in.payloadEquals(len, K_BLOCK_SIZE)) {
-                field = F_BLOCK_SIZE;
-            } else if (in.payloadEquals(len, K_MEDIUM)) {
-                field = F_MEDIUM;
-            } else if (in.payloadEquals(len, K_LORA_NAME)) {
-                field = F_LORA_NAME;
-            } else if (in.payloadEquals(len, K_LORA_ID)) {
-                field = F_LORA_ID;
-            } else if (in.payloadEquals(len, K_GROUP_IDX)) {
-                field = F_GROUP_IDX;
-            } else if (in.payloadEquals(len, K_SPEC_KIND)) {
-                field = F_SPEC_KIND;
-            } else if (in.payloadEquals(len, K_LOCALITY)) {
-                field = F_LOCALITY;
-            } else if (in.payloadEquals(len, K_EXTRA_KEYS)) {
-                field = e.type == VllmEvent.TYPE_BLOCK_STORED || e.type == VllmEvent.TYPE_UNKNOWN
-                    ? F_EXTRA_KEYS : F_SKIP;
-            } else {
-                field = F_SKIP;
-            }
-            in.skipBytes(len);
-            decodeField(e, field);
+    protected int mapField(final VllmEvent e, final int len) {
+        final int field;
+        if (in.payloadEquals(len, K_BLOCK_HASHES)) {
+            field = F_HASHES;
+        } else if (in.payloadEquals(len, K_TOKEN_IDS)) {
+            field = F_TOKENS;
+        } else if (in.payloadEquals(len, K_PARENT)) {
+            field = F_PARENT;
+        } else if (in.payloadEquals(len, K_BLOCK_SIZE)) {
+            field = F_BLOCK_SIZE;
+        } else if (in.payloadEquals(len, K_MEDIUM)) {
+            field = F_MEDIUM;
+        } else if (in.payloadEquals(len, K_LORA_NAME)) {
+            field = F_LORA_NAME;
+        } else if (in.payloadEquals(len, K_LORA_ID)) {
+            field = F_LORA_ID;
+        } else if (in.payloadEquals(len, K_GROUP_IDX)) {
+            field = F_GROUP_IDX;
+        } else if (in.payloadEquals(len, K_SPEC_KIND)) {
+            field = F_SPEC_KIND;
+        } else if (in.payloadEquals(len, K_LOCALITY)) {
+            field = F_LOCALITY;
+        } else if (in.payloadEquals(len, K_EXTRA_KEYS)) {
+            field = e.type == VllmEvent.TYPE_BLOCK_STORED || e.type == VllmEvent.TYPE_UNKNOWN
+                ? F_EXTRA_KEYS : F_SKIP;
+        } else {
+            field = F_SKIP;
         }
+        return field;
     }
 
-    private static final int F_SKIP = 0;
     private static final int F_HASHES = 1;
     private static final int F_PARENT = 2;
     private static final int F_TOKENS = 3;
@@ -191,7 +155,8 @@ public final class VllmEventDecoder extends KvBatchDecoder {
     private static final int F_LOCALITY = 10;
     private static final int F_EXTRA_KEYS = 11;
 
-    private void decodeField(final VllmEvent e, final int field) {
+    @Override
+    protected void decodeField(final VllmEvent e, final int field) {
         if (field == F_SKIP || in.tryReadNil()) {
             if (field == F_SKIP) {
                 in.skipValue();
