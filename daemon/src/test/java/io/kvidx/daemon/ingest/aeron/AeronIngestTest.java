@@ -170,6 +170,22 @@ class AeronIngestTest {
             assertTrue(pub.blockStored(base.blockHashes(), 25, false, 0, base.tokenIds(), 16, Medium.GPU, null, -1));
             await("depth 25", () -> depth(reader, "ext-pod", base, null) == 25);
             assertTrue(driver.context().aeronDirectory().exists());
+
+            // With Aeron the counters live in its CnC file; the cell's counters file points there, so the CLI finds
+            // them from --dir alone.
+            final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+            final java.io.PrintStream original = System.out;
+            final int code;
+            System.setOut(new java.io.PrintStream(out, true, java.nio.charset.StandardCharsets.UTF_8));
+            try {
+                code = io.kvidx.daemon.cli.KvidxCli.run("counters", "--dir", dir.toString());
+            } finally {
+                System.setOut(original);
+            }
+            final String text = out.toString(java.nio.charset.StandardCharsets.UTF_8);
+            assertEquals(0, code, text);
+            assertTrue(text.contains("counters in Aeron's CnC file in " + aeronDir), text);
+            assertTrue(text.lines().anyMatch(l -> l.endsWith("kvidx blocks stored") && l.contains(" 25 - ")), text);
         }
     }
 }
