@@ -20,7 +20,6 @@ public final class NaiveStore implements QueryStore {
     private final long heapBytes;
     private final boolean perPodScan;
     private final long[] all;
-    private final long[] surviving;
     private final DepthResult result;
     private final int[] depthByPod;
     private final String name;
@@ -33,11 +32,10 @@ public final class NaiveStore implements QueryStore {
         this.heapBytes = heapBytes;
         this.perPodScan = perPodScan;
         this.name = name;
-        this.all = new long[words];
+        this.all = new long[4];
         for (int p = 0; p < pods; p++) {
             all[p >>> 6] |= 1L << p;
         }
-        this.surviving = new long[words];
         this.result = new DepthResult(pods);
         this.depthByPod = new int[pods];
     }
@@ -113,38 +111,69 @@ public final class NaiveStore implements QueryStore {
     }
 
     /**
-     * One pass over the chain: the pods that survive block i-1 and lack block i hold i blocks.
+     * One pass over the chain: the pods that survive block i-1 and lack block i hold i blocks. Written per width
+     * (one word, four words), as anyone tuning it a little would.
      */
     private int onePass(final long[] chain) {
+        result.reset();
+        return words == 1 ? onePass1(chain) : onePass4(chain);
+    }
+
+    private int onePass1(final long[] chain) {
         final ConcurrentHashMap<Long, long[]> m = map;
         final DepthResult r = result;
-        final long[] s = surviving;
         final int n = chain.length;
-        r.reset();
-        System.arraycopy(all, 0, s, 0, words);
+        long s = all[0];
         int max = 0;
         for (int i = 0; i < n; i++) {
             final long[] bitmap = m.get(chain[i]);
-            long any = 0;
-            for (int w = 0; w < words; w++) {
-                final long keep = bitmap == null ? 0 : s[w] & bitmap[w];
-                final long left = s[w] & ~keep;
-                if (left != 0 && i > 0) {
-                    r.addWord(left, w << 6, i);
-                    max = i;
-                }
-                s[w] = keep;
-                any |= keep;
+            final long keep = bitmap == null ? 0 : s & bitmap[0];
+            if (i > 0 && keep != s) {
+                r.addWord(s & ~keep, 0, i);
+                max = i;
             }
-            if (any == 0) {
+            s = keep;
+            if (s == 0) {
                 return max;
             }
         }
-        for (int w = 0; w < words; w++) {
-            if (s[w] != 0 && n > 0) {
-                r.addWord(s[w], w << 6, n);
-                max = n;
+        if (n > 0) {
+            r.addWord(s, 0, n);
+            max = n;
+        }
+        return max;
+    }
+
+    private int onePass4(final long[] chain) {
+        final ConcurrentHashMap<Long, long[]> m = map;
+        final DepthResult r = result;
+        final int n = chain.length;
+        long s0 = all[0];
+        long s1 = all[1];
+        long s2 = all[2];
+        long s3 = all[3];
+        int max = 0;
+        for (int i = 0; i < n; i++) {
+            final long[] b = m.get(chain[i]);
+            final long k0 = b == null ? 0 : s0 & b[0];
+            final long k1 = b == null ? 0 : s1 & b[1];
+            final long k2 = b == null ? 0 : s2 & b[2];
+            final long k3 = b == null ? 0 : s3 & b[3];
+            if (i > 0 && ((k0 ^ s0) | (k1 ^ s1) | (k2 ^ s2) | (k3 ^ s3)) != 0) {
+                r.addAll(s0 & ~k0, s1 & ~k1, s2 & ~k2, s3 & ~k3, i);
+                max = i;
             }
+            s0 = k0;
+            s1 = k1;
+            s2 = k2;
+            s3 = k3;
+            if ((s0 | s1 | s2 | s3) == 0) {
+                return max;
+            }
+        }
+        if (n > 0) {
+            r.addAll(s0, s1, s2, s3, n);
+            max = n;
         }
         return max;
     }
