@@ -18,6 +18,8 @@ public final class ChurnDriver {
     private final long[][] pool;
     private final int chainLength;
     private long steps;
+    private long stored;
+    private long removed;
 
     /**
      * @param writer      the index writer; pods 0..pods-1 must be registered in slots 0..pods-1.
@@ -57,16 +59,32 @@ public final class ChurnDriver {
     /**
      * Stores one chain and removes the one stored {@code window} steps ago.
      *
-     * @return keys stored (the chain length); as many are removed once the window is full.
+     * @return keys the store made new for the pod (the chain length while the pool's keys stay unique); the keys
+     *         the remove took away are added to {@link #removed()}.
      */
     public int step() {
         final long s = steps++;
-        writer.store((int) (s % pods), pool[(int) (s % pool.length)], 0, chainLength);
+        final int added = writer.store((int) (s % pods), pool[(int) (s % pool.length)], 0, chainLength);
+        stored += added;
         final long old = s - window;
         if (old >= 0) {
-            writer.remove((int) (old % pods), pool[(int) (old % pool.length)], 0, chainLength);
+            removed += writer.remove((int) (old % pods), pool[(int) (old % pool.length)], 0, chainLength);
         }
-        return chainLength;
+        return added;
+    }
+
+    /**
+     * @return (pod, block) stores so far that were new for the pod, as the writer reported them.
+     */
+    public long stored() {
+        return stored;
+    }
+
+    /**
+     * @return (pod, block) holdings removed so far, as the writer reported them (0 until the window is full).
+     */
+    public long removed() {
+        return removed;
     }
 
     /**

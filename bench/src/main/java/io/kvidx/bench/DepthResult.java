@@ -36,7 +36,14 @@ final class DepthResult {
         }
     }
 
-    private void addWord(final long word, final int base, final int depth) {
+    /**
+     * Records a depth for every pod whose bit is set in one word of a pod set.
+     *
+     * @param word  the word's pod bits.
+     * @param base  the pod of the word's bit 0 (0, 64, 128 or 192).
+     * @param depth the depth, greater than 0 (pods not recorded answer 0).
+     */
+    void addWord(final long word, final int base, final int depth) {
         long w = word;
         while (w != 0) {
             final int pod = base + Long.numberOfTrailingZeros(w);

@@ -1,5 +1,6 @@
 package io.kvidx.bench;
 
+import io.kvidx.client.index.IndexDescriptor;
 import org.HdrHistogram.Histogram;
 
 import java.io.PrintStream;
@@ -7,12 +8,18 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * {@code kvidx bench query}: loads one workload into kvidx, the naive map and Chronicle Map in this JVM, checks
- * that they agree, times the prefix query on each with {@link QueryHarness} in interleaved rounds, measures the
- * writer's store rate, and prints a table and (with --json) one JSON line last.
+ * {@code kvidx bench query}: loads one workload into kvidx, the naive map and Chronicle Map in this JVM, in a 64-pod
+ * cell (1-word pod bitmaps) and beside it in a 256-pod cell (kvidx's general layout, 4-word bitmaps for the
+ * baselines), checks that every store agrees with the naive map, times the prefix query on each with
+ * {@link QueryHarness} in interleaved rounds, measures the writer's store and remove rates, and prints a table and
+ * (with --json) one JSON line last. Rows are named by store and cell: "kvidx", "naive", "chronicle" are the 64-pod
+ * cell, the same names with "_cell256" the 256-pod cell; each row's ratios are taken against the naive row of its
+ * own cell.
  */
 public final class QueryBench {
     private static final int VERIFY_QUERIES = 2_000;
+    /** Suffix of the 256-pod cell's rows. */
+    static final String CELL256 = "_cell256";
 
     private QueryBench() {
     }
@@ -31,35 +38,53 @@ public final class QueryBench {
         final Workload w = Workload.generate(o.pods(), o.chain(), o.blocks(), o.seed());
         out.printf("workload: %d chains, %d distinct blocks, %d pod-blocks, %d holdings (%.1f s)%n", w.chainCount(),
             w.blocks(), w.podBlocks(), w.holdings(), (System.nanoTime() - t0) / 1e9);
+        final long spare = ChurnDriver.spareBlocks(o.churnWindow(), o.chain());
+        // With more than 64 pods the fleet's own cell is already the general layout: no second cell.
+        final boolean twoCells = w.pods() <= IndexDescriptor.DIRECT_MAX_PODS;
+        final int narrowCell = Math.max(w.pods(), IndexDescriptor.DIRECT_MAX_PODS);
 
         try (NaiveStore naive = NaiveStore.load(w);
-             KvidxStore kvidx = KvidxStore.load(w, ChurnDriver.spareBlocks(o.churnWindow(), o.chain()), o.indexDir());
-             ChronicleStore chronicle = ChronicleStore.load(naive, w.pods())) {
+             KvidxStore kvidx = KvidxStore.load(w, spare, o.indexDir());
+             ChronicleStore chronicle = ChronicleStore.load(naive, w.pods());
+             NaiveStore naive256 = twoCells ? NaiveStore.load(w, 4, "naive" + CELL256) : null;
+             KvidxStore kvidx256 = twoCells
+                 ? KvidxStore.load(w, spare, o.indexDir(), IndexDescriptor.MAX_PODS).named("kvidx" + CELL256) : null;
+             ChronicleStore chronicle256 = twoCells
+                 ? ChronicleStore.load(naive256, w.pods(), "chronicle" + CELL256) : null) {
             final KvidxStore exact = kvidx.exactView();
-            out.printf("loaded: naive %.1f MiB heap, kvidx %.1f MiB file, chronicle %.1f MiB file (%.1f s)%n",
-                mib(naive.footprintBytes()), mib(kvidx.footprintBytes()), mib(chronicle.footprintBytes()),
+            final NaiveStore perPod = naive.perPodScanView();
+            out.printf("loaded: naive %.1f MiB heap, kvidx %.1f MiB file, chronicle %.1f MiB file (%d-pod cell)%s"
+                + " (%.1f s)%n", mib(naive.footprintBytes()), mib(kvidx.footprintBytes()),
+                mib(chronicle.footprintBytes()), narrowCell, twoCells ? String.format("; naive %.1f MiB heap, kvidx"
+                    + " %.1f MiB file, chronicle %.1f MiB file (256-pod cell)", mib(naive256.footprintBytes()),
+                    mib(kvidx256.footprintBytes()), mib(chronicle256.footprintBytes())) : "",
                 (System.nanoTime() - t0) / 1e9);
-            for (final QueryStore s : List.of(kvidx, exact, chronicle)) {
+            for (final QueryStore s : List.of(kvidx, exact, chronicle, perPod)) {
                 Verifier.check(w, naive, s, VERIFY_QUERIES);
+            }
+            if (twoCells) {
+                Verifier.check(w, naive, naive256, VERIFY_QUERIES);
+                for (final QueryStore s : List.of(kvidx256, chronicle256)) {
+                    Verifier.check(w, naive256, s, VERIFY_QUERIES);
+                }
             }
             final double probes = meanProbes(w, kvidx);
             final long timerNs = QueryHarness.timerOverheadNs();
 
-            final List<QueryStore> stores = new ArrayList<>(List.of(kvidx, exact, naive, chronicle));
+            final List<QueryStore> stores = new ArrayList<>(List.of(kvidx, exact, naive, chronicle, perPod));
+            if (twoCells) {
+                stores.addAll(List.of(kvidx256, naive256, chronicle256));
+            }
             // The memory floor, in the same rounds: the chain's home-entry loads alone, on the same file.
             final int oneLine = stores.size();
             stores.add(FloorStore.of(kvidx.reader(), FloorStore.Mode.ONE_LINE));
             final int chainLines = stores.size();
             stores.add(FloorStore.of(kvidx.reader(), FloorStore.Mode.CHAIN_LINES));
+            final int closeFrom = stores.size() - 2;
             if (o.experiments()) {
                 final KvidxStore plain = kvidx.noPrefetchView();
                 Verifier.check(w, naive, plain, VERIFY_QUERIES);
                 stores.add(plain);
-                // The same workload in a general cell (256 slots: inline pod lists and overflow bitmaps).
-                final KvidxStore general = KvidxStore.load(w, ChurnDriver.spareBlocks(o.churnWindow(), o.chain()),
-                    o.indexDir(), io.kvidx.client.index.IndexDescriptor.MAX_PODS).named("kvidx_cell256");
-                Verifier.check(w, naive, general, VERIFY_QUERIES);
-                stores.add(general);
                 out.printf("experiments: %s; dependent random read: %.1f ns in 4 MiB, %.1f ns in 16 MiB,"
                     + " %.1f ns in 128 MiB%n", hugePages(), MemoryLatencyProbe.dependentReadNs(4L << 20, 3_000_000),
                     MemoryLatencyProbe.dependentReadNs(16L << 20, 3_000_000),
@@ -85,27 +110,39 @@ public final class QueryBench {
             for (int i = 0; i < stores.size(); i++) {
                 stats.add(LatencyStats.of(stores.get(i).name(), histograms.get(i), alloc[i][0]));
             }
-            for (final QueryStore s : stores.subList(4, stores.size())) {
+            for (final QueryStore s : stores.subList(closeFrom, stores.size())) {
                 s.close();
             }
-            final double churnRate = churnStoresPerSecond(kvidx, o, Math.min(1_000, Math.max(100, roundMs)));
+            final ChurnRate churn = churn(kvidx, o, Math.min(1_000, Math.max(100, roundMs)));
 
-            final LatencyStats naiveStats = stats.get(2);
+            final LatencyStats naiveStats = stats.get(stores.indexOf(naive));
+            final LatencyStats naive256Stats = twoCells ? stats.get(stores.indexOf(naive256)) : naiveStats;
             out.println();
-            out.printf("%-12s %10s %10s %10s %10s %10s %12s %10s %10s%n", "store", "p50 ns", "p90 ns", "p99 ns",
+            out.printf("%-20s %9s %9s %9s %9s %10s %11s %10s %10s%n", "store", "p50 ns", "p90 ns", "p99 ns",
                 "p99.9 ns", "mean ns", "alloc B/op", "x naive50", "x naive99");
             for (final LatencyStats s : stats) {
-                out.printf("%-12s %10d %10d %10d %10d %10.1f %12.2f %10.1f %10.1f%n", s.name(), s.p50Ns(), s.p90Ns(),
-                    s.p99Ns(), s.p999Ns(), s.meanNs(), s.allocBytesPerOp(), ratio(naiveStats.p50Ns(), s.p50Ns()),
-                    ratio(naiveStats.p99Ns(), s.p99Ns()));
+                final LatencyStats ref = s.name().endsWith(CELL256) ? naive256Stats : naiveStats;
+                out.printf("%-20s %9d %9d %9d %9d %10.1f %11.2f %10.2f %10.2f%n", s.name(), s.p50Ns(), s.p90Ns(),
+                    s.p99Ns(), s.p999Ns(), s.meanNs(), s.allocBytesPerOp(), ratio(ref.p50Ns(), s.p50Ns()),
+                    ratio(ref.p99Ns(), s.p99Ns()));
             }
+            out.println("(x naive: the naive row of the same cell over this row; naive is one pass over the chain,"
+                + " naive_per_pod_scan walks the chain once per pod)");
             out.println();
-            out.printf("memory: kvidx %.1f B/block (file %d B), chronicle %.1f B/block (file %d B, off-heap used %d B),"
-                + " naive ~%.1f B/block heap%n", perBlock(kvidx.footprintBytes(), w), kvidx.footprintBytes(),
-                perBlock(chronicle.footprintBytes(), w), chronicle.footprintBytes(), chronicle.offHeapMemoryUsed(),
-                perBlock(naive.footprintBytes(), w));
-            out.printf("writer: load %.2f M stores/s (store only, growing index); churn %.2f M stores/s"
-                + " (each store paired with a remove)%n", kvidx.loadStoresPerSecond() / 1e6, churnRate / 1e6);
+            out.printf("memory (%d-pod cell): kvidx %.1f B/block (file %d B), chronicle %.1f B/block (file %d B,"
+                + " off-heap used %d B), naive ~%.1f B/block heap%n", narrowCell, perBlock(kvidx.footprintBytes(), w),
+                kvidx.footprintBytes(), perBlock(chronicle.footprintBytes(), w), chronicle.footprintBytes(),
+                chronicle.offHeapMemoryUsed(), perBlock(naive.footprintBytes(), w));
+            if (twoCells) {
+                out.printf("memory (256-pod cell): kvidx %.1f B/block (file %d B), chronicle %.1f B/block (file %d B),"
+                    + " naive ~%.1f B/block heap%n", perBlock(kvidx256.footprintBytes(), w),
+                    kvidx256.footprintBytes(), perBlock(chronicle256.footprintBytes(), w),
+                    chronicle256.footprintBytes(), perBlock(naive256.footprintBytes(), w));
+            }
+            out.printf("writer: load %.2f M new stores/s (%d new pod-blocks of %d stored, the rest re-stores a pod"
+                + " already held; growing index); churn %.2f M stores/s + %.2f M removes/s%n",
+                kvidx.loadStoresPerSecond() / 1e6, kvidx.loadStores(), w.podBlocks(), churn.storesPerS / 1e6,
+                churn.removesPerS / 1e6);
             out.printf("floor: one cold line p50 %d / p99 %d ns; the chain's %d home lines p50 %d / p99 %d ns; kvidx"
                 + " spends %d ns (p50) beyond its loads%n", stats.get(oneLine).p50Ns(), stats.get(oneLine).p99Ns(),
                 w.chainLength(), stats.get(chainLines).p50Ns(), stats.get(chainLines).p99Ns(),
@@ -116,22 +153,29 @@ public final class QueryBench {
             final Json json = new Json();
             for (int i = 0; i < stats.size(); i++) {
                 final LatencyStats s = stats.get(i);
-                final Json j = statsJson(s, naiveStats);
-                final QueryStore store = i < stores.size() ? stores.get(i) : null;
+                final boolean wide = s.name().endsWith(CELL256);
+                final Json j = statsJson(s, wide ? naive256Stats : naiveStats);
+                final QueryStore store = stores.get(i);
                 if (store == kvidx) {
                     j.put("load_stores_per_s", kvidx.loadStoresPerSecond())
-                        .put("churn_stores_per_s", churnRate)
+                        .put("load_stores", kvidx.loadStores())
+                        .put("churn_stores_per_s", churn.storesPerS)
+                        .put("churn_removes_per_s", churn.removesPerS)
                         .put("probes_per_query", probes);
                 }
-                if (store == kvidx || store == naive || store == chronicle) {
+                if (store == kvidx || store == naive || store == chronicle || (twoCells
+                    && (store == kvidx256 || store == naive256 || store == chronicle256))) {
                     j.put("bytes_per_block", perBlock(store.footprintBytes(), w))
                         .put("footprint_bytes", store.footprintBytes());
+                }
+                if (!(store instanceof FloorStore)) {
+                    j.put("cell_pods", wide ? IndexDescriptor.MAX_PODS : narrowCell);
                 }
                 json.put(s.name(), j);
             }
             json.put("workload", new Json().put("pods", w.pods()).put("chain", w.chainLength())
-                .put("blocks", w.blocks()).put("chains", w.chainCount()).put("seed", w.seed())
-                .put("timer_overhead_ns", timerNs).put("sink", harness.sink() & 1));
+                .put("blocks", w.blocks()).put("pod_blocks", w.podBlocks()).put("chains", w.chainCount())
+                .put("seed", w.seed()).put("timer_overhead_ns", timerNs).put("sink", harness.sink() & 1));
             if (o.json()) {
                 out.println(json);
             }
@@ -163,27 +207,34 @@ public final class QueryBench {
         return (double) probes / n;
     }
 
+    /** Writer churn rates: (pod, block) stores that were new, holdings removed, per second. */
+    record ChurnRate(double storesPerS, double removesPerS) {
+    }
+
     /**
-     * Stores new chains (each paired with a removal of an old one) on the calling thread for a while.
+     * Stores new chains (each paired with a removal of an old one, once the churn window is full) on the calling
+     * thread for a while; the rates count what the writer reports it did.
      */
-    static double churnStoresPerSecond(final KvidxStore kvidx, final BenchOptions o, final long millis) {
+    static ChurnRate churn(final KvidxStore kvidx, final BenchOptions o, final long millis) {
         final ChurnDriver churn = new ChurnDriver(kvidx.writer(), Math.min(o.pods(), 64), o.chain(),
             o.churnWindow(), o.seed() ^ 0x5DEECE66DL);
         final long warmEnd = System.nanoTime() + millis / 2 * 1_000_000L;
         while (System.nanoTime() < warmEnd) {
             churn.step();
         }
+        final long stored0 = churn.stored();
+        final long removed0 = churn.removed();
         final long start = System.nanoTime();
         final long end = start + millis * 1_000_000L;
-        long stored = 0;
         long now;
         do {
             for (int i = 0; i < 16; i++) {
-                stored += churn.step();
+                churn.step();
             }
             now = System.nanoTime();
         } while (now < end);
-        return stored * 1e9 / (now - start);
+        final double seconds = (now - start) / 1e9;
+        return new ChurnRate((churn.stored() - stored0) / seconds, (churn.removed() - removed0) / seconds);
     }
 
     private static String hugePages() {

@@ -20,7 +20,8 @@ import java.util.concurrent.locks.LockSupport;
  * {@code kvidx bench xproc}: this process loads the workload into a kvidx index and then churns it (store/remove
  * on a bounded key set, one writer thread) while a second JVM, started with the same java and class path, attaches
  * read-only and times prefix queries ({@link XprocReader}). Reports the reader's p50/p99, its allocation per query,
- * answer mismatches (must be 0) and the store rate the writer achieved during the reader's measurement window.
+ * answer mismatches (must be 0) and the store and remove rates the writer achieved during the reader's measurement
+ * window (each counted from the writer's own answers: keys made new, keys taken away).
  */
 public final class XprocBench {
     private static final int QUERY_COUNT = 1 << 16;
@@ -82,6 +83,7 @@ public final class XprocBench {
         final long deadline = System.nanoTime()
             + TimeUnit.MILLISECONDS.toNanos(o.warmupMs() + o.measureMs() + CHILD_SLACK_MS);
         final AtomicLong stored = watcher.stored;
+        final AtomicLong removed = watcher.removed;
         final long rate = o.writerRate();
         final long start = System.nanoTime();
         long lastBeat = 0;
@@ -89,6 +91,8 @@ public final class XprocBench {
         long steps = 0;
         while (watcher.running() && watcher.result == null) {
             local += churn.step();
+            // Removed first: a sample that sees this step's stores sees its removes too.
+            removed.setRelease(churn.removed());
             stored.setRelease(local);
             if ((++steps & 255) == 0) {
                 final long now = System.nanoTime();
@@ -116,11 +120,14 @@ public final class XprocBench {
         }
         final double seconds = (watcher.endNanos - watcher.startNanos) / 1e9;
         final double storesPerSecond = (watcher.storedAtEnd - watcher.storedAtStart) / seconds;
+        final double removesPerSecond = (watcher.removedAtEnd - watcher.removedAtStart) / seconds;
         final String childJson = watcher.result;
         final Json json = new Json()
             .putRaw("xproc", childJson.substring(0, childJson.length() - 1)
                 + ", \"writer_stores_per_s\": " + Math.round(storesPerSecond)
-                + ", \"writer_removes_per_s\": " + Math.round(storesPerSecond)
+                + ", \"writer_removes_per_s\": " + Math.round(removesPerSecond)
+                + ", \"writer_stores\": " + churn.stored()
+                + ", \"writer_removes\": " + churn.removed()
                 + ", \"writer_evictions\": " + kvidx.writer().evictions() + "}")
             .put("workload", new Json().put("pods", w.pods()).put("chain", w.chainLength()).put("blocks", w.blocks())
                 .put("churn_window_chains", o.churnWindow()).put("writer_rate_target", rate));
@@ -130,8 +137,9 @@ public final class XprocBench {
         }
         out.println();
         out.println("reader (second JVM, pid " + watcher.childPid + "): " + childJson);
-        out.printf("writer: %.2f M stores/s and as many removes/s during the reader's %.1f s measurement%n",
-            storesPerSecond / 1e6, seconds);
+        out.printf("writer: %.2f M stores/s and %.2f M removes/s during the reader's %.1f s measurement (%d stores"
+            + " and %d removes in all)%n", storesPerSecond / 1e6, removesPerSecond / 1e6, seconds, churn.stored(),
+            churn.removed());
         if (o.json()) {
             out.println(json);
         }
@@ -179,6 +187,7 @@ public final class XprocBench {
     private static final class ChildWatcher extends Thread {
         final Process child;
         final AtomicLong stored = new AtomicLong();
+        final AtomicLong removed = new AtomicLong();
         final List<String> lines = new ArrayList<>();
         final long childPid;
         volatile boolean attached;
@@ -187,6 +196,8 @@ public final class XprocBench {
         volatile long endNanos;
         volatile long storedAtStart;
         volatile long storedAtEnd;
+        volatile long removedAtStart;
+        volatile long removedAtEnd;
 
         ChildWatcher(final Process child) {
             super("xproc-child-watcher");
@@ -208,9 +219,11 @@ public final class XprocBench {
                         attached = true;
                     } else if (line.equals("MEASURE_START")) {
                         storedAtStart = stored.getAcquire();
+                        removedAtStart = removed.getAcquire();
                         startNanos = System.nanoTime();
                     } else if (line.equals("MEASURE_END")) {
                         storedAtEnd = stored.getAcquire();
+                        removedAtEnd = removed.getAcquire();
                         endNanos = System.nanoTime();
                     } else if (line.startsWith("RESULT ")) {
                         result = line.substring("RESULT ".length());

@@ -26,7 +26,8 @@ class QueryBenchTest {
 
         final List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
         final Map<String, Object> json = parseObject(lines.getLast());
-        for (final String store : List.of("kvidx", "naive", "chronicle")) {
+        for (final String store : List.of("kvidx", "naive", "chronicle", "kvidx_cell256", "naive_cell256",
+            "chronicle_cell256")) {
             final Map<String, Object> s = object(json, store);
             final double p50 = number(s, "p50_ns");
             final double p99 = number(s, "p99_ns");
@@ -43,6 +44,33 @@ class QueryBenchTest {
         assertTrue(number(object(json, "naive"), "alloc_bytes_per_op") > 0,
             "the boxed naive baseline must show its allocation, else the allocation probe is broken");
         assertEquals(64.0, number(object(json, "workload"), "pods"));
+        // Both cells are measured and named by cell; each baseline holds bitmaps as wide as its cell.
+        for (final String store : List.of("kvidx", "kvidx_exact", "naive", "chronicle", "naive_per_pod_scan")) {
+            assertEquals(64.0, number(object(json, store), "cell_pods"), store);
+        }
+        for (final String store : List.of("kvidx_cell256", "naive_cell256", "chronicle_cell256")) {
+            assertEquals(256.0, number(object(json, store), "cell_pods"), store);
+        }
+        assertTrue(number(object(json, "chronicle_cell256"), "footprint_bytes")
+                > number(object(json, "chronicle"), "footprint_bytes"),
+            "Chronicle Map's 256-pod values (4 words) must take more room than its 64-pod values (1 word)");
+        assertTrue(number(object(json, "kvidx_cell256"), "footprint_bytes")
+                > number(object(json, "kvidx"), "footprint_bytes"),
+            "the 256-pod cell's file must be the general layout, larger than the 64-pod cell's");
+        // The per-pod scan is an extra row, timed like the others; ratios are against the same cell's naive row.
+        final Map<String, Object> perPod = object(json, "naive_per_pod_scan");
+        assertTrue(number(perPod, "queries") > 100 && number(perPod, "p50_ns") > 0, "per-pod scan: " + perPod);
+        assertEquals(1.0, number(object(json, "naive"), "ratio_vs_naive_p50"), 0.006);
+        assertEquals(1.0, number(object(json, "naive_cell256"), "ratio_vs_naive_p50"), 0.006);
+        final Map<String, Object> kvidx256 = object(json, "kvidx_cell256");
+        assertEquals(number(object(json, "naive_cell256"), "p50_ns") / number(kvidx256, "p50_ns"),
+            number(kvidx256, "ratio_vs_naive_p50"), 0.006, "kvidx_cell256's ratio must be against naive_cell256");
+        // The load rate counts the stores that were new for a pod: the workload re-stores shared prefixes a pod
+        // already holds, which must not count.
+        final double podBlocks = number(object(json, "workload"), "pod_blocks");
+        final double loaded = number(kvidx, "load_stores");
+        assertTrue(loaded > 0 && loaded < podBlocks, "load counted " + loaded + " of " + podBlocks + " pod-blocks");
+        assertTrue(number(kvidx, "churn_removes_per_s") > 0, "churn removes: " + kvidx);
         for (final String floor : List.of("floor_1line", "floor_lines")) {
             final Map<String, Object> f = object(json, floor);
             assertTrue(number(f, "p50_ns") > 0 && number(f, "p99_ns") >= number(f, "p50_ns"), floor + ": " + f);
@@ -66,6 +94,13 @@ class QueryBenchTest {
         assertEquals(0.0, number(x, "mismatches"), "answers changed under churn of other keys: " + x);
         assertEquals(0.0, number(x, "writer_evictions"), "the churn must not evict: " + x);
         assertTrue(number(x, "writer_stores_per_s") > 0, "writer rate: " + x);
+        assertTrue(number(x, "writer_removes_per_s") > 0, "writer remove rate: " + x);
+        // Every chain stored is removed churn-window steps later: the removes the writer reports trail its stores
+        // by exactly the window, which a remove count copied from the stores cannot do.
+        final double window = number(object(parseObject(lines.getLast()), "workload"), "churn_window_chains");
+        final double chain = number(object(parseObject(lines.getLast()), "workload"), "chain");
+        assertEquals(window * chain, number(x, "writer_stores") - number(x, "writer_removes"),
+            "stores minus removes must be the churn window's keys: " + x);
         assertTrue(number(x, "reader_pid") != ProcessHandle.current().pid(), "reader ran in this JVM");
     }
 

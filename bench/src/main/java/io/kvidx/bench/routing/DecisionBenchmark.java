@@ -32,12 +32,14 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One full routing decision on a real shared-memory index: 64 pods, 32-block chains, a cache-aware profile
- * (prefix query, alive filter, cache affinity + least load, max score). Each prompt's chain is held by a few pods
- * at different depths, so the query has several drop-off points. The main figure takes block keys; the
- * {@code FromTokens} variant includes hashing 512 token ids into router keys.
+ * One full routing decision on a real shared-memory index of 2^20 blocks (64 pods in a 64-pod cell, 32,768 prompts
+ * of 32 blocks; the file is larger than a 32 MiB L3, so decisions meet the index cold, as a router does). Each
+ * prompt's chain is held in full by one pod and by three more pods at random depths, so the query has several
+ * drop-off points; decisions take the prompts in a random order. The headline, {@code cacheAwareFromTokensDecision},
+ * starts from the prompt's 512 token ids and includes hashing them into 32 router keys; the other variants take the
+ * keys already hashed, and {@code indexQueryOnly} is the prefix query alone.
  *
- * <p>Run: {@code java -jar bench/target/kvidx-bench.jar DecisionBenchmark -prof gc} (SampleTime gives p99).
+ * <p>Run: {@code ./kvidx bench DecisionBenchmark -prof gc} (SampleTime gives p99). Setup prints the index's size.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.SampleTime)
@@ -46,10 +48,14 @@ import java.util.concurrent.TimeUnit;
 @Measurement(iterations = 5, time = 2)
 @Fork(value = 1, jvmArgs = {"--enable-native-access=ALL-UNNAMED"})
 public class DecisionBenchmark {
-    private static final int PODS = 64;
-    private static final int CHAIN = 32;
-    private static final int PROMPTS = 1024;
-    private static final int BLOCK = 16;
+    /** Pods, all in one 64-pod cell. */
+    static final int PODS = 64;
+    /** Blocks per prompt. */
+    static final int CHAIN = 32;
+    /** Prompts: 2^15 of 32 blocks, each held in full by one pod, index 2^20 distinct blocks. */
+    static final int PROMPTS = 1 << 15;
+    /** Tokens per block. */
+    static final int BLOCK = 16;
 
     private Path dir;
     private IndexWriter writer;
@@ -64,6 +70,7 @@ public class DecisionBenchmark {
     private RoutingContext overlayCtx;
     private RoutingContext rrCtx;
     private long[][] chains;
+    private int[] order;
     private final PrefixResult prefix = new PrefixResult();
     private int next;
 
@@ -77,9 +84,11 @@ public class DecisionBenchmark {
         final Path shm = Path.of("/dev/shm");
         dir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
             "kvidx-decision-");
-        // The cell is sized to the fleet (64 pods: plain 64-bit pod bitmaps), as `kvidx daemon --max-pods 64`.
+        // The cell is sized to the fleet (64 pods: plain 64-bit pod bitmaps), as `kvidx daemon --max-pods 64`; 30 %
+        // headroom so that no shard evicts while loading (shards fill unevenly).
         writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("bench").shardCount(256)
-            .capacityBlocks(1 << 18).blockSize(BLOCK).maxPods(PODS).deleteOnClose(true));
+            .capacityBlocks((long) PROMPTS * CHAIN * 13 / 10 + 64L * 256).blockSize(BLOCK).maxPods(PODS)
+            .deleteOnClose(true));
         final PodRegistry registry = new PodRegistry();
         final int[] slots = new int[PODS];
         for (int p = 0; p < PODS; p++) {
@@ -96,9 +105,23 @@ public class DecisionBenchmark {
                 prompts[i][t] = random.nextInt(150_000);
             }
             hasher.keys(seed, prompts[i], CHAIN * BLOCK, chains[i]);
-            for (int h = 0; h < 4; h++) {
+            writer.store(slots[random.nextInt(PODS)], chains[i], 0, CHAIN);
+            for (int h = 0; h < 3; h++) {
                 writer.store(slots[random.nextInt(PODS)], chains[i], 0, 1 + random.nextInt(CHAIN));
             }
+        }
+        if (writer.evictions() != 0) {
+            throw new IllegalStateException("the index evicted " + writer.evictions() + " entries while loading");
+        }
+        order = new int[PROMPTS];
+        for (int i = 0; i < PROMPTS; i++) {
+            order[i] = i;
+        }
+        for (int i = PROMPTS - 1; i > 0; i--) {
+            final int j = random.nextInt(i + 1);
+            final int t = order[i];
+            order[i] = order[j];
+            order[j] = t;
         }
         for (int p = 0; p < PODS; p++) {
             registry.load(slots[p], random.nextInt(4), random.nextInt(16), random.nextInt(20_000));
@@ -118,6 +141,23 @@ public class DecisionBenchmark {
         overlayCtx = cacheAwareOverlay.newContext();
         tokensCtx = fromTokens.newContext();
         rrCtx = roundRobin.newContext();
+        System.out.printf("%nDecisionBenchmark index: %d blocks, file %.1f MiB (%d prompts of %d blocks, %d pods)%n",
+            indexedBlocks(), indexFileBytes() / (1024.0 * 1024.0), PROMPTS, CHAIN, PODS);
+    }
+
+    /**
+     * @return distinct blocks in the index (the writer's entry count).
+     */
+    long indexedBlocks() {
+        return writer.entryCount();
+    }
+
+    /**
+     * @return bytes of the index file the decisions read.
+     * @throws IOException when the file cannot be read.
+     */
+    long indexFileBytes() throws IOException {
+        return Files.size(index.reader().path());
     }
 
     /**
@@ -139,7 +179,7 @@ public class DecisionBenchmark {
      */
     @Benchmark
     public int cacheAwareDecision() {
-        final long[] chain = chains[next++ & (PROMPTS - 1)];
+        final long[] chain = chains[order[next++ & (PROMPTS - 1)]];
         return cacheAware.routeKeys(ctx, chain, CHAIN);
     }
 
@@ -148,18 +188,19 @@ public class DecisionBenchmark {
      */
     @Benchmark
     public int cacheAwareWithOverlayDecision() {
-        final long[] chain = chains[next++ & (PROMPTS - 1)];
+        final long[] chain = chains[order[next++ & (PROMPTS - 1)]];
         return cacheAwareOverlay.routeKeys(overlayCtx, chain, CHAIN);
     }
 
     /**
-     * The same decision from token ids: 512 tokens hashed to 32 router keys (model-seeded), then as above.
+     * The decision from token ids, the headline: 512 tokens hashed to 32 router keys (model-seeded), then as
+     * {@link #cacheAwareDecision}.
      *
      * @return the picked slot.
      */
     @Benchmark
     public int cacheAwareFromTokensDecision() {
-        final int[] prompt = prompts[next++ & (PROMPTS - 1)];
+        final int[] prompt = prompts[order[next++ & (PROMPTS - 1)]];
         tokensCtx.reset().tokens(prompt, 0, prompt.length).request().model("model");
         return fromTokens.plan(tokensCtx).slot();
     }
@@ -171,7 +212,7 @@ public class DecisionBenchmark {
      */
     @Benchmark
     public int indexQueryOnly() {
-        final long[] chain = chains[next++ & (PROMPTS - 1)];
+        final long[] chain = chains[order[next++ & (PROMPTS - 1)]];
         return index.reader().query(chain, CHAIN, null, prefix);
     }
 
@@ -180,7 +221,7 @@ public class DecisionBenchmark {
      */
     @Benchmark
     public int roundRobinDecision() {
-        final long[] chain = chains[next++ & (PROMPTS - 1)];
+        final long[] chain = chains[order[next++ & (PROMPTS - 1)]];
         return roundRobin.routeKeys(rrCtx, chain, CHAIN);
     }
 }
