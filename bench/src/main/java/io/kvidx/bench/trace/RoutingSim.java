@@ -82,7 +82,7 @@ public final class RoutingSim {
 
         /** @return the JSON object of this result. */
         public Json json() {
-            return new Json().put("hit_rate", Math.round(hitRate() * 10_000) / 10_000.0)
+            return new Json().put("hit_rate", hitRate()).put("hit_rate_pct", hitRate() * 100)
                 .put("blocks_requested", blocksRequested).put("blocks_reused", blocksReused)
                 .put("prefill_tokens_saved", tokensSaved).put("evictions", evictions)
                 .put("max_pod_requests", maxPodRequests);
