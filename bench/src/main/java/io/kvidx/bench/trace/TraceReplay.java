@@ -28,7 +28,7 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Validity: the writer falls behind when the last end marker becomes visible later than 10 % of the window
  * after the window's end; the publisher falls behind when it sends a batch later than 10 % of the window after its
- * place (the offered load was not offered). Either makes the point invalid; so do lost end markers.
+ * place (the offered load was not offered). Either makes the point invalid; so do lost end markers and probes.
  */
 final class TraceReplay {
     /** Allowed lag, as a fraction of the window. */
@@ -155,7 +155,7 @@ final class TraceReplay {
             final boolean allMarkers = field(result, "markers_seen") == field(result, "markers");
             final double writerLagMs = (drainEnd - (t0 + windowNs)) / 1e6;
             final double elapsed = (drainEnd - t0) / 1e9;
-            final boolean valid = allMarkers && writerLagMs <= LAG_LIMIT * windowMs
+            final boolean valid = allMarkers && field(result, "probes_lost") == 0 && writerLagMs <= LAG_LIMIT * windowMs
                 && publisherLag / 1e6 <= LAG_LIMIT * windowMs;
             return new Point(windowMs, plan.blockOps() / (windowMs / 1e3), plan.blockOps() / elapsed, writerLagMs,
                 publisherLag / 1e6, valid, result);

@@ -64,10 +64,10 @@ final class TraceReport {
         }
         final XYChart latency = xy("Latency vs offered load", "offered load (M block ops/s)", "latency (us / ms)");
         latency.getStyler().setYAxisLogarithmic(true);
-        latency.addSeries("query p50 (us)", offered, queryP50);
-        latency.addSeries("query p99 (us)", offered, queryP99);
-        latency.addSeries("event-to-visible p50 (ms)", offered, e2vP50);
-        latency.addSeries("event-to-visible p99 (ms)", offered, e2vP99);
+        positive(latency, "query p50 (us)", offered, queryP50);
+        positive(latency, "query p99 (us)", offered, queryP99);
+        positive(latency, "event-to-visible p50 (ms)", offered, e2vP50);
+        positive(latency, "event-to-visible p99 (ms)", offered, e2vP99);
         final XYChart throughput = xy("Throughput vs offered load", "offered load (M block ops/s)",
             "achieved (M block ops/s)");
         throughput.addSeries("achieved", offered, achieved);
@@ -113,6 +113,21 @@ final class TraceReport {
         final Path file = dir.resolve("trace-report.html");
         Files.writeString(file, html, StandardCharsets.UTF_8);
         return file;
+    }
+
+    /** Adds the points with a positive value (a logarithmic axis takes no other; 0 means no sample). */
+    private static void positive(final XYChart chart, final String name, final List<Double> x, final List<Double> y) {
+        final List<Double> xs = new ArrayList<>();
+        final List<Double> ys = new ArrayList<>();
+        for (int i = 0; i < x.size(); i++) {
+            if (y.get(i) > 0) {
+                xs.add(x.get(i));
+                ys.add(y.get(i));
+            }
+        }
+        if (!xs.isEmpty()) {
+            chart.addSeries(name, xs, ys);
+        }
     }
 
     private static XYChart xy(final String title, final String x, final String y) {

@@ -23,7 +23,8 @@ import java.util.concurrent.locks.LockSupport;
  * newest batch the driver has published that carries a probe key (a block no pod held before), and polls
  * {@link IndexReader#lookup} until the key appears; the time from the driver's send (shared {@link SendTimes}) to
  * then is one sample. At the end it waits for the per-pod end markers the driver sends after the last batch: when
- * all are visible every writer has applied the whole replay (the drain time).
+ * all are visible every writer has applied the whole replay (the drain time). A probe key still not visible by
+ * then, or 5 s after its send, is lost (an event the index never showed).
  *
  * <p>Protocol: stdout {@code ATTACHED}, stdin {@code START <nanoTime>}, stdout {@code RESULT <json>}.
  */
@@ -169,16 +170,21 @@ public final class TraceRouter {
                     continue;
                 }
                 final long sentAt = sent.get(pick);
+                boolean seen = false;
                 while (running) {
                     if (visible(reader, q.probe[pick], bits)) {
                         histogram.recordValue(Math.max(0, System.nanoTime() - sentAt));
+                        seen = true;
                         break;
                     }
                     if (System.nanoTime() - sentAt > PROBE_GIVE_UP_NS) {
-                        lost++;
                         break;
                     }
                     Thread.yield();
+                }
+                // Stopped means every end marker is visible, so every earlier batch is applied: one last look.
+                if (!seen && !visible(reader, q.probe[pick], bits)) {
+                    lost++;
                 }
                 done = pick;
             }
