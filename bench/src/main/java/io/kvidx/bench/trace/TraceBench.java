@@ -32,7 +32,7 @@ public final class TraceBench {
     /** Replay windows of a full run, ms. */
     public static final long[] WINDOWS_MS_DEFAULT = {120_000, 60_000, 30_000, 15_000};
     /** Replay windows of a --quick run, ms. */
-    public static final long[] WINDOWS_MS_QUICK = {8_000, 4_000, 2_000};
+    public static final long[] WINDOWS_MS_QUICK = {8_000, 4_000, 2_000, 1_000};
     /** PUB sockets the pods are spread over. */
     public static final int SOCKETS_DEFAULT = 4;
 
@@ -52,7 +52,7 @@ public final class TraceBench {
         boolean quick;
         boolean json;
         boolean skipReplay;
-        Path out = Path.of("bench", "results");
+        Path out = defaultResults();
 
         static Options parse(final String[] args) {
             final Options o = new Options();
@@ -105,6 +105,21 @@ public final class TraceBench {
             }
             return o;
         }
+    }
+
+    /**
+     * @return {@code bench/results} of the checkout the bench jar was built in (the jar lives in
+     * {@code bench/target/}), else {@code bench/results} under the working directory.
+     */
+    static Path defaultResults() {
+        final Path jar = Path.of(System.getProperty("java.class.path").split(java.io.File.pathSeparator)[0])
+            .toAbsolutePath();
+        final Path target = jar.getParent();
+        if (jar.toString().endsWith(".jar") && target != null && target.getFileName().toString().equals("target")
+            && target.getParent() != null) {
+            return target.getParent().resolve("results");
+        }
+        return Path.of("bench", "results");
     }
 
     /** @return usage text. */

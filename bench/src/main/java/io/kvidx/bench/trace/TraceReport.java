@@ -55,19 +55,19 @@ final class TraceReport {
             achieved.add(p.blockOpsPerS() / 1e6);
             queryP50.add(num(p.router(), "query_p50_ns") / 1e3);
             queryP99.add(num(p.router(), "query_p99_ns") / 1e3);
-            e2vP50.add(num(p.router(), "e2v_p50_us") / 1e3);
-            e2vP99.add(num(p.router(), "e2v_p99_us") / 1e3);
+            e2vP50.add(num(p.router(), "e2v_p50_us"));
+            e2vP99.add(num(p.router(), "e2v_p99_us"));
             if (!p.valid()) {
                 invalidX.add(x);
                 invalidY.add(p.blockOpsPerS() / 1e6);
             }
         }
-        final XYChart latency = xy("Latency vs offered load", "offered load (M block ops/s)", "latency (us / ms)");
+        final XYChart latency = xy("Latency vs offered load", "offered load (M block ops/s)", "latency (us)");
         latency.getStyler().setYAxisLogarithmic(true);
-        positive(latency, "query p50 (us)", offered, queryP50);
-        positive(latency, "query p99 (us)", offered, queryP99);
-        positive(latency, "event-to-visible p50 (ms)", offered, e2vP50);
-        positive(latency, "event-to-visible p99 (ms)", offered, e2vP99);
+        positive(latency, "query p50", offered, queryP50);
+        positive(latency, "query p99", offered, queryP99);
+        positive(latency, "event-to-visible p50", offered, e2vP50);
+        positive(latency, "event-to-visible p99", offered, e2vP99);
         final XYChart throughput = xy("Throughput vs offered load", "offered load (M block ops/s)",
             "achieved (M block ops/s)");
         throughput.addSeries("achieved", offered, achieved);
@@ -133,7 +133,7 @@ final class TraceReport {
     private static XYChart xy(final String title, final String x, final String y) {
         final XYChart chart = new XYChartBuilder().width(WIDTH).height(HEIGHT).title(title).xAxisTitle(x)
             .yAxisTitle(y).build();
-        chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNW);
+        chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideS);
         return chart;
     }
 
