@@ -220,6 +220,8 @@ public final class TraceBench {
             json.put("block_ops_per_s", Math.round(head.blockOpsPerS()))
                 .put("offered_ops_per_s", Math.round(head.offeredOpsPerS()))
                 .put("window_ms", head.windowMs())
+                .put("index", new Json().put("entries_at_end", (long) TraceReport.num(r, "index_entries"))
+                    .put("file_bytes", (long) TraceReport.num(r, "index_bytes")))
                 .put("query", new Json().put("p50_ns", (long) TraceReport.num(r, "query_p50_ns"))
                     .put("p99_ns", (long) TraceReport.num(r, "query_p99_ns"))
                     .put("busy", (long) TraceReport.num(r, "busy")))

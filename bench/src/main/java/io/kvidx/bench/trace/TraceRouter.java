@@ -118,7 +118,9 @@ public final class TraceRouter {
                 .put("e2v_max_us", e2v.getMaxValue() / 1e3)
                 .put("probes_lost", prober.lost)
                 .put("markers", q.markers.length).put("markers_seen", markersSeen)
-                .put("drain_end_ns", drainEnd);
+                .put("drain_end_ns", drainEnd)
+                .put("index_entries", reader.entryCount())
+                .put("index_bytes", Files.size(reader.path()));
             System.out.println("RESULT " + json);
             System.out.flush();
         }
