@@ -19,11 +19,9 @@ import java.nio.file.StandardOpenOption;
 final class SendTimes {
     private static final VarHandle LONG = MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
     private final MappedByteBuffer buffer;
-    private final int count;
 
-    private SendTimes(final MappedByteBuffer buffer, final int count) {
+    private SendTimes(final MappedByteBuffer buffer) {
         this.buffer = buffer;
-        this.count = count;
     }
 
     /**
@@ -35,7 +33,7 @@ final class SendTimes {
     static SendTimes map(final Path file, final int count) throws IOException {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
             StandardOpenOption.WRITE)) {
-            return new SendTimes(ch.map(FileChannel.MapMode.READ_WRITE, 0, 8L * count), count);
+            return new SendTimes(ch.map(FileChannel.MapMode.READ_WRITE, 0, 8L * count));
         }
     }
 
@@ -45,9 +43,5 @@ final class SendTimes {
 
     long get(final int i) {
         return (long) LONG.getAcquire(buffer, i * 8);
-    }
-
-    int count() {
-        return count;
     }
 }

@@ -252,7 +252,8 @@ public final class TraceBench {
         json.put("workload", new Json().put("requests", requests).put("pods", o.pods).put("block_size", o.blockSize)
             .put("budget_blocks", o.budget).put("seed", o.seed).put("blocks_queried", plan.blocksQueried())
             .put("blocks_stored", plan.blocksStored()).put("blocks_removed", plan.blocksRemoved())
-            .put("block_ops", plan.blockOps()).put("batch_bytes", plan.payloadBytes()));
+            .put("block_ops", plan.blockOps())
+            .put("blocks_reused_random_split", plan.blocksReused()).put("batch_bytes", plan.payloadBytes()));
         return json;
     }
 }
