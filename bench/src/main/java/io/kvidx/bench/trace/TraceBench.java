@@ -62,6 +62,7 @@ public final class TraceBench {
                     case "--quick" -> o.quick = true;
                     case "--json" -> o.json = true;
                     case "--no-replay" -> o.skipReplay = true;
+                    case "-h", "--help" -> throw new IllegalArgumentException("options");
                     default -> {
                         if (i + 1 >= args.length) {
                             throw new IllegalArgumentException("option " + a + " needs a value (or is unknown)");
