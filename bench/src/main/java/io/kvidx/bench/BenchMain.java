@@ -50,6 +50,10 @@ public final class BenchMain {
                     System.err.println(io.kvidx.bench.trace.TraceBench.usage());
                     System.exit(2);
                     return;
+                } catch (final java.io.IOException ex) {
+                    System.err.println("kvidx bench trace: cannot read the trace: " + ex);
+                    System.exit(1);
+                    return;
                 }
                 System.exit(0);
             }
