@@ -3,7 +3,8 @@ package io.kvidx.bench;
 import java.util.Arrays;
 
 /**
- * Main class of kvidx-bench.jar: {@code query} and {@code xproc} run the short harness comparisons, {@code restart}
+ * Main class of kvidx-bench.jar: {@code query} and {@code xproc} run the short harness comparisons, {@code trace}
+ * replays a request trace through the daemon and a router process ({@link io.kvidx.bench.trace.TraceBench}), {@code restart}
  * times a writer's re-attach to a large index ({@link RestartBench}); anything
  * else is handed to JMH's {@code org.openjdk.jmh.Main} (benchmark names, -prof gc, -h, ...).
  */
@@ -41,7 +42,23 @@ public final class BenchMain {
                 RestartBench.run(rest, System.out);
                 System.exit(0);
             }
+            case "trace" -> {
+                try {
+                    io.kvidx.bench.trace.TraceBench.run(rest, System.out);
+                } catch (final IllegalArgumentException ex) {
+                    System.err.println("kvidx bench trace: " + ex.getMessage());
+                    System.err.println(io.kvidx.bench.trace.TraceBench.usage());
+                    System.exit(2);
+                    return;
+                } catch (final java.io.IOException ex) {
+                    System.err.println("kvidx bench trace: cannot read the trace: " + ex);
+                    System.exit(1);
+                    return;
+                }
+                System.exit(0);
+            }
             case XprocReader.COMMAND -> XprocReader.main(rest);
+            case io.kvidx.bench.trace.TraceRouter.COMMAND -> io.kvidx.bench.trace.TraceRouter.main(rest);
             case "help", "--help" -> System.out.println(BenchOptions.usage());
             default -> org.openjdk.jmh.Main.main(args);
         }

@@ -1,0 +1,243 @@
+package io.kvidx.bench.trace;
+
+import io.kvidx.bench.BenchFlags;
+import io.kvidx.bench.BenchMain;
+import io.kvidx.client.index.IndexBusyException;
+import io.kvidx.client.index.IndexReader;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * One point of the rate sweep, through the real ingestion path: a {@code kvidx daemon} in its own JVM subscribes
+ * to this process's JeroMQ PUB sockets (pods spread over a few sockets, topic {@code kv@<pod>@<model>}), a router
+ * JVM ({@link TraceRouter}) queries the daemon's index through ipc-client, and this process publishes each
+ * request's vLLM batch at the request's place in the replay window. The trace's span is squeezed into the window;
+ * the offered load is the plan's block operations / window.
+ *
+ * <p>Validity: the writer falls behind when the last end marker becomes visible later than 10 % of the window
+ * after the window's end; the publisher falls behind when it sends a batch later than 10 % of the window after its
+ * place (the offered load was not offered). Either makes the point invalid; so do lost end markers and probes.
+ */
+final class TraceReplay {
+    /** Allowed lag, as a fraction of the window. */
+    static final double LAG_LIMIT = 0.10;
+    private static final long ATTACH_LIMIT_MS = 60_000;
+    private static final long DRAIN_LIMIT_MS = 60_000;
+
+    /**
+     * Outcome of one point.
+     *
+     * @param windowMs        replay window.
+     * @param offeredOpsPerS  block operations / window.
+     * @param blockOpsPerS    block operations / (drain end - start).
+     * @param writerLagMs     drain end - window end.
+     * @param publisherLagMs  worst lateness of a send.
+     * @param valid           within the lag limits, every marker seen.
+     * @param router          the router process's JSON result.
+     */
+    record Point(long windowMs, double offeredOpsPerS, double blockOpsPerS, double writerLagMs, double publisherLagMs,
+        boolean valid, String router) {
+    }
+
+    private TraceReplay() {
+    }
+
+    /**
+     * @param plan     the replay.
+     * @param windowMs replay window.
+     * @param sockets  PUB sockets the pods are spread over.
+     * @param base     run directory (index, logs, files).
+     * @param run      point number (names the subdirectory).
+     * @param log      progress output.
+     * @return the point.
+     * @throws Exception when a process fails to start or answer in time.
+     */
+    static Point run(final TracePlan plan, final long windowMs, final int sockets, final Path base, final int run,
+        final java.io.PrintStream log) throws Exception {
+        final Path runDir = base.resolve("run-" + run);
+        java.nio.file.Files.createDirectories(runDir);
+        final Path indexDir = runDir.resolve("index");
+        final int pods = plan.pods();
+        final MarkerBatch[] markers = new MarkerBatch[pods];
+        final long[] markerKeys = new long[pods];
+        for (int p = 0; p < pods; p++) {
+            markers[p] = MarkerBatch.of(1_000 + p, plan.blockSize());
+            markerKeys[p] = markers[p].routerKey();
+        }
+        final Path queries = base.resolve("queries.bin");
+        if (!java.nio.file.Files.exists(queries)) {
+            plan.writeQueries(queries, markerKeys);
+        }
+        final Path sendFile = runDir.resolve("send-times.bin");
+        final SendTimes sent = SendTimes.map(sendFile, plan.requests() + pods);
+        Process daemon = null;
+        Process router = null;
+        try (ZContext zmq = new ZContext(1)) {
+            final ZMQ.Socket[] pubs = new ZMQ.Socket[sockets];
+            final List<String> args = new ArrayList<>(List.of("daemon", "--dir", indexDir.toString(), "--cell",
+                "trace", "--block-size", Integer.toString(plan.blockSize()), "--max-pods", Integer.toString(pods),
+                "--capacity-blocks", Long.toString(Math.max(1L << 20, 4L * plan.blocksStored() / 3))));
+            for (int s = 0; s < sockets; s++) {
+                pubs[s] = zmq.createSocket(SocketType.PUB);
+                pubs[s].setSndHWM(0);
+                pubs[s].bind("tcp://127.0.0.1:*");
+                args.add("--zmq");
+                args.add("*=" + pubs[s].getLastEndpoint());
+            }
+            daemon = start(java("io.kvidx.daemon.cli.KvidxCli", args), runDir.resolve("daemon.log"));
+            final long[] seq = new long[sockets];
+            try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(indexDir).cell("trace")
+                .attachTimeoutMs(ATTACH_LIMIT_MS))) {
+                warmUp(reader, pubs, seq, plan.blockSize(), run);
+            }
+            router = new ProcessBuilder(java(BenchMain.class.getName(), List.of(TraceRouter.COMMAND,
+                indexDir.toString(), "trace", queries.toString(), sendFile.toString(), Long.toString(windowMs),
+                Long.toString(DRAIN_LIMIT_MS)))).redirectError(runDir.resolve("router.err").toFile()).start();
+            final BufferedReader routerOut = new BufferedReader(new InputStreamReader(router.getInputStream(),
+                StandardCharsets.UTF_8));
+            final String attached = routerOut.readLine();
+            if (!"ATTACHED".equals(attached)) {
+                throw new IllegalStateException("router process did not attach: " + attached + " (see "
+                    + runDir.resolve("router.err") + ")");
+            }
+            final long t0 = System.nanoTime() + 300_000_000L;
+            final OutputStream toRouter = router.getOutputStream();
+            toRouter.write(("START " + t0 + "\n").getBytes(StandardCharsets.US_ASCII));
+            toRouter.flush();
+            final long windowNs = windowMs * 1_000_000L;
+            final long span = plan.spanMs();
+            long publisherLag = 0;
+            for (int i = 0; i < plan.requests(); i++) {
+                final long target = t0 + plan.offsetMs(i) * windowNs / span;
+                long now = System.nanoTime();
+                while (now < target) {
+                    LockSupport.parkNanos(Math.min(target - now, 200_000));
+                    now = System.nanoTime();
+                }
+                publisherLag = Math.max(publisherLag, now - target);
+                final byte[] payload = plan.payload(i);
+                final int pod = plan.pod(i);
+                sent.set(i, System.nanoTime());
+                if (payload != null) {
+                    send(pubs[pod % sockets], seq, pod % sockets, "pod-" + pod, payload);
+                }
+            }
+            for (int p = 0; p < pods; p++) {
+                sent.set(plan.requests() + p, System.nanoTime());
+                send(pubs[p % sockets], seq, p % sockets, "pod-" + p, markers[p].payload());
+            }
+            String result = null;
+            String line;
+            while ((line = routerOut.readLine()) != null) {
+                if (line.startsWith("RESULT ")) {
+                    result = line.substring(7);
+                    break;
+                }
+                log.println("router: " + line);
+            }
+            if (result == null) {
+                throw new IllegalStateException("router process ended without a result (see "
+                    + runDir.resolve("router.err") + ")");
+            }
+            final long drainEnd = field(result, "drain_end_ns");
+            final boolean allMarkers = field(result, "markers_seen") == field(result, "markers");
+            final double writerLagMs = (drainEnd - (t0 + windowNs)) / 1e6;
+            final double elapsed = (drainEnd - t0) / 1e9;
+            final boolean valid = allMarkers && field(result, "probes_lost") == 0 && writerLagMs <= LAG_LIMIT * windowMs
+                && publisherLag / 1e6 <= LAG_LIMIT * windowMs;
+            return new Point(windowMs, plan.blockOps() / (windowMs / 1e3), plan.blockOps() / elapsed, writerLagMs,
+                publisherLag / 1e6, valid, result);
+        } finally {
+            stop(router);
+            stop(daemon);
+        }
+    }
+
+    /** Publishes each socket's first pod a marker until the daemon shows it: the subscription is up. */
+    private static void warmUp(final IndexReader reader, final ZMQ.Socket[] pubs, final long[] seq,
+        final int blockSize, final int run) {
+        final long[] bits = new long[4];
+        for (int s = 0; s < pubs.length; s++) {
+            final MarkerBatch m = MarkerBatch.of(100 + s, blockSize);
+            final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ATTACH_LIMIT_MS);
+            boolean seen = false;
+            while (!seen && System.nanoTime() < deadline) {
+                send(pubs[s], seq, s, "pod-" + s, m.payload());
+                final long until = System.nanoTime() + 100_000_000L;
+                while (!seen && System.nanoTime() < until) {
+                    try {
+                        seen = reader.lookup(m.routerKey(), bits);
+                    } catch (final IndexBusyException ex) {
+                        seen = false;
+                    }
+                    LockSupport.parkNanos(1_000_000);
+                }
+            }
+            if (!seen) {
+                throw new IllegalStateException("the daemon did not subscribe to socket " + s + " within "
+                    + ATTACH_LIMIT_MS + " ms (run " + run + ")");
+            }
+        }
+    }
+
+    private static void send(final ZMQ.Socket pub, final long[] seq, final int s, final String pod,
+        final byte[] payload) {
+        final byte[] seqBytes = new byte[8];
+        final long v = seq[s]++;
+        for (int k = 0; k < 8; k++) {
+            seqBytes[k] = (byte) (v >>> (56 - 8 * k));
+        }
+        pub.sendMore("kv@" + pod + "@" + TraceBlocks.MODEL);
+        pub.sendMore(seqBytes);
+        pub.send(payload, 0);
+    }
+
+    private static long field(final String json, final String name) {
+        final double v = TraceReport.num(json, name);
+        if (Double.isNaN(v)) {
+            throw new IllegalStateException("router result has no " + name + ": " + json);
+        }
+        return (long) v;
+    }
+
+    private static List<String> java(final String main, final List<String> args) {
+        final List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("-XX:+IgnoreUnrecognizedVMOptions");
+        cmd.add(BenchFlags.F7);
+        cmd.add(BenchFlags.F11);
+        cmd.add(BenchFlags.F12);
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(main);
+        cmd.addAll(args);
+        return cmd;
+    }
+
+    private static Process start(final List<String> cmd, final Path log) throws IOException {
+        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    }
+
+    private static void stop(final Process p) throws InterruptedException {
+        if (p == null) {
+            return;
+        }
+        p.destroy();
+        if (!p.waitFor(20, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            p.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+}

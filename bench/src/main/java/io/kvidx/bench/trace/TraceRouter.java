@@ -1,0 +1,230 @@
+package io.kvidx.bench.trace;
+
+import io.kvidx.bench.Json;
+import io.kvidx.client.index.IndexBusyException;
+import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.PrefixResult;
+import org.HdrHistogram.Histogram;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedReader;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The router process of {@code bench trace}: attaches to the daemon's index read-only through ipc-client and,
+ * from the start time the driver gives it, sends each request's prefix query ({@link IndexReader#query}) at the
+ * request's place in the replay window, timing each one. A second thread times event-to-visible: it takes the
+ * newest batch the driver has published that carries a probe key (a block no pod held before), and polls
+ * {@link IndexReader#lookup} until the key appears; the time from the driver's send (shared {@link SendTimes}) to
+ * then is one sample. At the end it waits for the per-pod end markers the driver sends after the last batch: when
+ * all are visible every writer has applied the whole replay (the drain time). A probe key still not visible by
+ * then, or 5 s after its send, is lost (an event the index never showed).
+ *
+ * <p>Protocol: stdout {@code ATTACHED}, stdin {@code START <nanoTime>}, stdout {@code RESULT <json>}.
+ */
+public final class TraceRouter {
+    /** The hidden bench sub-command that runs this class. */
+    public static final String COMMAND = "trace-router";
+    private static final long PROBE_GIVE_UP_NS = 5_000_000_000L;
+
+    private TraceRouter() {
+    }
+
+    /**
+     * @param args index dir, cell, query file, send-time file, window ms, drain limit ms.
+     * @throws Exception when a file cannot be read or the thread is interrupted.
+     */
+    public static void main(final String[] args) throws Exception {
+        final Path dir = Path.of(args[0]);
+        final String cell = args[1];
+        final Path queryFile = Path.of(args[2]);
+        final Path sendFile = Path.of(args[3]);
+        final long windowNs = Long.parseLong(args[4]) * 1_000_000L;
+        final long drainLimitNs = Long.parseLong(args[5]) * 1_000_000L;
+        final Queries q = Queries.read(queryFile);
+        final SendTimes sent = SendTimes.map(sendFile, q.n + q.markers.length);
+        try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell(cell)
+            .attachTimeoutMs(30_000))) {
+            System.out.println("ATTACHED");
+            System.out.flush();
+            final String line = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))
+                .readLine();
+            if (line == null || !line.startsWith("START ")) {
+                System.out.println("ERROR expected START, got " + line);
+                return;
+            }
+            final long t0 = Long.parseLong(line.substring(6).trim());
+            final Prober prober = new Prober(reader, q, sent);
+            prober.start();
+            final Histogram latency = new Histogram(10_000_000_000L, 3);
+            final PrefixResult result = new PrefixResult();
+            long busy = 0;
+            long lagMaxNs = 0;
+            long keysQueried = 0;
+            for (int i = 0; i < q.n; i++) {
+                final long target = t0 + q.ts[i] * windowNs / q.spanMs;
+                long now = System.nanoTime();
+                while (now < target) {
+                    LockSupport.parkNanos(Math.min(target - now, 200_000));
+                    now = System.nanoTime();
+                }
+                lagMaxNs = Math.max(lagMaxNs, now - target);
+                final long s = System.nanoTime();
+                try {
+                    reader.query(q.keys[i], q.keys[i].length, null, result);
+                    latency.recordValue(System.nanoTime() - s);
+                    keysQueried += q.keys[i].length;
+                } catch (final IndexBusyException ex) {
+                    busy++;
+                    latency.recordValue(System.nanoTime() - s);
+                }
+            }
+            final long queriesEnd = System.nanoTime();
+            // Drain: every pod's end marker visible means every writer applied everything before it.
+            long drainEnd = 0;
+            int markersSeen = 0;
+            final long drainDeadline = t0 + windowNs + drainLimitNs;
+            final long[] bits = new long[4];
+            for (int m = 0; m < q.markers.length; m++) {
+                while (System.nanoTime() < drainDeadline) {
+                    if (sent.get(q.n + m) != 0 && visible(reader, q.markers[m], bits)) {
+                        markersSeen++;
+                        break;
+                    }
+                    Thread.yield();
+                }
+            }
+            drainEnd = System.nanoTime();
+            prober.running = false;
+            prober.join(10_000);
+            final Histogram e2v = prober.histogram;
+            final Json json = new Json()
+                .put("queries", (long) q.n - busy).put("busy", busy).put("keys_queried", keysQueried)
+                .put("query_p50_ns", latency.getValueAtPercentile(50))
+                .put("query_p99_ns", latency.getValueAtPercentile(99))
+                .put("query_p999_ns", latency.getValueAtPercentile(99.9))
+                .put("query_max_ns", latency.getMaxValue())
+                .put("query_lag_max_ms", lagMaxNs / 1_000_000)
+                .put("queries_end_ns", queriesEnd)
+                .put("e2v_samples", e2v.getTotalCount())
+                .put("e2v_p50_us", e2v.getValueAtPercentile(50) / 1e3)
+                .put("e2v_p99_us", e2v.getValueAtPercentile(99) / 1e3)
+                .put("e2v_max_us", e2v.getMaxValue() / 1e3)
+                .put("probes_lost", prober.lost)
+                .put("markers", q.markers.length).put("markers_seen", markersSeen)
+                .put("drain_end_ns", drainEnd)
+                .put("index_entries", reader.entryCount())
+                .put("index_bytes", Files.size(reader.path()));
+            System.out.println("RESULT " + json);
+            System.out.flush();
+        }
+    }
+
+    private static boolean visible(final IndexReader reader, final long key, final long[] bits) {
+        try {
+            return reader.lookup(key, bits);
+        } catch (final IndexBusyException ex) {
+            return false;
+        }
+    }
+
+    /** Samples event-to-visible on the newest published batch with a probe key. */
+    private static final class Prober extends Thread {
+        final IndexReader reader;
+        final Queries q;
+        final SendTimes sent;
+        final Histogram histogram = new Histogram(60_000_000_000L, 3);
+        volatile boolean running = true;
+        volatile long lost;
+
+        Prober(final IndexReader reader, final Queries q, final SendTimes sent) {
+            super("trace-prober");
+            setDaemon(true);
+            this.reader = reader;
+            this.q = q;
+            this.sent = sent;
+        }
+
+        @Override
+        public void run() {
+            final long[] bits = new long[4];
+            int done = -1;
+            int frontier = 0;
+            while (running && done < q.n - 1) {
+                while (frontier < q.n && sent.get(frontier) != 0) {
+                    frontier++;
+                }
+                int pick = -1;
+                for (int i = frontier - 1; i > done; i--) {
+                    if (q.probe[i] != 0) {
+                        pick = i;
+                        break;
+                    }
+                }
+                if (pick < 0) {
+                    LockSupport.parkNanos(50_000);
+                    continue;
+                }
+                final long sentAt = sent.get(pick);
+                boolean seen = false;
+                while (running) {
+                    if (visible(reader, q.probe[pick], bits)) {
+                        histogram.recordValue(Math.max(0, System.nanoTime() - sentAt));
+                        seen = true;
+                        break;
+                    }
+                    if (System.nanoTime() - sentAt > PROBE_GIVE_UP_NS) {
+                        break;
+                    }
+                    Thread.yield();
+                }
+                // Stopped means every end marker is visible, so every earlier batch is applied: one last look.
+                if (!seen && !visible(reader, q.probe[pick], bits)) {
+                    lost++;
+                }
+                done = pick;
+            }
+        }
+    }
+
+    /** The query file {@link TracePlan#writeQueries} writes, plus the end markers' keys. */
+    static final class Queries {
+        int n;
+        long spanMs;
+        long[] ts;
+        long[][] keys;
+        long[] probe;
+        long[] markers;
+
+        static Queries read(final Path file) throws IOException {
+            final Queries q = new Queries();
+            try (DataInputStream in = new DataInputStream(new BufferedInputStream(Files.newInputStream(file),
+                1 << 16))) {
+                q.n = in.readInt();
+                q.spanMs = in.readLong();
+                q.ts = new long[q.n];
+                q.keys = new long[q.n][];
+                q.probe = new long[q.n];
+                for (int i = 0; i < q.n; i++) {
+                    q.ts[i] = in.readLong();
+                    q.keys[i] = new long[in.readInt()];
+                    for (int j = 0; j < q.keys[i].length; j++) {
+                        q.keys[i][j] = in.readLong();
+                    }
+                    q.probe[i] = in.readLong();
+                }
+                q.markers = new long[in.readInt()];
+                for (int m = 0; m < q.markers.length; m++) {
+                    q.markers[m] = in.readLong();
+                }
+            }
+            return q;
+        }
+    }
+}

@@ -1,0 +1,69 @@
+package io.kvidx.bench.trace;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class TraceBenchTest {
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void shouldReplayATinyTraceThroughTheDaemonAndReportSaneFigures() throws Exception {
+        final Path dir = Path.of("target", "trace-bench-test");
+        Files.createDirectories(dir);
+        final Path trace = dir.resolve("tiny.jsonl");
+        final StringBuilder lines = new StringBuilder();
+        for (final TraceRequest r : RoutingSimTest.sharedPrefixTrace(120)) {
+            lines.append("{\"timestamp\": ").append(r.timestampMs()).append(", \"input_length\": ")
+                .append(r.inputLength()).append(", \"output_length\": ").append(r.outputLength())
+                .append(", \"hash_ids\": ").append(java.util.Arrays.toString(r.hashIds())).append("}\n");
+        }
+        Files.writeString(trace, lines);
+        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        TraceBench.run(new String[] {"--trace", trace.toString(), "--pods", "8", "--windows-ms", "3000",
+            "--sockets", "2", "--json", "--out", dir.resolve("results").toString()},
+            new PrintStream(bytes, true, StandardCharsets.UTF_8));
+        final String out = bytes.toString(StandardCharsets.UTF_8);
+        final List<String> outLines = out.lines().toList();
+        final String json = outLines.get(outLines.size() - 1);
+        assertTrue(json.startsWith("{\"valid\": ") && json.endsWith("}"), out);
+
+        // Ops counted: the plan's totals add up, and the router queried every request's keys.
+        final long queried = (long) TraceReport.num(json, "blocks_queried");
+        final long stored = (long) TraceReport.num(json, "blocks_stored");
+        final long removed = (long) TraceReport.num(json, "blocks_removed");
+        assertEquals(120 * 6 * 32, queried, json);
+        assertTrue(stored > 0, json);
+        assertEquals(queried + stored + removed, (long) TraceReport.num(json, "block_ops"), json);
+        assertEquals(queried, (long) TraceReport.num(out, "keys_queried") + 0, out);
+        assertTrue(TraceReport.num(json, "block_ops_per_s") > 0, json);
+
+        // A light load (120 requests in 3 s) must be kept up with: valid, every end marker seen, probes timed.
+        assertTrue(json.startsWith("{\"valid\": true"), out);
+        assertTrue(TraceReport.num(json, "samples") > 0, json);
+        assertEquals(0, TraceReport.num(json, "lost"), json);
+        assertTrue(TraceReport.num(json, "p50_ns") > 0, json);
+        assertTrue(TraceReport.num(json, "p99_us") >= TraceReport.num(json, "p50_us"), json);
+
+        // Routing: every policy present, hit rates in [0, 1], the index beats round robin on shared prefixes.
+        final double[] rates = new double[RoutingSim.POLICIES.size()];
+        for (int i = 0; i < rates.length; i++) {
+            final String policy = RoutingSim.POLICIES.get(i);
+            final int at = json.indexOf("\"" + policy + "\": {");
+            assertTrue(at > 0, policy + " missing: " + json);
+            rates[i] = TraceReport.num(json.substring(at), "hit_rate");
+            assertTrue(rates[i] >= 0 && rates[i] <= 1, policy + " " + rates[i]);
+        }
+        assertTrue(rates[0] > rates[2] + 0.1, "cache-aware " + rates[0] + " vs round robin " + rates[2]);
+        assertTrue(Files.size(dir.resolve("results").resolve("trace-report.html")) > 10_000, "report written");
+    }
+}
