@@ -16,7 +16,8 @@ import java.util.Set;
  *
  * <p>{@link Builder#build()} checks the data flow and refuses a profile that cannot work, with a
  * {@link ProfileValidationException} naming the plugin and slot: every slot a plugin reads has a writer earlier
- * in the order (the request counts as the first writer of its input slots), the plugins' read/write graph has no
+ * in the order (the request counts as the first writer of its input slots; of {@link Slots#TOKENS} only when no
+ * preparer writes it, e.g. one that tokenizes the request's text, and the profile does not declare it), the plugins' read/write graph has no
  * cycle, no slot has two writers, every plugin sits in its own stage, names are unique, weights are finite and
  * non-negative with at least one positive, and there is exactly one picker.
  *
@@ -38,7 +39,7 @@ public final class Profile {
 
     private Profile(final Builder b, final Picker fallback) {
         this.name = b.name;
-        this.inputs = Collections.unmodifiableSet(new LinkedHashSet<>(b.inputs));
+        this.inputs = Collections.unmodifiableSet(b.effectiveInputs());
         this.preparers = List.copyOf(b.preparers);
         this.filters = List.copyOf(b.filters);
         this.scorers = List.copyOf(b.scorers);
@@ -182,6 +183,7 @@ public final class Profile {
     public static final class Builder {
         private final String name;
         private final Set<Slot<?>> inputs = new LinkedHashSet<>(List.of(Slots.TOKENS, Slots.REQUEST));
+        private boolean tokensDeclared;
         private final List<Preparer> preparers = new ArrayList<>();
         private final List<Filter> filters = new ArrayList<>();
         private final List<Scorer> scorers = new ArrayList<>();
@@ -203,6 +205,7 @@ public final class Profile {
          */
         public Builder input(final Slot<?>... slots) {
             inputs.addAll(List.of(slots));
+            tokensDeclared |= List.of(slots).contains(Slots.TOKENS);
             return this;
         }
 
@@ -291,6 +294,22 @@ public final class Profile {
                 detail));
         }
 
+        /**
+         * The request supplies {@link Slots#TOKENS} unless a preparer writes them (from the request's text) and the
+         * profile did not declare them as an input.
+         */
+        private Set<Slot<?>> effectiveInputs() {
+            final Set<Slot<?>> in = new LinkedHashSet<>(inputs);
+            if (!tokensDeclared) {
+                for (final Preparer p : preparers) {
+                    if (p.writes().contains(Slots.TOKENS)) {
+                        in.remove(Slots.TOKENS);
+                    }
+                }
+            }
+            return in;
+        }
+
         private void validate(final Picker fb, final List<ProfileValidationException.Problem> problems) {
             final List<RoutingPlugin> order = new ArrayList<>();
             checkStage(preparers, Stage.PREPARE, order, problems);
@@ -315,7 +334,7 @@ public final class Profile {
             checkWeights(problems);
             final Map<Slot<?>, Integer> writerAt = new HashMap<>();
             final Map<Slot<?>, String> writerName = new HashMap<>();
-            for (final Slot<?> in : inputs) {
+            for (final Slot<?> in : effectiveInputs()) {
                 writerAt.put(in, -1);
                 writerName.put(in, REQUEST_WRITER);
             }

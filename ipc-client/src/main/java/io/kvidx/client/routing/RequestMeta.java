@@ -3,8 +3,8 @@ package io.kvidx.client.routing;
 import io.kvidx.client.keys.RequestExtras;
 
 /**
- * A request's model, LoRA adapter, cache salt, multimodal items, prompt size and headers (names compared
- * case-insensitively), set by the router before a decision. Holds references to the caller's strings; multimodal
+ * A request's model, LoRA adapter, cache salt, multimodal items, prompt size, prompt text and headers (names
+ * compared case-insensitively), set by the router before a decision. Holds references to the caller's strings; multimodal
  * identifiers are copied into {@link #extras()}, whose arrays are reused across requests.
  *
  * <p><b>Note:</b> not thread safe; owned by one {@link RoutingContext}.
@@ -19,6 +19,7 @@ public final class RequestMeta {
     private String lora;
     private String cacheSalt;
     private int promptTokens = -1;
+    private String prompt;
     private final RequestExtras extras = new RequestExtras();
 
     /**
@@ -34,6 +35,7 @@ public final class RequestMeta {
         lora = null;
         cacheSalt = null;
         promptTokens = -1;
+        prompt = null;
         extras.clear();
     }
 
@@ -127,6 +129,26 @@ public final class RequestMeta {
      */
     public int promptTokens() {
         return promptTokens;
+    }
+
+    /**
+     * Sets the request's prompt as text, for a profile whose Prepare stage tokenizes it (a text preparer writes
+     * {@link Slots#TOKENS} from it; kvidx-tokenize's {@code tokenize} preparer). Requests given as token ids leave it
+     * null.
+     *
+     * @param text the prompt text, or null.
+     * @return this.
+     */
+    public RequestMeta prompt(final String text) {
+        this.prompt = text;
+        return this;
+    }
+
+    /**
+     * @return the prompt text set with {@link #prompt(String)}, or null.
+     */
+    public String prompt() {
+        return prompt;
     }
 
     /**

@@ -25,6 +25,30 @@ public final class TokenIds {
     }
 
     /**
+     * Makes room for at least {@code capacity} tokens (keeps none of the current ones), for a writer that fills the
+     * buffer itself (e.g. a tokenizer).
+     *
+     * @param capacity tokens needed.
+     * @return the buffer to write into; call {@link #length(int)} afterwards.
+     */
+    public int[] ensureCapacity(final int capacity) {
+        if (capacity > ids.length) {
+            ids = new int[Math.max(capacity, ids.length * 2)];
+        }
+        return ids;
+    }
+
+    /**
+     * @param length tokens now valid in the buffer.
+     */
+    public void length(final int length) {
+        if (length < 0 || length > ids.length) {
+            throw new IllegalArgumentException("length " + length + " outside [0, " + ids.length + "]");
+        }
+        this.length = length;
+    }
+
+    /**
      * @return the buffer (valid up to {@link #length()}).
      */
     public int[] ids() {

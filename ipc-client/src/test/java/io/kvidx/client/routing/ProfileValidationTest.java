@@ -121,7 +121,7 @@ class ProfileValidationTest {
     @Test
     void shouldRejectWritingARequestInput() {
         final ProfileValidationException ex = fails(Profile.builder("p")
-            .prepare(prep("overwrites-tokens", Set.of(), Set.of(Slots.TOKENS)))
+            .prepare(prep("overwrites-request", Set.of(), Set.of(Slots.REQUEST)))
             .pick(new MaxScorePicker("max")));
         assertEquals(ProfileValidationException.Kind.DUPLICATE_WRITER, ex.problem());
         assertTrue(ex.getMessage().contains("'request'"), ex.getMessage());
@@ -169,5 +169,25 @@ class ProfileValidationTest {
         assertEquals(ProfileValidationException.Kind.MISSING_WRITER, ex.problem());
         assertEquals("decode", ex.profile());
         assertEquals("a", ex.slot());
+    }
+
+    @Test
+    void shouldLetATextPreparerWriteTheTokensUnlessTheProfileDeclaresThem() {
+        final Profile p = Profile.builder("text")
+            .prepare(prep("tokenize", Set.of(Slots.REQUEST), Set.of(Slots.TOKENS)))
+            .prepare(prep("keys", Set.of(Slots.TOKENS), Set.of(A)))
+            .pick(new MaxScorePicker("max"))
+            .build(registry);
+        assertEquals(Set.of(Slots.REQUEST), p.inputs());
+        ProfileValidationException ex = fails(Profile.builder("late")
+            .prepare(prep("keys", Set.of(Slots.TOKENS), Set.of(A)))
+            .prepare(prep("tokenize", Set.of(Slots.REQUEST), Set.of(Slots.TOKENS)))
+            .pick(new MaxScorePicker("max")));
+        assertEquals(ProfileValidationException.Kind.WRITER_AFTER_READER, ex.problem());
+        assertEquals("keys", ex.plugin());
+        ex = fails(Profile.builder("declared").input(Slots.TOKENS)
+            .prepare(prep("tokenize", Set.of(Slots.REQUEST), Set.of(Slots.TOKENS)))
+            .pick(new MaxScorePicker("max")));
+        assertEquals(ProfileValidationException.Kind.DUPLICATE_WRITER, ex.problem());
     }
 }

@@ -146,4 +146,54 @@ class YamlRoutingTest {
         assertTrue(fails(GOOD.replace("workflow: {type: single, profile: cache-aware}", ""))
             .getMessage().contains("no workflow"));
     }
+
+    @Test
+    void shouldBuildPreparerTypesOfOptionalModulesWithPathsRelativeToTheFile(@TempDir final Path dir)
+        throws IOException {
+        final Path[] seen = new Path[2];
+        env.preparerType(new io.kvidx.client.routing.yaml.PreparerType() {
+            @Override
+            public String type() {
+                return "text";
+            }
+
+            @Override
+            public Preparer create(final String name, final io.kvidx.client.routing.yaml.PluginParameters params) {
+                seen[0] = params.path("file");
+                seen[1] = params.resolve(params.stringMap("models").get("m"));
+                return ProfileValidationTest.prep(name, java.util.Set.of(Slots.REQUEST),
+                    java.util.Set.of(Slots.TOKENS));
+            }
+        });
+        final Path file = dir.resolve("routing.yaml");
+        Files.writeString(file, """
+            profiles:
+              p:
+                prepare: [{type: text, file: a/t.json, models: {m: /abs/t.json}}, router-keys]
+                pick: max-score
+            """);
+        final Profile p = YamlRouting.load(file, env).profiles().get("p");
+        assertEquals("text", p.preparers().get(0).name());
+        assertEquals(dir.toAbsolutePath().resolve("a/t.json"), seen[0]);
+        assertEquals(Path.of("/abs/t.json"), seen[1]);
+        final ProfileValidationException ex = fails("""
+            profiles:
+              p:
+                prepare: [{type: text, models: [a]}]
+                pick: max-score
+            """);
+        assertTrue(ex.getMessage().contains("'models' must be a mapping"), ex.getMessage());
+    }
+
+    @Test
+    void shouldSayWhichJarTheTokenizePreparerNeeds() {
+        final ProfileValidationException ex = fails("""
+            profiles:
+              p:
+                prepare: [{type: tokenize, tokenizer: /models/qwen3}, router-keys]
+                pick: max-score
+            """);
+        assertTrue(ex.getMessage().contains("'tokenize' needs the kvidx-tokenize jar on the class path"),
+            ex.getMessage());
+    }
 }

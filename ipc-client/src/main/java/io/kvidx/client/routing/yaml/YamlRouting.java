@@ -61,6 +61,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.ServiceLoader;
 import java.util.Set;
 
 /**
@@ -89,6 +90,7 @@ import java.util.Set;
  */
 public final class YamlRouting {
     private static final String FILE = "(file)";
+    private static final String TOKENIZE = "tokenize";
 
     private YamlRouting() {
     }
@@ -105,6 +107,7 @@ public final class YamlRouting {
         private SessionTable sessions;
         private LmCacheWorkerPoller lmCache;
         private CacheAffinityScorer.TierLookup tiers;
+        private final Map<String, PreparerType> preparerTypes = new LinkedHashMap<>();
 
         /**
          * @param index the index (needed by prefix-query and alive).
@@ -181,6 +184,18 @@ public final class YamlRouting {
         }
 
         /**
+         * Adds a preparer type beyond the built-in ones and those found by {@link ServiceLoader} (it wins over a
+         * service of the same name).
+         *
+         * @param type the type.
+         * @return this.
+         */
+        public Environment preparerType(final PreparerType type) {
+            preparerTypes.put(type.type(), type);
+            return this;
+        }
+
+        /**
          * @return the tier lookup given or opened for the profiles (null when none was needed); a {@link TierMap}
          * opened here is the caller's to close with the index.
          */
@@ -222,7 +237,7 @@ public final class YamlRouting {
      * @throws ProfileValidationException when the document is invalid.
      */
     public static Loaded load(final Path file, final Environment env) throws IOException {
-        return parse(Files.readString(file), env);
+        return parse(Files.readString(file), env, file.toAbsolutePath().getParent());
     }
 
     /**
@@ -232,6 +247,10 @@ public final class YamlRouting {
      * @throws ProfileValidationException when the document is invalid.
      */
     public static Loaded parse(final String yaml, final Environment env) {
+        return parse(yaml, env, null);
+    }
+
+    private static Loaded parse(final String yaml, final Environment env, final Path baseDir) {
         if (env.registry == null) {
             throw new IllegalArgumentException("the environment needs a pod registry");
         }
@@ -256,7 +275,7 @@ public final class YamlRouting {
         for (final Map.Entry<?, ?> e : profileDefs.entrySet()) {
             final String name = String.valueOf(e.getKey());
             try {
-                profiles.put(name, profile(name, e.getValue(), env, sessions));
+                profiles.put(name, profile(name, e.getValue(), env, sessions, baseDir));
             } catch (final ProfileValidationException ex) {
                 problems.addAll(ex.problems());
             }
@@ -321,7 +340,7 @@ public final class YamlRouting {
     }
 
     private static Profile profile(final String name, final Object def, final Environment env,
-        final SessionTable sessions) {
+        final SessionTable sessions, final Path baseDir) {
         if (!(def instanceof Map<?, ?> m)) {
             throw fail(name, null, "a profile must be a mapping");
         }
@@ -348,19 +367,19 @@ public final class YamlRouting {
         }
         final Factory f = new Factory(env, sessions, b);
         for (final Object p : list(m.get("prepare"))) {
-            final Spec s = Spec.of(p, b);
+            final Spec s = Spec.of(baseDir, p, b);
             if (s != null) {
                 f.guard(s, () -> b.prepare(f.preparer(s)));
             }
         }
         for (final Object p : list(m.get("filter"))) {
-            final Spec s = Spec.of(p, b);
+            final Spec s = Spec.of(baseDir, p, b);
             if (s != null) {
                 f.guard(s, () -> b.filter(f.filter(s)));
             }
         }
         for (final Object p : list(m.get("score"))) {
-            final Spec s = Spec.of(p, b);
+            final Spec s = Spec.of(baseDir, p, b);
             if (s != null) {
                 f.guard(s, () -> {
                     final double weight = s.dbl("weight", 1.0);
@@ -369,13 +388,13 @@ public final class YamlRouting {
             }
         }
         if (m.get("pick") != null) {
-            final Spec s = Spec.of(m.get("pick"), b);
+            final Spec s = Spec.of(baseDir, m.get("pick"), b);
             if (s != null) {
                 f.guard(s, () -> b.pick(f.picker(s)));
             }
         }
         if (m.get("fallback") != null) {
-            final Spec s = Spec.of(m.get("fallback"), b);
+            final Spec s = Spec.of(baseDir, m.get("fallback"), b);
             if (s != null) {
                 f.guard(s, () -> b.fallback(f.picker(s)));
             }
@@ -391,21 +410,23 @@ public final class YamlRouting {
     }
 
     /** One plugin definition: type, name and parameters; tracks which parameters were used. */
-    private static final class Spec {
+    private static final class Spec implements PluginParameters {
         final String type;
         final String name;
         final Map<?, ?> params;
+        final Path baseDir;
         final Set<String> used = new HashSet<>(Set.of("type", "name"));
 
-        private Spec(final String type, final String name, final Map<?, ?> params) {
+        private Spec(final String type, final String name, final Map<?, ?> params, final Path baseDir) {
             this.type = type;
             this.name = name;
             this.params = params;
+            this.baseDir = baseDir;
         }
 
-        static Spec of(final Object def, final Profile.Builder b) {
+        static Spec of(final Path baseDir, final Object def, final Profile.Builder b) {
             if (def instanceof String s) {
-                return new Spec(s, s, Map.of());
+                return new Spec(s, s, Map.of(), baseDir);
             }
             if (!(def instanceof Map<?, ?> m) || m.get("type") == null) {
                 b.definitionProblem(null, "a plugin must be a type name or a mapping with 'type': " + def);
@@ -413,7 +434,44 @@ public final class YamlRouting {
             }
             final String type = String.valueOf(m.get("type"));
             final Object name = m.get("name");
-            return new Spec(type, name == null ? type : String.valueOf(name), m);
+            return new Spec(type, name == null ? type : String.valueOf(name), m, baseDir);
+        }
+
+        @Override
+        public String string(final String key, final String dflt) {
+            return str(key, dflt);
+        }
+
+        @Override
+        public Map<String, String> stringMap(final String key) {
+            final Object v = raw(key);
+            if (v == null) {
+                return Map.of();
+            }
+            if (!(v instanceof Map<?, ?> m)) {
+                throw new IllegalArgumentException("'" + key + "' must be a mapping, is '" + v + "'");
+            }
+            final Map<String, String> out = new LinkedHashMap<>();
+            for (final Map.Entry<?, ?> e : m.entrySet()) {
+                if (e.getValue() == null || e.getValue() instanceof Map || e.getValue() instanceof List) {
+                    throw new IllegalArgumentException("'" + key + "." + e.getKey() + "' must be a scalar, is '"
+                        + e.getValue() + "'");
+                }
+                out.put(String.valueOf(e.getKey()), String.valueOf(e.getValue()));
+            }
+            return out;
+        }
+
+        @Override
+        public Path path(final String key) {
+            final String v = str(key, null);
+            return v == null ? null : resolve(v);
+        }
+
+        @Override
+        public Path resolve(final String value) {
+            final Path p = Path.of(value);
+            return p.isAbsolute() || baseDir == null ? p : baseDir.resolve(p);
         }
 
         Object raw(final String key) {
@@ -437,7 +495,8 @@ public final class YamlRouting {
             throw new IllegalArgumentException("'" + key + "' must be a number, is '" + v + "'");
         }
 
-        int integer(final String key, final int dflt) {
+        @Override
+        public int integer(final String key, final int dflt) {
             final Object v = raw(key);
             if (v == null) {
                 return dflt;
@@ -448,7 +507,8 @@ public final class YamlRouting {
             throw new IllegalArgumentException("'" + key + "' must be an integer, is '" + v + "'");
         }
 
-        boolean bool(final String key, final boolean dflt) {
+        @Override
+        public boolean bool(final String key, final boolean dflt) {
             final Object v = raw(key);
             if (v == null) {
                 return dflt;
@@ -540,9 +600,31 @@ public final class YamlRouting {
                 case "hash-key" -> new HashKeyPreparer(s.name, s.str("header", null),
                     s.enumOf("source", HashKeyPreparer.Source.class, HashKeyPreparer.Source.TOKENS),
                     s.integer("prefix", 256));
-                default -> throw new IllegalArgumentException("unknown preparer type '" + s.type
-                    + "' (router-keys, block-keys, prefix-query, session-key, hash-key)");
+                default -> {
+                    final PreparerType extra = preparerType(s.type);
+                    if (extra == null) {
+                        throw new IllegalArgumentException("unknown preparer type '" + s.type
+                            + "' (router-keys, block-keys, prefix-query, session-key, hash-key"
+                            + (TOKENIZE.equals(s.type) ? "; 'tokenize' needs the kvidx-tokenize jar on the class path"
+                            : "") + ")");
+                    }
+                    yield extra.create(s.name, s);
+                }
             };
+        }
+
+        /** A type given to the environment, else the first service of that name on the class path. */
+        private PreparerType preparerType(final String type) {
+            final PreparerType given = env.preparerTypes.get(type);
+            if (given != null) {
+                return given;
+            }
+            for (final PreparerType t : ServiceLoader.load(PreparerType.class, YamlRouting.class.getClassLoader())) {
+                if (t.type().equals(type)) {
+                    return t;
+                }
+            }
+            return null;
         }
 
         Filter filter(final Spec s) {
@@ -598,7 +680,8 @@ public final class YamlRouting {
                     s.enumOf("metric", LoadMetric.class, LoadMetric.REQUESTS));
                 case "sticky-session" -> {
                     final Object d = s.raw("delegate");
-                    final Spec inner = d == null ? new Spec("max-score", "max-score", Map.of()) : Spec.of(d, builder);
+                    final Spec inner = d == null ? new Spec("max-score", "max-score", Map.of(), s.baseDir)
+                        : Spec.of(s.baseDir, d, builder);
                     if (inner == null) {
                         throw new IllegalArgumentException("bad delegate");
                     }

@@ -1,0 +1,240 @@
+package io.kvidx.tokenize;
+
+import io.kvidx.client.routing.Preparer;
+import io.kvidx.client.routing.RequestMeta;
+import io.kvidx.client.routing.RoutingContext;
+import io.kvidx.client.routing.Slot;
+import io.kvidx.client.routing.Slots;
+import io.kvidx.client.routing.TokenIds;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Turns a request's prompt text ({@link RequestMeta#prompt()}) into token ids with its model's Hugging Face
+ * tokenizer ({@link HfTokenizer}), so the rest of the Prepare stage (e.g. {@code router-keys}) works as for a request
+ * given as token ids. Reads {@link Slots#REQUEST}, writes {@link Slots#TOKENS} (a profile with this preparer takes
+ * its tokens from it rather than from the request).
+ *
+ * <p>A request without text keeps the token ids the router set, so one profile serves both kinds. The tokenizer is
+ * the one given for the request's model, else the one for any model; a request whose model has neither gets no
+ * tokens (its prefix is unknown, so cache-aware scorers see no hit and the picker decides on load) and is counted
+ * in {@link #noTokenizer()}. A tokenizer failure is counted in {@link #failures()} (its message kept in
+ * {@link #lastFailure()}) and also leaves no tokens.
+ *
+ * <p>Tokenizers are loaded when the preparer is built, each distinct file once. Encoding allocates (the native
+ * library returns a fresh array); the token buffer of the context is reused.
+ *
+ * <p><b>Note:</b> thread safe; {@link #close()} frees the native tokenizers and must run only after routing stopped.
+ */
+public final class TokenizePreparer implements Preparer, AutoCloseable {
+    private final String name;
+    private final Map<String, HfTokenizer> byModel;
+    private final HfTokenizer anyModel;
+    private final List<HfTokenizer> loaded;
+    private final LongAdder tokenized = new LongAdder();
+    private final AtomicLong noTokenizer = new AtomicLong();
+    private final AtomicLong failures = new AtomicLong();
+    private final AtomicReference<String> lastFailure = new AtomicReference<>();
+
+    private TokenizePreparer(final Builder b) {
+        this.name = b.name;
+        final Map<Path, HfTokenizer> byFile = new HashMap<>();
+        final List<HfTokenizer> all = new ArrayList<>();
+        try {
+            final Map<String, HfTokenizer> models = new HashMap<>();
+            for (final Map.Entry<String, Path> e : b.models.entrySet()) {
+                models.put(e.getKey(), load(e.getValue(), b.addSpecialTokens, byFile, all));
+            }
+            this.anyModel = b.anyModel == null ? null : load(b.anyModel, b.addSpecialTokens, byFile, all);
+            this.byModel = Map.copyOf(models);
+        } catch (final RuntimeException ex) {
+            all.forEach(HfTokenizer::close);
+            throw ex;
+        }
+        this.loaded = List.copyOf(all);
+    }
+
+    private static HfTokenizer load(final Path pathOrDir, final boolean addSpecialTokens,
+        final Map<Path, HfTokenizer> byFile, final List<HfTokenizer> all) {
+        final Path file = Files.isDirectory(pathOrDir) ? pathOrDir.resolve(HfTokenizer.TOKENIZER_FILE) : pathOrDir;
+        Path key;
+        try {
+            key = file.toRealPath();
+        } catch (final IOException | UncheckedIOException ex) {
+            key = file.toAbsolutePath().normalize();
+        }
+        HfTokenizer t = byFile.get(key);
+        if (t == null) {
+            t = HfTokenizer.load(pathOrDir, addSpecialTokens);
+            byFile.put(key, t);
+            all.add(t);
+        }
+        return t;
+    }
+
+    /**
+     * @param name plugin name.
+     * @return a builder.
+     */
+    public static Builder builder(final String name) {
+        return new Builder(name);
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public Set<Slot<?>> reads() {
+        return Set.of(Slots.REQUEST);
+    }
+
+    @Override
+    public Set<Slot<?>> writes() {
+        return Set.of(Slots.TOKENS);
+    }
+
+    @Override
+    public void prepare(final RoutingContext ctx) {
+        final RequestMeta meta = ctx.get(Slots.REQUEST);
+        final String text = meta.prompt();
+        if (text == null) {
+            return;
+        }
+        final TokenIds tokens = ctx.get(Slots.TOKENS);
+        final HfTokenizer t = tokenizer(meta.model());
+        if (t == null) {
+            tokens.clear();
+            noTokenizer.getAndIncrement();
+            return;
+        }
+        try {
+            t.encode(text, tokens);
+            tokenized.increment();
+        } catch (final RuntimeException ex) {
+            tokens.clear();
+            failures.getAndIncrement();
+            lastFailure.set(ex.getClass().getSimpleName() + ": " + ex.getMessage());
+        }
+    }
+
+    /**
+     * @param model a model name, or null.
+     * @return the tokenizer for it (its own, else the one for any model), or null.
+     */
+    public HfTokenizer tokenizer(final String model) {
+        final HfTokenizer t = model == null ? null : byModel.get(model);
+        return t != null ? t : anyModel;
+    }
+
+    /**
+     * @return prompts tokenized.
+     */
+    public long tokenized() {
+        return tokenized.sum();
+    }
+
+    /**
+     * @return prompts left without tokens because no tokenizer was configured for their model.
+     */
+    public long noTokenizer() {
+        return noTokenizer.get();
+    }
+
+    /**
+     * @return prompts left without tokens because the tokenizer failed.
+     */
+    public long failures() {
+        return failures.get();
+    }
+
+    /**
+     * @return the last failure's type and message, or null.
+     */
+    public String lastFailure() {
+        return lastFailure.get();
+    }
+
+    /**
+     * @return the distinct tokenizers loaded.
+     */
+    public List<HfTokenizer> loaded() {
+        return loaded;
+    }
+
+    @Override
+    public void close() {
+        loaded.forEach(HfTokenizer::close);
+    }
+
+    /**
+     * Which tokenizer serves which model.
+     */
+    public static final class Builder {
+        private final String name;
+        private final Map<String, Path> models = new LinkedHashMap<>();
+        private Path anyModel;
+        private boolean addSpecialTokens = true;
+
+        private Builder(final String name) {
+            this.name = Objects.requireNonNull(name, "name");
+        }
+
+        /**
+         * @param model     model name as requests give it ({@link RequestMeta#model()}).
+         * @param pathOrDir its {@code tokenizer.json}, or the directory holding it.
+         * @return this.
+         */
+        public Builder model(final String model, final Path pathOrDir) {
+            models.put(Objects.requireNonNull(model, "model"), Objects.requireNonNull(pathOrDir, "pathOrDir"));
+            return this;
+        }
+
+        /**
+         * @param pathOrDir the tokenizer for requests whose model has none of its own (or name no model).
+         * @return this.
+         */
+        public Builder anyModel(final Path pathOrDir) {
+            this.anyModel = pathOrDir;
+            return this;
+        }
+
+        /**
+         * @param add whether to add the tokenizer's post-processor tokens (default true, as vLLM does for
+         *            completion prompts).
+         * @return this.
+         */
+        public Builder addSpecialTokens(final boolean add) {
+            this.addSpecialTokens = add;
+            return this;
+        }
+
+        /**
+         * Loads the tokenizers.
+         *
+         * @return the preparer.
+         * @throws IllegalArgumentException when no tokenizer is given or one cannot be loaded.
+         */
+        public TokenizePreparer build() {
+            if (models.isEmpty() && anyModel == null) {
+                throw new IllegalArgumentException("preparer '" + name + "' has no tokenizer: give one per model"
+                    + " or one for any model");
+            }
+            return new TokenizePreparer(this);
+        }
+    }
+}

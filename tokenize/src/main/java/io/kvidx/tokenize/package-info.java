@@ -1,0 +1,5 @@
+/**
+ * Prepare from text: a request's prompt to token ids with the model's Hugging Face tokenizer (DJL's binding of the
+ * Rust tokenizers library). Optional: routers that route by token ids or keys need neither this module nor DJL.
+ */
+package io.kvidx.tokenize;
