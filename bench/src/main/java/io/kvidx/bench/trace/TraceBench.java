@@ -30,7 +30,7 @@ public final class TraceBench {
     /** Requests of the trace a --quick run replays (its first ones by time). */
     public static final int QUICK_REQUESTS = 1_500;
     /** Replay windows of a full run, ms. */
-    public static final long[] WINDOWS_MS_DEFAULT = {120_000, 60_000, 30_000, 15_000};
+    public static final long[] WINDOWS_MS_DEFAULT = {120_000, 60_000, 30_000, 15_000, 10_000, 7_500};
     /** Replay windows of a --quick run, ms. */
     public static final long[] WINDOWS_MS_QUICK = {8_000, 4_000, 2_000, 1_000};
     /** PUB sockets the pods are spread over. */
