@@ -1,12 +1,11 @@
 package io.kvidx.daemon.ingest.sglang;
 
 import io.kvidx.client.index.IndexReader;
-import io.kvidx.client.index.PrefixResult;
-import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ingest.vllm.Capture;
 import io.kvidx.daemon.ingest.zmq.PyPeer;
+import io.kvidx.daemon.ingest.zmq.ZmqIngestTestAccess;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.daemon.lifecycle.KvidxDaemon;
 import org.junit.jupiter.api.BeforeAll;
@@ -46,28 +45,7 @@ class SglangPublisherTest {
     }
 
     static int depth(final IndexReader reader, final String podId, final Capture capture, final String salt) {
-        final RouterKeyHasher hasher = new RouterKeyHasher(16);
-        final long[] keys = new long[64];
-        final int n = hasher.keys(RouterKeyHasher.chainSeed(MODEL, null, salt), capture.tokenIds(),
-            capture.tokenIds().length, keys);
-        final PrefixResult result = new PrefixResult();
-        for (int attempt = 0; ; attempt++) {
-            try {
-                reader.query(keys, n, null, result);
-                break;
-            } catch (final io.kvidx.client.index.IndexBusyException ex) {
-                if (attempt == 1_000) {
-                    throw ex;
-                }
-                Thread.onSpinWait();
-            }
-        }
-        for (int slot = 0; slot < reader.maxPods(); slot++) {
-            if (reader.isAlive(slot) && podId.equals(reader.pod(slot).podId())) {
-                return result.depthOf(slot);
-            }
-        }
-        return 0;
+        return ZmqIngestTestAccess.depth(reader, podId, capture, null, salt);
     }
 
     static void pingUntil(final String what, final List<PyPeer> peers, final BooleanSupplier condition)

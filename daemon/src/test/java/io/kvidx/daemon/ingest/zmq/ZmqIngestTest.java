@@ -32,10 +32,20 @@ class ZmqIngestTest {
     Path dir;
 
     static int depth(final IndexReader reader, final String podId, final Capture capture, final String lora) {
-        final RouterKeyHasher hasher = new RouterKeyHasher(16);
+        return depth(reader, podId, capture, lora, null);
+    }
+
+    /** Depth the pod holds of the capture's chain, keyed with the model, LoRA name and cache salt given. */
+    static int depth(final IndexReader reader, final String podId, final Capture capture, final String lora,
+        final String salt) {
         final long[] keys = new long[64];
-        final int n = hasher.keys(RouterKeyHasher.chainSeed(MODEL, lora, null), capture.tokenIds(),
+        final int n = new RouterKeyHasher(16).keys(RouterKeyHasher.chainSeed(MODEL, lora, salt), capture.tokenIds(),
             capture.tokenIds().length, keys);
+        return depthOfKeys(reader, podId, keys, n);
+    }
+
+    /** Depth the pod holds of the chain {@code keys[0..n)}. */
+    static int depthOfKeys(final IndexReader reader, final String podId, final long[] keys, final int n) {
         final PrefixResult result = new PrefixResult();
         // A reader gives up after its bound while a writer holds the shard (it may be descheduled on a busy host):
         // ask again, as a router's next request would.

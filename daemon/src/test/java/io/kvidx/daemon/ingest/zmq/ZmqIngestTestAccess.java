@@ -24,6 +24,30 @@ public final class ZmqIngestTestAccess {
     }
 
     /**
+     * @param reader  index.
+     * @param podId   pod.
+     * @param capture capture whose chain is queried.
+     * @param lora    LoRA name, or null.
+     * @param salt    cache salt, or null.
+     * @return depth the pod holds.
+     */
+    public static int depth(final IndexReader reader, final String podId, final Capture capture, final String lora,
+        final String salt) {
+        return ZmqIngestTest.depth(reader, podId, capture, lora, salt);
+    }
+
+    /**
+     * @param reader index.
+     * @param podId  pod.
+     * @param keys   chain keys.
+     * @param n      how many.
+     * @return depth the pod holds.
+     */
+    public static int depthOfKeys(final IndexReader reader, final String podId, final long[] keys, final int n) {
+        return ZmqIngestTest.depthOfKeys(reader, podId, keys, n);
+    }
+
+    /**
      * @param what      description.
      * @param condition condition.
      * @throws InterruptedException when interrupted.
