@@ -1,17 +1,14 @@
 package io.kvidx.daemon.ingest.sglang;
 
 import io.kvidx.daemon.ingest.vllm.VllmDecodeException;
+import io.kvidx.daemon.ingest.vllm.RecordingListener;
 import io.kvidx.daemon.ingest.vllm.VllmEvent;
-import io.kvidx.daemon.ingest.vllm.VllmEventListener;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
 
 import java.io.IOException;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -24,48 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
  * applier as dropped events, and lose nothing else of the batch.
  */
 class SglangEventDecoderTest {
-    private record Seen(int type, int problem, long[] hashes, boolean hasParent, long parent, int[] tokens,
-        int blockSize, int medium, String salt, String lora) {
-    }
-
-    private static final class Recorder implements VllmEventListener {
-        final List<Seen> events = new ArrayList<>();
-        int rank = Integer.MIN_VALUE;
-
-        private void add(final VllmEvent e) {
-            events.add(new Seen(e.type(), e.problem(), Arrays.copyOf(e.hashes(), e.hashCount()), e.hasParent(),
-                e.parentHash(), Arrays.copyOf(e.tokens(), e.tokenCount()), e.blockSize(), e.medium(),
-                e.cacheSaltString(), e.loraNameString()));
-        }
-
-        @Override
-        public void onBlockStored(final VllmEvent event) {
-            add(event);
-        }
-
-        @Override
-        public void onBlockRemoved(final VllmEvent event) {
-            add(event);
-        }
-
-        @Override
-        public void onAllBlocksCleared(final VllmEvent event) {
-            add(event);
-        }
-
-        @Override
-        public void onDropped(final VllmEvent event) {
-            add(event);
-        }
-
-        @Override
-        public void onBatchEnd(final double timestamp, final int dpRank) {
-            rank = dpRank;
-        }
-    }
-
-    private static Recorder decode(final byte[] payload) {
-        final Recorder r = new Recorder();
+    private static RecordingListener decode(final byte[] payload) {
+        final RecordingListener r = new RecordingListener();
         new SglangEventDecoder().decode(new UnsafeBuffer(payload), 0, payload.length, r);
         return r;
     }
@@ -105,7 +62,7 @@ class SglangEventDecoderTest {
 
     @Test
     void shouldDecodeArrayEventsWithTheTrailingMetadataMap() throws IOException {
-        final Recorder r = decode(batch(3,
+        final RecordingListener r = decode(batch(3,
             p -> {
                 p.packArrayHeader(7).packString("BlockStored");
                 longs(p, -5L, 7L);
@@ -128,28 +85,28 @@ class SglangEventDecoderTest {
                 p.packString("CPU_TIER2");
             },
             p -> p.packArrayHeader(1).packString("AllBlocksCleared")));
-        assertEquals(3, r.rank);
+        assertEquals(3, r.dpRank);
         assertEquals(4, r.events.size());
-        final Seen a = r.events.get(0);
+        final RecordingListener.Seen a = r.events.get(0);
         assertEquals(VllmEvent.TYPE_BLOCK_STORED, a.type());
         assertArrayEquals(new long[] {-5L, 7L}, a.hashes());
         assertArrayEquals(new int[] {1, 2, 3, 4}, a.tokens());
         assertEquals(2, a.blockSize());
         assertEquals(VllmEvent.MEDIUM_GPU, a.medium());
-        assertNull(a.salt(), "an unsalted store");
-        final Seen b = r.events.get(1);
+        assertNull(a.cacheSalt(), "an unsalted store");
+        final RecordingListener.Seen b = r.events.get(1);
         assertEquals(VllmEvent.PROBLEM_NONE, b.problem());
         assertEquals(7L, b.parent());
         assertEquals(VllmEvent.MEDIUM_CPU, b.medium());
-        assertEquals("tenant-a", b.salt());
+        assertEquals("tenant-a", b.cacheSalt());
         assertEquals(VllmEvent.MEDIUM_DISK, r.events.get(2).medium());
-        assertNull(r.events.get(2).salt(), "the view is reset between events");
+        assertNull(r.events.get(2).cacheSalt(), "the view is reset between events");
         assertEquals(VllmEvent.TYPE_ALL_BLOCKS_CLEARED, r.events.get(3).type());
     }
 
     @Test
     void shouldDecodeTaggedMapEventsWithCacheSaltSessionAndBigramTokens() throws IOException {
-        final Recorder r = decode(batch(null,
+        final RecordingListener r = decode(batch(null,
             p -> {
                 p.packMapHeader(9).packString("session_id").packString("s-9").packString("token_ids");
                 p.packArrayHeader(2);
@@ -167,20 +124,20 @@ class SglangEventDecoderTest {
                 p.packString("block_hashes");
                 longs(p, 1L);
             }));
-        assertEquals(-1, r.rank, "nil rank");
-        final Seen a = r.events.get(0);
+        assertEquals(-1, r.dpRank, "nil rank");
+        final RecordingListener.Seen a = r.events.get(0);
         assertEquals(VllmEvent.PROBLEM_NONE, a.problem());
         assertArrayEquals(new int[] {11, 12}, a.tokens(), "first token of each bigram pair");
-        assertEquals("tenant-b", a.salt());
-        assertEquals("alice", a.lora());
+        assertEquals("tenant-b", a.cacheSalt());
+        assertEquals("alice", a.loraName());
         assertEquals(VllmEvent.MEDIUM_OTHER, a.medium());
         assertArrayEquals(new long[] {Long.MIN_VALUE}, a.hashes());
-        assertEquals("tenant-c", r.events.get(1).salt(), "salt in a nested metadata map");
+        assertEquals("tenant-c", r.events.get(1).cacheSalt(), "salt in a nested metadata map");
     }
 
     @Test
     void shouldDropOnlyTheEventWithABadSaltOrMetadata() throws IOException {
-        final Recorder r = decode(batch(0,
+        final RecordingListener r = decode(batch(0,
             p -> {
                 p.packMapHeader(2).packString("type").packString("BlockStored").packString("cache_salt").packInt(7);
             },
