@@ -4,7 +4,7 @@ package io.kvidx.bench.trace;
  * A one-block BlockStored batch on a block no request uses (its tokens come from a hash id far above the trace's),
  * for the driver's warm-up (is the daemon subscribed?) and end markers (has every writer applied the replay?).
  *
- * @param payload   the vLLM batch.
+ * @param payload   the batch, in the transport's encoding.
  * @param routerKey the router key the daemon will store.
  */
 record MarkerBatch(byte[] payload, long routerKey) {
@@ -14,13 +14,15 @@ record MarkerBatch(byte[] payload, long routerKey) {
     /**
      * @param id        marker number (distinct per marker of a run).
      * @param blockSize engine block size.
+     * @param encoder   the transport's encoder.
+     * @param pod       the pod that stores the marker.
      * @return the batch.
      */
-    static MarkerBatch of(final long id, final int blockSize) {
+    static MarkerBatch of(final long id, final int blockSize, final BatchEncoder encoder, final int pod) {
         final TraceBlocks blocks = new TraceBlocks(blockSize, 1);
         blocks.load(new TraceRequest(0, blockSize, 0, new long[] {MARKER_ID_BASE + id}));
         final SimEngine engine = new SimEngine(1, 1);
         engine.serve(blocks.engineHashes(), blocks.routerKeys(), 1);
-        return new MarkerBatch(new VllmEventEncoder().encode(blocks, engine, 0), blocks.routerKeys()[0]);
+        return new MarkerBatch(encoder.encode(blocks, engine, 0, pod), blocks.routerKeys()[0]);
     }
 }

@@ -35,6 +35,8 @@ public final class TraceBench {
     public static final long[] WINDOWS_MS_QUICK = {8_000, 4_000, 2_000, 1_000};
     /** PUB sockets the pods are spread over. */
     public static final int SOCKETS_DEFAULT = 4;
+    /** Most pods a replay may have (the daemon's largest cell width). */
+    public static final int PODS_MAX = 256;
 
     private TraceBench() {
     }
@@ -48,6 +50,9 @@ public final class TraceBench {
         long seed = SEED_DEFAULT;
         int requests;
         int sockets = SOCKETS_DEFAULT;
+        String transport = TransportChoice.ZMQ;
+        String aeronChannel = TransportChoice.AERON_CHANNEL_DEFAULT;
+        TransportChoice choice;
         long[] windowsMs;
         boolean quick;
         boolean json;
@@ -76,6 +81,8 @@ public final class TraceBench {
                             case "--seed" -> o.seed = Long.parseLong(v);
                             case "--requests" -> o.requests = Integer.parseInt(v);
                             case "--sockets" -> o.sockets = Integer.parseInt(v);
+                            case "--transport" -> o.transport = v;
+                            case "--aeron-channel" -> o.aeronChannel = v;
                             case "--windows-ms" -> o.windowsMs = Arrays.stream(v.split(","))
                                 .mapToLong(s -> Long.parseLong(s.trim())).toArray();
                             case "--out" -> o.out = Path.of(v);
@@ -84,15 +91,16 @@ public final class TraceBench {
                     }
                 }
             }
-            if (o.pods < 1 || o.pods > 256) {
-                throw new IllegalArgumentException("--pods must be in 1..256: " + o.pods);
+            if (o.pods < 1 || o.pods > PODS_MAX) {
+                throw new IllegalArgumentException("--pods must be in 1.." + PODS_MAX + ": " + o.pods);
             }
             if (o.budget < 1 || o.blockSize < 1 || TraceRequest.TRACE_BLOCK_TOKENS % o.blockSize != 0) {
                 throw new IllegalArgumentException("--budget must be >= 1 and --block-size must divide 512");
             }
-            if (o.sockets < 1 || o.requests < 0) {
-                throw new IllegalArgumentException("--sockets must be >= 1 and --requests >= 0");
+            if (o.requests < 0) {
+                throw new IllegalArgumentException("--requests must be >= 0: " + o.requests);
             }
+            o.choice = new TransportChoice(o.transport, Math.min(o.sockets, o.pods), o.aeronChannel);
             if (o.windowsMs == null) {
                 o.windowsMs = o.quick ? WINDOWS_MS_QUICK : WINDOWS_MS_DEFAULT;
             }
@@ -125,9 +133,9 @@ public final class TraceBench {
 
     /** @return usage text. */
     public static String usage() {
-        return "usage: kvidx bench trace [--trace FILE] [--pods N] [--quick] [--json] [--block-size B]"
-            + " [--budget BLOCKS] [--requests N] [--windows-ms W,W,...] [--sockets N] [--seed S] [--out DIR]"
-            + " [--no-replay]";
+        return "usage: kvidx bench trace [--trace FILE] [--pods N] [--quick] [--json] [--transport zmq|aeron]"
+            + " [--aeron-channel CHANNEL] [--block-size B] [--budget BLOCKS] [--requests N] [--windows-ms W,W,...]"
+            + " [--sockets N] [--seed S] [--out DIR] [--no-replay]";
     }
 
     /**
@@ -148,8 +156,8 @@ public final class TraceBench {
         }
         final String traceName = o.trace == null ? "mooncake-conversation (committed)" : o.trace.toString();
         out.printf("kvidx bench trace: %s, %d requests, %d pods, engine block %d tokens, budget %d blocks/pod, "
-                + "seed %d, %d CPUs%n", traceName, trace.size(), o.pods, o.blockSize, o.budget, o.seed,
-            Runtime.getRuntime().availableProcessors());
+                + "seed %d, events: %s, %d CPUs%n", traceName, trace.size(), o.pods, o.blockSize, o.budget, o.seed,
+            o.choice.describe(), Runtime.getRuntime().availableProcessors());
         final Path scratch = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
             : Path.of(System.getProperty("java.io.tmpdir")), "kvidx-trace-");
         try {
@@ -161,16 +169,16 @@ public final class TraceBench {
                     policy, r.hitRate(), r.tokensSaved(), r.maxPodRequests(), r.seconds());
             }
             final TracePlan plan = TracePlan.build(trace, o.pods, o.blockSize, o.budget,
-                IndexWriterContext.Configuration.MAX_CHAIN_LENGTH_DEFAULT, o.seed);
+                IndexWriterContext.Configuration.MAX_CHAIN_LENGTH_DEFAULT, o.seed, o.choice.encoder());
             out.printf("replay plan (random split): %,d block ops = %,d queried + %,d stored + %,d removed; "
-                    + "%.1f MB of vLLM batches; trace span %.1f s%n", plan.blockOps(), plan.blocksQueried(),
-                plan.blocksStored(), plan.blocksRemoved(), plan.payloadBytes() / 1e6, plan.spanMs() / 1e3);
+                    + "%.1f MB of %s batches; trace span %.1f s%n", plan.blockOps(), plan.blocksQueried(),
+                plan.blocksStored(), plan.blocksRemoved(), plan.payloadBytes() / 1e6,
+                TransportChoice.AERON.equals(o.transport) ? "SBE" : "vLLM", plan.spanMs() / 1e3);
             final List<TraceReplay.Point> points = new ArrayList<>();
             if (!o.skipReplay) {
                 int run = 0;
                 for (final long w : o.windowsMs) {
-                    final TraceReplay.Point p = TraceReplay.run(plan, w, Math.min(o.sockets, o.pods), scratch,
-                        run++, out);
+                    final TraceReplay.Point p = TraceReplay.run(plan, w, o.choice, scratch, run++, out);
                     points.add(p);
                     out.printf("window %6d ms: offered %.2f M ops/s, achieved %.2f M ops/s, writer lag %.0f ms, "
                             + "publisher lag %.0f ms, %s; router %s%n", w, p.offeredOpsPerS() / 1e6,
@@ -181,8 +189,8 @@ public final class TraceBench {
             final Json json = json(o, trace.size(), plan, points, routing);
             json.put("seconds", Math.round((System.nanoTime() - started) / 1e8) / 10.0);
             final Path report = TraceReport.write(o.out, traceName + ", " + trace.size() + " requests, " + o.pods
-                + " pods, " + LocalDate.now() + ", " + Runtime.getRuntime().availableProcessors() + " CPUs", points,
-                routing, json.toString());
+                + " pods, " + o.choice.kind() + ", " + LocalDate.now() + ", "
+                + Runtime.getRuntime().availableProcessors() + " CPUs", points, routing, json.toString());
             out.println("report: " + report.toAbsolutePath());
             if (o.json) {
                 out.println(json);
@@ -215,7 +223,7 @@ public final class TraceBench {
                 }
             }
         }
-        final Json json = new Json().put("valid", valid);
+        final Json json = new Json().put("valid", valid).put("transport", o.choice.kind());
         if (head != null) {
             final String r = head.router();
             json.put("block_ops_per_s", Math.round(head.blockOpsPerS()))
@@ -229,7 +237,8 @@ public final class TraceBench {
                 .put("event_to_visible", new Json().put("p50_us", TraceReport.num(r, "e2v_p50_us"))
                     .put("p99_us", TraceReport.num(r, "e2v_p99_us"))
                     .put("samples", (long) TraceReport.num(r, "e2v_samples"))
-                    .put("lost", (long) TraceReport.num(r, "probes_lost")));
+                    .put("lost", (long) TraceReport.num(r, "probes_lost")))
+                .put("daemon", head.daemon().json());
         }
         final Json policies = new Json();
         for (final RoutingSim.Result r : routing) {
@@ -247,7 +256,8 @@ public final class TraceBench {
                 .put("writer_lag_ms", p.writerLagMs()).put("publisher_lag_ms", p.publisherLagMs())
                 .put("valid", p.valid())
                 .put("query_p99_ns", (long) TraceReport.num(p.router(), "query_p99_ns"))
-                .put("e2v_p99_us", TraceReport.num(p.router(), "e2v_p99_us")));
+                .put("e2v_p99_us", TraceReport.num(p.router(), "e2v_p99_us"))
+                .put("daemon", p.daemon().json()));
         }
         json.putRaw("sweep", sweep.append(']').toString());
         json.put("workload", new Json().put("requests", requests).put("pods", o.pods).put("block_size", o.blockSize)

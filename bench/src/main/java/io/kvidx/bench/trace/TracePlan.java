@@ -13,8 +13,8 @@ import java.util.SplittableRandom;
 
 /**
  * The throughput replay, worked out before it is timed: requests split at random (seeded) across the pods, each
- * pod's share served by its own {@link SimEngine}, and per request the vLLM event batch its engine publishes
- * ({@link VllmEventEncoder}), the router keys a router queries for it, and, when the batch stores a block no pod
+ * pod's share served by its own {@link SimEngine}, and per request the event batch its engine publishes, encoded
+ * for the transport ({@link BatchEncoder}), the router keys a router queries for it, and, when the batch stores a block no pod
  * stored before, that block's router key as a visibility probe (its appearance in the index can only come from
  * this batch). The split does not depend on timing, so every point of the rate sweep replays the same plan.
  *
@@ -60,16 +60,16 @@ public final class TracePlan {
      * @param budget    blocks per engine.
      * @param maxChain  most blocks per request (the index's maximum chain length).
      * @param seed      seed of the random split.
+     * @param encoder   encodes each request's events for the transport.
      * @return the plan.
      */
-    public static TracePlan build(final List<TraceRequest> trace, final int pods, final int blockSize,
-        final int budget, final int maxChain, final long seed) {
+    static TracePlan build(final List<TraceRequest> trace, final int pods, final int blockSize,
+        final int budget, final int maxChain, final long seed, final BatchEncoder encoder) {
         final int maxBlocks = Math.min(budget, maxChain);
         final int n = trace.size();
         final SplittableRandom random = new SplittableRandom(seed);
         final SimEngine[] engines = new SimEngine[pods];
         final TraceBlocks blocks = new TraceBlocks(blockSize, maxBlocks);
-        final VllmEventEncoder encoder = new VllmEventEncoder();
         final LongHashSet everStored = new LongHashSet();
         final long[] ts = new long[n];
         final int[] podOf = new int[n];
@@ -93,7 +93,7 @@ public final class TracePlan {
             reused += engine.serve(blocks.engineHashes(), blocks.routerKeys(), len);
             stored += engine.storedCount();
             removed += engine.removedCount();
-            payloads[i] = encoder.encode(blocks, engine, r.timestampMs() / 1e3);
+            payloads[i] = encoder.encode(blocks, engine, r.timestampMs() / 1e3, p);
             bytes += payloads[i] == null ? 0 : payloads[i].length;
             boolean fresh = false;
             for (int s = 0; s < engine.storedCount(); s++) {

@@ -2,11 +2,12 @@ package io.kvidx.bench.trace;
 
 import io.kvidx.bench.BenchFlags;
 import io.kvidx.bench.BenchMain;
+import io.kvidx.bench.Json;
+import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
-import org.zeromq.SocketType;
-import org.zeromq.ZContext;
-import org.zeromq.ZMQ;
+import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.ops.CountersFile;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -20,17 +21,21 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * One point of the rate sweep, through the real ingestion path: a {@code kvidx daemon} in its own JVM subscribes
- * to this process's JeroMQ PUB sockets (pods spread over a few sockets, topic {@code kv@<pod>@<model>}), a router
- * JVM ({@link TraceRouter}) queries the daemon's index through ipc-client, and this process publishes each
- * request's vLLM batch at the request's place in the replay window. The trace's span is squeezed into the window;
+ * One point of the rate sweep, through the real ingestion path: a {@code kvidx daemon} in its own JVM receives
+ * this process's events ({@link EventTransport}: vLLM batches on JeroMQ PUB sockets, pods spread over a few sockets,
+ * topic {@code kv@<pod>@<model>}; or kvidx SBE messages on an Aeron publication), a router JVM
+ * ({@link TraceRouter}) queries the daemon's index through ipc-client, and this process sends each request's batch
+ * at the request's place in the replay window. The trace's span is squeezed into the window;
  * the offered load is the plan's block operations / window.
  *
  * <p>Validity: the writer falls behind when the last end marker becomes visible later than 10 % of the window
  * after the window's end; the publisher falls behind when it sends a batch later than 10 % of the window after its
- * place (the offered load was not offered). Either makes the point invalid; so do lost end markers and probes.
+ * place (the offered load was not offered). Either makes the point invalid; so do lost end markers and probes, and
+ * a daemon whose counters show an error or fewer applied blocks than the plan sent ({@link DaemonCounts}).
  */
 final class TraceReplay {
+    /** The daemon's cell. */
+    static final String CELL = "trace";
     /** Allowed lag, as a fraction of the window. */
     static final double LAG_LIMIT = 0.10;
     private static final long ATTACH_LIMIT_MS = 60_000;
@@ -44,11 +49,46 @@ final class TraceReplay {
      * @param blockOpsPerS    block operations / (drain end - start).
      * @param writerLagMs     drain end - window end.
      * @param publisherLagMs  worst lateness of a send.
-     * @param valid           within the lag limits, every marker seen.
+     * @param valid           within the lag limits, every marker seen, every batch applied without an error.
      * @param router          the router process's JSON result.
+     * @param daemon          what the daemon's counters say it applied.
      */
     record Point(long windowMs, double offeredOpsPerS, double blockOpsPerS, double writerLagMs, double publisherLagMs,
-        boolean valid, String router) {
+        boolean valid, String router, DaemonCounts daemon) {
+    }
+
+    /**
+     * The daemon's own account of the replay, read from its counters before it stops.
+     *
+     * @param stored  block stores applied (new or re-stored), markers included.
+     * @param removed block removals applied (held or not).
+     * @param errors  sequence gaps, decode, framing and oversized-message errors, dropped events, unknown parents,
+     *                block size and token count mismatches, rejected pods, sequence resets and pod clears: each
+     *                one means lost, refused or wiped work (the replay restarts and clears nothing).
+     */
+    record DaemonCounts(long stored, long removed, long errors) {
+        private static final CounterType[] ERRORS = {CounterType.SEQUENCE_GAPS, CounterType.DECODE_ERRORS,
+            CounterType.FRAMING_ERRORS, CounterType.OVERSIZED_MESSAGES, CounterType.EVENTS_DROPPED,
+            CounterType.UNKNOWN_PARENTS, CounterType.BLOCK_SIZE_MISMATCHES, CounterType.TOKEN_COUNT_MISMATCHES,
+            CounterType.PODS_REJECTED, CounterType.SEQUENCE_RESETS, CounterType.POD_CLEARS};
+
+        static DaemonCounts read(final Path indexDir) {
+            try (CountersFile.Reader c = CountersFile.open(IndexConfiguration.indexFile(indexDir, CELL)
+                .getParent())) {
+                long errors = 0;
+                for (final CounterType t : ERRORS) {
+                    errors += Math.max(0, c.value(t.typeId()));
+                }
+                return new DaemonCounts(c.value(CounterType.BLOCKS_STORED.typeId())
+                    + c.value(CounterType.DUPLICATE_BLOCKS.typeId()), c.value(CounterType.BLOCKS_REMOVED.typeId())
+                    + c.value(CounterType.UNKNOWN_REMOVALS.typeId()), errors);
+            }
+        }
+
+        /** @return the counts as JSON. */
+        Json json() {
+            return new Json().put("blocks_stored", stored).put("blocks_removed", removed).put("errors", errors);
+        }
     }
 
     private TraceReplay() {
@@ -56,24 +96,25 @@ final class TraceReplay {
 
     /**
      * @param plan     the replay.
-     * @param windowMs replay window.
-     * @param sockets  PUB sockets the pods are spread over.
-     * @param base     run directory (index, logs, files).
+     * @param windowMs  replay window.
+     * @param transport how events reach the daemon (the plan was encoded for it).
+     * @param base      run directory (index, logs, files).
      * @param run      point number (names the subdirectory).
      * @param log      progress output.
      * @return the point.
      * @throws Exception when a process fails to start or answer in time.
      */
-    static Point run(final TracePlan plan, final long windowMs, final int sockets, final Path base, final int run,
-        final java.io.PrintStream log) throws Exception {
+    static Point run(final TracePlan plan, final long windowMs, final TransportChoice transport, final Path base,
+        final int run, final java.io.PrintStream log) throws Exception {
         final Path runDir = base.resolve("run-" + run);
         java.nio.file.Files.createDirectories(runDir);
         final Path indexDir = runDir.resolve("index");
         final int pods = plan.pods();
+        final BatchEncoder encoder = transport.encoder();
         final MarkerBatch[] markers = new MarkerBatch[pods];
         final long[] markerKeys = new long[pods];
         for (int p = 0; p < pods; p++) {
-            markers[p] = MarkerBatch.of(1_000 + p, plan.blockSize());
+            markers[p] = MarkerBatch.of(1_000 + p, plan.blockSize(), encoder, p);
             markerKeys[p] = markers[p].routerKey();
         }
         final Path queries = base.resolve("queries.bin");
@@ -84,26 +125,19 @@ final class TraceReplay {
         final SendTimes sent = SendTimes.map(sendFile, plan.requests() + pods);
         Process daemon = null;
         Process router = null;
-        try (ZContext zmq = new ZContext(1)) {
-            final ZMQ.Socket[] pubs = new ZMQ.Socket[sockets];
+        try (EventTransport events = transport.open(runDir)) {
             final List<String> args = new ArrayList<>(List.of("daemon", "--dir", indexDir.toString(), "--cell",
-                "trace", "--block-size", Integer.toString(plan.blockSize()), "--max-pods", Integer.toString(pods),
+                CELL, "--block-size", Integer.toString(plan.blockSize()), "--max-pods", Integer.toString(pods),
                 "--capacity-blocks", Long.toString(Math.max(1L << 20, 4L * plan.blocksStored() / 3))));
-            for (int s = 0; s < sockets; s++) {
-                pubs[s] = zmq.createSocket(SocketType.PUB);
-                pubs[s].setSndHWM(0);
-                pubs[s].bind("tcp://127.0.0.1:*");
-                args.add("--zmq");
-                args.add("*=" + pubs[s].getLastEndpoint());
-            }
+            args.addAll(events.daemonArgs());
             daemon = start(java("io.kvidx.daemon.cli.KvidxCli", args), runDir.resolve("daemon.log"));
-            final long[] seq = new long[sockets];
-            try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(indexDir).cell("trace")
+            events.connect(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ATTACH_LIMIT_MS));
+            try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(indexDir).cell(CELL)
                 .attachTimeoutMs(ATTACH_LIMIT_MS))) {
-                warmUp(reader, pubs, seq, plan.blockSize(), run);
+                warmUp(reader, events, encoder, plan, run);
             }
             router = new ProcessBuilder(java(BenchMain.class.getName(), List.of(TraceRouter.COMMAND,
-                indexDir.toString(), "trace", queries.toString(), sendFile.toString(), Long.toString(windowMs),
+                indexDir.toString(), CELL, queries.toString(), sendFile.toString(), Long.toString(windowMs),
                 Long.toString(DRAIN_LIMIT_MS)))).redirectError(runDir.resolve("router.err").toFile()).start();
             final BufferedReader routerOut = new BufferedReader(new InputStreamReader(router.getInputStream(),
                 StandardCharsets.UTF_8));
@@ -131,12 +165,12 @@ final class TraceReplay {
                 final int pod = plan.pod(i);
                 sent.set(i, System.nanoTime());
                 if (payload != null) {
-                    send(pubs[pod % sockets], seq, pod % sockets, "pod-" + pod, payload);
+                    events.send(pod, payload);
                 }
             }
             for (int p = 0; p < pods; p++) {
                 sent.set(plan.requests() + p, System.nanoTime());
-                send(pubs[p % sockets], seq, p % sockets, "pod-" + p, markers[p].payload());
+                events.send(p, markers[p].payload());
             }
             String result = null;
             String line;
@@ -151,30 +185,42 @@ final class TraceReplay {
                 throw new IllegalStateException("router process ended without a result (see "
                     + runDir.resolve("router.err") + ")");
             }
+            final DaemonCounts counts = DaemonCounts.read(indexDir);
             final long drainEnd = field(result, "drain_end_ns");
             final boolean allMarkers = field(result, "markers_seen") == field(result, "markers");
+            // Every stored and removed block reached the writer (warm-up markers may add stores, never removals).
+            final boolean applied = counts.errors() == 0 && counts.removed() == plan.blocksRemoved()
+                && counts.stored() >= plan.blocksStored() + pods;
+            if (!applied) {
+                log.println("daemon counters: " + counts + " for a plan of " + plan.blocksStored() + " stores (+ "
+                    + pods + " markers) and " + plan.blocksRemoved() + " removals: the point is invalid; the daemon's "
+                    + "log ends:");
+                final List<String> daemonLog = java.nio.file.Files.readAllLines(runDir.resolve("daemon.log"));
+                daemonLog.subList(Math.max(0, daemonLog.size() - 20), daemonLog.size())
+                    .forEach(l -> log.println("  " + l));
+            }
             final double writerLagMs = (drainEnd - (t0 + windowNs)) / 1e6;
             final double elapsed = (drainEnd - t0) / 1e9;
-            final boolean valid = allMarkers && field(result, "probes_lost") == 0 && writerLagMs <= LAG_LIMIT * windowMs
-                && publisherLag / 1e6 <= LAG_LIMIT * windowMs;
+            final boolean valid = allMarkers && applied && field(result, "probes_lost") == 0
+                && writerLagMs <= LAG_LIMIT * windowMs && publisherLag / 1e6 <= LAG_LIMIT * windowMs;
             return new Point(windowMs, plan.blockOps() / (windowMs / 1e3), plan.blockOps() / elapsed, writerLagMs,
-                publisherLag / 1e6, valid, result);
+                publisherLag / 1e6, valid, result, counts);
         } finally {
             stop(router);
             stop(daemon);
         }
     }
 
-    /** Publishes each socket's first pod a marker until the daemon shows it: the subscription is up. */
-    private static void warmUp(final IndexReader reader, final ZMQ.Socket[] pubs, final long[] seq,
-        final int blockSize, final int run) {
+    /** Sends each warm-up pod a marker until the daemon shows it: the subscription is up. */
+    private static void warmUp(final IndexReader reader, final EventTransport events, final BatchEncoder encoder,
+        final TracePlan plan, final int run) {
         final long[] bits = new long[4];
-        for (int s = 0; s < pubs.length; s++) {
-            final MarkerBatch m = MarkerBatch.of(100 + s, blockSize);
+        for (final int pod : events.warmUpPods(plan.pods())) {
+            final MarkerBatch m = MarkerBatch.of(100 + pod, plan.blockSize(), encoder, pod);
             final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ATTACH_LIMIT_MS);
             boolean seen = false;
             while (!seen && System.nanoTime() < deadline) {
-                send(pubs[s], seq, s, "pod-" + s, m.payload());
+                events.send(pod, m.payload());
                 final long until = System.nanoTime() + 100_000_000L;
                 while (!seen && System.nanoTime() < until) {
                     try {
@@ -186,22 +232,10 @@ final class TraceReplay {
                 }
             }
             if (!seen) {
-                throw new IllegalStateException("the daemon did not subscribe to socket " + s + " within "
+                throw new IllegalStateException("the daemon did not receive pod " + pod + "'s marker within "
                     + ATTACH_LIMIT_MS + " ms (run " + run + ")");
             }
         }
-    }
-
-    private static void send(final ZMQ.Socket pub, final long[] seq, final int s, final String pod,
-        final byte[] payload) {
-        final byte[] seqBytes = new byte[8];
-        final long v = seq[s]++;
-        for (int k = 0; k < 8; k++) {
-            seqBytes[k] = (byte) (v >>> (56 - 8 * k));
-        }
-        pub.sendMore("kv@" + pod + "@" + TraceBlocks.MODEL);
-        pub.sendMore(seqBytes);
-        pub.send(payload, 0);
     }
 
     private static long field(final String json, final String name) {

@@ -15,16 +15,18 @@ import java.io.UncheckedIOException;
  *
  * <p><b>Note:</b> not thread safe.
  */
-public final class VllmEventEncoder {
+public final class VllmEventEncoder implements BatchEncoder {
     private final byte[] uint64 = new byte[9];
 
     /**
      * @param blocks the request's blocks (tokens and engine hashes of the last load).
      * @param engine the engine after serving the request.
      * @param tsSeconds batch timestamp.
+     * @param pod       the pod (named by the ZeroMQ topic, not the batch).
      * @return the batch payload, or null when the request stored and evicted nothing.
      */
-    public byte[] encode(final TraceBlocks blocks, final SimEngine engine, final double tsSeconds) {
+    @Override
+    public byte[] encode(final TraceBlocks blocks, final SimEngine engine, final double tsSeconds, final int pod) {
         final int stored = engine.storedCount();
         final int removed = engine.removedCount();
         if (stored == 0 && removed == 0) {

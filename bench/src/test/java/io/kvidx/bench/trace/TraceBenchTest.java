@@ -18,7 +18,17 @@ class TraceBenchTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void shouldReplayATinyTraceThroughTheDaemonAndReportSaneFigures() throws Exception {
-        final Path dir = Path.of("target", "trace-bench-test");
+        replayTinyTrace(TransportChoice.ZMQ);
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void shouldReplayATinyTraceAsSbeOverAeron() throws Exception {
+        replayTinyTrace(TransportChoice.AERON);
+    }
+
+    private static void replayTinyTrace(final String transport) throws Exception {
+        final Path dir = Path.of("target", "trace-bench-test-" + transport);
         Files.createDirectories(dir);
         final Path trace = dir.resolve("tiny.jsonl");
         final StringBuilder lines = new StringBuilder();
@@ -30,20 +40,27 @@ class TraceBenchTest {
         Files.writeString(trace, lines);
         final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         TraceBench.run(new String[] {"--trace", trace.toString(), "--pods", "8", "--windows-ms", "3000",
-            "--sockets", "2", "--json", "--out", dir.resolve("results").toString()},
+            "--sockets", "2", "--transport", transport, "--json", "--out", dir.resolve("results").toString()},
             new PrintStream(bytes, true, StandardCharsets.UTF_8));
         final String out = bytes.toString(StandardCharsets.UTF_8);
         final List<String> outLines = out.lines().toList();
         final String json = outLines.get(outLines.size() - 1);
         assertTrue(json.startsWith("{\"valid\": ") && json.endsWith("}"), out);
+        assertTrue(json.contains("\"transport\": \"" + transport + "\""), json);
 
         // Ops counted: the plan's totals add up, and the router queried every request's keys.
-        final long queried = (long) TraceReport.num(json, "blocks_queried");
-        final long stored = (long) TraceReport.num(json, "blocks_stored");
-        final long removed = (long) TraceReport.num(json, "blocks_removed");
+        final String workload = json.substring(json.indexOf("\"workload\": {"));
+        final long queried = (long) TraceReport.num(workload, "blocks_queried");
+        final long stored = (long) TraceReport.num(workload, "blocks_stored");
+        final long removed = (long) TraceReport.num(workload, "blocks_removed");
         assertEquals(120 * 6 * 32, queried, json);
         assertTrue(stored > 0, json);
-        assertEquals(queried + stored + removed, (long) TraceReport.num(json, "block_ops"), json);
+        assertEquals(queried + stored + removed, (long) TraceReport.num(workload, "block_ops"), json);
+        // The daemon applied every block the plan sent (and the 8 end markers, maybe warm-up markers), no error.
+        final String daemon = json.substring(json.indexOf("\"daemon\": {"));
+        assertEquals(0, TraceReport.num(daemon, "errors"), json);
+        assertEquals(removed, (long) TraceReport.num(daemon, "blocks_removed"), json);
+        assertTrue(TraceReport.num(daemon, "blocks_stored") >= stored + 8, json);
         assertEquals(queried, (long) TraceReport.num(out, "keys_queried") + 0, out);
         assertTrue(TraceReport.num(json, "block_ops_per_s") > 0, json);
 
