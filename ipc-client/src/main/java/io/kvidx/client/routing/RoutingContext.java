@@ -28,6 +28,7 @@ public final class RoutingContext {
     private final int[] candidateList = new int[PodRegistry.MAX_PODS];
     private boolean listStale = true;
     boolean lastFallback;
+    private String fallbackScorer;
 
     /**
      * @param cursor the index cursor this context queries with (may be null when no plugin needs the index).
@@ -261,6 +262,28 @@ public final class RoutingContext {
         }
         sealCandidates();
         return candidateList[k];
+    }
+
+    /**
+     * Called by a scorer that has no answer for this request (e.g. a remote lookup timed out or failed): the selector
+     * stops scoring and picks with the profile's fallback picker, as when the index is unavailable, counting it in
+     * {@link RoutingCounters#fallbacks()} and {@link RoutingCounters#scorerFallbacks()}.
+     *
+     * @param scorer the scorer's name (kept by reference; allocation-free).
+     */
+    public void fallBack(final String scorer) {
+        fallbackScorer = scorer;
+    }
+
+    /**
+     * @return the name of the scorer that asked for the fallback picker in the current scoring pass, or null.
+     */
+    public String fallbackScorer() {
+        return fallbackScorer;
+    }
+
+    void clearFallback() {
+        fallbackScorer = null;
     }
 
     /**

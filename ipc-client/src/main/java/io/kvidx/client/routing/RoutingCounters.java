@@ -7,8 +7,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Counters of one selector: decisions, fallbacks (index missing or stale), index errors during a decision (of
- * which: shards busy past the read bound), pod table re-syncs, and decisions that found no candidate.
+ * Counters of one selector: decisions, fallbacks (index missing or stale, or a scorer without an answer), index
+ * errors during a decision (of which: shards busy past the read bound), scorer fallbacks, pod table re-syncs, and
+ * decisions that found no candidate.
  *
  * <p><b>Note:</b> thread safe; incremented by every thread deciding through the selector.
  */
@@ -19,6 +20,7 @@ public final class RoutingCounters {
     private final AtomicLong noCandidate = new AtomicLong();
     private final AtomicLong indexBusy = new AtomicLong();
     private final AtomicLong podTableResyncs = new AtomicLong();
+    private final AtomicLong scorerFallbacks = new AtomicLong();
 
     void decision() {
         decisions.increment();
@@ -33,6 +35,10 @@ public final class RoutingCounters {
         if (ex instanceof IndexBusyException) {
             indexBusy.getAndIncrement();
         }
+    }
+
+    void scorerFallback() {
+        scorerFallbacks.getAndIncrement();
     }
 
     void podTableResync() {
@@ -72,6 +78,14 @@ public final class RoutingCounters {
     }
 
     /**
+     * @return decisions where a scorer had no answer ({@link RoutingContext#fallBack(String)}; each also counts as a
+     * fallback).
+     */
+    public long scorerFallbacks() {
+        return scorerFallbacks.get();
+    }
+
+    /**
      * @return passes that found the index's pod table changed since the registry learnt it (the registry re-synced
      * and the pass ran again).
      */
@@ -89,7 +103,8 @@ public final class RoutingCounters {
     @Override
     public String toString() {
         return "decisions=" + decisions() + " fallbacks=" + fallbacks() + " indexErrors=" + indexErrors()
-            + " indexBusy=" + indexBusy() + " podTableResyncs=" + podTableResyncs() + " noCandidate="
+            + " indexBusy=" + indexBusy() + " scorerFallbacks=" + scorerFallbacks() + " podTableResyncs="
+            + podTableResyncs() + " noCandidate="
             + noCandidates();
     }
 }

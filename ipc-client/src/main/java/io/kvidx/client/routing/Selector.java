@@ -13,7 +13,9 @@ import java.util.Objects;
  * [0, 1] per candidate and the selector sums weight x score; the picker chooses from the totals. When the profile
  * needs the index and the index is missing, its writer is stale, or a query fails, the selector skips the plugins
  * that need the index, skips scoring, picks with the profile's fallback picker and counts a fallback; it turns
- * cache-aware again as soon as the index is available again. A query that gives up on a busy shard
+ * cache-aware again as soon as the index is available again. A scorer without an answer for the request (a remote
+ * lookup that timed out or failed) calls {@link RoutingContext#fallBack(String)}: the selector stops scoring and picks
+ * with the fallback picker too. A query that gives up on a busy shard
  * ({@link io.kvidx.client.index.IndexBusyException}), or finds the index closed or being replaced, is such a
  * failure too.
  *
@@ -83,6 +85,7 @@ public final class Selector {
      */
     public int select(final RoutingContext ctx) {
         counters.decision();
+        ctx.clearFallback();
         boolean indexed = !needsIndex || index.isAvailable();
         int passes = 0;
         while (true) {
@@ -106,6 +109,7 @@ public final class Selector {
         final double[] totals = ctx.totals();
         final int n = ctx.sealCandidates();
         final int pick;
+        boolean scored = indexed;
         if (indexed) {
             final double[] scratch = ctx.scratch();
             boolean first = true;
@@ -115,6 +119,11 @@ public final class Selector {
                     continue;
                 }
                 scorers[i].score(ctx, scratch);
+                if (ctx.fallbackScorer() != null) {
+                    scored = false;
+                    counters.scorerFallback();
+                    break;
+                }
                 if (first) {
                     for (int ci = 0; ci < n; ci++) {
                         final int s = ctx.candidateSlot(ci);
@@ -131,13 +140,15 @@ public final class Selector {
             if (first) {
                 zero(ctx, totals, n);
             }
+        }
+        if (scored) {
             pick = picker.pick(ctx, totals);
         } else {
             counters.fallback();
             zero(ctx, totals, n);
             pick = fallback.pick(ctx, totals);
         }
-        ctx.lastFallback = !indexed;
+        ctx.lastFallback = !scored;
         for (final PickListener l : listeners) {
             l.onPicked(ctx, pick);
         }

@@ -19,6 +19,7 @@ import io.kvidx.client.routing.SingleWorkflow;
 import io.kvidx.client.routing.Slot;
 import io.kvidx.client.routing.Slots;
 import io.kvidx.client.routing.Workflow;
+import io.kvidx.client.routing.lmcache.LmCacheLookupClient;
 import io.kvidx.client.routing.lmcache.LmCacheWorkerPoller;
 import io.kvidx.client.routing.overlay.PickOverlay;
 import io.kvidx.client.routing.plugins.AliveFilter;
@@ -53,6 +54,8 @@ import org.snakeyaml.engine.v2.api.LoadSettings;
 import org.snakeyaml.engine.v2.exceptions.YamlEngineException;
 
 import java.io.IOException;
+import java.net.URI;
+import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -164,7 +167,7 @@ public final class YamlRouting {
         }
 
         /**
-         * @param lmCache LMCache key counts (needed by lmcache).
+         * @param lmCache LMCache key counts (needed by lmcache in lookup-mode occupancy).
          * @return this.
          */
         public Environment lmCache(final LmCacheWorkerPoller lmCache) {
@@ -658,15 +661,48 @@ public final class YamlRouting {
                 case "lora-affinity" -> new LoraAffinityScorer(s.name, r,
                     s.dbl("room-score", LoraAffinityScorer.ROOM_SCORE_DEFAULT));
                 case "kv-utilization" -> new KvUtilizationScorer(s.name, r);
-                case "lmcache" -> new LmCacheScorer(s.name, need(env.lmCache, "an LMCache poller", s), r,
-                    s.enumOf("metric", LoadMetric.class, LoadMetric.REQUESTS),
-                    s.dbl("key-weight", LmCacheScorer.KEY_WEIGHT_DEFAULT));
+                case "lmcache" -> lmCache(s, r);
                 case "dynamo-cost" -> new DynamoCostScorer(s.name, r, s.integer("block-size", env.blockSize),
                     s.dbl("overlap-weight", DynamoCostScorer.OVERLAP_WEIGHT_DEFAULT));
                 default -> throw new IllegalArgumentException("unknown scorer type '" + s.type
                     + "' (cache-affinity, least-load, round-robin, session-affinity, lora-affinity, kv-utilization,"
                     + " lmcache, dynamo-cost)");
             };
+        }
+
+        /**
+         * {@code lmcache}: {@code lookup-mode: occupancy} (default; key counts from the environment's poller) or
+         * {@code prefix-lookup} ({@code POST /lookup} per request to {@code controller}, {@code timeout-ms},
+         * {@code worker-map}).
+         */
+        private Scorer lmCache(final Spec s, final PodRegistry r) {
+            final LmCacheScorer.LookupMode mode = s.enumOf("lookup-mode", LmCacheScorer.LookupMode.class,
+                LmCacheScorer.LookupMode.OCCUPANCY);
+            final LoadMetric metric = s.enumOf("metric", LoadMetric.class, LoadMetric.REQUESTS);
+            final double keyWeight = s.dbl("key-weight", LmCacheScorer.KEY_WEIGHT_DEFAULT);
+            if (mode == LmCacheScorer.LookupMode.OCCUPANCY) {
+                for (final String k : List.of("controller", "timeout-ms", "worker-map")) {
+                    if (s.raw(k) != null) {
+                        throw new IllegalArgumentException("'" + k + "' applies to lookup-mode prefix-lookup only");
+                    }
+                }
+                return new LmCacheScorer(s.name, need(env.lmCache, "an LMCache poller", s), r, metric, keyWeight);
+            }
+            final String controller = s.str("controller", null);
+            if (controller == null) {
+                throw new IllegalArgumentException("lookup-mode prefix-lookup needs 'controller' (the LMCache"
+                    + " controller's URL, e.g. http://lmcache-controller:9000)");
+            }
+            final URI uri;
+            try {
+                uri = new URI(controller.trim());
+            } catch (final URISyntaxException ex) {
+                throw new IllegalArgumentException("'controller' is not a URL: '" + controller + "' ("
+                    + ex.getReason() + ")");
+            }
+            final int timeoutMs = s.integer("timeout-ms", (int) LmCacheLookupClient.TIMEOUT_MS_DEFAULT);
+            return LmCacheScorer.prefixLookup(s.name,
+                new LmCacheLookupClient(uri, r, s.stringMap("worker-map"), timeoutMs), r, metric, keyWeight);
         }
 
         Picker picker(final Spec s) {
