@@ -194,7 +194,7 @@ public final class TokenizeBench {
         final double djl50 = byMethod.get("djlTextToKeys").getPrimaryResult().getStatistics().getPercentile(50);
         final double keys50 = byMethod.get("routerKeysOnly").getPrimaryResult().getStatistics().getPercentile(50);
         final double share = kvidx50 <= 0 ? Double.NaN : (kvidx50 - keys50) / kvidx50;
-        out.printf("tokenization is %.1f %% of kvidx's path at p50; DJL's default path takes %.2f x kvidx's at p50;"
+        out.printf("tokenization is %.2f %% of kvidx's path at p50; DJL's default path takes %.2f x kvidx's at p50;"
             + " load average %.2f before, %.2f after%n", share * 100, djl50 / kvidx50, load, loadAfter);
         report.put("tokenization_share_p50", share)
             .put("djl_over_kvidx_p50", djl50 / kvidx50)

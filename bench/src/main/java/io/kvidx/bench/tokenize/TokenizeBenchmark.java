@@ -44,6 +44,8 @@ import java.util.concurrent.TimeUnit;
  * <p>Run: {@code ./kvidx bench tokenize} (summary table and JSON), or
  * {@code ./kvidx bench TokenizeBenchmark -prof gc} (SampleTime gives the percentiles; {@code gc.alloc.rate.norm} the
  * bytes per request). Setup checks that both paths give every text exactly {@link #tokens} tokens and the same keys.
+ *
+ * <p><b>Note:</b> JMH state of one benchmark thread ({@code Scope.Thread}); not thread safe.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.SampleTime)
