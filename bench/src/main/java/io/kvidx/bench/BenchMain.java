@@ -5,7 +5,8 @@ import java.util.Arrays;
 /**
  * Main class of kvidx-bench.jar: {@code query} and {@code xproc} run the short harness comparisons, {@code trace}
  * replays a request trace through the daemon and a router process ({@link io.kvidx.bench.trace.TraceBench}), {@code restart}
- * times a writer's re-attach to a large index ({@link RestartBench}); anything
+ * times a writer's re-attach to a large index ({@link RestartBench}), {@code tokenize} runs the text-to-router-keys
+ * JMH benchmark and summarises it ({@link io.kvidx.bench.tokenize.TokenizeBench}); anything
  * else is handed to JMH's {@code org.openjdk.jmh.Main} (benchmark names, -prof gc, -h, ...).
  */
 public final class BenchMain {
@@ -53,6 +54,17 @@ public final class BenchMain {
                 } catch (final java.io.IOException ex) {
                     System.err.println("kvidx bench trace: cannot read the trace: " + ex);
                     System.exit(1);
+                    return;
+                }
+                System.exit(0);
+            }
+            case "tokenize" -> {
+                try {
+                    io.kvidx.bench.tokenize.TokenizeBench.run(rest, System.out);
+                } catch (final IllegalArgumentException ex) {
+                    System.err.println("kvidx bench tokenize: " + ex.getMessage());
+                    System.err.println(io.kvidx.bench.tokenize.TokenizeBench.usage());
+                    System.exit(2);
                     return;
                 }
                 System.exit(0);

@@ -1,11 +1,14 @@
 package io.kvidx.daemon.cli;
 
 import io.kvidx.client.index.IndexConfiguration;
+import io.kvidx.daemon.demo.RequestStream;
 import io.kvidx.daemon.demo.SyntheticFleet;
 import io.kvidx.daemon.demo.SyntheticWorkload;
+import io.kvidx.daemon.demo.TextWorkload;
 import io.kvidx.daemon.index.IndexMaintenanceAgent;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
+import io.kvidx.tokenize.HfTokenizer;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.SleepingMillisIdleStrategy;
 import org.agrona.concurrent.SystemEpochClock;
@@ -28,6 +31,12 @@ import java.util.concurrent.TimeUnit;
  * in this process, and a router-side reader in a separate JVM mapping the same index read-only, which routes each
  * request through a cache-aware and a round-robin profile side by side; prints one line per second until Ctrl-C
  * or {@code --seconds}.
+ *
+ * <p>With {@code --tokenizer PATH} (a model's {@code tokenizer.json} or its directory) requests are text
+ * ({@link TextWorkload}): the fleet tokenizes each prompt as an engine would and stores its blocks' router keys, and
+ * the reader's cache-aware profile tokenizes the prompt in its Prepare stage ({@code type: tokenize}) and routes it.
+ * The demo ships no tokenizer; the repository's Qwen3 test tokenizer works:
+ * {@code ./kvidx demo --tokenizer tokenize/src/test/resources/qwen3}. Tokenizing bounds the rates in this mode.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
     description = "Run a synthetic fleet into a fresh index and query it from a second JVM, live.")
@@ -59,6 +68,11 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--seed", defaultValue = "42", description = "Workload seed (default ${DEFAULT-VALUE}).")
     private long seed;
 
+    @Option(names = "--tokenizer", paramLabel = "PATH",
+        description = "Route text prompts: a model's tokenizer.json or its directory (e.g. the repository's"
+            + " tokenize/src/test/resources/qwen3). The fleet and the router both tokenize with it.")
+    private Path tokenizer;
+
     private static final int GROUPS = 64;
     private static final int CONVERSATIONS = 20_000;
     private static final int MAX_CHAIN = 64;
@@ -69,6 +83,8 @@ public final class DemoCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--rate must be >= 1 and --seconds >= 0");
         }
         final Path indexDir = dir != null ? dir : IndexConfiguration.dir();
+        // Load the tokenizer first: a bad path fails before any index or process is made.
+        final HfTokenizer fleetTokenizer = tokenizer == null ? null : HfTokenizer.load(tokenizer, true);
         final PrintStream out = System.out;
         final CountDownLatch stopped = new CountDownLatch(1);
         final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
@@ -92,10 +108,16 @@ public final class DemoCommand implements Callable<Integer> {
                  ex -> System.err.println("kvidx demo: index maintenance failed: " + ex), null,
                  new IndexMaintenanceAgent(writer, SystemEpochClock.INSTANCE, 200))) {
             AgentRunner.startOnThread(maintenance);
-            final SyntheticWorkload workload = new SyntheticWorkload(seed, seed, GROUPS, CONVERSATIONS, MAX_CHAIN);
-            final SyntheticFleet fleet = new SyntheticFleet(writer, workload, pods, budget, "demo-model");
+            final RequestStream workload = fleetTokenizer == null
+                ? new SyntheticWorkload(seed, seed, GROUPS, CONVERSATIONS, MAX_CHAIN)
+                : new TextWorkload(seed, seed, GROUPS, CONVERSATIONS, fleetTokenizer, ctx.blockSize());
+            final SyntheticFleet fleet = new SyntheticFleet(writer, workload, pods, budget, TextWorkload.MODEL);
             out.printf("kvidx demo: index %s (%d shards x %d entries, %,d blocks before eviction), %d pods%n",
                 ctx.indexFile(), ctx.shardCount(), ctx.slotsPerShard(), writer.capacity(), pods);
+            if (fleetTokenizer != null) {
+                out.printf("kvidx demo: text prompts, tokenized with %s by the fleet and in the router's profile%n",
+                    fleetTokenizer.file());
+            }
 
             child = startReader(indexDir);
             final BufferedReader childOut = new BufferedReader(new InputStreamReader(child.getInputStream(),
@@ -139,6 +161,9 @@ public final class DemoCommand implements Callable<Integer> {
             out.printf("kvidx demo: stopped after %,d requests, %,d block stores; index removed%n", fleet.requests(),
                 fleet.blocksStored());
         } finally {
+            if (fleetTokenizer != null) {
+                fleetTokenizer.close();
+            }
             if (child != null) {
                 child.getOutputStream().close();
                 if (!child.waitFor(3, TimeUnit.SECONDS)) {
@@ -158,6 +183,17 @@ public final class DemoCommand implements Callable<Integer> {
     private Process startReader(final Path indexDir) throws java.io.IOException {
         final List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElse("java"));
+        if (tokenizer != null) {
+            // The index's read path needs no JVM flag; the tokenizer's native library (JNI, JNA) needs native access.
+            command.add("--enable-native-access=ALL-UNNAMED");
+            // Where DJL extracts its native library, and its usage report switch, as this JVM has them.
+            for (final String name : List.of("ENGINE_CACHE_DIR", "DJL_CACHE_DIR", "OPT_OUT_TRACKING")) {
+                final String value = System.getProperty(name);
+                if (value != null) {
+                    command.add("-D" + name + "=" + value);
+                }
+            }
+        }
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
         command.add(KvidxCli.class.getName());
@@ -168,6 +204,9 @@ public final class DemoCommand implements Callable<Integer> {
         command.add("--groups=" + GROUPS);
         command.add("--conversations=" + CONVERSATIONS);
         command.add("--max-chain=" + MAX_CHAIN);
+        if (tokenizer != null) {
+            command.add("--tokenizer=" + tokenizer.toAbsolutePath());
+        }
         return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }
 
@@ -193,6 +232,12 @@ public final class DemoCommand implements Callable<Integer> {
         final long queries = field(stats, "queries");
         final long depth = field(stats, "depth");
         final long blocks = field(stats, "blocks");
+        if (stats.contains(" tok=")) {
+            return String.format("queries/s %,5d  %,5d tokens/request  p50 %,5d ns  held %3d%% | routed text:"
+                    + " cache-aware %3d%% (tokenize + decide p50 %,6d us) round-robin %3d%%", queries,
+                queries == 0 ? 0 : field(stats, "tok") / queries, field(stats, "p50"), percent(depth, blocks),
+                percent(field(stats, "ca"), blocks), field(stats, "dp50") / 1_000, percent(field(stats, "rr"), blocks));
+        }
         return String.format("queries/s %,7d  p50 %,5d ns  p99 %,6d ns  held %3d%% | routed: cache-aware %3d%%"
                 + " (decision p50 %,5d ns) round-robin %3d%%", queries, field(stats, "p50"), field(stats, "p99"),
             percent(depth, blocks), percent(field(stats, "ca"), blocks), field(stats, "dp50"),

@@ -5,6 +5,7 @@ import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RequestExtras;
 import io.kvidx.client.keys.RouterKeyHasher;
+import io.kvidx.tokenize.HfTokenizer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -18,11 +19,13 @@ import java.util.concurrent.Callable;
  * {@code kvidx query}: maps the index read-only and prints, for the given prompt tokens, each pod holding at least
  * one leading block: {@code <pod-id> <depth> slot=<slot> generation=<generation>}, deepest first, the pod named by
  * the pod table entry of its slot as of the pod table version the query saw (read again if a slot changed hands
- * meanwhile).
+ * meanwhile). The prompt is given as token ids ({@code --tokens}) or as text with the model's Hugging Face tokenizer
+ * ({@code --text} and {@code --tokenizer}, encoded as vLLM encodes a completion prompt: special tokens added unless
+ * {@code --no-add-special-tokens}).
  */
 @Command(name = "query", mixinStandardHelpOptions = true,
     description = "Print '<pod-id> <depth> slot=<slot> generation=<generation>' for every pod holding leading "
-        + "blocks of the prompt, deepest first.")
+        + "blocks of the prompt, deepest first. The prompt is --tokens, or --text tokenized with --tokenizer.")
 public final class QueryCommand implements Callable<Integer> {
     /** Times the query is made again when the pod table changed under it, or a shard stayed busy. */
     private static final int ATTEMPTS = 5;
@@ -50,11 +53,25 @@ public final class QueryCommand implements Callable<Integer> {
     @Option(names = "--block-size", paramLabel = "B", description = "Block size (default: the index's).")
     private Integer blockSize;
 
-    @Option(names = "--tokens", required = true, split = ",", paramLabel = "t1,t2,...", description = "Token ids.")
+    @Option(names = "--tokens", split = ",", paramLabel = "t1,t2,...", description = "Token ids.")
     private int[] tokens;
+
+    @Option(names = "--text", paramLabel = "TEXT",
+        description = "The prompt as text (a completion prompt), tokenized with --tokenizer.")
+    private String text;
+
+    @Option(names = "--tokenizer", paramLabel = "PATH",
+        description = "The model's tokenizer.json, or its directory (for --text).")
+    private Path tokenizer;
+
+    @Option(names = "--add-special-tokens", negatable = true, defaultValue = "true", fallbackValue = "true",
+        description = "Add the tokenizer's special tokens (e.g. BOS) to --text, as vLLM does for completion prompts"
+            + " (default; --no-add-special-tokens for a prompt that already holds them).")
+    private boolean addSpecialTokens;
 
     @Override
     public Integer call() {
+        final int[] tokens = promptTokens();
         final RequestExtras extras = MultiModalItems.extras(MultiModalItems.parse(mm));
         final IndexReader.Context ctx = new IndexReader.Context();
         if (dir != null) {
@@ -80,6 +97,33 @@ public final class QueryCommand implements Callable<Integer> {
             }
         }
         return 0;
+    }
+
+    /**
+     * @return the prompt's token ids: {@code --tokens}, or {@code --text} encoded with {@code --tokenizer}.
+     * @throws IllegalArgumentException when neither or both are given, or the tokenizer cannot be loaded.
+     */
+    private int[] promptTokens() {
+        if (tokens != null && text != null) {
+            throw new IllegalArgumentException("give the prompt as --tokens or as --text, not both");
+        }
+        if (tokens != null) {
+            if (tokenizer != null) {
+                throw new IllegalArgumentException("--tokenizer is for --text; --tokens are already token ids");
+            }
+            return tokens;
+        }
+        if (text == null) {
+            throw new IllegalArgumentException("give the prompt as --tokens t1,t2,... or as --text TEXT with"
+                + " --tokenizer PATH");
+        }
+        if (tokenizer == null) {
+            throw new IllegalArgumentException("--text needs --tokenizer PATH (the model's tokenizer.json or its"
+                + " directory)");
+        }
+        try (HfTokenizer t = HfTokenizer.load(tokenizer, addSpecialTokens)) {
+            return t.encode(text);
+        }
     }
 
     /**

@@ -15,7 +15,7 @@ import java.util.LinkedHashMap;
  */
 public final class SyntheticFleet {
     private final IndexWriter writer;
-    private final SyntheticWorkload workload;
+    private final RequestStream workload;
     private final int[] slots;
     private final int budget;
     private final java.util.List<LinkedHashMap<Long, Boolean>> caches;
@@ -32,7 +32,7 @@ public final class SyntheticFleet {
      * @param budgetPerPod    blocks each pod caches.
      * @param model           model name registered for the pods.
      */
-    public SyntheticFleet(final IndexWriter writer, final SyntheticWorkload workload, final int pods,
+    public SyntheticFleet(final IndexWriter writer, final RequestStream workload, final int pods,
         final int budgetPerPod, final String model) {
         if (pods < 1 || pods > 256 || budgetPerPod < workload.maxChain()) {
             throw new IllegalArgumentException("need 1..256 pods and a budget of at least one chain per pod");

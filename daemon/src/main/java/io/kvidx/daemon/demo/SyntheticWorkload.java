@@ -11,7 +11,7 @@ import java.util.SplittableRandom;
  *
  * <p><b>Note:</b> not thread safe; one instance per thread.
  */
-public final class SyntheticWorkload {
+public final class SyntheticWorkload implements RequestStream {
     private final int groups;
     private final int conversations;
     private final int maxChain;
@@ -53,6 +53,7 @@ public final class SyntheticWorkload {
     /**
      * @return a conversation id, skewed towards popular ones (quadratic skew).
      */
+    @Override
     public int nextConversation() {
         final double r = random.nextDouble();
         return (int) (r * r * conversations);
@@ -62,6 +63,7 @@ public final class SyntheticWorkload {
      * @param bound exclusive bound.
      * @return a uniform random int from this side's stream.
      */
+    @Override
     public int nextInt(final int bound) {
         return random.nextInt(bound);
     }
@@ -74,6 +76,7 @@ public final class SyntheticWorkload {
      * @param keys output, at least {@link #maxChain()} long.
      * @return chain length.
      */
+    @Override
     public int chain(final int c, final long[] keys) {
         final int group = conversationGroup[c];
         final int prefix = groupLength[group];
@@ -91,6 +94,7 @@ public final class SyntheticWorkload {
     /**
      * @return longest chain.
      */
+    @Override
     public int maxChain() {
         return maxChain;
     }

@@ -46,6 +46,50 @@ class DemoCommandTest {
         assertFalse(Files.exists(dir.resolve("demo").resolve("index")), "the demo removes its index");
     }
 
+    @Test
+    void shouldRouteTextPromptsTokenizedInTheRoutersProfile() throws Exception {
+        final Path tokenizer = Path.of(DemoCommandTest.class.getResource("/qwen3/tokenizer.json").toURI());
+        final ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        final PrintStream original = System.out;
+        final int code;
+        System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        try {
+            code = KvidxCli.run("demo", "--seconds=6", "--dir=" + dir, "--pods=4", "--capacity=65536",
+                "--budget=2000", "--tokenizer=" + tokenizer);
+        } finally {
+            System.setOut(original);
+        }
+        final String out = captured.toString(StandardCharsets.UTF_8);
+        assertEquals(0, code, out);
+        assertTrue(out.contains("text prompts, tokenized with " + tokenizer), out);
+        // The reader received text only: its profile tokenized it (tokens per request > 0) into the keys the fleet
+        // stored from its own tokenization, so routing by the index finds the prompts' blocks.
+        final java.util.regex.Pattern text = java.util.regex.Pattern.compile(
+            "queries/s +[\\d,]+ +([\\d,]+) tokens/request .*held +(\\d+)% \\| routed text: cache-aware +(\\d+)%.*"
+                + "round-robin +(\\d+)%");
+        assertTrue(out.lines().map(text::matcher).filter(java.util.regex.Matcher::find).anyMatch(m ->
+                Integer.parseInt(m.group(1).replace(",", "")) > 50 && Integer.parseInt(m.group(2)) > 0
+                    && Integer.parseInt(m.group(3)) > Integer.parseInt(m.group(4))),
+            "text routing should find held prefixes and beat round robin:\n" + out);
+        assertFalse(Files.exists(dir.resolve("demo").resolve("index")), "the demo removes its index");
+    }
+
+    @Test
+    void shouldRefuseAMissingTokenizerBeforeStarting() {
+        final ByteArrayOutputStream err = new ByteArrayOutputStream();
+        final PrintStream original = System.err;
+        final int code;
+        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+        try {
+            code = KvidxCli.run("demo", "--seconds=1", "--dir=" + dir, "--tokenizer=" + dir.resolve("none"));
+        } finally {
+            System.setErr(original);
+        }
+        assertEquals(2, code);
+        assertTrue(err.toString(StandardCharsets.UTF_8).contains("no readable tokenizer file"), err.toString());
+        assertFalse(Files.exists(dir.resolve("demo")), "nothing was started");
+    }
+
     private static boolean cacheAwareWins(final String line) {
         final java.util.regex.Matcher m = java.util.regex.Pattern
             .compile("cache-aware +(\\d+)%.*round-robin +(\\d+)%").matcher(line);
@@ -61,5 +105,11 @@ class DemoCommandTest {
         assertTrue(line.contains("cache-aware  40%"), line);
         assertTrue(line.contains("decision p50   700 ns"), line);
         assertTrue(line.contains("round-robin   6%"), line);
+        final String text = DemoCommand.describe("STATS queries=500 p50=2000 p99=4000 hits=450 depth=5000 "
+            + "blocks=10000 entries=7 ca=4500 rr=3000 dp50=1200000 dp99=3000000 tok=260000");
+        assertTrue(text.contains("520 tokens/request"), text);
+        assertTrue(text.contains("routed text: cache-aware  45%"), text);
+        assertTrue(text.contains("tokenize + decide p50  1,200 us"), text);
+        assertTrue(text.contains("round-robin  30%"), text);
     }
 }

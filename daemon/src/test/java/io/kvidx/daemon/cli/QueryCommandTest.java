@@ -1,6 +1,8 @@
 package io.kvidx.daemon.cli;
 
 import io.kvidx.client.keys.RouterKeyHasher;
+import io.kvidx.client.routing.lmcache.MiniJson;
+import io.kvidx.daemon.ingest.vllm.Capture;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.index.TestIndexes;
@@ -9,17 +11,23 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
 import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@code kvidx query} names each pod by its pod table entry: after a slot changed hands, the new pod, with the
- * slot's new generation.
+ * slot's new generation; a prompt given as text is tokenized with the model's tokenizer as vLLM tokenized it.
  */
 @Timeout(30)
 class QueryCommandTest {
@@ -69,6 +77,92 @@ class QueryCommandTest {
             assertEquals("", query(tokens, "--lora-name", "Alice", "--mm", "img-a:8:40"));
             assertEquals("", query(tokens, "--cache-salt", "t1", "--mm", "img-a:8:40"));
         }
+    }
+
+    @Test
+    void shouldTokenizeTextWithTheModelsTokenizerAsVllmDid() throws IOException {
+        // Ground truth: a real vLLM capture (Qwen/Qwen3-0.6B, block size 16): its prompt and the first 400 token ids
+        // vLLM made of it. The index holds the router keys of those ids; the query gets only the text.
+        final Capture capture = Capture.load("kv_event_base.json");
+        @SuppressWarnings("unchecked")
+        final Map<String, Object> raw = (Map<String, Object>) MiniJson.parse(
+            Files.readString(Capture.sharedDir().resolve("kv_event_base.json")));
+        final String prompt = (String) raw.get("prompt");
+        assertEquals(400, capture.tokenIds().length);
+        final long[] keys = new long[25];
+        assertEquals(25, new RouterKeyHasher(16).keys(RouterKeyHasher.chainSeed(capture.model(), null, null),
+            capture.tokenIds(), 400, keys));
+        try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("q").shardCount(4)
+            .slotsPerShard(64).maxChainLength(64).deleteOnClose(true))) {
+            writer.store(writer.registerPod("pod-a", capture.model()), keys, 0, 25);
+            writer.store(writer.registerPod("pod-b", capture.model()), keys, 0, 10);
+            final String[] text = {"query", "--dir", dir.toString(), "--cell", "q", "--model", capture.model(),
+                "--tokenizer", qwen3Dir().toString(), "--text", prompt};
+            final Result r = run(text);
+            assertEquals(0, r.code, r.err);
+            assertEquals("pod-a 25 slot=0 generation=1\npod-b 10 slot=1 generation=1", r.out);
+            // The tokenizer file itself works too, and --no-add-special-tokens changes nothing for Qwen3 (its
+            // post-processor adds no BOS), as in vLLM.
+            final List<String> file = new java.util.ArrayList<>(List.of(text));
+            file.set(8, qwen3Dir().resolve("tokenizer.json").toString());
+            file.add("--no-add-special-tokens");
+            assertEquals("pod-a 25 slot=0 generation=1\npod-b 10 slot=1 generation=1",
+                run(file.toArray(String[]::new)).out);
+            // Another model's seed finds nothing: the keys are the model's.
+            text[6] = "other-model";
+            assertEquals("", run(text).out);
+        }
+    }
+
+    @Test
+    void shouldRefuseATextPromptItCannotTokenize() {
+        final String base = "query --dir " + dir + " --cell q --model m ";
+        final Result neither = run((base).trim().split(" "));
+        assertEquals(2, neither.code);
+        assertTrue(neither.err.contains("give the prompt as --tokens"), neither.err);
+        final Result both = run((base + "--tokens 1,2 --text hi --tokenizer " + qwen3Dir()).split(" "));
+        assertEquals(2, both.code);
+        assertTrue(both.err.contains("not both"), both.err);
+        final Result noTokenizer = run((base + "--text hi").split(" "));
+        assertEquals(2, noTokenizer.code);
+        assertTrue(noTokenizer.err.contains("--text needs --tokenizer"), noTokenizer.err);
+        final Result tokensWithTokenizer = run((base + "--tokens 1,2 --tokenizer " + qwen3Dir()).split(" "));
+        assertEquals(2, tokensWithTokenizer.code);
+        assertTrue(tokensWithTokenizer.err.contains("--tokenizer is for --text"), tokensWithTokenizer.err);
+        final Result missing = run((base + "--text hi --tokenizer " + dir.resolve("none")).split(" "));
+        assertEquals(2, missing.code);
+        assertTrue(missing.err.contains("no readable tokenizer file"), missing.err);
+        final Result notATokenizer = run((base + "--text hi --tokenizer " + dir).split(" "));
+        assertEquals(2, notATokenizer.code);
+        assertTrue(notATokenizer.err.contains("a directory must hold tokenizer.json"), notATokenizer.err);
+    }
+
+    private static Path qwen3Dir() {
+        try {
+            return Path.of(QueryCommandTest.class.getResource("/qwen3/tokenizer.json").toURI()).getParent();
+        } catch (final URISyntaxException ex) {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    private record Result(int code, String out, String err) {
+    }
+
+    private static Result run(final String... args) {
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        final ByteArrayOutputStream err = new ByteArrayOutputStream();
+        final PrintStream originalOut = System.out;
+        final PrintStream originalErr = System.err;
+        final int code;
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+        try {
+            code = KvidxCli.run(args);
+        } finally {
+            System.setOut(originalOut);
+            System.setErr(originalErr);
+        }
+        return new Result(code, out.toString(StandardCharsets.UTF_8).strip(), err.toString(StandardCharsets.UTF_8));
     }
 
     private String query(final int[] tokens, final String... more) {
