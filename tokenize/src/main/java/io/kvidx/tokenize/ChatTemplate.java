@@ -79,6 +79,24 @@ public final class ChatTemplate {
      *                                  not valid.
      */
     public static ChatTemplate load(final Path pathOrDir) {
+        final ChatTemplate t = loadIfPresent(pathOrDir);
+        if (t == null) {
+            final Path dir = Files.isDirectory(pathOrDir) ? pathOrDir : pathOrDir.toAbsolutePath().getParent();
+            throw new IllegalArgumentException("no chat template for " + dir.toAbsolutePath() + ": neither "
+                + JINJA_FILE + " nor a chat_template in " + CONFIG_FILE);
+        }
+        return t;
+    }
+
+    /**
+     * Loads a model's chat template when it has one.
+     *
+     * @param pathOrDir as for {@link #load(Path)}.
+     * @return the template, or null when the directory has neither {@code chat_template.jinja} nor a
+     *         {@code chat_template} in {@code tokenizer_config.json}.
+     * @throws IllegalArgumentException when a file is there but not valid.
+     */
+    public static ChatTemplate loadIfPresent(final Path pathOrDir) {
         Objects.requireNonNull(pathOrDir, "pathOrDir");
         final Path dir = Files.isDirectory(pathOrDir) ? pathOrDir : pathOrDir.toAbsolutePath().getParent();
         final Path config = Files.isRegularFile(pathOrDir) && pathOrDir.getFileName().toString().equals(CONFIG_FILE)
@@ -126,8 +144,7 @@ public final class ChatTemplate {
             }
         }
         if (template == null && named.isEmpty()) {
-            throw new IllegalArgumentException("no chat template for " + dir.toAbsolutePath() + ": neither "
-                + JINJA_FILE + " nor a chat_template in " + CONFIG_FILE);
+            return null;
         }
         return new ChatTemplate(source, template, named, Map.copyOf(tokens));
     }

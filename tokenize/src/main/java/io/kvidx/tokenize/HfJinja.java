@@ -75,16 +75,16 @@ final class HfJinja {
     }
 
     /**
-     * jinjava's Python-compatible behaviours, all but {@code whitespaceRequiredWithinTokens} (which stops
-     * {@code {%-} from being read as a tag): natural operator precedence, {@code {{-} trimming like Jinja2,
-     * backslash escapes only in quotes, Python-style output of lists, map keys evaluated, loops over maps yield
-     * keys, None kept in loops, whitespace control parsed strictly.
+     * jinjava's Python-compatible behaviours but two: natural operator precedence, {@code {{-} trimming like
+     * Jinja2, backslash escapes only in quotes, map keys evaluated, loops over maps yield keys, None kept in loops,
+     * whitespace control parsed strictly. Not {@code whitespaceRequiredWithinTokens} (it stops {@code {%-} from
+     * being read as a tag) and not {@code usePyishObjectMapper} (it prints strings with control characters
+     * escaped, {@code \u0000} for a NUL, where Jinja2 prints them as they are).
      */
     static LegacyOverrides overrides() {
         return LegacyOverrides.newBuilder()
             .withEvaluateMapKeys(true)
             .withIterateOverMapKeys(true)
-            .withUsePyishObjectMapper(true)
             .withUseNaturalOperatorPrecedence(true)
             .withParseWhitespaceControlStrictly(true)
             .withAllowAdjacentTextNodes(true)
