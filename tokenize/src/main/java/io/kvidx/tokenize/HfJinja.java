@@ -14,6 +14,8 @@ import jinjava.javax.el.ExpressionFactory;
 
 import java.time.ZonedDateTime;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The Jinja environment of Hugging Face's chat templates, on jinjava. transformers renders templates with Jinja2's
@@ -21,7 +23,7 @@ import java.util.Map;
  * {@code tojson} filter and the globals {@code raise_exception} and {@code strftime_now}; this class sets jinjava up
  * the same way:
  * <ul>
- *   <li>{@code trim_blocks}, {@code lstrip_blocks}; the template source's newlines normalized and its one trailing
+ *   <li>{@code trim_blocks}, {@code lstrip_blocks} ({@link #lstripBlocks(String)}); the template source's newlines normalized and its one trailing
  *       newline dropped as Jinja2's lexer does ({@link #source(String)}; jinjava's own option strips the
  *       rendered output's last newline instead, so it is off); jinjava's Python-like
  *       legacy overrides ({@link #overrides()}), and no nested interpretation (a message holding
@@ -52,7 +54,7 @@ final class HfJinja {
         resolver.add(JinjavaInterpreterResolver.DEFAULT_RESOLVER_READ_ONLY);
         final JinjavaConfig config = JinjavaConfig.newBuilder()
             .withTrimBlocks(true)
-            .withLstripBlocks(true)
+            .withLstripBlocks(false)
             .withKeepTrailingNewline(true)
             .withNestedInterpretationEnabled(false)
             .withFailOnUnknownTokens(false)
@@ -64,10 +66,13 @@ final class HfJinja {
         jinjava.registerFilter(new ToJson());
         jinjava.registerFilter(new Trim());
         try {
-            jinjava.registerFunction(new ELFunctionDefinition("", "raise_exception",
-                HfJinja.class.getDeclaredMethod("raiseException", Object.class)));
-            jinjava.registerFunction(new ELFunctionDefinition("", "strftime_now",
-                HfJinja.class.getDeclaredMethod("strftimeNow", String.class)));
+            // The class is package-private: the methods are made accessible for jinjava's reflective calls.
+            final java.lang.reflect.Method raise = HfJinja.class.getDeclaredMethod("raiseException", Object.class);
+            raise.setAccessible(true);
+            final java.lang.reflect.Method now = HfJinja.class.getDeclaredMethod("strftimeNow", String.class);
+            now.setAccessible(true);
+            jinjava.registerFunction(new ELFunctionDefinition("", "raise_exception", raise));
+            jinjava.registerFunction(new ELFunctionDefinition("", "strftime_now", now));
         } catch (final NoSuchMethodException ex) {
             throw new IllegalStateException(ex);
         }
@@ -103,7 +108,75 @@ final class HfJinja {
      */
     static String source(final String template) {
         final String s = template.replace("\r\n", "\n").replace('\r', '\n');
-        return s.endsWith("\n") ? s.substring(0, s.length() - 1) : s;
+        return lstripBlocks(s.endsWith("\n") ? s.substring(0, s.length() - 1) : s);
+    }
+
+    /**
+     * Jinja2's {@code lstrip_blocks}: spaces and tabs between the start of a line and a block or comment tag
+     * ({@code {%}, {@code {#}, not {@code {%+} or {@code {%-}) are removed; {@code {%+} keeps them (the {@code +}
+     * is dropped for jinjava). jinjava's own option strips whitespace before every block tag, also after text on
+     * the same line ({@code a, {% if x %}} loses its space), so it is off and this runs on the source instead.
+     * Text inside tags, expressions, comments and raw blocks is copied unchanged.
+     */
+    static String lstripBlocks(final String src) {
+        final StringBuilder out = new StringBuilder(src.length());
+        int i = 0;
+        final int n = src.length();
+        while (i < n) {
+            final char c = src.charAt(i);
+            if (c != '{' || i + 1 >= n || "%#{".indexOf(src.charAt(i + 1)) < 0) {
+                out.append(c);
+                i++;
+                continue;
+            }
+            final char kind = src.charAt(i + 1);
+            final boolean plus = kind != '{' && i + 2 < n && src.charAt(i + 2) == '+';
+            final boolean minus = i + 2 < n && src.charAt(i + 2) == '-';
+            if (kind != '{' && !plus && !minus) {
+                int k = out.length();
+                while (k > 0 && (out.charAt(k - 1) == ' ' || out.charAt(k - 1) == '\t')) {
+                    k--;
+                }
+                if (k == 0 || out.charAt(k - 1) == '\n') {
+                    out.setLength(k);
+                }
+            }
+            final String close = kind == '%' ? "%}" : kind == '#' ? "#}" : "}}";
+            final int end = tagEnd(src, i + 2, close);
+            out.append(src, i, i + 2).append(src, plus ? i + 3 : i + 2, end);
+            final boolean raw = kind == '%' && RAW.matcher(src.substring(i, end)).matches();
+            i = end;
+            if (raw) {
+                final Matcher m = END_RAW.matcher(src);
+                final int stop = m.find(i) ? m.start() : n;
+                out.append(src, i, stop);
+                i = stop;
+            }
+        }
+        return out.toString();
+    }
+
+    private static final Pattern RAW = Pattern.compile("\\{%[-+]?\\s*raw\\s*-?%}");
+    private static final Pattern END_RAW = Pattern.compile("\\{%[-+]?\\s*endraw\\s*-?%}");
+
+    /** The index after the closing delimiter, skipping quoted strings. */
+    private static int tagEnd(final String src, final int from, final String close) {
+        char quote = 0;
+        for (int j = from; j < src.length(); j++) {
+            final char c = src.charAt(j);
+            if (quote != 0) {
+                if (c == '\\') {
+                    j++;
+                } else if (c == quote) {
+                    quote = 0;
+                }
+            } else if ((c == '\'' || c == '"') && !"#}".equals(close)) {
+                quote = c;
+            } else if (src.startsWith(close, j)) {
+                return j + close.length();
+            }
+        }
+        return src.length();
     }
 
     /** Jinja's {@code raise_exception(message)}: fails the render. */

@@ -23,7 +23,8 @@ final class ChatConversations {
     };
     private static final String[] TOOL_NAMES = {"get_weather", "search", "run_sql", "calc", "翻訳", "send_email"};
     private static final String[] DESCRIPTIONS = {
-        "Get the weather", "Search \"the web\" for a query", "Run SQL; back\\slash and tab\there",
+        "Get the weather", "Search \"the web\" for a query",
+        "Run SQL; back\\slash and tab\there",
         "Control \u0001\u001f chars and DEL \u007f", "Ünïcödé — “quotes” ‘single’ \u2028 sep", "Line\nbreak",
     };
 
