@@ -83,7 +83,20 @@ public final class HfTokenizer implements AutoCloseable {
      * @return the number of tokens.
      */
     public int encode(final String text, final TokenIds out) {
-        final long[] ids = encodeIds(text);
+        return encode(text, addSpecialTokens, out);
+    }
+
+    /**
+     * Tokenizes text into {@code out} (replacing its tokens), choosing whether to add special tokens (a chat prompt
+     * rendered from a template is tokenized without them, as vLLM does: the template wrote them).
+     *
+     * @param text             the text.
+     * @param addSpecialTokens whether to add the tokenizer's post-processor tokens.
+     * @param out              receives the token ids.
+     * @return the number of tokens.
+     */
+    public int encode(final String text, final boolean addSpecialTokens, final TokenIds out) {
+        final long[] ids = encodeIds(text, addSpecialTokens);
         final int[] buf = out.ensureCapacity(ids.length);
         for (int i = 0; i < ids.length; i++) {
             buf[i] = (int) ids[i];
@@ -97,7 +110,16 @@ public final class HfTokenizer implements AutoCloseable {
      * @return its token ids.
      */
     public int[] encode(final String text) {
-        final long[] ids = encodeIds(text);
+        return encode(text, addSpecialTokens);
+    }
+
+    /**
+     * @param text             the text.
+     * @param addSpecialTokens whether to add the tokenizer's post-processor tokens.
+     * @return its token ids.
+     */
+    public int[] encode(final String text, final boolean addSpecialTokens) {
+        final long[] ids = encodeIds(text, addSpecialTokens);
         final int[] out = new int[ids.length];
         for (int i = 0; i < ids.length; i++) {
             out[i] = (int) ids[i];
@@ -106,7 +128,7 @@ public final class HfTokenizer implements AutoCloseable {
     }
 
     /** One native call to encode, one to read the ids; DJL's Encoding object (tokens, spans, masks) is skipped. */
-    private long[] encodeIds(final String text) {
+    private long[] encodeIds(final String text, final boolean addSpecialTokens) {
         final TokenizersLibrary lib = TokenizersLibrary.LIB;
         final long encoding = lib.encode(handle, Objects.requireNonNull(text, "text"), addSpecialTokens);
         try {

@@ -23,19 +23,24 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Turns a request's prompt text ({@link RequestMeta#prompt()}) into token ids with its model's Hugging Face
- * tokenizer ({@link HfTokenizer}), so the rest of the Prepare stage (e.g. {@code router-keys}) works as for a request
- * given as token ids. Reads {@link Slots#REQUEST}, writes {@link Slots#TOKENS} (a profile with this preparer takes
- * its tokens from it rather than from the request).
+ * Turns a request's prompt text ({@link RequestMeta#prompt()}) or chat request ({@link RequestMeta#chat()}) into
+ * token ids with its model's Hugging Face tokenizer ({@link HfTokenizer}), so the rest of the Prepare stage (e.g.
+ * {@code router-keys}) works as for a request given as token ids. Reads {@link Slots#REQUEST}, writes
+ * {@link Slots#TOKENS} (a profile with this preparer takes its tokens from it rather than from the request).
  *
- * <p>A request without text keeps the token ids the router set, so one profile serves both kinds. The tokenizer is
- * the one given for the request's model, else the one for any model; a request whose model has neither gets no
- * tokens (its prefix is unknown, so cache-aware scorers see no hit and the picker decides on load) and is counted
- * in {@link #noTokenizer()}. A tokenizer failure is counted in {@link #failures()} (its message kept in
- * {@link #lastFailure()}) and also leaves no tokens.
+ * <p>A chat request is rendered with the model's chat template ({@link ChatTemplate}, from the same directory as
+ * the tokenizer) and the text tokenized without special tokens, as vLLM's chat endpoint does; a prompt is tokenized
+ * with the configured {@code add-special-tokens} (vLLM's completion endpoint adds them). A request with neither
+ * keeps the token ids the router set, so one profile serves all kinds. The tokenizer is the one given for the
+ * request's model, else the one for any model; a request whose model has neither gets no tokens (its prefix is
+ * unknown, so cache-aware scorers see no hit and the picker decides on load) and is counted in
+ * {@link #noTokenizer()}. A failure (a malformed chat request, a template that raises, a model without a chat
+ * template, a tokenizer error) is counted in {@link #failures()} (its message kept in {@link #lastFailure()}) and
+ * also leaves no tokens.
  *
- * <p>Tokenizers are loaded when the preparer is built, each distinct file once. Encoding allocates (the native
- * library returns a fresh array); the token buffer of the context is reused.
+ * <p>Tokenizers and templates are loaded when the preparer is built, each distinct file once. Encoding allocates
+ * (the native library returns a fresh array; rendering builds the prompt); the token buffer of the context is
+ * reused.
  *
  * <p><b>Note:</b> thread safe; {@link #close()} frees the native tokenizers and must run only after routing stopped.
  */
@@ -43,8 +48,12 @@ public final class TokenizePreparer implements Preparer, AutoCloseable {
     private final String name;
     private final Map<String, HfTokenizer> byModel;
     private final HfTokenizer anyModel;
+    private final Map<String, ChatTemplate> templateByModel;
+    private final ChatTemplate anyModelTemplate;
+    private final Map<String, Object> chatTemplateKwargs;
     private final List<HfTokenizer> loaded;
     private final LongAdder tokenized = new LongAdder();
+    private final LongAdder chats = new LongAdder();
     private final AtomicLong noTokenizer = new AtomicLong();
     private final AtomicLong failures = new AtomicLong();
     private final AtomicReference<String> lastFailure = new AtomicReference<>();
@@ -65,6 +74,34 @@ public final class TokenizePreparer implements Preparer, AutoCloseable {
             throw ex;
         }
         this.loaded = List.copyOf(all);
+        final Map<Path, ChatTemplate> templates = new HashMap<>();
+        final Map<String, ChatTemplate> t = new HashMap<>();
+        for (final Map.Entry<String, Path> e : b.models.entrySet()) {
+            final ChatTemplate ct = template(e.getValue(), templates);
+            if (ct != null) {
+                t.put(e.getKey(), ct);
+            }
+        }
+        this.templateByModel = Map.copyOf(t);
+        this.anyModelTemplate = b.anyModel == null ? null : template(b.anyModel, templates);
+        this.chatTemplateKwargs = Map.copyOf(b.chatTemplateKwargs);
+    }
+
+    private ChatTemplate template(final Path pathOrDir, final Map<Path, ChatTemplate> byDir) {
+        final Path dir = (Files.isDirectory(pathOrDir) ? pathOrDir : pathOrDir.toAbsolutePath().getParent())
+            .toAbsolutePath().normalize();
+        if (byDir.containsKey(dir)) {
+            return byDir.get(dir);
+        }
+        final ChatTemplate t;
+        try {
+            t = ChatTemplate.loadIfPresent(dir);
+        } catch (final RuntimeException ex) {
+            loaded.forEach(HfTokenizer::close);
+            throw new IllegalArgumentException("preparer '" + name + "': " + ex.getMessage(), ex);
+        }
+        byDir.put(dir, t);
+        return t;
     }
 
     private static HfTokenizer load(final Path pathOrDir, final boolean addSpecialTokens,
@@ -111,8 +148,9 @@ public final class TokenizePreparer implements Preparer, AutoCloseable {
     @Override
     public void prepare(final RoutingContext ctx) {
         final RequestMeta meta = ctx.get(Slots.REQUEST);
+        final String chat = meta.chat();
         final String text = meta.prompt();
-        if (text == null) {
+        if (chat == null && text == null) {
             return;
         }
         final TokenIds tokens = ctx.get(Slots.TOKENS);
@@ -123,13 +161,32 @@ public final class TokenizePreparer implements Preparer, AutoCloseable {
             return;
         }
         try {
-            t.encode(text, tokens);
+            if (chat != null) {
+                final ChatTemplate template = chatTemplate(meta.model());
+                if (template == null) {
+                    throw new IllegalArgumentException("model " + meta.model() + " has no chat template ("
+                        + ChatTemplate.JINJA_FILE + " or chat_template in " + ChatTemplate.CONFIG_FILE + ")");
+                }
+                t.encode(template.render(ChatRequest.parse(chat), chatTemplateKwargs), false, tokens);
+                chats.increment();
+            } else {
+                t.encode(text, tokens);
+            }
             tokenized.increment();
         } catch (final RuntimeException ex) {
             tokens.clear();
             failures.getAndIncrement();
             lastFailure.set(ex.getClass().getSimpleName() + ": " + ex.getMessage());
         }
+    }
+
+    /**
+     * @param model a model name, or null.
+     * @return the chat template of the tokenizer directory that serves it, or null when that directory has none.
+     */
+    public ChatTemplate chatTemplate(final String model) {
+        final HfTokenizer own = model == null ? null : byModel.get(model);
+        return own != null ? templateByModel.get(model) : anyModel != null ? anyModelTemplate : null;
     }
 
     /**
@@ -142,10 +199,17 @@ public final class TokenizePreparer implements Preparer, AutoCloseable {
     }
 
     /**
-     * @return prompts tokenized.
+     * @return prompts and chats tokenized.
      */
     public long tokenized() {
         return tokenized.sum();
+    }
+
+    /**
+     * @return chats rendered with a template and tokenized (also counted in {@link #tokenized()}).
+     */
+    public long chats() {
+        return chats.sum();
     }
 
     /**
@@ -189,6 +253,7 @@ public final class TokenizePreparer implements Preparer, AutoCloseable {
         private final Map<String, Path> models = new LinkedHashMap<>();
         private Path anyModel;
         private boolean addSpecialTokens = true;
+        private final Map<String, Object> chatTemplateKwargs = new LinkedHashMap<>();
 
         private Builder(final String name) {
             this.name = Objects.requireNonNull(name, "name");
@@ -196,7 +261,8 @@ public final class TokenizePreparer implements Preparer, AutoCloseable {
 
         /**
          * @param model     model name as requests give it ({@link RequestMeta#model()}).
-         * @param pathOrDir its {@code tokenizer.json}, or the directory holding it.
+         * @param pathOrDir its {@code tokenizer.json}, or the directory holding it (and, for chats,
+         *                  {@code tokenizer_config.json} or {@code chat_template.jinja}).
          * @return this.
          */
         public Builder model(final String model, final Path pathOrDir) {
@@ -224,7 +290,17 @@ public final class TokenizePreparer implements Preparer, AutoCloseable {
         }
 
         /**
-         * Loads the tokenizers.
+         * @param kwargs chat-template variables under each request's own {@code chat_template_kwargs} (vLLM's
+         *               {@code --default-chat-template-kwargs}), e.g. {@code enable_thinking: false}.
+         * @return this.
+         */
+        public Builder chatTemplateKwargs(final Map<String, ?> kwargs) {
+            chatTemplateKwargs.putAll(kwargs);
+            return this;
+        }
+
+        /**
+         * Loads the tokenizers and, from the same directories, the chat templates.
          *
          * @return the preparer.
          * @throws IllegalArgumentException when no tokenizer is given or one cannot be loaded.

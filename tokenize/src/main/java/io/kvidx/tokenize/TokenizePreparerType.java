@@ -1,10 +1,12 @@
 package io.kvidx.tokenize;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import io.kvidx.client.routing.Preparer;
 import io.kvidx.client.routing.yaml.PluginParameters;
 import io.kvidx.client.routing.yaml.PreparerType;
 
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -14,10 +16,12 @@ import java.util.Map;
  * <pre>
  * prepare:
  *   - type: tokenize
- *     models:                          # model name: tokenizer.json, or the directory holding it
- *       Qwen/Qwen3-0.6B: /models/qwen3
+ *     models:                          # model name: its directory (tokenizer.json, and for chats
+ *       Qwen/Qwen3-0.6B: /models/qwen3  #   tokenizer_config.json or chat_template.jinja), or its tokenizer.json
  *     tokenizer: /models/default       # optional: for any model not listed
- *     add-special-tokens: true         # default, as vLLM tokenizes completion prompts
+ *     add-special-tokens: true         # default, as vLLM tokenizes completion prompts (chats: never)
+ *     chat-template-kwargs: '{"enable_thinking": false}'   # optional JSON object: template variables under
+ *                                      #   each request's chat_template_kwargs (vLLM's --default-chat-template-kwargs)
  *   - type: router-keys
  * </pre>
  * Relative paths are resolved against the YAML file's directory.
@@ -44,6 +48,23 @@ public final class TokenizePreparerType implements PreparerType {
             b.anyModel(any);
         }
         b.addSpecialTokens(params.bool("add-special-tokens", true));
+        final String kwargs = params.string("chat-template-kwargs", null);
+        if (kwargs != null) {
+            final Object parsed;
+            try {
+                parsed = ChatRequest.JSON.readValue(kwargs, Object.class);
+            } catch (final JsonProcessingException ex) {
+                throw new IllegalArgumentException("preparer '" + name + "': chat-template-kwargs is not JSON: "
+                    + ex.getOriginalMessage(), ex);
+            }
+            if (!(parsed instanceof Map<?, ?> m)) {
+                throw new IllegalArgumentException("preparer '" + name + "': chat-template-kwargs must be a JSON"
+                    + " object");
+            }
+            final Map<String, Object> kw = new LinkedHashMap<>();
+            m.forEach((k, v) -> kw.put(String.valueOf(k), v));
+            b.chatTemplateKwargs(kw);
+        }
         return b.build();
     }
 }

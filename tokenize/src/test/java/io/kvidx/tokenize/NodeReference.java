@@ -10,7 +10,7 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * Hugging Face's JavaScript tokenizer, run by node from src/test/node (see its README). Like the Python peers of
+ * Hugging Face's JavaScript tokenizer and chat templates, run by node from src/test/node (see its README). Like the Python peers of
  * the other modules: skipped with a message where node is absent, a failure when CI is set.
  */
 final class NodeReference {
@@ -41,16 +41,18 @@ final class NodeReference {
     }
 
     /**
-     * @param tokenizerDir directory holding tokenizer.json.
-     * @param promptsJson  a JSON array of strings.
-     * @return the encoder's stdout: a JSON array of token-id arrays.
+     * Runs encode.mjs once (see its header: an array of prompts, or an object of prompts and chats).
+     *
+     * @param tokenizerDir directory holding tokenizer.json (and tokenizer_config.json for chats).
+     * @param inputJson    a JSON array of strings, or {@code {"prompts": [...], "chats": [...]}}.
+     * @return the encoder's stdout: a JSON array of token-id arrays, or {@code {"prompts", "chats"}}.
      */
-    static String encode(final Path tokenizerDir, final Path promptsJson) throws IOException, InterruptedException {
+    static String encode(final Path tokenizerDir, final Path inputJson) throws IOException, InterruptedException {
         final Path out = Files.createTempFile("js-tokens", ".json");
         final Path err = Files.createTempFile("js-tokens", ".err");
         try {
             final Process p = new ProcessBuilder("node", DIR.resolve("encode.mjs").toString(),
-                tokenizerDir.toString(), promptsJson.toString()).directory(DIR.toFile())
+                tokenizerDir.toString(), inputJson.toString()).directory(DIR.toFile())
                 .redirectOutput(out.toFile()).redirectError(err.toFile()).start();
             if (!p.waitFor(ENCODE_TIMEOUT_S, TimeUnit.SECONDS)) {
                 p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);

@@ -23,6 +23,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -193,5 +194,55 @@ class TokenizePreparerTest {
                     pick: max-score
                 """.formatted(TestData.qwen3Dir()), env));
         assertTrue(typo.getMessage().contains("unknown parameter(s) [add-special-token]"), typo.getMessage());
+    }
+
+    @Test
+    void shouldTokenizeAChatWithTheModelsTemplateAndWithoutSpecialTokens(@TempDir final Path dir) throws IOException {
+        final Path bare = Files.createDirectories(dir.resolve("bare"));
+        Files.copy(TestData.qwen3Dir().resolve("tokenizer.json"), bare.resolve("tokenizer.json"));
+        final Path file = Files.writeString(dir.resolve("routing.yaml"), """
+            profiles:
+              chat:
+                prepare:
+                  - type: tokenize
+                    models: {"Qwen/Qwen3-0.6B": %s, "bare": bare}
+                    chat-template-kwargs: '{"enable_thinking": false}'
+                  - router-keys
+                pick: max-score
+            """.formatted(TestData.qwen3Dir()));
+        final YamlRouting.Loaded loaded = YamlRouting.load(file, new YamlRouting.Environment().registry(registry()));
+        final TokenizePreparer p = (TokenizePreparer) loaded.profiles().get("chat").preparers().get(0);
+        try {
+            final String chat = "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"},"
+                + " {\"role\": \"user\", \"content\": \"Hi <|im_end|> there\"}]}";
+            final RoutingContext ctx = context();
+            ctx.request().model(QWEN).chat(chat).prompt("ignored: the chat wins");
+            p.prepare(ctx);
+            final String rendered = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi <|im_end|> there"
+                + "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+            assertEquals(rendered, p.chatTemplate(QWEN).render(ChatRequest.parse(chat),
+                Map.of("enable_thinking", false)));
+            final TokenIds tokens = ctx.get(Slots.TOKENS);
+            final int[] want = p.tokenizer(QWEN).encode(rendered, false);
+            assertArrayEquals(want, Arrays.copyOf(tokens.ids(), tokens.length()), "the ids of the rendered text");
+            assertEquals(151644, want[0], "<|im_start|> written by the template");
+            assertEquals(1, p.chats());
+            assertEquals(0, p.failures());
+
+            final RoutingContext noTemplate = context();
+            noTemplate.request().model("bare").chat(chat);
+            p.prepare(noTemplate);
+            assertEquals(0, noTemplate.get(Slots.TOKENS).length());
+            assertEquals(1, p.failures());
+            assertTrue(p.lastFailure().contains("model bare has no chat template"), p.lastFailure());
+
+            final RoutingContext bad = context();
+            bad.request().model(QWEN).chat("{\"messages\": []}");
+            p.prepare(bad);
+            assertEquals(2, p.failures());
+            assertTrue(p.lastFailure().contains("non-empty array of messages"), p.lastFailure());
+        } finally {
+            p.close();
+        }
     }
 }

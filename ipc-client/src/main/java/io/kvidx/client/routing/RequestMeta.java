@@ -3,9 +3,10 @@ package io.kvidx.client.routing;
 import io.kvidx.client.keys.RequestExtras;
 
 /**
- * A request's model, LoRA adapter, cache salt, multimodal items, prompt size, prompt text and headers (names
- * compared case-insensitively), set by the router before a decision. Holds references to the caller's strings; multimodal
- * identifiers are copied into {@link #extras()}, whose arrays are reused across requests.
+ * A request's model, LoRA adapter, cache salt, multimodal items, prompt size, prompt text or chat request, and
+ * headers (names compared case-insensitively), set by the router before a decision. Holds references to the
+ * caller's strings; multimodal identifiers are copied into {@link #extras()}, whose arrays are reused across
+ * requests.
  *
  * <p><b>Note:</b> not thread safe; owned by one {@link RoutingContext}.
  */
@@ -20,6 +21,7 @@ public final class RequestMeta {
     private String cacheSalt;
     private int promptTokens = -1;
     private String prompt;
+    private String chat;
     private final RequestExtras extras = new RequestExtras();
 
     /**
@@ -36,6 +38,7 @@ public final class RequestMeta {
         cacheSalt = null;
         promptTokens = -1;
         prompt = null;
+        chat = null;
         extras.clear();
     }
 
@@ -149,6 +152,29 @@ public final class RequestMeta {
      */
     public String prompt() {
         return prompt;
+    }
+
+    /**
+     * Sets the request as a chat: the OpenAI chat-completion request body (JSON text holding {@code messages} and,
+     * optionally, {@code tools}, {@code add_generation_prompt} (default true), {@code continue_final_message},
+     * {@code chat_template_kwargs}, {@code documents}, {@code reasoning_effort}), for a profile whose Prepare stage
+     * renders it with the model's chat template and tokenizes the result (kvidx-tokenize's {@code tokenize}
+     * preparer). The text is kept as given and read only by such a preparer; it takes precedence over
+     * {@link #prompt(String)}.
+     *
+     * @param requestJson the chat-completion request body, or null.
+     * @return this.
+     */
+    public RequestMeta chat(final String requestJson) {
+        this.chat = requestJson;
+        return this;
+    }
+
+    /**
+     * @return the chat request body set with {@link #chat(String)}, or null.
+     */
+    public String chat() {
+        return chat;
     }
 
     /**
