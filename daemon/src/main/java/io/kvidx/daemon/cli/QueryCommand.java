@@ -5,14 +5,20 @@ import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RequestExtras;
 import io.kvidx.client.keys.RouterKeyHasher;
+import io.kvidx.tokenize.ChatRequest;
+import io.kvidx.tokenize.ChatTemplate;
 import io.kvidx.tokenize.HfTokenizer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
@@ -21,11 +27,13 @@ import java.util.concurrent.Callable;
  * the pod table entry of its slot as of the pod table version the query saw (read again if a slot changed hands
  * meanwhile). The prompt is given as token ids ({@code --tokens}) or as text with the model's Hugging Face tokenizer
  * ({@code --text} and {@code --tokenizer}, encoded as vLLM encodes a completion prompt: special tokens added unless
- * {@code --no-add-special-tokens}).
+ * {@code --no-add-special-tokens}), or as a chat-completion request ({@code --messages FILE}) rendered with the model's
+ * chat template and tokenized without special tokens, as vLLM's chat endpoint does.
  */
 @Command(name = "query", mixinStandardHelpOptions = true,
     description = "Print '<pod-id> <depth> slot=<slot> generation=<generation>' for every pod holding leading "
-        + "blocks of the prompt, deepest first. The prompt is --tokens, or --text tokenized with --tokenizer.")
+        + "blocks of the prompt, deepest first. The prompt is --tokens, --text tokenized with --tokenizer, or a chat "
+        + "(--messages) rendered with the model's chat template and tokenized.")
 public final class QueryCommand implements Callable<Integer> {
     /** Times the query is made again when the pod table changed under it, or a shard stayed busy. */
     private static final int ATTEMPTS = 5;
@@ -60,8 +68,15 @@ public final class QueryCommand implements Callable<Integer> {
         description = "The prompt as text (a completion prompt), tokenized with --tokenizer.")
     private String text;
 
+    @Option(names = "--messages", paramLabel = "FILE",
+        description = "A chat-completion request body (JSON: \"messages\", optional \"tools\", ...; - for stdin),"
+            + " rendered with the model's chat template from --tokenizer's directory, then tokenized without special"
+            + " tokens, as vLLM's chat endpoint does.")
+    private String messages;
+
     @Option(names = "--tokenizer", paramLabel = "PATH",
-        description = "The model's tokenizer.json, or its directory (for --text).")
+        description = "The model's tokenizer.json, or its directory (for --text; for --messages, the directory"
+            + " that also holds tokenizer_config.json or chat_template.jinja).")
     private Path tokenizer;
 
     @Option(names = "--add-special-tokens", negatable = true, defaultValue = "true", fallbackValue = "true",
@@ -104,25 +119,43 @@ public final class QueryCommand implements Callable<Integer> {
      * @throws IllegalArgumentException when neither or both are given, or the tokenizer cannot be loaded.
      */
     private int[] promptTokens() {
-        if (tokens != null && text != null) {
-            throw new IllegalArgumentException("give the prompt as --tokens or as --text, not both");
+        final int given = (tokens != null ? 1 : 0) + (text != null ? 1 : 0) + (messages != null ? 1 : 0);
+        if (given > 1) {
+            throw new IllegalArgumentException("give the prompt as one of --tokens, --text or --messages, not both");
         }
         if (tokens != null) {
             if (tokenizer != null) {
-                throw new IllegalArgumentException("--tokenizer is for --text; --tokens are already token ids");
+                throw new IllegalArgumentException("--tokenizer is for --text and --messages; --tokens are already"
+                    + " token ids");
             }
             return tokens;
         }
-        if (text == null) {
-            throw new IllegalArgumentException("give the prompt as --tokens t1,t2,... or as --text TEXT with"
-                + " --tokenizer PATH");
+        if (given == 0) {
+            throw new IllegalArgumentException("give the prompt as --tokens t1,t2,..., as --text TEXT or as"
+                + " --messages FILE with --tokenizer PATH");
         }
         if (tokenizer == null) {
-            throw new IllegalArgumentException("--text needs --tokenizer PATH (the model's tokenizer.json or its"
-                + " directory)");
+            throw new IllegalArgumentException((text != null ? "--text" : "--messages") + " needs --tokenizer PATH"
+                + " (the model's tokenizer.json or its directory)");
         }
-        try (HfTokenizer t = HfTokenizer.load(tokenizer, addSpecialTokens)) {
-            return t.encode(text);
+        if (text != null) {
+            try (HfTokenizer t = HfTokenizer.load(tokenizer, addSpecialTokens)) {
+                return t.encode(text);
+            }
+        }
+        final ChatRequest chat = ChatRequest.parse(readMessages());
+        final String prompt = ChatTemplate.load(tokenizer).render(chat, Map.of());
+        try (HfTokenizer t = HfTokenizer.load(tokenizer, false)) {
+            return t.encode(prompt, false);
+        }
+    }
+
+    private String readMessages() {
+        try {
+            return "-".equals(messages) ? new String(System.in.readAllBytes(), StandardCharsets.UTF_8)
+                : Files.readString(Path.of(messages));
+        } catch (final IOException ex) {
+            throw new IllegalArgumentException("cannot read --messages " + messages + ": " + ex.getMessage(), ex);
         }
     }
 

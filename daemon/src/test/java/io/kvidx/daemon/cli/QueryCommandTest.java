@@ -115,6 +115,52 @@ class QueryCommandTest {
     }
 
     @Test
+    void shouldRenderAChatWithTheModelsTemplateThenQuery() throws IOException {
+        // What vLLM's chat endpoint makes of this request with Qwen3's template (add_generation_prompt defaults to
+        // true), written out by hand; the user's text is padded until the prompt fills whole blocks, so that its
+        // last block holds the generation prompt. The index holds the keys of that text's tokens.
+        final String system = "You are a terse assistant.";
+        String user = "Summarise the history of the printing press in Europe, from Gutenberg's movable type in Mainz"
+            + " around 1450 to the spread of presses across Venice, Paris and London.";
+        int[] ids;
+        try (io.kvidx.tokenize.HfTokenizer t = io.kvidx.tokenize.HfTokenizer.load(qwen3Dir(), false)) {
+            for (int pad = 0; ; pad++) {
+                assertTrue(pad < 64, "no padding made whole blocks");
+                ids = t.encode("<|im_start|>system\n" + system + "<|im_end|>\n<|im_start|>user\n" + user
+                    + "<|im_end|>\n<|im_start|>assistant\n", false);
+                if (ids.length % 16 == 0) {
+                    break;
+                }
+                user += " yes";
+            }
+        }
+        final int blocks = ids.length / 16;
+        final long[] keys = new long[blocks];
+        new RouterKeyHasher(16).keys(RouterKeyHasher.chainSeed("qwen3", null, null), ids, ids.length, keys);
+        final Path chat = dir.resolve("chat.json");
+        final String body = "{\"model\": \"qwen3\", \"messages\": [{\"role\": \"system\", \"content\": \""
+            + system + "\"}, {\"role\": \"user\", \"content\": \"" + user + "\"}]}";
+        Files.writeString(chat, body);
+        final String[] args = {"query", "--dir", dir.toString(), "--cell", "q", "--model", "qwen3", "--tokenizer",
+            qwen3Dir().toString(), "--messages", chat.toString()};
+        try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("q").shardCount(4)
+            .slotsPerShard(64).maxChainLength(64).deleteOnClose(true))) {
+            writer.store(writer.registerPod("pod-a", "qwen3"), keys, 0, blocks);
+            final Result r = run(args);
+            assertEquals(0, r.code, r.err);
+            assertEquals("pod-a " + blocks + " slot=0 generation=1", r.out);
+            // Without the generation prompt the text ends after the user's turn: the last block is not full.
+            Files.writeString(chat, body.replace("{\"model\"", "{\"add_generation_prompt\": false, \"model\""));
+            assertEquals("pod-a " + (blocks - 1) + " slot=0 generation=1", run(args).out);
+            // A body that is not a chat request is a usage error.
+            Files.writeString(chat, "{\"prompt\": \"hi\"}");
+            final Result bad = run(args);
+            assertEquals(2, bad.code);
+            assertTrue(bad.err.contains("needs \"messages\""), bad.err);
+        }
+    }
+
+    @Test
     void shouldRefuseATextPromptItCannotTokenize() {
         final String base = "query --dir " + dir + " --cell q --model m ";
         final Result neither = run((base).trim().split(" "));
@@ -123,6 +169,16 @@ class QueryCommandTest {
         final Result both = run((base + "--tokens 1,2 --text hi --tokenizer " + qwen3Dir()).split(" "));
         assertEquals(2, both.code);
         assertTrue(both.err.contains("not both"), both.err);
+        final Result textAndChat = run((base + "--text hi --messages x.json --tokenizer " + qwen3Dir()).split(" "));
+        assertEquals(2, textAndChat.code);
+        assertTrue(textAndChat.err.contains("not both"), textAndChat.err);
+        final Result chatNoTokenizer = run((base + "--messages x.json").split(" "));
+        assertEquals(2, chatNoTokenizer.code);
+        assertTrue(chatNoTokenizer.err.contains("--messages needs --tokenizer"), chatNoTokenizer.err);
+        final Result chatMissing = run((base + "--messages " + dir.resolve("none.json") + " --tokenizer "
+            + qwen3Dir()).split(" "));
+        assertEquals(2, chatMissing.code);
+        assertTrue(chatMissing.err.contains("cannot read --messages"), chatMissing.err);
         final Result noTokenizer = run((base + "--text hi").split(" "));
         assertEquals(2, noTokenizer.code);
         assertTrue(noTokenizer.err.contains("--text needs --tokenizer"), noTokenizer.err);
