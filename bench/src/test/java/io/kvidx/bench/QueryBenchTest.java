@@ -1,6 +1,6 @@
 package io.kvidx.bench;
 
-import io.kvidx.client.routing.lmcache.MiniJson;
+import io.kvidx.client.json.MiniJson;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

@@ -1,9 +1,7 @@
 package io.kvidx.tokenize;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.core.json.JsonReadFeature;
-import com.fasterxml.jackson.databind.DeserializationFeature;
-import com.fasterxml.jackson.databind.json.JsonMapper;
+
+import io.kvidx.client.json.MiniJson;
 
 import java.util.ArrayList;
 import java.util.Collections;
@@ -51,12 +49,6 @@ public final class ChatRequest {
         OPENAI
     }
 
-    static final JsonMapper JSON = JsonMapper.builder()
-        .enable(DeserializationFeature.USE_BIG_INTEGER_FOR_INTS)
-        .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
-        .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-        .build();
-
     private static final List<String> RESERVED_KWARGS = List.of("messages", "tools", "chat_template", "tokenize");
 
     private final Object rawMessages;
@@ -85,9 +77,9 @@ public final class ChatRequest {
         Objects.requireNonNull(json, "json");
         final Object root;
         try {
-            root = JSON.readValue(json, Object.class);
-        } catch (final JsonProcessingException ex) {
-            throw new IllegalArgumentException("chat request is not valid JSON: " + ex.getOriginalMessage(), ex);
+            root = MiniJson.parse(json);
+        } catch (final IllegalArgumentException ex) {
+            throw new IllegalArgumentException("chat request is not valid JSON: " + ex.getMessage(), ex);
         }
         if (!(root instanceof Map<?, ?> body)) {
             throw new IllegalArgumentException("chat request must be a JSON object with \"messages\"");
@@ -368,8 +360,8 @@ public final class ChatRequest {
     static Object arguments(final Object args) {
         if (args instanceof String s) {
             try {
-                return JSON.readValue(s, Object.class);
-            } catch (final JsonProcessingException ex) {
+                return MiniJson.parse(s);
+            } catch (final IllegalArgumentException ex) {
                 return new LinkedHashMap<String, Object>();
             }
         }

@@ -1,9 +1,9 @@
 package io.kvidx.tokenize;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.hubspot.jinjava.Jinjava;
 import com.hubspot.jinjava.interpret.RenderResult;
 import com.hubspot.jinjava.interpret.TemplateError;
+import io.kvidx.client.json.MiniJson;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -151,13 +151,17 @@ public final class ChatTemplate {
 
     private static Map<?, ?> readConfig(final Path config) {
         try {
-            if (ChatRequest.JSON.readValue(Files.readString(config), Object.class) instanceof Map<?, ?> m) {
+            final Object parsed;
+            try {
+                parsed = MiniJson.parse(Files.readString(config));
+            } catch (final IllegalArgumentException ex) {
+                throw new IllegalArgumentException(config.toAbsolutePath() + " is not valid JSON: " + ex.getMessage(),
+                    ex);
+            }
+            if (parsed instanceof Map<?, ?> m) {
                 return m;
             }
             throw new IllegalArgumentException(config.toAbsolutePath() + " is not a JSON object");
-        } catch (final JsonProcessingException ex) {
-            throw new IllegalArgumentException(config.toAbsolutePath() + " is not valid JSON: "
-                + ex.getOriginalMessage(), ex);
         } catch (final IOException ex) {
             throw new IllegalArgumentException("cannot read " + config.toAbsolutePath() + ": " + ex.getMessage(), ex);
         }

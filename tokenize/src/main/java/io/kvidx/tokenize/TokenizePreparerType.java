@@ -1,6 +1,6 @@
 package io.kvidx.tokenize;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
+import io.kvidx.client.json.MiniJson;
 import io.kvidx.client.routing.Preparer;
 import io.kvidx.client.routing.yaml.PluginParameters;
 import io.kvidx.client.routing.yaml.PreparerType;
@@ -52,10 +52,10 @@ public final class TokenizePreparerType implements PreparerType {
         if (kwargs != null) {
             final Object parsed;
             try {
-                parsed = ChatRequest.JSON.readValue(kwargs, Object.class);
-            } catch (final JsonProcessingException ex) {
+                parsed = MiniJson.parse(kwargs);
+            } catch (final IllegalArgumentException ex) {
                 throw new IllegalArgumentException("preparer '" + name + "': chat-template-kwargs is not JSON: "
-                    + ex.getOriginalMessage(), ex);
+                    + ex.getMessage(), ex);
             }
             if (!(parsed instanceof Map<?, ?> m)) {
                 throw new IllegalArgumentException("preparer '" + name + "': chat-template-kwargs must be a JSON"

@@ -1,6 +1,6 @@
 package io.kvidx.tokenize;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
+import io.kvidx.client.json.MiniJson;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -258,11 +258,7 @@ final class ChatConversations {
     }
 
     private static String json(final Object v) {
-        try {
-            return ChatRequest.JSON.writeValueAsString(v);
-        } catch (final JsonProcessingException ex) {
-            throw new IllegalStateException(ex);
-        }
+        return MiniJson.write(v);
     }
 
     private static Map<String, Object> map(final Object... kv) {

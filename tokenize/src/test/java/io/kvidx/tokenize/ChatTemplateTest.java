@@ -5,10 +5,10 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.math.BigInteger;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.math.BigInteger;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -140,7 +140,7 @@ class ChatTemplateTest {
         assertEquals("r", m.get(1).get("reasoning_content"));
         assertEquals("r", m.get(1).get("reasoning"));
         final List<?> calls = (List<?>) m.get(1).get("tool_calls");
-        assertEquals(Map.of("x", BigInteger.ONE), ((Map<?, ?>) ((Map<?, ?>) calls.get(0)).get("function"))
+        assertEquals(Map.of("x", 1L), ((Map<?, ?>) ((Map<?, ?>) calls.get(0)).get("function"))
             .get("arguments"));
         assertEquals(Map.of(), ((Map<?, ?>) ((Map<?, ?>) calls.get(1)).get("function")).get("arguments"));
         assertEquals("1", m.get(2).get("tool_call_id"));

@@ -1,6 +1,6 @@
 package io.kvidx.tokenize;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import io.kvidx.client.json.MiniJson;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -45,19 +45,20 @@ class JsChatTemplateCrossCheckTest {
             chats.add(chat);
         }
         final Path input = Files.writeString(dir.resolve("chats.json"),
-            ChatRequest.JSON.writeValueAsString(Map.of("chats", chats)));
-        final JsonNode js = ChatRequest.JSON.readTree(NodeReference.encode(TestData.qwen3Dir(), input)).get("chats");
+            MiniJson.write(Map.of("chats", chats)));
+        final List<?> js = (List<?>) ((Map<?, ?>) MiniJson.parse(NodeReference.encode(TestData.qwen3Dir(), input)))
+            .get("chats");
         assertEquals(cases.size(), js.size());
         final ChatTemplate template = ChatTemplate.load(TestData.qwen3Dir());
         int withTools = 0;
         int tokens = 0;
         try (HfTokenizer qwen3 = HfTokenizer.load(TestData.qwen3Dir(), true)) {
             for (int i = 0; i < cases.size(); i++) {
-                final JsonNode ref = js.get(i);
-                assertTrue(ref.has("text"), "chat " + i + ": the JavaScript reference failed: " + ref);
-                final String request = ChatRequest.JSON.writeValueAsString(cases.get(i).request());
+                final Map<?, ?> ref = (Map<?, ?>) js.get(i);
+                assertTrue(ref.containsKey("text"), "chat " + i + ": the JavaScript reference failed: " + ref);
+                final String request = MiniJson.write(cases.get(i).request());
                 final String text = template.render(ChatRequest.parse(request), Map.of());
-                final String want = ref.get("text").asText();
+                final String want = (String) ref.get("text");
                 if (!want.equals(text)) {
                     int at = 0;
                     while (at < Math.min(want.length(), text.length()) && want.charAt(at) == text.charAt(at)) {
@@ -65,14 +66,15 @@ class JsChatTemplateCrossCheckTest {
                     }
                     final int from = Math.max(0, at - 60);
                     throw new AssertionError("chat " + i + " renders differently at char " + at + "\n  request: "
-                        + request + "\n  javascript: ..." + ChatRequest.JSON.writeValueAsString(
+                        + request + "\n  javascript: ..." + MiniJson.write(
                             want.substring(from, Math.min(want.length(), at + 60)))
-                        + "\n  kvidx:      ..." + ChatRequest.JSON.writeValueAsString(
+                        + "\n  kvidx:      ..." + MiniJson.write(
                             text.substring(from, Math.min(text.length(), at + 60))));
                 }
-                final int[] wantIds = new int[ref.get("ids").size()];
+                final List<?> ids = (List<?>) ref.get("ids");
+                final int[] wantIds = new int[ids.size()];
                 for (int j = 0; j < wantIds.length; j++) {
-                    wantIds[j] = ref.get("ids").get(j).asInt();
+                    wantIds[j] = ((Number) ids.get(j)).intValue();
                 }
                 final int[] got = qwen3.encode(text, false);
                 if (!Arrays.equals(wantIds, got)) {

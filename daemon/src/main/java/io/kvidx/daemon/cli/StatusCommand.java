@@ -1,6 +1,6 @@
 package io.kvidx.daemon.cli;
 
-import io.kvidx.client.routing.lmcache.MiniJson;
+import io.kvidx.client.json.MiniJson;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ops.CellStatus;
 import picocli.CommandLine.Command;

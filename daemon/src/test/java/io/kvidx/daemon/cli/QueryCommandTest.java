@@ -1,7 +1,7 @@
 package io.kvidx.daemon.cli;
 
 import io.kvidx.client.keys.RouterKeyHasher;
-import io.kvidx.client.routing.lmcache.MiniJson;
+import io.kvidx.client.json.MiniJson;
 import io.kvidx.daemon.ingest.vllm.Capture;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;

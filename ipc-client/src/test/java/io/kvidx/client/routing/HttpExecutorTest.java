@@ -6,7 +6,7 @@ import io.kvidx.client.routing.exec.ExecutionException;
 import io.kvidx.client.routing.exec.Executor;
 import io.kvidx.client.routing.exec.HttpExecutor;
 import io.kvidx.client.routing.exec.ProxyRequest;
-import io.kvidx.client.routing.lmcache.MiniJson;
+import io.kvidx.client.json.MiniJson;
 import io.kvidx.client.routing.plugins.CacheAffinityScorer;
 import io.kvidx.client.routing.plugins.LeastLoadScorer;
 import io.kvidx.client.routing.plugins.LoadMetric;

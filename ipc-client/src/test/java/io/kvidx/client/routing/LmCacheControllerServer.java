@@ -3,7 +3,7 @@ package io.kvidx.client.routing;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.kvidx.client.routing.lmcache.LmCacheLookupClient;
-import io.kvidx.client.routing.lmcache.MiniJson;
+import io.kvidx.client.json.MiniJson;
 
 import java.io.IOException;
 import java.io.OutputStream;

@@ -2,7 +2,7 @@ package io.kvidx.client.routing;
 
 import com.sun.net.httpserver.HttpServer;
 import io.kvidx.client.routing.lmcache.LmCacheWorkerPoller;
-import io.kvidx.client.routing.lmcache.MiniJson;
+import io.kvidx.client.json.MiniJson;
 import io.kvidx.client.routing.plugins.LmCacheScorer;
 import io.kvidx.client.routing.plugins.LoadMetric;
 import org.junit.jupiter.api.AfterEach;

@@ -1,6 +1,6 @@
 package io.kvidx.client.routing.exec;
 
-import io.kvidx.client.routing.lmcache.MiniJson;
+import io.kvidx.client.json.MiniJson;
 
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;

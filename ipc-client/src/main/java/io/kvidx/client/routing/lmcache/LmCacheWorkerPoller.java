@@ -1,5 +1,6 @@
 package io.kvidx.client.routing.lmcache;
 
+import io.kvidx.client.json.MiniJson;
 import io.kvidx.client.routing.PodRegistry;
 
 import java.io.IOException;

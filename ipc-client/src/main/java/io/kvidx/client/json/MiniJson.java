@@ -1,4 +1,4 @@
-package io.kvidx.client.routing.lmcache;
+package io.kvidx.client.json;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -6,10 +6,12 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A small, strict JSON reader (RFC 8259) for the few control-plane documents the decision layer reads (LMCache's
- * worker list, engine responses): objects become {@link Map}s, arrays {@link List}s, numbers {@link Long} when
- * integral and in range else {@link Double}, plus {@link String}, {@link Boolean} and null. Keeps ipc-client free of
- * third-party jars. Cold path: allocates freely.
+ * kvidx's JSON reader and writer (RFC 8259), JDK only: the control-plane documents the decision layer reads (LMCache's
+ * answers, engine responses), chat-completion request bodies and tokenizer configurations (kvidx-tokenize), and
+ * trace lines (bench). Objects become {@link Map}s (keys in document order), arrays {@link List}s, numbers
+ * {@link Long} when integral and in range, {@link java.math.BigInteger} when integral beyond 64 bits (every digit
+ * kept, as Python's json does), else {@link Double}, plus {@link String}, {@link Boolean} and null. Cold path:
+ * allocates freely.
  *
  * <p><b>Note:</b> thread safe (stateless).
  */
@@ -218,7 +220,8 @@ public final class MiniJson {
             return Double.parseDouble(text);
         } catch (final NumberFormatException ex) {
             try {
-                return Double.parseDouble(text);
+                // An integer beyond 64 bits keeps every digit, as Python's json does.
+                return integral ? new java.math.BigInteger(text) : Double.parseDouble(text);
             } catch (final NumberFormatException ex2) {
                 throw error("bad number '" + text + "'");
             }
@@ -251,6 +254,8 @@ public final class MiniJson {
                 throw new IllegalArgumentException("JSON has no " + d);
             }
             sb.append(d);
+        } else if (v instanceof java.math.BigInteger || v instanceof java.math.BigDecimal) {
+            sb.append(v);
         } else if (v instanceof Number n) {
             sb.append(n.longValue());
         } else if (v instanceof Map<?, ?> m) {
