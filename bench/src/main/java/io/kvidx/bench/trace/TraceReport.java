@@ -1,5 +1,6 @@
 package io.kvidx.bench.trace;
 
+import io.kvidx.client.json.MiniJson;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.CategoryChart;
 import org.knowm.xchart.CategoryChartBuilder;
@@ -8,6 +9,7 @@ import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.style.Styler;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
+import java.util.Map;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -137,19 +139,43 @@ final class TraceReport {
         return chart;
     }
 
-    /** A number field of a flat JSON object written by {@link io.kvidx.bench.Json}. */
-    static double num(final String json, final String name) {
-        final String key = "\"" + name + "\": ";
-        final int i = json.indexOf(key);
-        if (i < 0) {
-            return Double.NaN;
+    /**
+     * A number in a JSON document, with kvidx's one JSON reader.
+     *
+     * @param json a JSON document (the router process's result, the bench's JSON line).
+     * @param path keys: the first is found depth first, in document order; each next one among the children of the
+     *             value found so far.
+     * @return the number, or NaN when the path leads nowhere or to something else.
+     * @throws IllegalArgumentException when the text is not JSON.
+     */
+    static double num(final String json, final String... path) {
+        Object v = find(MiniJson.parse(json), path[0]);
+        for (int k = 1; k < path.length && v instanceof Map<?, ?> m; k++) {
+            v = m.get(path[k]);
         }
-        int j = i + key.length();
-        final int start = j;
-        while (j < json.length() && "0123456789.-E".indexOf(json.charAt(j)) >= 0) {
-            j++;
+        return v instanceof Number n ? n.doubleValue() : Double.NaN;
+    }
+
+    private static Object find(final Object node, final String key) {
+        if (node instanceof Map<?, ?> m) {
+            if (m.containsKey(key)) {
+                return m.get(key);
+            }
+            for (final Object child : m.values()) {
+                final Object found = find(child, key);
+                if (found != null) {
+                    return found;
+                }
+            }
+        } else if (node instanceof List<?> l) {
+            for (final Object child : l) {
+                final Object found = find(child, key);
+                if (found != null) {
+                    return found;
+                }
+            }
         }
-        return start == j ? Double.NaN : Double.parseDouble(json.substring(start, j));
+        return null;
     }
 
     private static String escape(final String s) {
