@@ -4,11 +4,14 @@ import io.kvidx.client.routing.TokenIds;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
@@ -64,6 +67,7 @@ public final class PrefixCache {
     private final LongAdder tokensSaved = new LongAdder();
     private final LongAdder evictions = new LongAdder();
     private final LongAdder busy = new LongAdder();
+    private final LongAdder skippedInserts = new LongAdder();
     private final LongAdder collisions = new LongAdder();
 
     /**
@@ -184,7 +188,7 @@ public final class PrefixCache {
 
     private void insert(final Node hit, final List<Node> added) {
         if (!tryLock()) {
-            busy.increment();
+            skippedInserts.increment();
             return;
         }
         try {
@@ -308,10 +312,18 @@ public final class PrefixCache {
     }
 
     /**
-     * @return lookups or insertions skipped because the lock was not acquired within {@value #LOCK_WAIT_NANOS} ns.
+     * @return requests encoded without the cache because its lock was not acquired within {@value #LOCK_WAIT_NANOS}
+     *         ns (each request counts once in hits, misses or busy).
      */
     public long busy() {
         return busy.sum();
+    }
+
+    /**
+     * @return insertions skipped because the lock was not acquired in time.
+     */
+    public long skippedInserts() {
+        return skippedInserts.sum();
     }
 
     /**
@@ -352,6 +364,28 @@ public final class PrefixCache {
         lock.lock();
         try {
             return cachedChars;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Token ids held by every entry still reachable, in the map or as an ancestor of one: equals
+     * {@link #cachedTokens()} while eviction strands no child (the invariant the test checks).
+     *
+     * @return token ids reachable from the map.
+     */
+    long reachableTokens() {
+        lock.lock();
+        try {
+            final Set<Node> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+            long sum = 0;
+            for (final Node n : map.values()) {
+                for (Node x = n; x != null && seen.add(x); x = x.parent) {
+                    sum += x.ids.length;
+                }
+            }
+            return sum;
         } finally {
             lock.unlock();
         }

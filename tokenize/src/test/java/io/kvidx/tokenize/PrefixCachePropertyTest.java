@@ -14,6 +14,7 @@ import java.util.Arrays;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -121,6 +122,7 @@ class PrefixCachePropertyTest {
                 }
                 assertTrue(cache.entries() <= maxEntries, "entries " + cache.entries() + " > " + maxEntries);
                 assertTrue(cache.cachedTokens() <= maxTokens, "tokens " + cache.cachedTokens() + " > " + maxTokens);
+                assertEquals(cache.cachedTokens(), cache.reachableTokens(), "an evicted entry is kept by a child");
             }
         }
     }
