@@ -28,7 +28,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * length and two 64-bit hashes of it, then checked against the text segment by segment: a hash collision is a miss
  * (counted in {@link #collisions()}), never wrong ids. A request inserts entries at the boundaries after its hit
  * (where boundaries lie closer together than {@value #MIN_GAP_CHARS} characters, as {@code <|im_end|>\n<|im_start|>}
- * do, only the last of them), encoding each new segment on its own, so the work is one pass over the new text.
+ * do, only the last of them, and none closer than that to the previous entry's end, so no entry is a mere
+ * {@code <|im_start|>}), encoding each new segment on its own, so the work is one pass over the new text.
  * Every use touches the entry and then its ancestors, so an entry is always more recently used than its
  * descendants and the least recently used entry is a leaf: eviction frees memory and never strands a child.
  * Bounded by entries and by cached token ids; the cached text is kept too (about 4 characters per token in prose:
@@ -159,7 +160,7 @@ public final class PrefixCache {
         int start = hit == null ? 0 : hit.chars;
         int tokens = hit == null ? 0 : hit.tokens;
         for (int i = next; i < n; i++) {
-            if (i + 1 < n && ends[i + 1] - ends[i] < MIN_GAP_CHARS) {
+            if (ends[i] - start < MIN_GAP_CHARS || i + 1 < n && ends[i + 1] - ends[i] < MIN_GAP_CHARS) {
                 continue;
             }
             final String segment = text.substring(start, ends[i]);
