@@ -22,8 +22,11 @@ import java.util.SplittableRandom;
  * the system message, the rest alternate user and assistant, and the generation prompt follows. Requests sharing
  * hash ids therefore share rendered prefixes as multi-turn conversations do.
  *
- * <p>Per mode: a warm-up replay of the first requests with a fresh cache, then the measured replay with another
- * fresh cache. The cached replay's ids are checked against the uncached one's (length and hash per request).
+ * <p>Three paths: the plain tokenizer; {@code split_only}, the same cut at the boundaries but with a cache that keeps
+ * nothing (so what the cut alone changes: the Rust library is faster per token on shorter calls); and the prefix
+ * cache. A warm-up replay of the first {@value #WARMUP} requests, then the measured replay with fresh caches and
+ * fresh tokenizer instances; each request runs through every path back to back (rotating which goes first), and
+ * every path's ids are checked against the plain tokenizer's.
  *
  * <p><b>Note:</b> not thread safe; one replay at a time.
  */
@@ -91,41 +94,62 @@ final class ConversationReplay {
         return sb.append("<|im_start|>assistant\n").toString();
     }
 
-    private static Figures replay(final String mode, final HfTokenizer tokenizer, final List<TraceRequest> requests,
-        final PrefixCache cache, final int[] lengths, final int[] hashes) {
-        final TokenIds out = new TokenIds();
-        final long[] nanos = new long[requests.size()];
+    /**
+     * One pass: each request is encoded by every path back to back, rotating which goes first, each path with its
+     * own tokenizer instance (the Rust library keeps a per-instance word cache, which one path would otherwise warm
+     * for the next), so load changes on a shared machine hit all alike. A null cache is the plain tokenizer.
+     */
+    private static Figures[] replay(final String[] modes, final HfTokenizer[] tokenizers, final PrefixCache[] caches,
+        final List<TraceRequest> requests) {
+        final int paths = modes.length;
+        final TokenIds[] outs = new TokenIds[paths];
+        final long[][] nanos = new long[paths][requests.size()];
+        for (int p = 0; p < paths; p++) {
+            outs[p] = new TokenIds();
+        }
         long tokens = 0;
         for (int i = 0; i < requests.size(); i++) {
             final String text = render(requests.get(i).hashIds());
-            final long start = System.nanoTime();
-            if (cache == null) {
-                tokenizer.encode(text, false, out);
-            } else {
-                cache.encode(text, false, out);
+            for (int k = 0; k < paths; k++) {
+                final int p = (i + k) % paths;
+                final long start = System.nanoTime();
+                if (caches[p] == null) {
+                    tokenizers[p].encode(text, false, outs[p]);
+                } else {
+                    caches[p].encode(text, false, outs[p]);
+                }
+                nanos[p][i] = System.nanoTime() - start;
             }
-            nanos[i] = System.nanoTime() - start;
-            tokens += out.length();
-            final int h = Arrays.hashCode(Arrays.copyOf(out.ids(), out.length()));
-            if (hashes != null) {
-                if (cache == null) {
-                    lengths[i] = out.length();
-                    hashes[i] = h;
-                } else if (lengths[i] != out.length() || hashes[i] != h) {
-                    throw new IllegalStateException("request " + i + ": the cached path gave other ids than the"
-                        + " tokenizer (" + out.length() + " tokens, " + lengths[i] + " expected)");
+            for (int p = 1; p < paths; p++) {
+                if (!Arrays.equals(outs[0].ids(), 0, outs[0].length(), outs[p].ids(), 0, outs[p].length())) {
+                    throw new IllegalStateException("request " + i + ": " + modes[p] + " gave other ids than the"
+                        + " tokenizer (" + outs[p].length() + " tokens, " + outs[0].length() + " expected)");
                 }
             }
+            tokens += outs[0].length();
         }
-        return cache == null ? new Figures(mode, requests.size(), tokens, nanos, 0, 0, 0, 0, 0, 0, 0)
-            : new Figures(mode, requests.size(), tokens, nanos, cache.hits(), cache.misses(), cache.tokensSaved(),
-                cache.evictions(), cache.entries(), cache.cachedTokens(), cache.cachedChars());
+        final Figures[] out = new Figures[paths];
+        for (int p = 0; p < paths; p++) {
+            final PrefixCache c = caches[p];
+            out[p] = c == null ? new Figures(modes[p], requests.size(), tokens, nanos[p], 0, 0, 0, 0, 0, 0, 0)
+                : new Figures(modes[p], requests.size(), tokens, nanos[p], c.hits(), c.misses(), c.tokensSaved(),
+                    c.evictions(), c.entries(), c.cachedTokens(), c.cachedChars());
+        }
+        return out;
+    }
+
+    /** No cache for the plain path; a cache that keeps nothing (bounds of 1) for the split-only path. */
+    private static PrefixCache[] caches(final HfTokenizer[] t, final PrefixBoundaries boundaries, final int maxEntries,
+        final long maxTokens) {
+        return new PrefixCache[] {null, new PrefixCache(t[1], boundaries, 1, 1),
+            new PrefixCache(t[2], boundaries, maxEntries, maxTokens)};
     }
 
     /**
-     * Runs both replays and prints a table.
+     * Runs the replays and prints a table.
      *
-     * @param tokenizer  the tokenizer (Qwen3's for the figures in docs/routing.md).
+     * @param tokenizer  the tokenizer (Qwen3's for the figures in docs/routing.md); each pass loads its own
+     *                   instances of its file.
      * @param requests   the trace's requests, in order.
      * @param n          how many to replay.
      * @param maxEntries the cache's entry bound.
@@ -133,8 +157,8 @@ final class ConversationReplay {
      * @param out        where the table goes.
      * @return the report.
      */
-    static Json run(final HfTokenizer tokenizer, final List<TraceRequest> requests, final int n,
-        final int maxEntries, final long maxTokens, final PrintStream out) {
+    static Json run(final HfTokenizer tokenizer, final List<TraceRequest> requests, final int n, final int maxEntries,
+        final long maxTokens, final PrintStream out) {
         final List<TraceRequest> replayed = requests.subList(0, Math.min(n, requests.size()));
         final List<TraceRequest> warm = replayed.subList(0, Math.min(WARMUP, replayed.size()));
         final PrefixBoundaries boundaries = PrefixBoundaries.read(tokenizer.file());
@@ -142,13 +166,36 @@ final class ConversationReplay {
         for (final TraceRequest r : replayed) {
             blocks += r.hashIds().length;
         }
-        final int[] lengths = new int[replayed.size()];
-        final int[] hashes = new int[replayed.size()];
-        replay("warmup", tokenizer, warm, null, null, null);
-        final Figures plain = replay("uncached", tokenizer, replayed, null, lengths, hashes);
-        replay("warmup", tokenizer, warm, new PrefixCache(tokenizer, boundaries, maxEntries, maxTokens), null, null);
-        final Figures cached = replay("prefix_cache", tokenizer, replayed,
-            new PrefixCache(tokenizer, boundaries, maxEntries, maxTokens), lengths, hashes);
+        final String[] modes = {"uncached", "split_only", "prefix_cache"};
+        final HfTokenizer[] tokenizers = new HfTokenizer[modes.length];
+        try {
+            for (int p = 0; p < modes.length; p++) {
+                tokenizers[p] = HfTokenizer.load(tokenizer.file(), false);
+            }
+            replay(modes, tokenizers, caches(tokenizers, boundaries, maxEntries, maxTokens), warm);
+        } finally {
+            for (final HfTokenizer t : tokenizers) {
+                if (t != null) {
+                    t.close();
+                }
+            }
+        }
+        final Figures[] figures;
+        try {
+            // Fresh instances for the measured pass: no word cache from the warm-up.
+            for (int p = 0; p < modes.length; p++) {
+                tokenizers[p] = HfTokenizer.load(tokenizer.file(), false);
+            }
+            figures = replay(modes, tokenizers, caches(tokenizers, boundaries, maxEntries, maxTokens), replayed);
+        } finally {
+            for (final HfTokenizer t : tokenizers) {
+                if (t != null) {
+                    t.close();
+                }
+            }
+        }
+        final Figures plain = figures[0];
+        final Figures cached = figures[2];
 
         out.printf("conversation replay: first %d requests of the Mooncake conversation trace, %d blocks of %d"
                 + " characters (%.0f tokens a block), turns of about %d blocks; cache bounds %d entries, %d tokens%n",
@@ -157,7 +204,7 @@ final class ConversationReplay {
         out.printf("%-14s %10s %10s %10s %8s %14s %10s%n", "path", "p50 us", "p99 us", "mean us", "hit %",
             "tokens saved %", "evictions");
         final Json report = new Json();
-        for (final Figures f : List.of(plain, cached)) {
+        for (final Figures f : figures) {
             final double hitRate = f.hits() + f.misses() == 0 ? 0 : 100.0 * f.hits() / (f.hits() + f.misses());
             final double savedShare = 100.0 * f.saved() / f.tokens();
             out.printf("%-14s %10.0f %10.0f %10.0f %8.1f %14.1f %10d%n", f.mode(), f.percentileUs(50),
