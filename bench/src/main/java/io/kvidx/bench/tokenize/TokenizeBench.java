@@ -55,7 +55,7 @@ public final class TokenizeBench {
      */
     public static String usage() {
         return """
-            usage: kvidx bench tokenize [--quick] [--json] [--tokenizer PATH] [--texts N] [--forks N]
+            usage: kvidx bench tokenize [--quick] [--json] [--tokenizer PATH] [--texts N] [--forks N] [--replay N]
                                         [--warmup-iterations N] [--iterations N] [--time-ms MS]
               text of 2,048 tokens -> token ids -> 128 router keys (block 16): kvidx's path, DJL's default path,
               and the keys alone; JMH SampleTime percentiles and gc.alloc.rate.norm bytes per request.
