@@ -27,7 +27,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * segment's ids) and its parent, so a conversation's prefixes share storage. An entry is found by the prefix's
  * length and two 64-bit hashes of it, then checked against the text segment by segment: a hash collision is a miss
  * (counted in {@link #collisions()}), never wrong ids. A request inserts entries at the boundaries after its hit
- * (where boundaries lie closer together than {@value #MIN_GAP_CHARS} characters, as {@code <|im_end|>\n<|im_start|>}
+ * (where boundaries lie closer together than 32 characters ({@code MIN_GAP_CHARS}), as {@code <|im_end|>\n<|im_start|>}
  * do, only the last of them, and none closer than that to the previous entry's end, so no entry is a mere
  * {@code <|im_start|>}), encoding each new segment on its own, so the work is one pass over the new text.
  * Every use touches the entry and then its ancestors, so an entry is always more recently used than its
@@ -36,7 +36,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * see docs/routing.md for the memory).
  *
  * <p><b>Note:</b> thread safe. The map is guarded by one lock held only for map operations (no tokenizing, no text
- * comparison under it), taken with a bounded wait of {@value #LOCK_WAIT_NANOS} ns: when it is not acquired a lookup
+ * comparison under it), taken with a bounded wait of 50 µs ({@code LOCK_WAIT_NANOS}): when it is not acquired a lookup
  * falls back to encoding the whole text ({@link #busy()}) and an insertion is skipped, so no caller waits without
  * bound and the result is the same either way.
  */
@@ -313,8 +313,8 @@ public final class PrefixCache {
     }
 
     /**
-     * @return requests encoded without the cache because its lock was not acquired within {@value #LOCK_WAIT_NANOS}
-     *         ns (each request counts once in hits, misses or busy).
+     * @return requests encoded without the cache because its lock was not acquired within 50 µs (each request
+     *         counts once in hits, misses or busy).
      */
     public long busy() {
         return busy.sum();

@@ -50,7 +50,12 @@ public final class TokenizePreparerType implements PreparerType {
             b.anyModel(any);
         }
         b.addSpecialTokens(params.bool("add-special-tokens", true));
-        b.prefixCache(params.integer("prefix-cache-entries", 0),
+        final int cacheEntries = params.integer("prefix-cache-entries", 0);
+        if (cacheEntries == 0 && params.string("prefix-cache-tokens", null) != null) {
+            throw new IllegalArgumentException("preparer '" + name + "': prefix-cache-tokens needs"
+                + " prefix-cache-entries > 0 (the cache is off without it)");
+        }
+        b.prefixCache(cacheEntries,
             params.integer("prefix-cache-tokens", (int) TokenizePreparer.Builder.DEFAULT_PREFIX_CACHE_TOKENS));
         final String kwargs = params.string("chat-template-kwargs", null);
         if (kwargs != null) {

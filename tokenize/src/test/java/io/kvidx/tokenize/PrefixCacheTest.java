@@ -3,6 +3,7 @@ package io.kvidx.tokenize;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvidx.client.routing.PodRegistry;
 import io.kvidx.client.routing.PodRole;
+import io.kvidx.client.routing.ProfileValidationException;
 import io.kvidx.client.routing.RoutingContext;
 import io.kvidx.client.routing.Slots;
 import io.kvidx.client.routing.TokenIds;
@@ -251,5 +252,23 @@ class PrefixCacheTest {
         }
         assertThrows(IllegalArgumentException.class,
             () -> TokenizePreparer.builder("x").model(QWEN, TestData.qwen3Dir()).prefixCache(-1, 10));
+        final YamlRouting.Environment env = new YamlRouting.Environment().registry(registry());
+        final ProfileValidationException tokensOnly = assertThrows(ProfileValidationException.class,
+            () -> YamlRouting.parse("""
+                profiles:
+                  text:
+                    prepare: [{type: tokenize, tokenizer: %s, prefix-cache-tokens: 1000}]
+                    pick: max-score
+                """.formatted(TestData.qwen3Dir()), env));
+        assertTrue(tokensOnly.getMessage().contains("prefix-cache-tokens needs prefix-cache-entries"),
+            tokensOnly.getMessage());
+        final ProfileValidationException negative = assertThrows(ProfileValidationException.class,
+            () -> YamlRouting.parse("""
+                profiles:
+                  text:
+                    prepare: [{type: tokenize, tokenizer: %s, prefix-cache-entries: -5}]
+                    pick: max-score
+                """.formatted(TestData.qwen3Dir()), env));
+        assertTrue(negative.getMessage().contains("prefix cache bounds must be >= 0"), negative.getMessage());
     }
 }
