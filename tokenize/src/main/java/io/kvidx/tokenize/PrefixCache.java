@@ -38,7 +38,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p><b>Note:</b> thread safe. The map is guarded by one lock held only for map operations (no tokenizing, no text
  * comparison under it), taken with a bounded wait of 50 µs ({@code LOCK_WAIT_NANOS}): when it is not acquired a lookup
  * falls back to encoding the whole text ({@link #busy()}) and an insertion is skipped, so no caller waits without
- * bound and the result is the same either way.
+ * bound and the result is the same either way. The counters and sizes are read without the lock.
  */
 public final class PrefixCache {
     /** Boundaries closer than this to the next one are not made entries (the next one is). */
@@ -58,10 +58,12 @@ public final class PrefixCache {
     private final ReentrantLock lock = new ReentrantLock();
     /** Access-ordered; guarded by {@link #lock}. */
     private final LinkedHashMap<Key, Node> map = new LinkedHashMap<>(16, 0.75f, true);
-    /** Token ids held by the entries in {@link #map}; guarded by {@link #lock}. */
-    private long cachedTokens;
-    /** Characters held by the entries in {@link #map}; guarded by {@link #lock}. */
-    private long cachedChars;
+    /** Token ids held by the entries in {@link #map}; written under {@link #lock}, read without it. */
+    private volatile long cachedTokens;
+    /** Characters held by the entries in {@link #map}; written under {@link #lock}, read without it. */
+    private volatile long cachedChars;
+    /** {@code map.size()}, written under {@link #lock}, read without it. */
+    private volatile int entryCount;
 
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
@@ -202,14 +204,15 @@ public final class PrefixCache {
                     break; // inserted by another request meanwhile, or a colliding prefix: keep what is there
                 }
                 map.put(a.key, a);
-                cachedTokens += a.ids.length;
-                cachedChars += a.segment.length();
+                cachedTokens = cachedTokens + a.ids.length;
+                cachedChars = cachedChars + a.segment.length();
                 deepest = a;
             }
             if (deepest != null) {
                 touchChain(deepest);
             }
             evict();
+            entryCount = map.size();
         } finally {
             lock.unlock();
         }
@@ -228,8 +231,8 @@ public final class PrefixCache {
         while ((map.size() > maxEntries || cachedTokens > maxTokens) && it.hasNext()) {
             final Node eldest = it.next().getValue();
             it.remove();
-            cachedTokens -= eldest.ids.length;
-            cachedChars -= eldest.segment.length();
+            cachedTokens = cachedTokens - eldest.ids.length;
+            cachedChars = cachedChars - eldest.segment.length();
             evictions.increment();
         }
     }
@@ -338,36 +341,21 @@ public final class PrefixCache {
      * @return entries held now.
      */
     public int entries() {
-        lock.lock();
-        try {
-            return map.size();
-        } finally {
-            lock.unlock();
-        }
+        return entryCount;
     }
 
     /**
      * @return token ids held now.
      */
     public long cachedTokens() {
-        lock.lock();
-        try {
-            return cachedTokens;
-        } finally {
-            lock.unlock();
-        }
+        return cachedTokens;
     }
 
     /**
      * @return text characters held now.
      */
     public long cachedChars() {
-        lock.lock();
-        try {
-            return cachedChars;
-        } finally {
-            lock.unlock();
-        }
+        return cachedChars;
     }
 
     /**
