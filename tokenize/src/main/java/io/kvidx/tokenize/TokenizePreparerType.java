@@ -22,6 +22,8 @@ import java.util.Map;
  *     add-special-tokens: true         # default, as vLLM tokenizes completion prompts (chats: never)
  *     chat-template-kwargs: '{"enable_thinking": false}'   # optional JSON object: template variables under
  *                                      #   each request's chat_template_kwargs (vLLM's --default-chat-template-kwargs)
+ *     prefix-cache-entries: 4096       # optional: cache token ids of prefixes ending after a special token, per
+ *     prefix-cache-tokens: 1048576     #   tokenizer (default 0 entries: off; tokens default 1048576)
  *   - type: router-keys
  * </pre>
  * Relative paths are resolved against the YAML file's directory.
@@ -48,6 +50,13 @@ public final class TokenizePreparerType implements PreparerType {
             b.anyModel(any);
         }
         b.addSpecialTokens(params.bool("add-special-tokens", true));
+        final int cacheEntries = params.integer("prefix-cache-entries", 0);
+        if (cacheEntries == 0 && params.string("prefix-cache-tokens", null) != null) {
+            throw new IllegalArgumentException("preparer '" + name + "': prefix-cache-tokens needs"
+                + " prefix-cache-entries > 0 (the cache is off without it)");
+        }
+        b.prefixCache(cacheEntries,
+            params.integer("prefix-cache-tokens", (int) TokenizePreparer.Builder.DEFAULT_PREFIX_CACHE_TOKENS));
         final String kwargs = params.string("chat-template-kwargs", null);
         if (kwargs != null) {
             final Object parsed;

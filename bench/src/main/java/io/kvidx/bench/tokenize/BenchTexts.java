@@ -114,6 +114,21 @@ public final class BenchTexts {
         return text.toString();
     }
 
+    /**
+     * Mixed text of at least {@code chars} characters, of the same pieces as the pool's texts (no tokenizer check).
+     *
+     * @param random generator.
+     * @param chars  characters wanted at least.
+     * @return the text.
+     */
+    static String prose(final SplittableRandom random, final int chars) {
+        final StringBuilder sb = new StringBuilder(chars + 64);
+        while (sb.length() < chars) {
+            sb.append(piece(random, sb.isEmpty()));
+        }
+        return sb.toString();
+    }
+
     private static String join(final List<String> pieces, final int n) {
         final StringBuilder sb = new StringBuilder();
         for (int i = 0; i < n; i++) {

@@ -1,7 +1,10 @@
 package io.kvidx.bench.tokenize;
 
 import io.kvidx.bench.Json;
+import io.kvidx.bench.trace.TraceFile;
 import io.kvidx.client.keys.RouterKeyHasher;
+import io.kvidx.tokenize.HfTokenizer;
+import io.kvidx.tokenize.TokenizePreparer;
 import org.openjdk.jmh.infra.BenchmarkParams;
 import org.openjdk.jmh.profile.GCProfiler;
 import org.openjdk.jmh.results.Result;
@@ -15,8 +18,11 @@ import org.openjdk.jmh.runner.options.TimeValue;
 import org.openjdk.jmh.runner.options.VerboseMode;
 import org.openjdk.jmh.util.Statistics;
 
+import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -49,7 +55,7 @@ public final class TokenizeBench {
      */
     public static String usage() {
         return """
-            usage: kvidx bench tokenize [--quick] [--json] [--tokenizer PATH] [--texts N] [--forks N]
+            usage: kvidx bench tokenize [--quick] [--json] [--tokenizer PATH] [--texts N] [--forks N] [--replay N]
                                         [--warmup-iterations N] [--iterations N] [--time-ms MS]
               text of 2,048 tokens -> token ids -> 128 router keys (block 16): kvidx's path, DJL's default path,
               and the keys alone; JMH SampleTime percentiles and gc.alloc.rate.norm bytes per request.
@@ -57,7 +63,11 @@ public final class TokenizeBench {
               --tokenizer PATH      tokenizer.json or its directory (default: Qwen3's, bundled in the jar)
               --texts N             distinct texts taken in turn (power of two, default 64)
               --forks N             JMH forks (default 1; 0 runs in this JVM)
-              --json                print one JSON line last""";
+              --json                print one JSON line last
+              --replay N            instead: replay the first N requests of the Mooncake conversation trace as
+                                    multi-turn chats, without and with the prefix cache (p50/p99 per request,
+                                    hit rate, tokens saved); --cache-entries N (default 4096) and
+                                    --cache-tokens N (default 1048576) bound the cache""";
     }
 
     /**
@@ -78,6 +88,9 @@ public final class TokenizeBench {
         Integer warmups = null;
         Integer iterations = null;
         Long timeMs = null;
+        int replay = 0;
+        int cacheEntries = TokenizePreparer.Builder.DEFAULT_PREFIX_CACHE_ENTRIES;
+        long cacheTokens = TokenizePreparer.Builder.DEFAULT_PREFIX_CACHE_TOKENS;
         for (int i = 0; i < args.length; i++) {
             final String a = args[i];
             if (a.equals("--json")) {
@@ -102,6 +115,9 @@ public final class TokenizeBench {
                 case "--warmup-iterations" -> warmups = Integer.parseInt(v);
                 case "--iterations" -> iterations = Integer.parseInt(v);
                 case "--time-ms" -> timeMs = Long.parseLong(v);
+                case "--replay" -> replay = Integer.parseInt(v);
+                case "--cache-entries" -> cacheEntries = Integer.parseInt(v);
+                case "--cache-tokens" -> cacheTokens = Long.parseLong(v);
                 default -> throw new IllegalArgumentException("unknown option " + a);
             }
         }
@@ -112,6 +128,22 @@ public final class TokenizeBench {
                 + " iterations >= 1, time >= 1 ms");
         }
         final String tokenizerPath = BundledTokenizer.resolve(tokenizer).toAbsolutePath().toString();
+        if (replay != 0) {
+            if (replay < 1 || cacheEntries < 1 || cacheTokens < 1) {
+                throw new IllegalArgumentException("replay, cache entries and cache tokens must be >= 1");
+            }
+            final Json report;
+            try (HfTokenizer t = HfTokenizer.load(Path.of(tokenizerPath), false)) {
+                report = ConversationReplay.run(t, TraceFile.loadDefault(), replay, cacheEntries, cacheTokens, out);
+            } catch (final IOException ex) {
+                throw new UncheckedIOException(ex);
+            }
+            report.put("tokenizer", tokenizerPath);
+            if (json) {
+                out.println(report);
+            }
+            return report;
+        }
 
         // This process builds and checks the pool as each fork will, and reports what it holds.
         final TokenizeBenchmark probe = new TokenizeBenchmark();
