@@ -1,11 +1,13 @@
 package io.kvidx.tokenize;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import io.kvidx.client.json.MiniJson;
 
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Which places in a text a tokenizer provably cannot tokenize across, read from its {@code tokenizer.json}: the ends
@@ -59,41 +61,44 @@ public record PrefixBoundaries(List<String> tokens, String disabledReason) {
      * @throws IllegalArgumentException when the file cannot be read as JSON.
      */
     public static PrefixBoundaries read(final Path tokenizerJson) {
-        final JsonNode root;
+        final Object root;
         try {
-            root = ChatRequest.JSON.readTree(tokenizerJson.toFile());
+            root = MiniJson.parse(Files.readString(tokenizerJson));
         } catch (final IOException ex) {
             throw new IllegalArgumentException("cannot read " + tokenizerJson + ": " + ex.getMessage(), ex);
         }
-        return of(root);
+        if (!(root instanceof Map<?, ?> m)) {
+            throw new IllegalArgumentException(tokenizerJson + " is not a JSON object");
+        }
+        return of(m);
     }
 
     /**
      * @param root a parsed tokenizer.json.
      * @return its boundaries, or why there are none.
      */
-    public static PrefixBoundaries of(final JsonNode root) {
-        final String pre = positionDependentPreTokenizer(root.path("pre_tokenizer"));
+    public static PrefixBoundaries of(final Map<?, ?> root) {
+        final String pre = positionDependentPreTokenizer(root.get("pre_tokenizer"));
         if (pre != null) {
             return disabled(pre);
         }
-        final String post = addingPostProcessor(root.path("post_processor"));
+        final String post = addingPostProcessor(root.get("post_processor"));
         if (post != null) {
             return disabled("the post-processor " + post + " adds tokens to the whole text");
         }
-        final JsonNode added = root.path("added_tokens");
+        final List<Map<?, ?>> added = objects(root.get("added_tokens"));
         final List<String> all = new ArrayList<>();
-        for (final JsonNode t : added) {
-            if (t.path("single_word").asBoolean(false)) {
-                return disabled("added token " + t.path("content").asText() + " is single_word");
+        for (final Map<?, ?> t : added) {
+            if (bool(t, "single_word", false)) {
+                return disabled("added token " + str(t, "content") + " is single_word");
             }
-            all.add(t.path("content").asText(""));
+            all.add(str(t, "content"));
         }
         final List<String> boundaries = new ArrayList<>();
-        for (final JsonNode t : added) {
-            final String s = t.path("content").asText("");
-            if (!s.isEmpty() && t.path("special").asBoolean(false) && !t.path("normalized").asBoolean(true)
-                && !t.path("lstrip").asBoolean(false) && !t.path("rstrip").asBoolean(false) && isolated(s, all)) {
+        for (final Map<?, ?> t : added) {
+            final String s = str(t, "content");
+            if (!s.isEmpty() && bool(t, "special", false) && !bool(t, "normalized", true)
+                && !bool(t, "lstrip", false) && !bool(t, "rstrip", false) && isolated(s, all)) {
                 boundaries.add(s);
             }
         }
@@ -128,13 +133,13 @@ public record PrefixBoundaries(List<String> tokens, String disabledReason) {
         return false;
     }
 
-    private static String positionDependentPreTokenizer(final JsonNode p) {
-        if (p.isMissingNode() || p.isNull()) {
+    private static String positionDependentPreTokenizer(final Object node) {
+        if (!(node instanceof Map<?, ?> p)) {
             return null;
         }
-        final String type = p.path("type").asText("");
+        final String type = str(p, "type");
         if (type.equals("Sequence")) {
-            for (final JsonNode c : p.path("pretokenizers")) {
+            for (final Map<?, ?> c : objects(p.get("pretokenizers"))) {
                 final String r = positionDependentPreTokenizer(c);
                 if (r != null) {
                     return r;
@@ -142,22 +147,22 @@ public record PrefixBoundaries(List<String> tokens, String disabledReason) {
             }
             return null;
         }
-        if (type.equals("Metaspace") && p.path("prepend_scheme").asText("").equals("first")) {
+        if (type.equals("Metaspace") && str(p, "prepend_scheme").equals("first")) {
             return "the Metaspace pre-tokenizer prepends only to the text's first piece (prepend_scheme: first)";
         }
         return null;
     }
 
-    private static String addingPostProcessor(final JsonNode p) {
-        if (p.isMissingNode() || p.isNull()) {
+    private static String addingPostProcessor(final Object node) {
+        if (!(node instanceof Map<?, ?> p)) {
             return null;
         }
-        final String type = p.path("type").asText("");
+        final String type = str(p, "type");
         if (type.equals("ByteLevel")) {
             return null;
         }
         if (type.equals("Sequence")) {
-            for (final JsonNode c : p.path("processors")) {
+            for (final Map<?, ?> c : objects(p.get("processors"))) {
                 final String r = addingPostProcessor(c);
                 if (r != null) {
                     return r;
@@ -166,5 +171,26 @@ public record PrefixBoundaries(List<String> tokens, String disabledReason) {
             return null;
         }
         return type.isEmpty() ? "(untyped)" : type;
+    }
+
+    /** The objects of a JSON array (other elements skipped); empty when it is not an array. */
+    private static List<Map<?, ?>> objects(final Object array) {
+        final List<Map<?, ?>> out = new ArrayList<>();
+        if (array instanceof List<?> l) {
+            for (final Object o : l) {
+                if (o instanceof Map<?, ?> m) {
+                    out.add(m);
+                }
+            }
+        }
+        return out;
+    }
+
+    private static String str(final Map<?, ?> m, final String key) {
+        return m.get(key) instanceof String v ? v : "";
+    }
+
+    private static boolean bool(final Map<?, ?> m, final String key, final boolean otherwise) {
+        return m.get(key) instanceof Boolean v ? v : otherwise;
     }
 }

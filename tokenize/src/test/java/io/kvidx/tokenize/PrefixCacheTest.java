@@ -1,6 +1,6 @@
 package io.kvidx.tokenize;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import io.kvidx.client.json.MiniJson;
 import io.kvidx.client.routing.PodRegistry;
 import io.kvidx.client.routing.PodRole;
 import io.kvidx.client.routing.ProfileValidationException;
@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -51,8 +52,8 @@ class PrefixCacheTest {
         tokenizer.close();
     }
 
-    private static JsonNode json(final String text) throws IOException {
-        return ChatRequest.JSON.readTree(text);
+    private static Map<?, ?> json(final String text) {
+        return (Map<?, ?>) MiniJson.parse(text);
     }
 
     private static String added(final String content, final boolean special, final String flags) {

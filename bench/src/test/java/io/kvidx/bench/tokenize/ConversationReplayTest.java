@@ -2,7 +2,7 @@ package io.kvidx.bench.tokenize;
 
 import io.kvidx.bench.Json;
 import io.kvidx.bench.trace.TraceRequest;
-import io.kvidx.client.routing.lmcache.MiniJson;
+import io.kvidx.client.json.MiniJson;
 import io.kvidx.tokenize.HfTokenizer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
