@@ -1,6 +1,5 @@
 package io.kvidx.daemon.cli;
 
-import io.kvidx.daemon.cli.HashCommandTest.Result;
 import io.kvidx.daemon.config.DaemonConfigFile;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.config.DaemonSettings;
@@ -113,7 +112,7 @@ class DaemonConfigTest {
         return options;
     }
 
-    private Result printConfig(final List<String> args, final String yaml) throws IOException {
+    private CliRun printConfig(final List<String> args, final String yaml) throws IOException {
         final List<String> all = new ArrayList<>(List.of("daemon", "--print-config"));
         if (yaml != null) {
             final Path file = Files.createTempFile(tmp, "daemon", ".yaml");
@@ -122,7 +121,7 @@ class DaemonConfigTest {
             all.add(file.toString());
         }
         all.addAll(args);
-        return HashCommandTest.run(all.toArray(new String[0]));
+        return CliRun.of(all.toArray(new String[0]));
     }
 
     private static Set<String> flatKeys(final String prefix, final Map<?, ?> map) {
@@ -148,7 +147,7 @@ class DaemonConfigTest {
         assertEquals(declaredOptions(), new TreeSet<>(DaemonSettings.optionsByKey().values()),
             "options without a YAML key, or YAML keys whose option does not exist");
         // Keys the YAML reader accepts vs keys --print-config prints (a ZeroMQ entry with every field set).
-        final Result printed = printConfig(List.of("--zmq", "pod-a@m=tcp://h:1", "--replay", "pod-a=tcp://h:2",
+        final CliRun printed = printConfig(List.of("--zmq", "pod-a@m=tcp://h:1", "--replay", "pod-a=tcp://h:2",
             "--engine", "pod-a=sglang"), null);
         assertEquals(0, printed.code(), printed.err());
         final Map<?, ?> yaml = (Map<?, ?>) new Load(LoadSettings.builder().build()).loadFromString(printed.out());
@@ -156,7 +155,7 @@ class DaemonConfigTest {
             "printed keys vs keys the reader accepts");
         for (final String key : DaemonSettings.optionsByKey().keySet()) {
             final int depth = key.length() - key.replace(".", "").length();
-            final Result r = printConfig(List.of(), key.replace(".", ": {") + ": [1, [2]]" + "}".repeat(depth));
+            final CliRun r = printConfig(List.of(), key.replace(".", ": {") + ": [1, [2]]" + "}".repeat(depth));
             assertFalse(r.err().contains("unknown key"), key + " is read: " + r.err());
         }
     }
@@ -164,11 +163,11 @@ class DaemonConfigTest {
     @Test
     void shouldSetTheSameThroughAnOptionAsThroughItsKey() throws IOException {
         assertEquals(declaredOptions(), new TreeSet<>(SAMPLES.keySet()), "a sample for every option");
-        final Result defaults = printConfig(List.of(), null);
+        final CliRun defaults = printConfig(List.of(), null);
         assertEquals(0, defaults.code(), defaults.err());
         for (final Map.Entry<String, Sample> e : SAMPLES.entrySet()) {
-            final Result cli = printConfig(e.getValue().args(), null);
-            final Result yaml = printConfig(List.of(), e.getValue().yaml());
+            final CliRun cli = printConfig(e.getValue().args(), null);
+            final CliRun yaml = printConfig(List.of(), e.getValue().yaml());
             assertEquals(0, cli.code(), e.getKey() + ": " + cli.err());
             assertEquals(0, yaml.code(), e.getKey() + ": " + yaml.err());
             assertNotEquals(defaults.out(), cli.out(), e.getKey() + " changes the configuration");
@@ -185,9 +184,9 @@ class DaemonConfigTest {
             }
         });
         args.addAll(List.of("--writers", "1", "--replay", "pod-a=tcp://h:5558"));
-        final Result first = printConfig(args, null);
+        final CliRun first = printConfig(args, null);
         assertEquals(0, first.code(), first.err());
-        final Result second = printConfig(List.of(), first.out());
+        final CliRun second = printConfig(List.of(), first.out());
         assertEquals(0, second.code(), second.err());
         assertEquals(first.out(), second.out());
         assertTrue(first.out().contains("writerCpus:\n  - 1\n"), first.out());
@@ -203,14 +202,14 @@ class DaemonConfigTest {
         final int start = doc.indexOf(marker);
         assertTrue(start >= 0, "docs/configuration.md has the defaults block");
         final String documented = doc.substring(start + marker.length(), doc.indexOf("```", start + marker.length()));
-        final Result defaults = printConfig(List.of(), null);
+        final CliRun defaults = printConfig(List.of(), null);
         assertEquals(0, defaults.code(), defaults.err());
         assertEquals(defaults.out(), documented, "docs/configuration.md shows what --print-config prints");
     }
 
     @Test
     void shouldLetOptionsWinOverTheFile() throws IOException {
-        final Result r = printConfig(List.of("--writers", "3", "--writer-idle", "busy"),
+        final CliRun r = printConfig(List.of("--writers", "3", "--writer-idle", "busy"),
             "writers: 99\nwriterIdle: nap\nblockSize: 64\nidleStrategy: yield");
         assertEquals(0, r.code(), r.err());
         assertTrue(r.out().contains("\nwriters: 3\n"), r.out());
@@ -269,7 +268,7 @@ class DaemonConfigTest {
         };
         for (final String[] c : cases) {
             final List<String> args = c[1].isEmpty() ? List.of() : Arrays.asList(c[1].split(" "));
-            final Result r = printConfig(args, c[0].isEmpty() ? null : c[0]);
+            final CliRun r = printConfig(args, c[0].isEmpty() ? null : c[0]);
             final String context = c[0] + " " + c[1] + " -> " + r.err();
             assertEquals(2, r.code(), context);
             assertEquals("", r.out(), context);

@@ -5,9 +5,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -25,27 +22,8 @@ class HashCommandTest {
     @TempDir
     Path dir;
 
-    record Result(int code, String out, String err) {
-        List<String> lines() {
-            return out.lines().toList();
-        }
-    }
-
-    static Result run(final String... args) {
-        final ByteArrayOutputStream out = new ByteArrayOutputStream();
-        final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        final PrintStream originalOut = System.out;
-        final PrintStream originalErr = System.err;
-        final int code;
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-        try {
-            code = KvidxCli.run(args);
-        } finally {
-            System.setOut(originalOut);
-            System.setErr(originalErr);
-        }
-        return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    static CliRun run(final String... args) {
+        return CliRun.of(args);
     }
 
     @Test
@@ -54,12 +32,12 @@ class HashCommandTest {
         for (int i = 0; i < 40; i++) {
             tokens.append(i == 0 ? "" : ",").append(i);
         }
-        final Result r = run("hash", "--algo", "router", "--block-size", "16", "--model", "Qwen/Qwen3-0.6B",
+        final CliRun r = run("hash", "--algo", "router", "--block-size", "16", "--model", "Qwen/Qwen3-0.6B",
             "--tokens", tokens.toString());
-        assertEquals(0, r.code, r.err);
+        assertEquals(0, r.code(), r.err());
         // docs/keys.md check values; the 8 trailing tokens form no block.
         assertEquals(List.of("7826063163776810328", "11786072796337667649"), r.lines());
-        assertEquals("", r.err);
+        assertEquals("", r.err());
     }
 
     @Test
@@ -68,9 +46,9 @@ class HashCommandTest {
         final RouterKeyHasher hasher = new RouterKeyHasher(3);
         final long[] keys = new long[2];
         hasher.keys(RouterKeyHasher.chainSeed(null, "ad", "salt"), ids, ids.length, keys);
-        final Result r = run("hash", "--block-size=3", "--lora-name=ad", "--cache-salt=salt",
+        final CliRun r = run("hash", "--block-size=3", "--lora-name=ad", "--cache-salt=salt",
             "--tokens", "5 6,7\t8, 9 10 11");
-        assertEquals(0, r.code, r.err);
+        assertEquals(0, r.code(), r.err());
         assertEquals(List.of(Long.toUnsignedString(keys[0]), Long.toUnsignedString(keys[1])), r.lines());
     }
 
@@ -82,9 +60,9 @@ class HashCommandTest {
         final Path tokens = dir.resolve("tokens.txt");
         // Whitespace and newlines as separators, as a file from another tool may have them.
         Files.writeString(tokens, array(json, "token_ids").replace(",", "\n "));
-        final Result r = run("hash", "--algo", "sha256_cbor", "--block-size", "16", "--seed", "42",
+        final CliRun r = run("hash", "--algo", "sha256_cbor", "--block-size", "16", "--seed", "42",
             "--lora-name", "Alice", "--tokens-file", tokens.toString());
-        assertEquals(0, r.code, r.err);
+        assertEquals(0, r.code(), r.err());
         final List<String> expected = List.of(array(json, "block_hashes").split("\\s*,\\s*"));
         assertEquals(25, expected.size());
         assertEquals(expected, r.lines());
@@ -94,12 +72,12 @@ class HashCommandTest {
     void shouldPrintFullDigestsAndEventValuesForVllmAlgorithms() {
         final String[] algos = {"sha256", "sha256_cbor", "xxhash", "xxhash_cbor"};
         for (final String algo : algos) {
-            final Result values = run("hash", "--algo", algo, "--block-size", "2", "--seed", "0",
+            final CliRun values = run("hash", "--algo", algo, "--block-size", "2", "--seed", "0",
                 "--tokens", "1,2,3,4,5");
-            final Result digests = run("hash", "--algo", algo, "--block-size", "2", "--seed", "0", "--digest",
+            final CliRun digests = run("hash", "--algo", algo, "--block-size", "2", "--seed", "0", "--digest",
                 "--tokens", "1,2,3,4,5");
-            assertEquals(0, values.code, values.err);
-            assertEquals(0, digests.code, digests.err);
+            assertEquals(0, values.code(), values.err());
+            assertEquals(0, digests.code(), digests.err());
             assertEquals(2, values.lines().size());
             assertEquals(2, digests.lines().size());
             for (int i = 0; i < 2; i++) {
@@ -136,11 +114,11 @@ class HashCommandTest {
             tokens.append(i == 0 ? "" : ",").append(i);
         }
         // docs/keys.md check values.
-        final Result mm = run("hash", "--model", "Qwen/Qwen3-0.6B", "--mm", "img-A:4:20", "--tokens",
+        final CliRun mm = run("hash", "--model", "Qwen/Qwen3-0.6B", "--mm", "img-A:4:20", "--tokens",
             tokens.toString());
-        assertEquals(0, mm.code, mm.err);
+        assertEquals(0, mm.code(), mm.err());
         assertEquals(List.of("1120839064125022060", "10211117881086589895"), mm.lines());
-        final Result salt = run("hash", "--model", "Qwen/Qwen3-0.6B", "--cache-salt", "tenant-a", "--tokens",
+        final CliRun salt = run("hash", "--model", "Qwen/Qwen3-0.6B", "--cache-salt", "tenant-a", "--tokens",
             tokens.toString());
         assertEquals(List.of("8446255860077153739", "12208996491782064300"), salt.lines());
         // An identifier with colons; items in any order; an empty salt is none (as in vLLM).
@@ -148,7 +126,7 @@ class HashCommandTest {
             .addMultiModal("a:b", 1, 2).addMultiModal("c", 20, 3);
         final long[] keys = new long[2];
         new RouterKeyHasher(16).keys(RouterKeyHasher.chainSeed("m", null, null), parseAll(tokens), 32, extras, keys);
-        final Result colons = run("hash", "--model", "m", "--cache-salt", "", "--mm", "c:20:3", "--mm", "a:b:1:2",
+        final CliRun colons = run("hash", "--model", "m", "--cache-salt", "", "--mm", "c:20:3", "--mm", "a:b:1:2",
             "--tokens", tokens.toString());
         assertEquals(List.of(Long.toUnsignedString(keys[0]), Long.toUnsignedString(keys[1])), colons.lines());
     }
@@ -164,9 +142,9 @@ class HashCommandTest {
         hasher.hashRequest(hasher.noneHash("42"), ids, 32, new io.kvidx.client.keys.vllm.VllmExtraKeys("L", "s",
             items, io.kvidx.client.keys.vllm.VllmExtraKeys.MultiModalKeyStyle.IDENTIFIER_AND_OFFSET),
             new byte[64], values);
-        final Result r = run("hash", "--algo", "sha256_cbor", "--seed", "42", "--lora-name", "L", "--cache-salt", "s",
+        final CliRun r = run("hash", "--algo", "sha256_cbor", "--seed", "42", "--lora-name", "L", "--cache-salt", "s",
             "--mm", "img:10:12", "--tokens", "0 ".repeat(32));
-        assertEquals(0, r.code, r.err);
+        assertEquals(0, r.code(), r.err());
         assertEquals(List.of(Long.toUnsignedString(values[0]), Long.toUnsignedString(values[1])), r.lines());
     }
 
@@ -175,11 +153,11 @@ class HashCommandTest {
     }
 
     private static void expectUsageError(final String fragment, final String... args) {
-        final Result r = run(args);
-        assertEquals(2, r.code, String.join(" ", args) + " -> " + r.err);
-        assertEquals("", r.out);
-        assertEquals(1, r.err.lines().count(), r.err);
-        assertTrue(r.err.contains(fragment), r.err);
+        final CliRun r = run(args);
+        assertEquals(2, r.code(), String.join(" ", args) + " -> " + r.err());
+        assertEquals("", r.out());
+        assertEquals(1, r.err().lines().count(), r.err());
+        assertTrue(r.err().contains(fragment), r.err());
     }
 
     private static String array(final String json, final String key) {

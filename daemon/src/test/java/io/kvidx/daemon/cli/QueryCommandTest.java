@@ -10,11 +10,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -98,19 +95,19 @@ class QueryCommandTest {
             writer.store(writer.registerPod("pod-b", capture.model()), keys, 0, 10);
             final String[] text = {"query", "--dir", dir.toString(), "--cell", "q", "--model", capture.model(),
                 "--tokenizer", qwen3Dir().toString(), "--text", prompt};
-            final Result r = run(text);
-            assertEquals(0, r.code, r.err);
-            assertEquals("pod-a 25 slot=0 generation=1\npod-b 10 slot=1 generation=1", r.out);
+            final CliRun r = run(text);
+            assertEquals(0, r.code(), r.err());
+            assertEquals("pod-a 25 slot=0 generation=1\npod-b 10 slot=1 generation=1", r.out());
             // The tokenizer file itself works too, and --no-add-special-tokens changes nothing for Qwen3 (its
             // post-processor adds no BOS), as in vLLM.
             final List<String> file = new java.util.ArrayList<>(List.of(text));
             file.set(8, qwen3Dir().resolve("tokenizer.json").toString());
             file.add("--no-add-special-tokens");
             assertEquals("pod-a 25 slot=0 generation=1\npod-b 10 slot=1 generation=1",
-                run(file.toArray(String[]::new)).out);
+                run(file.toArray(String[]::new)).out());
             // Another model's seed finds nothing: the keys are the model's.
             text[6] = "other-model";
-            assertEquals("", run(text).out);
+            assertEquals("", run(text).out());
         }
     }
 
@@ -146,51 +143,51 @@ class QueryCommandTest {
         try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("q").shardCount(4)
             .slotsPerShard(64).maxChainLength(64).deleteOnClose(true))) {
             writer.store(writer.registerPod("pod-a", "qwen3"), keys, 0, blocks);
-            final Result r = run(args);
-            assertEquals(0, r.code, r.err);
-            assertEquals("pod-a " + blocks + " slot=0 generation=1", r.out);
+            final CliRun r = run(args);
+            assertEquals(0, r.code(), r.err());
+            assertEquals("pod-a " + blocks + " slot=0 generation=1", r.out());
             // Without the generation prompt the text ends after the user's turn: the last block is not full.
             Files.writeString(chat, body.replace("{\"model\"", "{\"add_generation_prompt\": false, \"model\""));
-            assertEquals("pod-a " + (blocks - 1) + " slot=0 generation=1", run(args).out);
+            assertEquals("pod-a " + (blocks - 1) + " slot=0 generation=1", run(args).out());
             // A body that is not a chat request is a usage error.
             Files.writeString(chat, "{\"prompt\": \"hi\"}");
-            final Result bad = run(args);
-            assertEquals(2, bad.code);
-            assertTrue(bad.err.contains("needs \"messages\""), bad.err);
+            final CliRun bad = run(args);
+            assertEquals(2, bad.code());
+            assertTrue(bad.err().contains("needs \"messages\""), bad.err());
         }
     }
 
     @Test
     void shouldRefuseATextPromptItCannotTokenize() {
         final String base = "query --dir " + dir + " --cell q --model m ";
-        final Result neither = run((base).trim().split(" "));
-        assertEquals(2, neither.code);
-        assertTrue(neither.err.contains("give the prompt as --tokens"), neither.err);
-        final Result both = run((base + "--tokens 1,2 --text hi --tokenizer " + qwen3Dir()).split(" "));
-        assertEquals(2, both.code);
-        assertTrue(both.err.contains("not both"), both.err);
-        final Result textAndChat = run((base + "--text hi --messages x.json --tokenizer " + qwen3Dir()).split(" "));
-        assertEquals(2, textAndChat.code);
-        assertTrue(textAndChat.err.contains("not both"), textAndChat.err);
-        final Result chatNoTokenizer = run((base + "--messages x.json").split(" "));
-        assertEquals(2, chatNoTokenizer.code);
-        assertTrue(chatNoTokenizer.err.contains("--messages needs --tokenizer"), chatNoTokenizer.err);
-        final Result chatMissing = run((base + "--messages " + dir.resolve("none.json") + " --tokenizer "
+        final CliRun neither = run((base).trim().split(" "));
+        assertEquals(2, neither.code());
+        assertTrue(neither.err().contains("give the prompt as --tokens"), neither.err());
+        final CliRun both = run((base + "--tokens 1,2 --text hi --tokenizer " + qwen3Dir()).split(" "));
+        assertEquals(2, both.code());
+        assertTrue(both.err().contains("not both"), both.err());
+        final CliRun textAndChat = run((base + "--text hi --messages x.json --tokenizer " + qwen3Dir()).split(" "));
+        assertEquals(2, textAndChat.code());
+        assertTrue(textAndChat.err().contains("not both"), textAndChat.err());
+        final CliRun chatNoTokenizer = run((base + "--messages x.json").split(" "));
+        assertEquals(2, chatNoTokenizer.code());
+        assertTrue(chatNoTokenizer.err().contains("--messages needs --tokenizer"), chatNoTokenizer.err());
+        final CliRun chatMissing = run((base + "--messages " + dir.resolve("none.json") + " --tokenizer "
             + qwen3Dir()).split(" "));
-        assertEquals(2, chatMissing.code);
-        assertTrue(chatMissing.err.contains("cannot read --messages"), chatMissing.err);
-        final Result noTokenizer = run((base + "--text hi").split(" "));
-        assertEquals(2, noTokenizer.code);
-        assertTrue(noTokenizer.err.contains("--text needs --tokenizer"), noTokenizer.err);
-        final Result tokensWithTokenizer = run((base + "--tokens 1,2 --tokenizer " + qwen3Dir()).split(" "));
-        assertEquals(2, tokensWithTokenizer.code);
-        assertTrue(tokensWithTokenizer.err.contains("--tokenizer is for --text"), tokensWithTokenizer.err);
-        final Result missing = run((base + "--text hi --tokenizer " + dir.resolve("none")).split(" "));
-        assertEquals(2, missing.code);
-        assertTrue(missing.err.contains("no readable tokenizer file"), missing.err);
-        final Result notATokenizer = run((base + "--text hi --tokenizer " + dir).split(" "));
-        assertEquals(2, notATokenizer.code);
-        assertTrue(notATokenizer.err.contains("a directory must hold tokenizer.json"), notATokenizer.err);
+        assertEquals(2, chatMissing.code());
+        assertTrue(chatMissing.err().contains("cannot read --messages"), chatMissing.err());
+        final CliRun noTokenizer = run((base + "--text hi").split(" "));
+        assertEquals(2, noTokenizer.code());
+        assertTrue(noTokenizer.err().contains("--text needs --tokenizer"), noTokenizer.err());
+        final CliRun tokensWithTokenizer = run((base + "--tokens 1,2 --tokenizer " + qwen3Dir()).split(" "));
+        assertEquals(2, tokensWithTokenizer.code());
+        assertTrue(tokensWithTokenizer.err().contains("--tokenizer is for --text"), tokensWithTokenizer.err());
+        final CliRun missing = run((base + "--text hi --tokenizer " + dir.resolve("none")).split(" "));
+        assertEquals(2, missing.code());
+        assertTrue(missing.err().contains("no readable tokenizer file"), missing.err());
+        final CliRun notATokenizer = run((base + "--text hi --tokenizer " + dir).split(" "));
+        assertEquals(2, notATokenizer.code());
+        assertTrue(notATokenizer.err().contains("a directory must hold tokenizer.json"), notATokenizer.err());
     }
 
     private static Path qwen3Dir() {
@@ -201,42 +198,18 @@ class QueryCommandTest {
         }
     }
 
-    private record Result(int code, String out, String err) {
-    }
-
-    private static Result run(final String... args) {
-        final ByteArrayOutputStream out = new ByteArrayOutputStream();
-        final ByteArrayOutputStream err = new ByteArrayOutputStream();
-        final PrintStream originalOut = System.out;
-        final PrintStream originalErr = System.err;
-        final int code;
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-        try {
-            code = KvidxCli.run(args);
-        } finally {
-            System.setOut(originalOut);
-            System.setErr(originalErr);
-        }
-        return new Result(code, out.toString(StandardCharsets.UTF_8).strip(), err.toString(StandardCharsets.UTF_8));
+    private static CliRun run(final String... args) {
+        final CliRun r = CliRun.of(args);
+        return new CliRun(r.code(), r.out().strip(), r.err());
     }
 
     private String query(final int[] tokens, final String... more) {
-        final ByteArrayOutputStream captured = new ByteArrayOutputStream();
-        final PrintStream original = System.out;
-        final int code;
-        System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
-        try {
-            final java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of("query", "--dir",
-                dir.toString(), "--cell", "q", "--model", "m", "--tokens",
-                Arrays.stream(tokens).mapToObj(Integer::toString).collect(Collectors.joining(","))));
-            args.addAll(java.util.List.of(more));
-            code = KvidxCli.run(args.toArray(new String[0]));
-        } finally {
-            System.setOut(original);
-        }
-        final String out = captured.toString(StandardCharsets.UTF_8).strip();
-        assertEquals(0, code, out);
-        return out;
+        final List<String> args = new java.util.ArrayList<>(List.of("query", "--dir", dir.toString(), "--cell", "q",
+            "--model", "m", "--tokens",
+            Arrays.stream(tokens).mapToObj(Integer::toString).collect(Collectors.joining(","))));
+        args.addAll(List.of(more));
+        final CliRun r = run(args.toArray(new String[0]));
+        assertEquals(0, r.code(), r.err());
+        return r.out();
     }
 }
