@@ -16,7 +16,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.LongStream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static io.kvidx.bench.tokenize.TokenizeBenchTest.number;
+import static io.kvidx.bench.tokenize.TokenizeBenchTest.object;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -85,15 +86,5 @@ class ConversationReplayTest {
             () -> TokenizeBench.run(new String[] {"--replay", "-1"}, out));
         assertThrows(IllegalArgumentException.class,
             () -> TokenizeBench.run(new String[] {"--replay", "2", "--cache-tokens", "0"}, out));
-    }
-
-    private static Map<String, Object> object(final Object value, final String what) {
-        @SuppressWarnings("unchecked")
-        final Map<String, Object> m = (Map<String, Object>) assertInstanceOf(Map.class, value, what);
-        return m;
-    }
-
-    private static double number(final Map<String, Object> json, final String key) {
-        return assertInstanceOf(Number.class, json.get(key), key + " in " + json).doubleValue();
     }
 }

@@ -62,13 +62,15 @@ class TokenizeBenchTest {
         assertThrows(IllegalArgumentException.class, () -> TokenizeBench.run(new String[] {"--forks"}, out));
     }
 
-    private static Map<String, Object> object(final Object value, final String what) {
+    /** The JSON object at a value, or a failed assertion naming it. */
+    static Map<String, Object> object(final Object value, final String what) {
         @SuppressWarnings("unchecked")
         final Map<String, Object> m = (Map<String, Object>) assertInstanceOf(Map.class, value, what);
         return m;
     }
 
-    private static double number(final Map<String, Object> json, final String key) {
+    /** A number field of a JSON object, or a failed assertion naming it. */
+    static double number(final Map<String, Object> json, final String key) {
         return assertInstanceOf(Number.class, json.get(key), key + " in " + json).doubleValue();
     }
 }
