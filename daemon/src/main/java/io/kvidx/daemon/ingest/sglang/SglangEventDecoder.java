@@ -40,13 +40,6 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
  * <p><b>Note:</b> not thread safe; one decoder per writer thread.
  */
 public final class SglangEventDecoder extends KvBatchDecoder {
-    private static final byte[] K_BLOCK_HASHES = ascii("block_hashes");
-    private static final byte[] K_PARENT = ascii("parent_block_hash");
-    private static final byte[] K_TOKEN_IDS = ascii("token_ids");
-    private static final byte[] K_BLOCK_SIZE = ascii("block_size");
-    private static final byte[] K_LORA_ID = ascii("lora_id");
-    private static final byte[] K_LORA_NAME = ascii("lora_name");
-    private static final byte[] K_MEDIUM = ascii("medium");
     private static final byte[] K_CACHE_SALT = ascii("cache_salt");
     private static final byte[] K_METADATA = ascii("metadata");
     private static final byte[] M_GPU = ascii("GPU");
@@ -56,13 +49,6 @@ public final class SglangEventDecoder extends KvBatchDecoder {
     private static final byte[] M_CPU_TIER2 = ascii("CPU_TIER2");
     private static final byte[] M_DISK = ascii("DISK");
 
-    private static final int F_HASHES = 1;
-    private static final int F_PARENT = 2;
-    private static final int F_TOKENS = 3;
-    private static final int F_BLOCK_SIZE = 4;
-    private static final int F_LORA_ID = 5;
-    private static final int F_MEDIUM = 6;
-    private static final int F_LORA_NAME = 7;
     private static final int F_CACHE_SALT = 8;
     private static final int F_METADATA = 9;
 
@@ -111,23 +97,12 @@ public final class SglangEventDecoder extends KvBatchDecoder {
 
     @Override
     protected int mapField(final VllmEvent e, final int len) {
-        final int field;
-        if (in.payloadEquals(len, K_BLOCK_HASHES)) {
-            field = F_HASHES;
-        } else if (in.payloadEquals(len, K_TOKEN_IDS)) {
-            field = F_TOKENS;
-        } else if (in.payloadEquals(len, K_PARENT)) {
-            field = F_PARENT;
-        } else if (in.payloadEquals(len, K_BLOCK_SIZE)) {
-            field = F_BLOCK_SIZE;
-        } else if (in.payloadEquals(len, K_MEDIUM)) {
-            field = F_MEDIUM;
-        } else if (in.payloadEquals(len, K_CACHE_SALT)) {
+        int field = sharedMapField(len);
+        if (field != F_SKIP) {
+            return field;
+        }
+        if (in.payloadEquals(len, K_CACHE_SALT)) {
             field = F_CACHE_SALT;
-        } else if (in.payloadEquals(len, K_LORA_NAME)) {
-            field = F_LORA_NAME;
-        } else if (in.payloadEquals(len, K_LORA_ID)) {
-            field = F_LORA_ID;
         } else if (in.payloadEquals(len, K_METADATA)) {
             field = F_METADATA;
         } else {

@@ -186,6 +186,27 @@ public abstract class KvBatchDecoder {
 
     /** Field code of a value to skip. */
     protected static final int F_SKIP = 0;
+    /** Field codes both engines' events share (subclasses number their own fields from 8). */
+    protected static final int F_HASHES = 1;
+    /** Parent block hash. */
+    protected static final int F_PARENT = 2;
+    /** Token ids. */
+    protected static final int F_TOKENS = 3;
+    /** Tokens per block. */
+    protected static final int F_BLOCK_SIZE = 4;
+    /** LoRA adapter id. */
+    protected static final int F_LORA_ID = 5;
+    /** Medium. */
+    protected static final int F_MEDIUM = 6;
+    /** LoRA adapter name. */
+    protected static final int F_LORA_NAME = 7;
+    private static final byte[] K_BLOCK_HASHES = ascii("block_hashes");
+    private static final byte[] K_PARENT = ascii("parent_block_hash");
+    private static final byte[] K_TOKEN_IDS = ascii("token_ids");
+    private static final byte[] K_BLOCK_SIZE = ascii("block_size");
+    private static final byte[] K_LORA_ID = ascii("lora_id");
+    private static final byte[] K_LORA_NAME = ascii("lora_name");
+    private static final byte[] K_MEDIUM = ascii("medium");
     private static final byte[] K_TYPE = ascii("type");
 
     /**
@@ -248,6 +269,33 @@ public abstract class KvBatchDecoder {
      * @return the field's code, or {@link #F_SKIP}.
      */
     protected abstract int mapField(VllmEvent e, int keyLength);
+
+    /**
+     * Names a map key both engines' events share ({@code block_hashes}, {@code parent_block_hash},
+     * {@code token_ids}, {@code block_size}, {@code medium}, {@code lora_name}, {@code lora_id}); the cursor does
+     * not move.
+     *
+     * @param keyLength the key's length.
+     * @return the field's code, or {@link #F_SKIP} for any other key.
+     */
+    protected final int sharedMapField(final int keyLength) {
+        if (in.payloadEquals(keyLength, K_BLOCK_HASHES)) {
+            return F_HASHES;
+        } else if (in.payloadEquals(keyLength, K_TOKEN_IDS)) {
+            return F_TOKENS;
+        } else if (in.payloadEquals(keyLength, K_PARENT)) {
+            return F_PARENT;
+        } else if (in.payloadEquals(keyLength, K_BLOCK_SIZE)) {
+            return F_BLOCK_SIZE;
+        } else if (in.payloadEquals(keyLength, K_MEDIUM)) {
+            return F_MEDIUM;
+        } else if (in.payloadEquals(keyLength, K_LORA_NAME)) {
+            return F_LORA_NAME;
+        } else if (in.payloadEquals(keyLength, K_LORA_ID)) {
+            return F_LORA_ID;
+        }
+        return F_SKIP;
+    }
 
     /**
      * Decodes the value at the cursor as the given field into {@code e} (skips it for {@link #F_SKIP}).

@@ -30,13 +30,6 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
  */
 public final class VllmEventDecoder extends KvBatchDecoder {
 
-    private static final byte[] K_BLOCK_HASHES = ascii("block_hashes");
-    private static final byte[] K_PARENT = ascii("parent_block_hash");
-    private static final byte[] K_TOKEN_IDS = ascii("token_ids");
-    private static final byte[] K_BLOCK_SIZE = ascii("block_size");
-    private static final byte[] K_LORA_ID = ascii("lora_id");
-    private static final byte[] K_MEDIUM = ascii("medium");
-    private static final byte[] K_LORA_NAME = ascii("lora_name");
     private static final byte[] K_GROUP_IDX = ascii("group_idx");
     private static final byte[] K_SPEC_KIND = ascii("kv_cache_spec_kind");
     private static final byte[] KIND_FULL_ATTENTION = ascii("full_attention");
@@ -113,22 +106,11 @@ public final class VllmEventDecoder extends KvBatchDecoder {
 
     @Override
     protected int mapField(final VllmEvent e, final int len) {
-        final int field;
-        if (in.payloadEquals(len, K_BLOCK_HASHES)) {
-            field = F_HASHES;
-        } else if (in.payloadEquals(len, K_TOKEN_IDS)) {
-            field = F_TOKENS;
-        } else if (in.payloadEquals(len, K_PARENT)) {
-            field = F_PARENT;
-        } else if (in.payloadEquals(len, K_BLOCK_SIZE)) {
-            field = F_BLOCK_SIZE;
-        } else if (in.payloadEquals(len, K_MEDIUM)) {
-            field = F_MEDIUM;
-        } else if (in.payloadEquals(len, K_LORA_NAME)) {
-            field = F_LORA_NAME;
-        } else if (in.payloadEquals(len, K_LORA_ID)) {
-            field = F_LORA_ID;
-        } else if (in.payloadEquals(len, K_GROUP_IDX)) {
+        int field = sharedMapField(len);
+        if (field != F_SKIP) {
+            return field;
+        }
+        if (in.payloadEquals(len, K_GROUP_IDX)) {
             field = F_GROUP_IDX;
         } else if (in.payloadEquals(len, K_SPEC_KIND)) {
             field = F_SPEC_KIND;
@@ -143,13 +125,6 @@ public final class VllmEventDecoder extends KvBatchDecoder {
         return field;
     }
 
-    private static final int F_HASHES = 1;
-    private static final int F_PARENT = 2;
-    private static final int F_TOKENS = 3;
-    private static final int F_BLOCK_SIZE = 4;
-    private static final int F_LORA_ID = 5;
-    private static final int F_MEDIUM = 6;
-    private static final int F_LORA_NAME = 7;
     private static final int F_GROUP_IDX = 8;
     private static final int F_SPEC_KIND = 9;
     private static final int F_LOCALITY = 10;
