@@ -2,13 +2,15 @@ package io.kvidx.bench.trace;
 
 import io.kvidx.bench.Json;
 import io.kvidx.daemon.index.IndexWriterContext;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 
@@ -41,55 +43,50 @@ public final class TraceBench {
     private TraceBench() {
     }
 
-    /** Parsed options. */
+    /** Parsed options (picocli; {@link #usage()} lists them). */
+    @Command(name = "trace")
     static final class Options {
+        @Option(names = "--trace")
         Path trace;
+        @Option(names = "--pods")
         int pods = PODS_DEFAULT;
+        @Option(names = "--budget")
         int budget = BUDGET_DEFAULT;
+        @Option(names = "--block-size")
         int blockSize = BLOCK_SIZE_DEFAULT;
+        @Option(names = "--seed")
         long seed = SEED_DEFAULT;
+        @Option(names = "--requests")
         int requests;
+        @Option(names = "--sockets")
         int sockets = SOCKETS_DEFAULT;
+        @Option(names = "--transport")
         String transport = TransportChoice.ZMQ;
+        @Option(names = "--aeron-channel")
         String aeronChannel = TransportChoice.AERON_CHANNEL_DEFAULT;
-        TransportChoice choice;
+        @Option(names = "--windows-ms", split = ",")
         long[] windowsMs;
+        @Option(names = "--quick")
         boolean quick;
+        @Option(names = "--json")
         boolean json;
+        @Option(names = "--no-replay")
         boolean skipReplay;
+        @Option(names = "--out")
         Path out = defaultResults();
+        @Option(names = {"-h", "--help"})
+        boolean help;
+        TransportChoice choice;
 
         static Options parse(final String[] args) {
             final Options o = new Options();
-            for (int i = 0; i < args.length; i++) {
-                final String a = args[i];
-                switch (a) {
-                    case "--quick" -> o.quick = true;
-                    case "--json" -> o.json = true;
-                    case "--no-replay" -> o.skipReplay = true;
-                    case "-h", "--help" -> throw new IllegalArgumentException("options");
-                    default -> {
-                        if (i + 1 >= args.length) {
-                            throw new IllegalArgumentException("option " + a + " needs a value (or is unknown)");
-                        }
-                        final String v = args[++i];
-                        switch (a) {
-                            case "--trace" -> o.trace = Path.of(v);
-                            case "--pods" -> o.pods = Integer.parseInt(v);
-                            case "--budget" -> o.budget = Integer.parseInt(v);
-                            case "--block-size" -> o.blockSize = Integer.parseInt(v);
-                            case "--seed" -> o.seed = Long.parseLong(v);
-                            case "--requests" -> o.requests = Integer.parseInt(v);
-                            case "--sockets" -> o.sockets = Integer.parseInt(v);
-                            case "--transport" -> o.transport = v;
-                            case "--aeron-channel" -> o.aeronChannel = v;
-                            case "--windows-ms" -> o.windowsMs = Arrays.stream(v.split(","))
-                                .mapToLong(s -> Long.parseLong(s.trim())).toArray();
-                            case "--out" -> o.out = Path.of(v);
-                            default -> throw new IllegalArgumentException("unknown option " + a);
-                        }
-                    }
-                }
+            try {
+                new CommandLine(o).parseArgs(args);
+            } catch (final CommandLine.ParameterException ex) {
+                throw new IllegalArgumentException(ex.getMessage(), ex);
+            }
+            if (o.help) {
+                throw new IllegalArgumentException("options");
             }
             if (o.pods < 1 || o.pods > PODS_MAX) {
                 throw new IllegalArgumentException("--pods must be in 1.." + PODS_MAX + ": " + o.pods);
