@@ -18,6 +18,10 @@ import org.openjdk.jmh.runner.options.TimeValue;
 import org.openjdk.jmh.runner.options.VerboseMode;
 import org.openjdk.jmh.util.Statistics;
 
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -70,6 +74,35 @@ public final class TokenizeBench {
                                     --cache-tokens N (default 1048576) bound the cache""";
     }
 
+    /** Parsed options (picocli; {@link #usage()} lists them); null: JMH's setting for the mode. */
+    @Command(name = "tokenize")
+    static final class Options {
+        @Option(names = "--json")
+        boolean json;
+        @Option(names = "--quick")
+        boolean quick;
+        @Option(names = "--tokenizer")
+        String tokenizer = "";
+        @Option(names = "--texts")
+        int texts = 64;
+        @Option(names = "--forks")
+        Integer forks;
+        @Option(names = "--warmup-iterations")
+        Integer warmups;
+        @Option(names = "--iterations")
+        Integer iterations;
+        @Option(names = "--time-ms")
+        Long timeMs;
+        @Option(names = "--replay")
+        int replay;
+        @Option(names = "--cache-entries")
+        int cacheEntries = TokenizePreparer.Builder.DEFAULT_PREFIX_CACHE_ENTRIES;
+        @Option(names = "--cache-tokens")
+        long cacheTokens = TokenizePreparer.Builder.DEFAULT_PREFIX_CACHE_TOKENS;
+        @Option(names = {"-h", "--help"})
+        boolean help;
+    }
+
     /**
      * Runs the benchmark.
      *
@@ -80,47 +113,26 @@ public final class TokenizeBench {
      * @throws RunnerException          when JMH fails.
      */
     public static Json run(final String[] args, final PrintStream out) throws RunnerException {
-        boolean json = false;
-        boolean quick = false;
-        String tokenizer = "";
-        int texts = 64;
-        Integer forks = null;
-        Integer warmups = null;
-        Integer iterations = null;
-        Long timeMs = null;
-        int replay = 0;
-        int cacheEntries = TokenizePreparer.Builder.DEFAULT_PREFIX_CACHE_ENTRIES;
-        long cacheTokens = TokenizePreparer.Builder.DEFAULT_PREFIX_CACHE_TOKENS;
-        for (int i = 0; i < args.length; i++) {
-            final String a = args[i];
-            if (a.equals("--json")) {
-                json = true;
-                continue;
-            }
-            if (a.equals("--quick")) {
-                quick = true;
-                continue;
-            }
-            if (a.equals("-h") || a.equals("--help")) {
-                throw new IllegalArgumentException("options");
-            }
-            if (i + 1 >= args.length) {
-                throw new IllegalArgumentException("option " + a + " needs a value (or is unknown)");
-            }
-            final String v = args[++i];
-            switch (a) {
-                case "--tokenizer" -> tokenizer = v;
-                case "--texts" -> texts = Integer.parseInt(v);
-                case "--forks" -> forks = Integer.parseInt(v);
-                case "--warmup-iterations" -> warmups = Integer.parseInt(v);
-                case "--iterations" -> iterations = Integer.parseInt(v);
-                case "--time-ms" -> timeMs = Long.parseLong(v);
-                case "--replay" -> replay = Integer.parseInt(v);
-                case "--cache-entries" -> cacheEntries = Integer.parseInt(v);
-                case "--cache-tokens" -> cacheTokens = Long.parseLong(v);
-                default -> throw new IllegalArgumentException("unknown option " + a);
-            }
+        final Options o = new Options();
+        try {
+            new CommandLine(o).parseArgs(args);
+        } catch (final CommandLine.ParameterException ex) {
+            throw new IllegalArgumentException(ex.getMessage(), ex);
         }
+        if (o.help) {
+            throw new IllegalArgumentException("options");
+        }
+        final boolean json = o.json;
+        final boolean quick = o.quick;
+        final String tokenizer = o.tokenizer;
+        final int texts = o.texts;
+        final Integer forks = o.forks;
+        final Integer warmups = o.warmups;
+        final Integer iterations = o.iterations;
+        final Long timeMs = o.timeMs;
+        final int replay = o.replay;
+        final int cacheEntries = o.cacheEntries;
+        final long cacheTokens = o.cacheTokens;
         if (texts < 1 || Integer.bitCount(texts) != 1 || (forks != null && forks < 0)
             || (warmups != null && warmups < 0) || (iterations != null && iterations < 1)
             || (timeMs != null && timeMs < 1)) {
