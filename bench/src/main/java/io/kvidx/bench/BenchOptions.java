@@ -1,10 +1,15 @@
 package io.kvidx.bench;
 
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
 /**
- * Options of the {@code bench query} and {@code bench xproc} commands, parsed from {@code --name value} pairs.
+ * Options of the {@code bench query} and {@code bench xproc} commands, parsed by picocli.
  *
  * <p><b>Note:</b> not thread safe; build once, then read.
  */
+@Command(name = "bench")
 public final class BenchOptions {
     /** Default warmup per store, ms. */
     public static final long WARMUP_MS_DEFAULT = 1_500;
@@ -15,17 +20,29 @@ public final class BenchOptions {
     /** Default churn window, chains held at once by the churn driver. */
     public static final int CHURN_WINDOW_DEFAULT = 2_048;
 
+    @Option(names = "--pods")
     private int pods = Workload.PODS_DEFAULT;
+    @Option(names = "--chain")
     private int chain = Workload.CHAIN_DEFAULT;
+    @Option(names = "--blocks")
     private long blocks = Workload.BLOCKS_DEFAULT;
+    @Option(names = "--seed")
     private long seed = Workload.SEED_DEFAULT;
+    @Option(names = "--warmup-ms")
     private long warmupMs = WARMUP_MS_DEFAULT;
+    @Option(names = "--measure-ms")
     private long measureMs = MEASURE_MS_DEFAULT;
+    @Option(names = "--rounds")
     private int rounds = ROUNDS_DEFAULT;
+    @Option(names = "--churn-window")
     private int churnWindow = CHURN_WINDOW_DEFAULT;
+    @Option(names = "--writer-rate")
     private long writerRate;
+    @Option(names = "--json")
     private boolean json;
+    @Option(names = "--experiments")
     private boolean experiments;
+    @Option(names = "--index-dir")
     private java.nio.file.Path indexDir;
 
     /**
@@ -35,33 +52,10 @@ public final class BenchOptions {
      */
     public static BenchOptions parse(final String[] args) {
         final BenchOptions o = new BenchOptions();
-        for (int i = 0; i < args.length; i++) {
-            final String a = args[i];
-            if (a.equals("--json")) {
-                o.json = true;
-                continue;
-            }
-            if (a.equals("--experiments")) {
-                o.experiments = true;
-                continue;
-            }
-            if (i + 1 >= args.length) {
-                throw new IllegalArgumentException("option " + a + " needs a value (or is unknown)");
-            }
-            final String v = args[++i];
-            switch (a) {
-                case "--pods" -> o.pods = Integer.parseInt(v);
-                case "--chain" -> o.chain = Integer.parseInt(v);
-                case "--blocks" -> o.blocks = Long.parseLong(v);
-                case "--seed" -> o.seed = Long.parseLong(v);
-                case "--warmup-ms" -> o.warmupMs = Long.parseLong(v);
-                case "--measure-ms" -> o.measureMs = Long.parseLong(v);
-                case "--rounds" -> o.rounds = Integer.parseInt(v);
-                case "--churn-window" -> o.churnWindow = Integer.parseInt(v);
-                case "--writer-rate" -> o.writerRate = Long.parseLong(v);
-                case "--index-dir" -> o.indexDir = java.nio.file.Path.of(v);
-                default -> throw new IllegalArgumentException("unknown option " + a);
-            }
+        try {
+            new CommandLine(o).parseArgs(args);
+        } catch (final CommandLine.ParameterException ex) {
+            throw new IllegalArgumentException(ex.getMessage(), ex);
         }
         if (o.warmupMs < 0 || o.measureMs < 1 || o.rounds < 1 || o.churnWindow < 1 || o.writerRate < 0) {
             throw new IllegalArgumentException("warmup >= 0, measure >= 1 ms, rounds >= 1, churn window >= 1 and"
