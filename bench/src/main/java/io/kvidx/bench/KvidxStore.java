@@ -2,6 +2,7 @@ package io.kvidx.bench;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
@@ -106,7 +107,7 @@ public final class KvidxStore implements QueryStore {
             throw new IllegalStateException("index evicted " + writer.evictions() + " entries while loading");
         }
         writer.heartbeat(System.currentTimeMillis());
-        final IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("bench"));
+        final IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell("bench"));
         return new KvidxStore(dir, writer, reader, slots, false, true, stores[0], nanos);
     }
 
@@ -190,7 +191,7 @@ public final class KvidxStore implements QueryStore {
         // The bench's writer beats only when it writes: after a long load its heartbeat would look stale to a
         // new reader.
         writer.heartbeat(System.currentTimeMillis());
-        final IndexReader plain = IndexReader.attach(new IndexReader.Context().dir(dir).cell("bench").prefetch(false));
+        final IndexReader plain = IndexReader.attach(new IndexReaderContext().dir(dir).cell("bench").prefetch(false));
         final KvidxStore view = new KvidxStore(dir, writer, plain, slots, false, false, loadStores, loadNanos);
         view.name = "kvidx_noprefetch";
         view.ownReader = plain;

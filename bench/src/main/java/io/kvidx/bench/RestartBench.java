@@ -1,6 +1,7 @@
 package io.kvidx.bench;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
@@ -96,7 +97,7 @@ final class RestartBench {
                         + "%.1f ms%n", r + 1, openMs[r], writer.repairSummary(), pods, mapsMs[r]);
                 }
             }
-            try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("restart")
+            try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell("restart")
                 .heartbeatTimeoutMs(0))) {
                 final PrefixResult result = new PrefixResult();
                 out.printf("check: the last chain stored answers depth %d%n", reader.query(sample, CHAIN, null,

@@ -2,6 +2,7 @@ package io.kvidx.bench;
 
 import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import org.HdrHistogram.Histogram;
 
@@ -43,7 +44,7 @@ public final class XprocReader {
         final com.sun.management.ThreadMXBean threads =
             (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 
-        try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell(cell))) {
+        try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell(cell))) {
             System.out.println("ATTACHED");
             System.out.flush();
             final PrefixResult result = new PrefixResult();

@@ -1,6 +1,7 @@
 package io.kvidx.bench.ingest;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
@@ -53,7 +54,7 @@ public final class ZmqVisibilityLatency {
                 .idleStrategy(idle).deleteOnClose(true)
                 .addZmq(new ZmqEndpoint(pub.getLastEndpoint(), "bench-pod", model, null));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 final RouterKeyHasher hasher = new RouterKeyHasher(16);
                 final long seed = RouterKeyHasher.chainSeed(model, null, null);
                 final long[] keys = new long[blocks];

@@ -1,6 +1,7 @@
 package io.kvidx.bench.routing;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.client.routing.IndexReaderPodIndex;
@@ -127,7 +128,7 @@ public class DecisionBenchmark {
             registry.load(slots[p], random.nextInt(4), random.nextInt(16), random.nextInt(20_000));
         }
         writer.heartbeat(System.currentTimeMillis());
-        index = new IndexReaderPodIndex(IndexReader.attach(new IndexReader.Context().dir(dir).cell("bench")
+        index = new IndexReaderPodIndex(IndexReader.attach(new IndexReaderContext().dir(dir).cell("bench")
             .heartbeatTimeoutMs(0)), 1_000);
         cacheAware = RoutingProfiles.single(RoutingProfiles.cacheAware("cache-aware", index, registry, null, 16,
             null), registry, index);

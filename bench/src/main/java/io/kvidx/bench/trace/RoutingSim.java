@@ -2,6 +2,7 @@ package io.kvidx.bench.trace;
 
 import io.kvidx.bench.Json;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.routing.IndexReaderPodIndex;
 import io.kvidx.client.routing.PodIndex;
 import io.kvidx.client.routing.PodRegistry;
@@ -133,7 +134,7 @@ public final class RoutingSim {
             }
             if (writer != null) {
                 writer.heartbeat(System.currentTimeMillis());
-                index = new IndexReaderPodIndex(IndexReader.attach(new IndexReader.Context().dir(dir).cell("trace")
+                index = new IndexReaderPodIndex(IndexReader.attach(new IndexReaderContext().dir(dir).cell("trace")
                     .heartbeatTimeoutMs(0)), 1_000);
             }
             final Router router = RoutingProfiles.single(profile(policy, index, registry, blockSize), registry, index);

@@ -6,6 +6,7 @@ import io.kvidx.bench.Json;
 import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ops.CountersFile;
 
@@ -132,7 +133,7 @@ final class TraceReplay {
             args.addAll(events.daemonArgs());
             daemon = start(java("io.kvidx.daemon.cli.KvidxCli", args), runDir.resolve("daemon.log"));
             events.connect(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ATTACH_LIMIT_MS));
-            try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(indexDir).cell(CELL)
+            try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(indexDir).cell(CELL)
                 .attachTimeoutMs(ATTACH_LIMIT_MS))) {
                 warmUp(reader, events, encoder, plan, run);
             }

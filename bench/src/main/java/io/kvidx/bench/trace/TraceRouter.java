@@ -3,6 +3,7 @@ package io.kvidx.bench.trace;
 import io.kvidx.bench.Json;
 import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import org.HdrHistogram.Histogram;
 
@@ -49,7 +50,7 @@ public final class TraceRouter {
         final long drainLimitNs = Long.parseLong(args[5]) * 1_000_000L;
         final Queries q = Queries.read(queryFile);
         final SendTimes sent = SendTimes.map(sendFile, q.n + q.markers.length);
-        try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell(cell)
+        try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell(cell)
             .attachTimeoutMs(30_000))) {
             System.out.println("ATTACHED");
             System.out.flush();

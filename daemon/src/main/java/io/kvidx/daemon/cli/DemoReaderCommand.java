@@ -2,6 +2,7 @@ package io.kvidx.daemon.cli;
 
 import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.routing.IndexReaderPodIndex;
 import io.kvidx.client.routing.PodRegistry;
@@ -80,7 +81,7 @@ public final class DemoReaderCommand implements Callable<Integer> {
         final PrefixResult result = new PrefixResult();
         final Histogram histogram = new Histogram(10_000_000L, 3);
         final long end = seconds > 0 ? System.nanoTime() + seconds * 1_000_000_000L : Long.MAX_VALUE;
-        final IndexReader.Context context = new IndexReader.Context().dir(dir).cell(cell).attachTimeoutMs(10_000);
+        final IndexReaderContext context = new IndexReaderContext().dir(dir).cell(cell).attachTimeoutMs(10_000);
         final Histogram decisions = new Histogram(MAX_NS, 3);
         try (IndexReader reader = IndexReader.attach(context);
              IndexReaderPodIndex index = new IndexReaderPodIndex(IndexReader.attach(context), 1_000)) {

@@ -2,6 +2,7 @@ package io.kvidx.daemon.cli;
 
 import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RequestExtras;
 import io.kvidx.client.keys.RouterKeyHasher;
@@ -88,7 +89,7 @@ public final class QueryCommand implements Callable<Integer> {
     public Integer call() {
         final int[] tokens = promptTokens();
         final RequestExtras extras = MultiModalItems.extras(MultiModalItems.parse(mm));
-        final IndexReader.Context ctx = new IndexReader.Context();
+        final IndexReaderContext ctx = new IndexReaderContext();
         if (dir != null) {
             ctx.dir(dir);
         }

@@ -4,6 +4,7 @@ import io.aeron.Aeron;
 import io.aeron.driver.MediaDriver;
 import io.aeron.driver.ThreadingMode;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.config.AgentSettings;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.config.IdleStrategies;
@@ -186,7 +187,7 @@ public final class KvidxDaemon implements AutoCloseable {
         }
         if (metrics != null) {
             final java.net.InetSocketAddress address = DaemonMetrics.parseAddress(context.metrics());
-            metrics.start(address, IndexReader.attach(new IndexReader.Context().dir(context.dir())
+            metrics.start(address, IndexReader.attach(new IndexReaderContext().dir(context.dir())
                 .cell(context.cell()).attachTimeoutMs(0).heartbeatTimeoutMs(0)), context.cell(), writers);
             LOG.info("metrics at http://{}:{}/metrics", address.getHostString(), metrics.port());
         }

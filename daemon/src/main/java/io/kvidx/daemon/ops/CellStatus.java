@@ -2,6 +2,7 @@ package io.kvidx.daemon.ops;
 
 import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.counters.CounterType;
 
 import java.nio.file.Path;
@@ -77,7 +78,7 @@ public record CellStatus(String cell, Path indexFile, long writerPid, boolean wr
      * @throws io.kvidx.client.index.IndexAccessDeniedException when it may not be read.
      */
     public static CellStatus read(final Path dir, final String cell) {
-        final IndexReader.Context context = new IndexReader.Context().dir(dir).cell(cell).attachTimeoutMs(0)
+        final IndexReaderContext context = new IndexReaderContext().dir(dir).cell(cell).attachTimeoutMs(0)
             .heartbeatTimeoutMs(0);
         try (IndexReader reader = IndexReader.attach(context)) {
             return read(reader, cell);

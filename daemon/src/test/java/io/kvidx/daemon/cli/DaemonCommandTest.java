@@ -1,6 +1,7 @@
 package io.kvidx.daemon.cli;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.TestGroups;
 import io.kvidx.daemon.config.DaemonConfigFile;
 import io.kvidx.daemon.config.DaemonContext;
@@ -93,7 +94,7 @@ class DaemonCommandTest {
                 }
                 assertEquals("pod-7 25 slot=0 generation=1", answer, "pod id, depth, slot and generation");
                 try (io.kvidx.client.index.IndexReader reader = io.kvidx.client.index.IndexReader.attach(
-                    new io.kvidx.client.index.IndexReader.Context().dir(dir))) {
+                    new io.kvidx.client.index.IndexReaderContext().dir(dir))) {
                     assertEquals(64, reader.maxPods(), "--max-pods 64: a direct cell");
                 }
                 assertEquals("pod-7 4 slot=0 generation=1", query(Arrays.copyOf(tokens, 70)));
@@ -221,7 +222,7 @@ class DaemonCommandTest {
             awaitLockedBy(third, cell, root.resolve("third.log"));
             final long deadline = System.currentTimeMillis() + 10_000;
             while (true) {
-                try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(root).cell("lk"))) {
+                try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(root).cell("lk"))) {
                     if (reader.writerPid() == third.pid()) {
                         assertEquals(epoch, reader.epoch(), "the new daemon re-attached to the killed one's index");
                         break;
@@ -307,7 +308,7 @@ class DaemonCommandTest {
     }
 
     private static long epoch(final Path root) {
-        try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(root).cell("lk"))) {
+        try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(root).cell("lk"))) {
             return reader.epoch();
         }
     }

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 
 import java.lang.invoke.VarHandle;
@@ -60,7 +61,7 @@ public final class ChangingKeysReaderMain {
         final SplittableRandom random = new SplittableRandom(Long.parseLong(args[4]));
         final Counts counts = new Counts();
         try (ChainStateLog log = ChainStateLog.open(Path.of(args[2]));
-            IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell(cell)
+            IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell(cell)
                 .attachTimeoutMs(10_000).heartbeatTimeoutMs(10_000))) {
             final long[][] chains = new long[log.chains][];
             for (int c = 0; c < log.chains; c++) {

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PodCapacityExceededException;
 
 import java.nio.file.Path;
@@ -92,7 +93,7 @@ public final class ChangingKeysWriterMain {
         final int maxPods = Integer.parseInt(args[2]);
         final long deadline = System.nanoTime() + Long.parseLong(args[3]) * 1_000_000_000L;
         try (IndexWriter writer = IndexWriter.create(context(dir, cell, maxPods));
-            IndexReader truth = IndexReader.attach(new IndexReader.Context().dir(dir).cell(cell)
+            IndexReader truth = IndexReader.attach(new IndexReaderContext().dir(dir).cell(cell)
                 .heartbeatTimeoutMs(0));
             ChainStateLog log = ChainStateLog.create(Path.of(args[4]), CHAINS, RING, HOLDERS, LENGTH)) {
             final ChangingKeysWriterMain main = new ChangingKeysWriterMain(writer, truth, log, maxPods,

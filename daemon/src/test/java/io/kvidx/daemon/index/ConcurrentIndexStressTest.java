@@ -2,6 +2,7 @@ package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -41,7 +42,7 @@ class ConcurrentIndexStressTest {
             writerThread.start();
             ready.await();
             final long queries;
-            try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("stress")
+            try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell("stress")
                 .attachTimeoutMs(1_000).heartbeatTimeoutMs(0))) {
                 queries = InvariantChecker.checkUntil(reader, writerThread::isAlive);
             }

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -49,7 +50,7 @@ class CrossProcessIndexTest {
             StandardCharsets.UTF_8))) {
             assertEquals("READY", out.readLine(), "child writer did not start");
             final long queries;
-            try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("xproc")
+            try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell("xproc")
                 .attachTimeoutMs(5_000).heartbeatTimeoutMs(5_000))) {
                 assertEquals(child.pid(), reader.writerPid());
                 queries = ConcurrentIndexStressTest.InvariantChecker.checkUntil(reader, child::isAlive);

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
@@ -101,7 +102,7 @@ class EvictionPropertyTest {
         // 2 shards x 256 slots at 0.75: 384 entries for 100 to 200 prompts of 2 to 16 blocks: steady eviction.
         try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell(cell).shardCount(2)
             .slotsPerShard(256).maxChainLength(64).maxPods(maxPods).deleteOnClose(true));
-            IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell(cell)
+            IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell(cell)
                 .attachTimeoutMs(1_000).heartbeatTimeoutMs(0))) {
             final int[] slots = new int[4];
             for (int p = 0; p < slots.length; p++) {

@@ -2,6 +2,7 @@ package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
@@ -123,7 +124,7 @@ class IndexModelPropertyTest {
             .capacityBlocks(capacity).maxLoadFactor(0.75).maxChainLength(CHAIN_LENGTH).maxPods(maxPods)
             .deleteOnClose(true);
         try (IndexWriter writer = IndexWriter.create(ctx);
-             IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("prop")
+             IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell("prop")
                  .attachTimeoutMs(1_000).heartbeatTimeoutMs(0))) {
             final Map<Long, Set<String>> model = new HashMap<>();
             final Map<String, Integer> slots = new HashMap<>();

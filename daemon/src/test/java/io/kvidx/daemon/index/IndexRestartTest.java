@@ -2,6 +2,7 @@ package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
@@ -31,7 +32,7 @@ class IndexRestartTest {
     }
 
     private IndexReader reader() {
-        return IndexReader.attach(new IndexReader.Context().dir(dir).cell("restart").attachTimeoutMs(1_000)
+        return IndexReader.attach(new IndexReaderContext().dir(dir).cell("restart").attachTimeoutMs(1_000)
             .heartbeatTimeoutMs(0));
     }
 

@@ -4,6 +4,7 @@ import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.index.StaleWriterException;
 import io.kvidx.ffm.Layouts;
@@ -46,9 +47,9 @@ class ReadBoundTest {
     @Test
     void shouldDefaultToAReadBoundWellUnderAMillisecond() {
         assertEquals(50_000, IndexConfiguration.READ_BOUND_NS_DEFAULT);
-        assertEquals(IndexConfiguration.READ_BOUND_NS_DEFAULT, new IndexReader.Context().conclude().readBoundNs());
-        assertEquals(7_000, new IndexReader.Context().readBoundNs(7_000).conclude().readBoundNs());
-        assertThrows(IllegalArgumentException.class, () -> new IndexReader.Context().readBoundNs(0).conclude());
+        assertEquals(IndexConfiguration.READ_BOUND_NS_DEFAULT, new IndexReaderContext().conclude().readBoundNs());
+        assertEquals(7_000, new IndexReaderContext().readBoundNs(7_000).conclude().readBoundNs());
+        assertThrows(IllegalArgumentException.class, () -> new IndexReaderContext().readBoundNs(0).conclude());
     }
 
     /** Every read path of both cell forms: query, queryExact and lookup. */

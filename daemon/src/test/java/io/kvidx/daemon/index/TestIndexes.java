@@ -1,6 +1,7 @@
 package io.kvidx.daemon.index;
 
-import io.kvidx.client.index.IndexReader;
+
+import io.kvidx.client.index.IndexReaderContext;
 
 import java.nio.file.Path;
 
@@ -16,8 +17,8 @@ public final class TestIndexes {
             .deleteOnClose(true);
     }
 
-    static IndexReader.Context reader(final Path dir) {
-        return new IndexReader.Context().dir(dir).cell("test").attachTimeoutMs(1_000).heartbeatTimeoutMs(10_000);
+    static IndexReaderContext reader(final Path dir) {
+        return new IndexReaderContext().dir(dir).cell("test").attachTimeoutMs(1_000).heartbeatTimeoutMs(10_000);
     }
 
     static long[] chain(final long base, final int n) {

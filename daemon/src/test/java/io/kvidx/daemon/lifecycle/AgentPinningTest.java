@@ -3,6 +3,7 @@ package io.kvidx.daemon.lifecycle;
 import io.aeron.Aeron;
 import io.aeron.Publication;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.publish.KvEventPublisher;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
@@ -82,7 +83,7 @@ class AgentPinningTest {
         final Capture base = Capture.load("kv_event_base.json");
         final long[] h = base.blockHashes();
         try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-            IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
+            IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir));
             Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
             Publication publication = client.addPublication("aeron:ipc", ctx.aeronStreamId())) {
             // Writer, ZeroMQ ingest, Aeron ingest, maintenance, eviction mirror.

@@ -2,6 +2,7 @@ package io.kvidx.daemon.lifecycle;
 
 import io.kvidx.client.index.IndexException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 
 import java.io.PrintWriter;
@@ -76,7 +77,7 @@ public final class AttachProbeMain {
                 }
             }
         });
-        final IndexReader.Context context = new IndexReader.Context().dir(dir).attachTimeoutMs(200)
+        final IndexReaderContext context = new IndexReaderContext().dir(dir).attachTimeoutMs(200)
             .heartbeatTimeoutMs(heartbeatTimeoutMs);
         final PrefixResult result = new PrefixResult();
         long sessions = 0;

@@ -3,6 +3,7 @@ package io.kvidx.daemon.lifecycle;
 import io.kvidx.daemon.lifecycle.ChildProcesses.Daemon;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -117,7 +118,7 @@ class AttachWhileRestartingTest {
         awaitReady(first);
         final TestEngine.Chain pinned = TestEngine.Chain.random(PINNED_SEED, PINNED_LENGTH);
         pin.store(pinned, 0, PINNED_LENGTH);
-        try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).attachTimeoutMs(10_000))) {
+        try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).attachTimeoutMs(10_000))) {
             ChildProcesses.await("pinned chain stored", 10_000, () -> {
                 if (TestEngine.depth(reader, pin.pod, pinned) == PINNED_LENGTH) {
                     return true;

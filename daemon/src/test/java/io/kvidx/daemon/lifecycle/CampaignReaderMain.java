@@ -2,6 +2,7 @@ package io.kvidx.daemon.lifecycle;
 
 import io.kvidx.client.index.IndexException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.index.StaleWriterException;
 
@@ -50,7 +51,7 @@ public final class CampaignReaderMain {
             corpus.addDocs(Path.of(args[i]));
         }
         final List<KvStreamModel.Doc> docs = corpus.docs;
-        final IndexReader.Context context = new IndexReader.Context().dir(dir).attachTimeoutMs(0)
+        final IndexReaderContext context = new IndexReaderContext().dir(dir).attachTimeoutMs(0)
             .heartbeatTimeoutMs(heartbeatTimeoutMs);
         final Map<Long, Long> observed = new HashMap<>();
         final Map<Integer, String> slotPods = new HashMap<>();

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.lifecycle;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.ffm.SharedFiles;
 import org.junit.jupiter.api.Test;
@@ -131,7 +132,7 @@ class CellLockTest {
             assertEquals(indexTime, Files.getLastModifiedTime(index, LinkOption.NOFOLLOW_LINKS));
             assertEquals(aeronKey, key(Path.of(aeronDir)), "the media driver's directory was not recreated");
             assertEquals(cncKey, key(cnc));
-            try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+            try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 assertEquals(daemon.index().epoch(), reader.epoch(), "the first daemon's index is still in place");
             }
             assertTrue(daemon.aeron().countersReader().maxCounterId() > 0, "the first daemon's Aeron still works");

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.lifecycle;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -156,7 +157,7 @@ class CrashCampaignTest {
 
             final List<String> diff = new ArrayList<>();
             final long catchUpMs;
-            try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).attachTimeoutMs(10_000)
+            try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).attachTimeoutMs(10_000)
                 .heartbeatTimeoutMs(HEARTBEAT_TIMEOUT_MS))) {
                 final long t0 = System.nanoTime();
                 final long deadline = t0 + TimeUnit.SECONDS.toNanos(30);

@@ -3,6 +3,7 @@ package io.kvidx.daemon.lifecycle;
 import io.kvidx.daemon.lifecycle.ChildProcesses.Daemon;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -80,7 +81,7 @@ class CrashPointTest {
     }
 
     private IndexReader reader() {
-        return IndexReader.attach(new IndexReader.Context().dir(work.resolve("index")).attachTimeoutMs(10_000)
+        return IndexReader.attach(new IndexReaderContext().dir(work.resolve("index")).attachTimeoutMs(10_000)
             .heartbeatTimeoutMs(0));
     }
 

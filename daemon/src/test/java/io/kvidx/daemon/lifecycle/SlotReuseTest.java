@@ -2,6 +2,7 @@ package io.kvidx.daemon.lifecycle;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -71,7 +72,7 @@ class SlotReuseTest {
             ChildProcesses.await("daemon ready", 30_000, () -> ChildProcesses.daemonReady(log) || !running.isAlive());
             assertTrue(daemon.isAlive(), () -> ChildProcesses.tail(log, 30));
 
-            try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).attachTimeoutMs(10_000)
+            try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).attachTimeoutMs(10_000)
                 .heartbeatTimeoutMs(5_000))) {
                 final int slotA = storeAndAwait(reader, a, chain, depths, own);
                 final int slotB = storeAndAwait(reader, b, chain, depths, own);

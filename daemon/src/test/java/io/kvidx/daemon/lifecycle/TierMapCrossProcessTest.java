@@ -2,6 +2,7 @@ package io.kvidx.daemon.lifecycle;
 
 import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.client.tiers.TierMapDescriptor;
@@ -97,7 +98,7 @@ class TierMapCrossProcessTest {
             .addZmq(new ZmqEndpoint(cpu.endpoint, null, null, cpu.replayEndpoint));
         final KvidxDaemon daemon = KvidxDaemon.start(context);
         open.add(daemon);
-        final IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell(CELL));
+        final IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell(CELL));
         open.add(reader);
         while (daemon.counters().value(CounterType.PODS_ALIVE) < 2) {
             gpu.command("ping", 10_000);

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.lifecycle;
 
-import io.kvidx.client.index.IndexReader;
+
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.routing.IndexReaderPodIndex;
 import io.kvidx.client.routing.PodRegistry;
 import io.kvidx.client.routing.Router;
@@ -34,7 +35,7 @@ public final class TierRouterMain {
      * @param args directory, cell, YAML file.
      */
     public static void main(final String[] args) throws Exception {
-        final IndexReaderPodIndex index = new IndexReaderPodIndex(new IndexReader.Context().dir(Path.of(args[0]))
+        final IndexReaderPodIndex index = new IndexReaderPodIndex(new IndexReaderContext().dir(Path.of(args[0]))
             .cell(args[1]).heartbeatTimeoutMs(10_000), 100);
         final PodRegistry registry = new PodRegistry();
         final YamlRouting.Environment env = new YamlRouting.Environment().index(index).registry(registry);

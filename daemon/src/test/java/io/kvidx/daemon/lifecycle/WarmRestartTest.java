@@ -1,6 +1,7 @@
 package io.kvidx.daemon.lifecycle;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -39,7 +40,7 @@ class WarmRestartTest {
                     || !running.isAlive());
                 final TestEngine.Chain chain = run == 0 ? before : after;
                 engine.store(chain, 0, chain.length());
-                try (IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir)
+                try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir)
                     .attachTimeoutMs(10_000))) {
                     final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
                     while (TestEngine.depth(reader, engine.pod, chain) != chain.length()

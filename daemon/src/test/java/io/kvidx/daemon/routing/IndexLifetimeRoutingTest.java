@@ -2,7 +2,8 @@ package io.kvidx.daemon.routing;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexException;
-import io.kvidx.client.index.IndexReader;
+
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.routing.IndexReaderPodIndex;
 import io.kvidx.client.routing.PodIndex;
@@ -61,8 +62,8 @@ class IndexLifetimeRoutingTest {
             .deleteOnClose(true);
     }
 
-    private IndexReader.Context readerContext() {
-        return new IndexReader.Context().dir(dir).cell("lifetime").attachTimeoutMs(2_000).heartbeatTimeoutMs(0);
+    private IndexReaderContext readerContext() {
+        return new IndexReaderContext().dir(dir).cell("lifetime").attachTimeoutMs(2_000).heartbeatTimeoutMs(0);
     }
 
     private static long[] chain(final long seed, final int n) {

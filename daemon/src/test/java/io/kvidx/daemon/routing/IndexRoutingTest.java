@@ -1,6 +1,7 @@
 package io.kvidx.daemon.routing;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.client.routing.IndexReaderPodIndex;
 import io.kvidx.client.routing.PodRegistry;
@@ -38,8 +39,8 @@ class IndexRoutingTest {
             .deleteOnClose(true);
     }
 
-    private IndexReader.Context readerContext(final long heartbeatTimeoutMs) {
-        return new IndexReader.Context().dir(dir).cell("routing").attachTimeoutMs(2_000)
+    private IndexReaderContext readerContext(final long heartbeatTimeoutMs) {
+        return new IndexReaderContext().dir(dir).cell("routing").attachTimeoutMs(2_000)
             .heartbeatTimeoutMs(heartbeatTimeoutMs);
     }
 

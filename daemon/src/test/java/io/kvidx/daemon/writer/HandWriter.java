@@ -1,6 +1,7 @@
 package io.kvidx.daemon.writer;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
@@ -33,7 +34,7 @@ final class HandWriter implements AutoCloseable {
         this.model = model;
         index = IndexWriter.create(new IndexWriterContext().dir(dir).shardCount(16).capacityBlocks(8192)
             .blockSize(blockSize).deleteOnClose(true));
-        reader = IndexReader.attach(new IndexReader.Context().dir(dir));
+        reader = IndexReader.attach(new IndexReaderContext().dir(dir));
         pool = new WriterPool(1, 1 << 20, index, directory, counters, errors, SystemEpochClock.INSTANCE, 0,
             NoOpIdleStrategy::new, NoOpIdleStrategy::new);
         agent = pool.agents()[0];

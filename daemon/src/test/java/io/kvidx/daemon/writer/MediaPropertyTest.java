@@ -1,6 +1,7 @@
 package io.kvidx.daemon.writer;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.counters.IngestCounters;
@@ -51,7 +52,7 @@ class MediaPropertyTest {
         final Path dir = Files.createTempDirectory("kvidx-media");
         try (IndexWriter index = IndexWriter.create(new IndexWriterContext().dir(dir).shardCount(16)
                 .capacityBlocks(4096).deleteOnClose(true));
-            IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
+            IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir));
             IngestCounters counters = IngestCounters.local()) {
             final PodDirectory directory = new PodDirectory(4);
             final int pod = directory.podNumber("p", "m");

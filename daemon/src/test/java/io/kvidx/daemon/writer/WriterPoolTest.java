@@ -1,6 +1,7 @@
 package io.kvidx.daemon.writer;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.counters.CounterType;
@@ -43,7 +44,7 @@ class WriterPoolTest {
     @BeforeEach
     void setUp() {
         index = IndexWriter.create(new IndexWriterContext().dir(dir).shardCount(16).capacityBlocks(4096));
-        reader = IndexReader.attach(new IndexReader.Context().dir(dir));
+        reader = IndexReader.attach(new IndexReaderContext().dir(dir));
         counters = IngestCounters.local();
         pool = new WriterPool(2, 1 << 16, index, directory, counters, errors, SystemEpochClock.INSTANCE, 0,
             YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1)).start();

@@ -8,38 +8,28 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.AccessDeniedException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.concurrent.atomic.LongAdder;
 
 import static io.kvidx.client.index.IndexDescriptor.ALIVE_BITMAP_OFFSET;
-import static io.kvidx.client.index.IndexDescriptor.ENTRY_KEY_OFFSET;
-import static io.kvidx.client.index.IndexDescriptor.ENTRY_LENGTH;
-import static io.kvidx.client.index.IndexDescriptor.ENTRY_LENGTH_SHIFT;
-import static io.kvidx.client.index.IndexDescriptor.OVERFLOW_LENGTH;
-import static io.kvidx.client.index.IndexDescriptor.ENTRY_PODS_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.POD_TABLE_VERSION_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_HEADER_LENGTH;
-import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
 
 /**
  * Read-only view of a cell's block index, mapped from the daemon's file; answers prefix queries.
  *
- * <p>Attach with {@link #attach(Context)}: it waits for the file and its layout version, rejects another major
- * version, a short file and a stale writer heartbeat, each with its own {@link IndexException}.
+ * <p>Attach with {@link #attach(IndexReaderContext)}: it waits for the file and its layout version, rejects another
+ * major version, a short file and a stale writer heartbeat, each with its own {@link IndexException}.
  *
  * <p>Queries are lock-free and allocation-free: each lookup reads the shard's seqlock version, probes, then checks
  * the version again and retries when the writer moved entries meanwhile (see docs/index-layout.md). The mapping
  * is read-only: this class cannot write to the file.
  *
  * <p>No read waits without a bound. A lookup that finds its shard locked (or changed under it) retries for the
- * context's read bound ({@link Context#readBoundNs(long)}, default 50 us; counted from the first clock reading, so
- * {@value #SPINS_PER_CLOCK_CHECK} spins more), then throws
- * {@link IndexBusyException} (counted by {@link #busyCount()}), or {@link StaleWriterException} when the writer's
- * heartbeat has stopped; {@link #pod(int)} is bounded the same way. The clock is read only while waiting, once
- * every {@value #SPINS_PER_CLOCK_CHECK} spins: an uncontended lookup never reads it.
+ * context's read bound ({@link IndexReaderContext#readBoundNs(long)}, default 50 us; counted from the first clock
+ * reading, so 64 spins more), then throws {@link IndexBusyException} (counted by {@link #busyCount()}), or
+ * {@link StaleWriterException} when the writer's heartbeat has stopped; {@link #pod(int)} is bounded the same way.
+ * The clock is read only while waiting, once every 64 spins: an uncontended lookup never reads it. The search is
+ * {@code ChainSearch}, the attach {@code IndexFileAttach}, the bound {@code ReadWait}.
  *
  * <p>Each query records in its {@link PrefixResult} the pod table version it saw
  * ({@link PrefixResult#podTableVersion()}), loaded after every alive word and entry it read: a caller that maps
@@ -49,23 +39,15 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
  * {@link PrefixResult}. The daemon's IndexWriter is the only writer of the file.
  */
 public final class IndexReader implements AutoCloseable {
+    /** Spins between two clock readings while a reader waits for the writer (a power of two): about 1-3 us. */
+    static final int SPINS_PER_CLOCK_CHECK = 64;
     private static final VarHandle LONG = Layouts.LONG;
     private static final VarHandle INT = Layouts.INT;
-    /**
-     * Plain loads without the alignment check (every field is 8-byte aligned anyway) for data read between two
-     * reads of a seqlock version; explicit fences order them.
-     */
-    private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
-    /** Spins between two clock readings while a reader waits for the writer (a power of two): about 1-3 us. */
-    private static final int SPINS_PER_CLOCK_CHECK = 64;
 
     private final MappedRegion region;
     private final MemorySegment segment;
     private final int shardCount;
     private final int slotsPerShard;
-    private final int shardBits;
-    private final int slotBits;
-    private final int slotMask;
     private final int maxPods;
     private final int maxChain;
     private final int blockSize;
@@ -74,20 +56,11 @@ public final class IndexReader implements AutoCloseable {
     private final long epoch;
     private final long writerPid;
     private final long shardHeadersOffset;
-    private final long tablesOffset;
-    private final long shardTableLength;
-    private final long overflowOffset;
-    private final int overflowPerShard;
-    /** Pods words are plain 64-bit bitmaps (at most 64 pods): one load per lookup. */
-    private final boolean direct;
-    private final int overflowMask;
-    private final boolean prefetch;
-    private final long heartbeatTimeoutMs;
-    private final long readBoundNs;
-    /** Reads that gave up at the read bound; touched only then. */
-    private final LongAdder busy = new LongAdder();
+    private final ReadWait wait;
+    private final ChainSearch search;
 
-    private IndexReader(final MappedRegion region, final Context context) {
+    /** Built by {@link IndexFileAttach} on a mapping it has validated. */
+    IndexReader(final MappedRegion region, final IndexReaderContext context) {
         this.region = region;
         this.segment = region.segment();
         this.layoutVersion = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.LAYOUT_VERSION_OFFSET);
@@ -99,19 +72,9 @@ public final class IndexReader implements AutoCloseable {
         this.keyScheme = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.KEY_SCHEME_OFFSET);
         this.epoch = segment.get(ValueLayout.JAVA_LONG, IndexDescriptor.EPOCH_OFFSET);
         this.writerPid = segment.get(ValueLayout.JAVA_LONG, IndexDescriptor.WRITER_PID_OFFSET);
-        this.shardBits = Integer.numberOfTrailingZeros(shardCount);
-        this.slotBits = Integer.numberOfTrailingZeros(slotsPerShard);
-        this.slotMask = slotsPerShard - 1;
         this.shardHeadersOffset = IndexDescriptor.shardHeadersOffset(maxPods);
-        this.tablesOffset = IndexDescriptor.tablesOffset(maxPods, shardCount);
-        this.shardTableLength = (long) slotsPerShard * ENTRY_LENGTH;
-        this.overflowOffset = IndexDescriptor.overflowOffset(maxPods, shardCount, slotsPerShard);
-        this.overflowPerShard = IndexDescriptor.overflowPerShard(maxPods, slotsPerShard);
-        this.overflowMask = Math.max(0, overflowPerShard - 1);
-        this.direct = IndexDescriptor.isDirect(maxPods);
-        this.prefetch = context.prefetch();
-        this.heartbeatTimeoutMs = context.heartbeatTimeoutMs();
-        this.readBoundNs = context.readBoundNs();
+        this.wait = new ReadWait(segment, region.path(), context.heartbeatTimeoutMs(), context.readBoundNs());
+        this.search = new ChainSearch(segment, wait, context.prefetch());
     }
 
     /**
@@ -126,106 +89,8 @@ public final class IndexReader implements AutoCloseable {
      * @throws StaleWriterException     when the writer's heartbeat is older than the heartbeat timeout.
      * @throws IndexAccessDeniedException when this process may not read the file (or search its directory).
      */
-    public static IndexReader attach(final Context context) {
-        context.conclude();
-        final Path file = context.indexFile();
-        final long deadlineMs = System.currentTimeMillis() + context.attachTimeoutMs();
-        String lastProblem = "no file";
-        while (true) {
-            final MappedRegion region = tryMap(file);
-            if (region != null) {
-                boolean keep = false;
-                try {
-                    final MemorySegment header = region.segment();
-                    final int version = (int) Layouts.INT.getAcquire(header,
-                        (long) IndexDescriptor.LAYOUT_VERSION_OFFSET);
-                    if (version != 0) {
-                        final IndexReader reader = validate(region, file, context, version);
-                        keep = true;
-                        return reader;
-                    }
-                    lastProblem = "layout version still 0 (writer not ready)";
-                } finally {
-                    if (!keep) {
-                        region.close();
-                    }
-                }
-            }
-            if (System.currentTimeMillis() >= deadlineMs) {
-                throw new IndexNotFoundException("no ready kvidx index at " + file + " after "
-                    + context.attachTimeoutMs() + " ms (" + lastProblem + "); is the daemon running with dir="
-                    + context.dir() + " cell=" + context.cell() + "?");
-            }
-            try {
-                Thread.sleep(10);
-            } catch (final InterruptedException ex) {
-                Thread.currentThread().interrupt();
-                throw new IndexNotFoundException("interrupted while waiting for " + file, ex);
-            }
-        }
-    }
-
-    private static MappedRegion tryMap(final Path file) {
-        try {
-            final long size = Files.size(file);
-            if (size < IndexDescriptor.HEADER_LENGTH) {
-                if (size > 0) {
-                    throw new IndexTruncatedException("index file " + file + " is " + size
-                        + " bytes, shorter than its " + IndexDescriptor.HEADER_LENGTH + "-byte header");
-                }
-                return null;
-            }
-            return MappedRegion.mapReadOnly(file, size);
-        } catch (final NoSuchFileException ex) {
-            return null;
-        } catch (final AccessDeniedException ex) {
-            throw IndexAccessDeniedException.of(file, ex);
-        } catch (final IOException ex) {
-            throw new IndexException("cannot map index file " + file + ": " + ex.getMessage(), ex);
-        }
-    }
-
-    private static IndexReader validate(final MappedRegion region, final Path file, final Context context,
-        final int version) {
-        final MemorySegment s = region.segment();
-        final long magic = s.get(ValueLayout.JAVA_LONG, IndexDescriptor.MAGIC_OFFSET);
-        if (magic != IndexDescriptor.MAGIC) {
-            throw new IndexFormatException("not a kvidx index: " + file + " has magic 0x" + Long.toHexString(magic)
-                + ", expected 0x" + Long.toHexString(IndexDescriptor.MAGIC));
-        }
-        if (IndexDescriptor.majorVersion(version) != IndexDescriptor.VERSION_MAJOR) {
-            throw new IndexVersionException("index " + file + " has layout version "
-                + IndexDescriptor.versionString(version) + "; this reader understands "
-                + IndexDescriptor.versionString(IndexDescriptor.LAYOUT_VERSION) + " (major "
-                + IndexDescriptor.VERSION_MAJOR + " only)");
-        }
-        final int headerLength = s.get(ValueLayout.JAVA_INT, IndexDescriptor.HEADER_LENGTH_OFFSET);
-        final int shards = s.get(ValueLayout.JAVA_INT, IndexDescriptor.SHARD_COUNT_OFFSET);
-        final int slots = s.get(ValueLayout.JAVA_INT, IndexDescriptor.SLOTS_PER_SHARD_OFFSET);
-        final int pods = s.get(ValueLayout.JAVA_INT, IndexDescriptor.MAX_PODS_OFFSET);
-        final int chain = s.get(ValueLayout.JAVA_INT, IndexDescriptor.MAX_CHAIN_OFFSET);
-        final String problem = IndexDescriptor.validateGeometry(shards, slots, pods, chain);
-        if (problem != null || headerLength != IndexDescriptor.HEADER_LENGTH) {
-            throw new IndexFormatException("index " + file + " has an impossible geometry: "
-                + (problem != null ? problem : "header length " + headerLength));
-        }
-        final long declared = s.get(ValueLayout.JAVA_LONG, IndexDescriptor.FILE_LENGTH_OFFSET);
-        final long expected = IndexDescriptor.fileLength(pods, shards, slots);
-        if (declared != expected) {
-            throw new IndexFormatException("index " + file + " declares " + declared + " bytes but its geometry needs "
-                + expected);
-        }
-        if (s.byteSize() < declared) {
-            throw new IndexTruncatedException("index " + file + " is " + s.byteSize() + " bytes, shorter than the "
-                + declared + " bytes its header declares (truncated?)");
-        }
-        final IndexReader reader = new IndexReader(region, context);
-        if (context.heartbeatTimeoutMs() > 0 && reader.isWriterStale()) {
-            throw new StaleWriterException("index " + file + ": writer pid " + reader.writerPid
-                + " last beat " + reader.heartbeatAgeMs() + " ms ago (timeout " + context.heartbeatTimeoutMs()
-                + " ms); the daemon is gone or hung");
-        }
-        return reader;
+    public static IndexReader attach(final IndexReaderContext context) {
+        return IndexFileAttach.attach(context);
     }
 
     /**
@@ -247,83 +112,7 @@ public final class IndexReader implements AutoCloseable {
      * @throws StaleWriterException  when a shard stays locked by a writer whose heartbeat has stopped.
      */
     public int query(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
-        final int max = search(keys, length, candidates, result);
-        result.podTableVersion = podTableVersionAfterReads();
-        return max;
-    }
-
-    private int search(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
-        checkChain(keys, length);
-        result.reset(length);
-        long s0 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET);
-        long s1 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 8);
-        long s2 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 16);
-        long s3 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 24);
-        if (candidates != null) {
-            s0 &= candidates.word(0);
-            s1 &= candidates.word(1);
-            s2 &= candidates.word(2);
-            s3 &= candidates.word(3);
-        }
-        if (length == 0 || (s0 | s1 | s2 | s3) == 0) {
-            return 0;
-        }
-        if (direct) {
-            return queryDirect(keys, length, s0, result);
-        }
-        if (prefetch) {
-            result.sink = prefetch(keys, length, result);
-        }
-        final long[] stack = result.stack;
-        final long[] words = result.words;
-        // Probe block 0 first: the pods that hold nothing of the chain (most of a large cell) leave after one
-        // lookup instead of a descent to depth 0; the holders search [1, N].
-        lookup(keys[0], words);
-        int probes = 1;
-        s0 &= words[0];
-        s1 &= words[1];
-        s2 &= words[2];
-        s3 &= words[3];
-        if ((s0 | s1 | s2 | s3) == 0) {
-            result.probes(probes);
-            return 0;
-        }
-        int top = 0;
-        push(stack, top++, 1, length, s0, s1, s2, s3);
-        int max = 0;
-        while (top > 0) {
-            final int base = --top * PrefixResult.FRAME;
-            final int lo = (int) stack[base];
-            final int hi = (int) stack[base + 1];
-            final long f0 = stack[base + 2];
-            final long f1 = stack[base + 3];
-            final long f2 = stack[base + 4];
-            final long f3 = stack[base + 5];
-            if (lo == hi) {
-                result.addAll(f0, f1, f2, f3, lo);
-                max = Math.max(max, lo);
-                continue;
-            }
-            final int mid = (lo + hi) >>> 1;
-            lookup(keys[mid], words);
-            probes++;
-            final long h0 = f0 & words[0];
-            final long h1 = f1 & words[1];
-            final long h2 = f2 & words[2];
-            final long h3 = f3 & words[3];
-            final long l0 = f0 & ~words[0];
-            final long l1 = f1 & ~words[1];
-            final long l2 = f2 & ~words[2];
-            final long l3 = f3 & ~words[3];
-            if ((l0 | l1 | l2 | l3) != 0) {
-                push(stack, top++, lo, mid, l0, l1, l2, l3);
-            }
-            if ((h0 | h1 | h2 | h3) != 0) {
-                push(stack, top++, mid + 1, hi, h0, h1, h2, h3);
-            }
-        }
-        result.probes(probes);
-        return max;
+        return search.query(keys, length, candidates, result);
     }
 
     /**
@@ -339,277 +128,7 @@ public final class IndexReader implements AutoCloseable {
      * @throws StaleWriterException when a shard stays locked by a writer whose heartbeat has stopped.
      */
     public int queryExact(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
-        final int max = walk(keys, length, candidates, result);
-        result.podTableVersion = podTableVersionAfterReads();
-        return max;
-    }
-
-    /**
-     * The pod table version as a query records it: after every load of the query (alive words, entries). The
-     * writer bumps the version before it sets the alive bit of a slot it gave to a new pod, and that pod's blocks
-     * are stored later still; so when any load of the query saw the new pod (its alive bit or one of its bits), this
-     * load sees the bumped version, and a caller whose slot-to-pod mapping is older notices. Loaded the other way
-     * round, the query could pair an old version with the new pod's bits and report them under the old pod's name.
-     */
-    private long podTableVersionAfterReads() {
-        VarHandle.loadLoadFence();
-        return (long) LONG.getAcquire(segment, (long) POD_TABLE_VERSION_OFFSET);
-    }
-
-    private int walk(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
-        checkChain(keys, length);
-        result.reset(length);
-        long s0 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET);
-        long s1 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 8);
-        long s2 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 16);
-        long s3 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 24);
-        if (candidates != null) {
-            s0 &= candidates.word(0);
-            s1 &= candidates.word(1);
-            s2 &= candidates.word(2);
-            s3 &= candidates.word(3);
-        }
-        if (direct) {
-            return queryExactDirect(keys, length, s0, result);
-        }
-        if (prefetch) {
-            result.sink = prefetch(keys, length, result);
-        }
-        final long[] words = result.words;
-        int i = 0;
-        while (i < length && (s0 | s1 | s2 | s3) != 0) {
-            lookup(keys[i], words);
-            result.addAll(s0 & ~words[0], s1 & ~words[1], s2 & ~words[2], s3 & ~words[3], i);
-            s0 &= words[0];
-            s1 &= words[1];
-            s2 &= words[2];
-            s3 &= words[3];
-            i++;
-        }
-        result.addAll(s0, s1, s2, s3, i);
-        result.probes(i);
-        return result.maxDepth();
-    }
-
-    /**
-     * {@link #queryExact} in a direct cell: one pods word per block, the home offsets computed once (by the
-     * prefetch when it is on), and the pods that leave at block i recorded with depth i.
-     */
-    private int queryExactDirect(final long[] keys, final int length, final long alive, final PrefixResult result) {
-        final long[] offsets = chainOffsets(keys, length, result);
-        long held = alive;
-        int max = 0;
-        int i = 0;
-        while (i < length && held != 0) {
-            final long w = lookupDirect(IndexDescriptor.storedKey(keys[i]), offsets[i]);
-            final long left = held & ~w;
-            if (left != 0 && i > 0) {
-                result.addWord0(left, i);
-                max = i;
-            }
-            held &= w;
-            i++;
-        }
-        if (held != 0 && i > 0) {
-            result.addWord0(held, i);
-            max = i;
-        }
-        result.probes(i);
-        return max;
-    }
-
-    /**
-     * Loads the home entry of every key of the chain before the search starts: the loads are independent, so
-     * their cache misses overlap instead of being paid one probe at a time.
-     */
-    private long prefetch(final long[] keys, final int length, final PrefixResult result) {
-        // Two passes: first compute every home entry's offset, then load them in a loop of a few instructions per
-        // load, so that many more misses are in flight at once than if each load waited behind its own hashing.
-        final long[] offsets = homeOffsets(keys, length, result);
-        final MemorySegment s = segment;
-        long sink = 0;
-        for (int i = 0; i < length; i++) {
-            sink += (long) PLAIN.get(s, offsets[i]);
-        }
-        return sink;
-    }
-
-    /**
-     * The home entry offset of every key of the chain, in the result's scratch array; with prefetching on, the
-     * entries are loaded too (see {@link #prefetch}).
-     */
-    private long[] chainOffsets(final long[] keys, final int length, final PrefixResult result) {
-        if (prefetch) {
-            result.sink = prefetch(keys, length, result);
-            return result.offsets(length);
-        }
-        return homeOffsets(keys, length, result);
-    }
-
-    /** The file offset of every key's home entry, in the result's scratch array. */
-    private long[] homeOffsets(final long[] keys, final int length, final PrefixResult result) {
-        final long[] offsets = result.offsets(length);
-        for (int i = 0; i < length; i++) {
-            offsets[i] = homeOffset(IndexDescriptor.storedKey(keys[i]));
-        }
-        return offsets;
-    }
-
-    /** File offset of a stored key's home entry: shard and slot are consecutive bits of its Fibonacci hash. */
-    private long homeOffset(final long storedKey) {
-        final long index = IndexDescriptor.homeIndex(IndexDescriptor.spread(storedKey), shardBits, slotBits);
-        return tablesOffset + (index << ENTRY_LENGTH_SHIFT);
-    }
-
-    /**
-     * {@link #query} in a direct cell (at most 64 pods): pod sets are single words, so the search keeps one word
-     * per frame and each lookup returns the pods word itself.
-     */
-    private int queryDirect(final long[] keys, final int length, final long alive, final PrefixResult result) {
-        final long[] offsets = chainOffsets(keys, length, result);
-        long s0 = alive & lookupDirect(IndexDescriptor.storedKey(keys[0]), offsets[0]);
-        int probes = 1;
-        if (s0 == 0) {
-            result.probes(probes);
-            return 0;
-        }
-        final long[] stack = result.stack;
-        int top = 0;
-        stack[0] = 1;
-        stack[1] = length;
-        stack[2] = s0;
-        top++;
-        int max = 0;
-        while (top > 0) {
-            final int base = --top * 3;
-            final int lo = (int) stack[base];
-            final int hi = (int) stack[base + 1];
-            final long f = stack[base + 2];
-            if (lo == hi) {
-                result.addWord0(f, lo);
-                max = Math.max(max, lo);
-                continue;
-            }
-            final int mid = (lo + hi) >>> 1;
-            final long w = lookupDirect(IndexDescriptor.storedKey(keys[mid]), offsets[mid]);
-            probes++;
-            final long low = f & ~w;
-            final long high = f & w;
-            if (low != 0) {
-                final int b = top++ * 3;
-                stack[b] = lo;
-                stack[b + 1] = mid;
-                stack[b + 2] = low;
-            }
-            if (high != 0) {
-                final int b = top++ * 3;
-                stack[b] = mid + 1;
-                stack[b + 1] = hi;
-                stack[b + 2] = high;
-            }
-        }
-        result.probes(probes);
-        return max;
-    }
-
-    /**
-     * The pods word of a stored key in a direct cell (0 when absent), by linear probing from its home entry's
-     * file offset under the shard's seqlock.
-     */
-    private long lookupDirect(final long k, final long home) {
-        final MemorySegment s = segment;
-        final long inTables = home - tablesOffset;
-        final long tableMask = shardTableLength - 1;
-        final long table = home - (inTables & tableMask);
-        final int shard = (int) (inTables >>> (slotBits + ENTRY_LENGTH_SHIFT));
-        final long versionOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_VERSION_OFFSET;
-        int spins = 0;
-        long waitStartNs = 0;
-        while (true) {
-            // Plain loads with explicit fences: the same ordering as getAcquire / getOpaque without their
-            // alignment checks, and the table wraps by a mask (docs/perf.md, layout 3.0 runs: 7 % less in-cache time).
-            final long v1 = (long) PLAIN.get(s, versionOffset);
-            VarHandle.acquireFence();
-            if ((v1 & 1) == 0) {
-                long pods = 0;
-                long e = home;
-                for (int n = 0; n <= slotMask; n++) {
-                    final long ek = (long) PLAIN.get(s, e + ENTRY_KEY_OFFSET);
-                    if (ek == k) {
-                        // The key is published (release) after its pods word: read the pods word after the key.
-                        VarHandle.acquireFence();
-                        pods = (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET);
-                        break;
-                    }
-                    if (ek == 0) {
-                        break;
-                    }
-                    e = table + ((e + ENTRY_LENGTH - table) & tableMask);
-                }
-                VarHandle.loadLoadFence();
-                if ((long) PLAIN.get(s, versionOffset) == v1) {
-                    return pods;
-                }
-            }
-            Thread.onSpinWait();
-            if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
-                waitStartNs = checkWait(waitStartNs, spins, shard, -1);
-            }
-        }
-    }
-
-    /**
-     * Called every {@link #SPINS_PER_CLOCK_CHECK} spins of a reader waiting for the writer (a shard locked or
-     * changed under it, or a pod table entry being changed): the only place a read looks at the clock. The first
-     * call starts the wait's clock; a later one gives up once the read bound has passed.
-     *
-     * @param waitStartNs the wait's start as returned by the previous call (ignored by the first).
-     * @param spins       spins so far, a multiple of {@link #SPINS_PER_CLOCK_CHECK}.
-     * @param shard       the shard waited for, or -1.
-     * @param slot        the pod slot waited for, or -1.
-     * @return the wait's start.
-     * @throws StaleWriterException when the writer's heartbeat has stopped: it died mid-change.
-     * @throws IndexBusyException   when the read bound has passed with the writer alive.
-     */
-    private long checkWait(final long waitStartNs, final int spins, final int shard, final int slot) {
-        final long now = System.nanoTime();
-        if (isWriterStale()) {
-            throw new StaleWriterException((shard >= 0 ? "shard " + shard : "pod table entry " + slot) + " of "
-                + region.path() + " stays locked and the writer's heartbeat stopped " + heartbeatAgeMs() + " ms ago");
-        }
-        if (spins == SPINS_PER_CLOCK_CHECK) {
-            return now;
-        }
-        final long waitedNs = now - waitStartNs;
-        if (waitedNs < readBoundNs) {
-            return waitStartNs;
-        }
-        busy.increment();
-        throw new IndexBusyException((shard >= 0 ? "shard " + shard : "pod table entry " + slot) + " of "
-            + region.path() + " stayed locked or kept changing for " + waitedNs / 1_000 + " us (read bound "
-            + readBoundNs / 1_000 + " us); the writer is alive (heartbeat " + heartbeatAgeMs() + " ms ago)");
-    }
-
-    private static void push(final long[] stack, final int frame, final int lo, final int hi, final long w0,
-        final long w1, final long w2, final long w3) {
-        final int base = frame * PrefixResult.FRAME;
-        stack[base] = lo;
-        stack[base + 1] = hi;
-        stack[base + 2] = w0;
-        stack[base + 3] = w1;
-        stack[base + 4] = w2;
-        stack[base + 5] = w3;
-    }
-
-    private void checkChain(final long[] keys, final int length) {
-        if (length < 0 || length > keys.length) {
-            throw new IllegalArgumentException("chain length " + length + " outside the key array of "
-                + keys.length);
-        }
-        if (length > maxChain) {
-            throw new ChainTooLongException("chain of " + length + " blocks exceeds this index's maximum of "
-                + maxChain + " (daemon option --max-chain-length, YAML maxChainLength)");
-        }
+        return search.queryExact(keys, length, candidates, result);
     }
 
     /**
@@ -622,83 +141,7 @@ public final class IndexReader implements AutoCloseable {
      * @throws StaleWriterException when the shard stays locked by a writer whose heartbeat has stopped.
      */
     public boolean lookup(final long key, final long[] out) {
-        final long k = IndexDescriptor.storedKey(key);
-        if (direct) {
-            // A direct cell deletes an entry with its last pod: a non-zero word is a present key.
-            out[0] = lookupDirect(k, homeOffset(k));
-            out[1] = 0;
-            out[2] = 0;
-            out[3] = 0;
-            return out[0] != 0;
-        }
-        final long h = IndexDescriptor.spread(k);
-        final int shard = (int) (h >>> (64 - shardBits));
-        final int home = IndexDescriptor.homeSlot(h, shardBits, slotBits);
-        final long versionOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_VERSION_OFFSET;
-        final long table = tablesOffset + shard * shardTableLength;
-        final MemorySegment s = segment;
-        int spins = 0;
-        long waitStartNs = 0;
-        while (true) {
-            final long v1 = (long) LONG.getAcquire(s, versionOffset);
-            if ((v1 & 1) == 0) {
-                long w0 = 0;
-                long w1 = 0;
-                long w2 = 0;
-                long w3 = 0;
-                boolean found = false;
-                int idx = home;
-                for (int n = 0; n <= slotMask; n++) {
-                    final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
-                    final long ek = (long) PLAIN.get(s, e + ENTRY_KEY_OFFSET);
-                    if (ek == k) {
-                        // The key is published (release) after its pods word: read the pods word after the key.
-                        VarHandle.acquireFence();
-                        final long pods = (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET);
-                        if (pods >= 0) {
-                            for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
-                                final int slot = IndexDescriptor.inlineSlot(pods, i);
-                                final long bit = 1L << slot;
-                                switch (slot >>> 6) {
-                                    case 0 -> w0 |= bit;
-                                    case 1 -> w1 |= bit;
-                                    case 2 -> w2 |= bit;
-                                    default -> w3 |= bit;
-                                }
-                            }
-                        } else {
-                            // Masked: even a corrupted index cannot point outside this shard's overflow area.
-                            final long o = overflowOffset
-                                + ((long) shard * overflowPerShard + ((int) pods & overflowMask)) * OVERFLOW_LENGTH;
-                            // The bitmap is filled before its index is published (release) in the pods word.
-                            VarHandle.acquireFence();
-                            w0 = (long) PLAIN.get(s, o);
-                            w1 = (long) PLAIN.get(s, o + 8);
-                            w2 = (long) PLAIN.get(s, o + 16);
-                            w3 = (long) PLAIN.get(s, o + 24);
-                        }
-                        found = true;
-                        break;
-                    }
-                    if (ek == 0) {
-                        break;
-                    }
-                    idx = (idx + 1) & slotMask;
-                }
-                VarHandle.loadLoadFence();
-                if ((long) LONG.getOpaque(s, versionOffset) == v1) {
-                    out[0] = w0;
-                    out[1] = w1;
-                    out[2] = w2;
-                    out[3] = w3;
-                    return found;
-                }
-            }
-            Thread.onSpinWait();
-            if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
-                waitStartNs = checkWait(waitStartNs, spins, shard, -1);
-            }
-        }
+        return search.lookup(key, out);
     }
 
     /**
@@ -768,7 +211,7 @@ public final class IndexReader implements AutoCloseable {
             }
             Thread.onSpinWait();
             if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
-                waitStartNs = checkWait(waitStartNs, spins, -1, slot);
+                waitStartNs = wait.check(waitStartNs, spins, -1, slot);
             }
         }
     }
@@ -789,7 +232,7 @@ public final class IndexReader implements AutoCloseable {
      * @return reads (lookups, queries, {@link #pod}) that gave up with {@link IndexBusyException} since attach.
      */
     public long busyCount() {
-        return busy.sum();
+        return wait.busyCount();
     }
 
     /**
@@ -835,7 +278,7 @@ public final class IndexReader implements AutoCloseable {
      * @return milliseconds since the writer's last heartbeat.
      */
     public long heartbeatAgeMs() {
-        return System.currentTimeMillis() - (long) LONG.getAcquire(segment, (long) IndexDescriptor.HEARTBEAT_OFFSET);
+        return wait.heartbeatAgeMs();
     }
 
     /**
@@ -846,8 +289,7 @@ public final class IndexReader implements AutoCloseable {
      * @return true when the heartbeat is older than the heartbeat timeout (never when the timeout is 0).
      */
     public boolean isWriterStale() {
-        final long timeout = heartbeatTimeoutMs;
-        return timeout > 0 && heartbeatAgeMs() > timeout;
+        return wait.isWriterStale();
     }
 
     /**
@@ -988,156 +430,6 @@ public final class IndexReader implements AutoCloseable {
          */
         public PodInfo(final int slot, final int generation, final int state, final String podId, final String model) {
             this(slot, generation, state, podId, model, false);
-        }
-    }
-
-    /**
-     * Where and how a reader attaches. Defaults come from {@link IndexConfiguration}.
-     */
-    public static final class Context {
-        private Path dir;
-        private String cell;
-        private long attachTimeoutMs = -1;
-        private long heartbeatTimeoutMs = -1;
-        private long readBoundNs = -1;
-        private Boolean prefetch;
-
-        /**
-         * Applies defaults to unset values and validates.
-         *
-         * @return this.
-         */
-        public Context conclude() {
-            if (dir == null) {
-                dir = IndexConfiguration.dir();
-            }
-            if (cell == null) {
-                cell = IndexConfiguration.cell();
-            }
-            if (attachTimeoutMs < 0) {
-                attachTimeoutMs = IndexConfiguration.attachTimeoutMs();
-            }
-            if (heartbeatTimeoutMs < 0) {
-                heartbeatTimeoutMs = IndexConfiguration.heartbeatTimeoutMs();
-            }
-            if (readBoundNs < 0) {
-                readBoundNs = IndexConfiguration.readBoundNs();
-            }
-            if (readBoundNs <= 0) {
-                throw new IllegalArgumentException("read bound must be > 0 ns: " + readBoundNs);
-            }
-            if (prefetch == null) {
-                prefetch = IndexConfiguration.prefetch();
-            }
-            IndexConfiguration.indexFile(dir, cell);
-            return this;
-        }
-
-        /**
-         * @param dir index directory (default /dev/shm/kvidx).
-         * @return this.
-         */
-        public Context dir(final Path dir) {
-            this.dir = dir;
-            return this;
-        }
-
-        /**
-         * @return index directory.
-         */
-        public Path dir() {
-            return dir;
-        }
-
-        /**
-         * @param cell cell name (default "default").
-         * @return this.
-         */
-        public Context cell(final String cell) {
-            this.cell = cell;
-            return this;
-        }
-
-        /**
-         * @return cell name.
-         */
-        public String cell() {
-            return cell;
-        }
-
-        /**
-         * @param ms how long to wait for the file; 0 tries once.
-         * @return this.
-         */
-        public Context attachTimeoutMs(final long ms) {
-            this.attachTimeoutMs = ms;
-            return this;
-        }
-
-        /**
-         * @return attach timeout.
-         */
-        public long attachTimeoutMs() {
-            return attachTimeoutMs;
-        }
-
-        /**
-         * @param ms heartbeat age beyond which the writer is stale; 0 disables the check.
-         * @return this.
-         */
-        public Context heartbeatTimeoutMs(final long ms) {
-            this.heartbeatTimeoutMs = ms;
-            return this;
-        }
-
-        /**
-         * @return heartbeat timeout.
-         */
-        public long heartbeatTimeoutMs() {
-            return heartbeatTimeoutMs;
-        }
-
-        /**
-         * @param ns longest a read waits for a shard or pod table entry the writer holds locked (or keeps changing)
-         *           before it throws {@link IndexBusyException}; default
-         *           {@value IndexConfiguration#READ_BOUND_NS_DEFAULT} ns. Must be &gt; 0.
-         * @return this.
-         */
-        public Context readBoundNs(final long ns) {
-            this.readBoundNs = ns;
-            return this;
-        }
-
-        /**
-         * @return read bound.
-         */
-        public long readBoundNs() {
-            return readBoundNs;
-        }
-
-        /**
-         * @param prefetch load the home entry of every key of a chain before searching (default true): the cache
-         *                 misses of a large index overlap instead of adding up, at a small cost when the index
-         *                 fits in cache. See docs/perf.md.
-         * @return this.
-         */
-        public Context prefetch(final boolean prefetch) {
-            this.prefetch = prefetch;
-            return this;
-        }
-
-        /**
-         * @return whether queries prefetch the chain's home entries.
-         */
-        public boolean prefetch() {
-            return prefetch == null || prefetch;
-        }
-
-        /**
-         * @return the index file this context points at.
-         */
-        public Path indexFile() {
-            return IndexConfiguration.indexFile(dir, cell);
         }
     }
 }

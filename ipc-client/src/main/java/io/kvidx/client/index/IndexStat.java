@@ -16,7 +16,7 @@ public final class IndexStat {
      * @param args optional index directory and cell.
      */
     public static void main(final String[] args) {
-        final IndexReader.Context context = new IndexReader.Context().heartbeatTimeoutMs(0).attachTimeoutMs(0);
+        final IndexReaderContext context = new IndexReaderContext().heartbeatTimeoutMs(0).attachTimeoutMs(0);
         if (args.length > 0) {
             context.dir(Path.of(args[0]));
         }

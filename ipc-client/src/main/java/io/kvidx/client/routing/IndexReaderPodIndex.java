@@ -3,6 +3,7 @@ package io.kvidx.client.routing;
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.IndexUnavailableException;
 import io.kvidx.client.index.PodSet;
 import io.kvidx.client.index.PrefixResult;
@@ -52,7 +53,7 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
     /** Times a query re-reads a reader that changed while it was pinning before it reports the index unavailable. */
     private static final int PIN_ATTEMPTS = 3;
 
-    private final IndexReader.Context attachContext;
+    private final IndexReaderContext attachContext;
     private final long retryIntervalMs;
     /** The reader queries use, null while none is mapped; replaced only under this object's monitor. */
     private volatile Mapping current;
@@ -73,7 +74,7 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
      * @param retryIntervalMs how often to try to attach while the index is missing.
      */
     public IndexReaderPodIndex(final IndexReader reader, final long retryIntervalMs) {
-        this(new IndexReader.Context().dir(reader.path().getParent().getParent()).cell(
+        this(new IndexReaderContext().dir(reader.path().getParent().getParent()).cell(
             reader.path().getParent().getFileName().toString()), reader, retryIntervalMs);
     }
 
@@ -84,11 +85,11 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
      *                        ignored (attempts never wait).
      * @param retryIntervalMs how often to try to attach while the index is missing.
      */
-    public IndexReaderPodIndex(final IndexReader.Context context, final long retryIntervalMs) {
+    public IndexReaderPodIndex(final IndexReaderContext context, final long retryIntervalMs) {
         this(context, null, retryIntervalMs);
     }
 
-    private IndexReaderPodIndex(final IndexReader.Context context, final IndexReader reader,
+    private IndexReaderPodIndex(final IndexReaderContext context, final IndexReader reader,
         final long retryIntervalMs) {
         if (retryIntervalMs < 0) {
             throw new IllegalArgumentException("retryIntervalMs must be >= 0: " + retryIntervalMs);
@@ -118,7 +119,7 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
     private Mapping attach() {
         nextAttachMs = System.currentTimeMillis() + retryIntervalMs;
         try {
-            final IndexReader.Context c = new IndexReader.Context().dir(attachContext.dir())
+            final IndexReaderContext c = new IndexReaderContext().dir(attachContext.dir())
                 .cell(attachContext.cell()).attachTimeoutMs(0).heartbeatTimeoutMs(attachContext.heartbeatTimeoutMs())
                 .readBoundNs(attachContext.readBoundNs()).prefetch(attachContext.prefetch());
             final IndexReader reader = IndexReader.attach(c);

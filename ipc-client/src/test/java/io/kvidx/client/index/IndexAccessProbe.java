@@ -18,8 +18,8 @@ public final class IndexAccessProbe {
      * @throws Exception never on the expected paths.
      */
     public static void main(final String[] args) throws Exception {
-        final IndexReader.Context context =
-            new IndexReader.Context().dir(Path.of(args[0])).cell(args[1]).attachTimeoutMs(0);
+        final IndexReaderContext context =
+            new IndexReaderContext().dir(Path.of(args[0])).cell(args[1]).attachTimeoutMs(0);
         try (IndexReader reader = IndexReader.attach(context)) {
             System.out.println("attached " + reader.maxPods());
         } catch (final RuntimeException ex) {

@@ -3,6 +3,7 @@ package io.kvidx.daemon.ingest.aeron;
 import io.aeron.Aeron;
 import io.aeron.Publication;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.publish.KvEventPublisher;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
@@ -60,7 +61,7 @@ class AeronIngestTest {
         final Capture lora = Capture.load("kv_event_lora.json");
         final long[] h = base.blockHashes();
         try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-            IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
+            IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir));
             Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
             Publication publication = client.addPublication(channel, ctx.aeronStreamId())) {
             await("publication connected", publication::isConnected);
@@ -161,7 +162,7 @@ class AeronIngestTest {
                     .sharedIdleStrategy(new SleepingMillisIdleStrategy(1)).ipcTermBufferLength(1 << 16));
             KvidxDaemon daemon = KvidxDaemon.start(new DaemonContext().dir(dir).shardCount(16).capacityBlocks(4096)
                 .podTimeoutMs(0).addAeronChannel("aeron:ipc").aeronDir(aeronDir).embeddedDriver(false));
-            IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
+            IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir));
             Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
             Publication publication = client.addPublication("aeron:ipc", 7001)) {
             await("publication connected", publication::isConnected);

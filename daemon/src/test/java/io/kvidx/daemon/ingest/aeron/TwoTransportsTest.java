@@ -3,6 +3,7 @@ package io.kvidx.daemon.ingest.aeron;
 import io.aeron.Aeron;
 import io.aeron.Publication;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.publish.KvEventPublisher;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
@@ -46,7 +47,7 @@ class TwoTransportsTest {
                 .podTimeoutMs(0).writers(2).idleStrategy("backoff").addAeronChannel("aeron:ipc").aeronDir(aeronDir)
                 .aeronTermLength(1 << 16).addZmq(new ZmqEndpoint(zmq.endpoint(), null, null, zmq.replayEndpoint()));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir));
                 Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
                 Publication publication = client.addPublication("aeron:ipc", ctx.aeronStreamId())) {
                 await("publication connected", publication::isConnected);

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.ingest.sglang;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ingest.vllm.Capture;
@@ -26,7 +27,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * configured with engine {@code sglang}: array events (with the trailing metadata map of a salted store) and tagged
  * map events with {@code cache_salt} and {@code session_id}; signed 64-bit hashes; EAGLE's bigram token pairs; the
  * HiCache host tier; replay replies without a topic frame, for an endpoint that names its pod and for one that takes
- * it from the topic (with the epoch a snapshot-enabled publisher appends after a NUL); {@code attn_dp_rank} making rank 1 a pod of its own; a publisher restart.
+ * it from the topic (with the epoch a snapshot-enabled publisher appends after a NUL); {@code attn_dp_rank} making
+ * rank 1 a pod of its own; a publisher restart.
  */
 @Timeout(120)
 class SglangPublisherTest {
@@ -76,7 +78,7 @@ class SglangPublisherTest {
                 .addZmq(new ZmqEndpoint(topic.endpoint, null, null, topic.replayEndpoint))
                 .engine(topic.endpoint, "sglang");
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 final List<PyPeer> both = List.of(fixed, topic);
                 for (final PyPeer p : both) {
                     p.command("store kv_event_base.json tenant-a session-7");

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.ingest.zmq;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ingest.vllm.Capture;
@@ -51,7 +52,7 @@ class DaemonRestartTest {
             final long epoch;
             final int slot;
             try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 final byte[] ping = payloads().batch(0);
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
                     publisher.publish(ping);
@@ -69,7 +70,7 @@ class DaemonRestartTest {
             // While the daemon is down the engine drops five blocks; it then stays idle (no live message).
             publisher.publish(payloads().removed(Arrays.copyOfRange(h, 20, 25), null).batch(0));
             try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 assertEquals(1, daemon.counters().value(CounterType.WARM_RESTARTS));
                 assertEquals(epoch, reader.epoch(), "re-attached: same file, same epoch");
                 assertEquals(slot, daemon.index().slotOf(POD), "same slot");
@@ -87,7 +88,7 @@ class DaemonRestartTest {
             publisher.publish(payloads().stored(Arrays.copyOfRange(h, 0, 5), null,
                 Arrays.copyOfRange(base.tokenIds(), 0, 80), 16, null, null).batch(0));
             try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 await("gap policy clear: cleared, then rebuilt from the buffer", () ->
                     daemon.counters().value(CounterType.REPLAY_GAP_CLEARS) == 1 && depth(reader, POD, base, null) == 5);
                 assertEquals(0, daemon.counters().value(CounterType.REPLAY_FAILURES));

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.ingest.zmq;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.routing.DataParallelRanks;
 import io.kvidx.daemon.cli.KvidxCli;
 import io.kvidx.daemon.config.DaemonContext;
@@ -93,7 +94,7 @@ class DataParallelRankTest {
                 .addZmq(new ZmqEndpoint(r1.endpoint, "dp", MODEL, r1.replayEndpoint))
                 .addZmq(new ZmqEndpoint(r2.endpoint, null, null, r2.replayEndpoint));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 pingUntil("three rank pods", List.of(r0, r1, r2),
                     () -> alivePods(reader).equals(Set.of("dp", "dp#1", "dp#2")));
 
@@ -157,7 +158,7 @@ class DataParallelRankTest {
             ctx = ctx.addZmq(new ZmqEndpoint(fitting.endpoint, fits, MODEL, fitting.replayEndpoint))
                 .addZmq(new ZmqEndpoint(rejected.endpoint, tooLong, MODEL, rejected.replayEndpoint));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 final var c = daemon.counters();
                 for (final PyPeer p : peers) {
                     p.command("store kv_event_base.json");

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.ingest.zmq;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ingest.vllm.Capture;
@@ -59,7 +60,7 @@ class EngineRestartTest {
         final Capture lora = Capture.load("kv_event_lora.json");
         try (JavaVllmPublisher publisher = new JavaVllmPublisher("kv@" + POD + "@" + MODEL, true)) {
             try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 storeBase(daemon, publisher, reader, base);
             }
             final PublisherProgress.Entry recorded = new PublisherProgress(dir.resolve("default/state")).read()
@@ -74,7 +75,7 @@ class EngineRestartTest {
                 publisher.publish(payloads().batch(0));
             }
             try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 await("resynced: the previous run's blocks gone, the new run's first batch applied", () ->
                     daemon.counters().value(CounterType.ENGINE_RESYNCS) == 1 && depth(reader, POD, base, null) == 0
                         && depth(reader, POD, lora, "Alice") == 25);
@@ -91,7 +92,7 @@ class EngineRestartTest {
         final Capture lora = Capture.load("kv_event_lora.json");
         try (JavaVllmPublisher publisher = new JavaVllmPublisher("kv@" + POD + "@" + MODEL, true)) {
             try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 storeBase(daemon, publisher, reader, base);
             }
             // The engine restarts while the daemon is down and publishes less than it had: its sequence is behind
@@ -101,7 +102,7 @@ class EngineRestartTest {
             publisher.publish(payloads().stored(lora.blockHashes(), null, lora.tokenIds(), 16, "Alice", null)
                 .batch(0));
             try (KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 await("resynced before any live message", () -> daemon.counters().value(CounterType.ENGINE_RESYNCS)
                     == 1 && depth(reader, POD, base, null) == 0 && depth(reader, POD, lora, "Alice") == 25);
                 assertEquals(0, daemon.counters().value(CounterType.SEQUENCE_RESETS));
@@ -115,7 +116,7 @@ class EngineRestartTest {
         final Capture lora = Capture.load("kv_event_lora.json");
         try (JavaVllmPublisher publisher = new JavaVllmPublisher("kv@" + POD + "@" + MODEL, false);
             KvidxDaemon daemon = KvidxDaemon.start(context(publisher));
-            IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+            IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
             storeBase(daemon, publisher, reader, base);
             final long next = publisher.nextSeq();
 

@@ -2,6 +2,7 @@ package io.kvidx.daemon.ingest.zmq;
 
 import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RequestExtras;
 import io.kvidx.client.keys.RouterKeyHasher;
@@ -135,7 +136,7 @@ class ExtraKeysPythonPublisherTest {
                 .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff")
                 .addZmq(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
                     peer.command("ping");
                     Thread.sleep(20);

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.ingest.zmq;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ingest.vllm.Capture;
@@ -44,7 +45,7 @@ class HybridGroupsTest {
                 .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff")
                 .addZmq(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
                     peer.command("ping");
                     Thread.sleep(20);

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.ingest.zmq;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.json.MiniJson;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
@@ -59,7 +60,7 @@ class OperationsCommandsTest {
                 .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff")
                 .addZmq(new ZmqEndpoint(peer.endpoint, null, null, null));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("ops"))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell("ops"))) {
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
                     peer.command("ping");
                     Thread.sleep(20);
@@ -137,7 +138,7 @@ class OperationsCommandsTest {
                 .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff").metrics("127.0.0.1:0")
                 .addZmq(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir).cell("m"))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell("m"))) {
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
                     peer.command("ping");
                     Thread.sleep(20);

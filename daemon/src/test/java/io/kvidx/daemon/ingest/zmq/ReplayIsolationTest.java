@@ -1,6 +1,7 @@
 package io.kvidx.daemon.ingest.zmq;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ingest.vllm.Capture;
@@ -55,8 +56,8 @@ class ReplayIsolationTest {
                 .addZmq(new ZmqEndpoint(a.endpoint, null, null, a.replayEndpoint))
                 .addZmq(new ZmqEndpoint(b.endpoint, null, null, b.replayEndpoint));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir));
-                IndexReader router = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir));
+                IndexReader router = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 final var c = daemon.counters();
                 for (final PythonPublisherTest.Peer peer : new PythonPublisherTest.Peer[] {a, b}) {
                     final String pod = peer == a ? A : B;

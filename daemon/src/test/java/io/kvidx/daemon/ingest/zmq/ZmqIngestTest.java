@@ -1,6 +1,7 @@
 package io.kvidx.daemon.ingest.zmq;
 
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.config.DaemonContext;
@@ -101,7 +102,7 @@ class ZmqIngestTest {
                 .addZmq(new ZmqEndpoint(publisher.endpoint(), podFromTopic ? null : pod,
                     podFromTopic ? null : MODEL, publisher.replayEndpoint()));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-                IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+                IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 // Slow joiner: publish empty batches until one arrives; the first one triggers a replay from 0.
                 final byte[] ping = payloads(shape).batch(0);
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
@@ -182,7 +183,7 @@ class ZmqIngestTest {
             .podTimeoutMs(400).heartbeatIntervalMs(50).idleStrategy("backoff")
             .addZmq(new ZmqEndpoint(publisher.endpoint(), "hb", MODEL, null));
         try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-            IndexReader reader = IndexReader.attach(new IndexReader.Context().dir(dir))) {
+            IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
             final byte[] store = payloads("MAP").stored(base.blockHashes(), null, base.tokenIds(), 16, null, null)
                 .batch(0);
             while (depth(reader, "hb", base, null) != 25) {
