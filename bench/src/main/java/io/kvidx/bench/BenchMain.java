@@ -40,7 +40,16 @@ public final class BenchMain {
                 System.exit(0);
             }
             case "restart" -> {
-                RestartBench.run(rest, System.out);
+                final RestartBench.Options options;
+                try {
+                    options = RestartBench.Options.parse(rest);
+                } catch (final IllegalArgumentException ex) {
+                    System.err.println("kvidx bench restart: " + ex.getMessage());
+                    System.err.println(RestartBench.usage());
+                    System.exit(2);
+                    return;
+                }
+                RestartBench.run(options, System.out);
                 System.exit(0);
             }
             case "trace" -> {

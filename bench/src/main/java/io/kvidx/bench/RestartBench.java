@@ -1,11 +1,16 @@
 package io.kvidx.bench;
 
+import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
+import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.state.PodBlockMap;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -25,29 +30,98 @@ import java.util.stream.Stream;
  * Prints one line per round and the median, in milliseconds.
  */
 final class RestartBench {
+    /** Default blocks indexed. */
+    static final long BLOCKS_DEFAULT = 1L << 20;
+    /** Default pods (each with its engine-hash map). */
+    static final int PODS_DEFAULT = 64;
+    /** Default timed restarts. */
+    static final int ROUNDS_DEFAULT = 5;
+    /** Most blocks: the largest capacity of the default geometry (a larger one would hold fewer). */
+    static final long BLOCKS_MAX = IndexWriterContext.maxCapacityBlocks(
+        IndexWriterContext.Configuration.SHARD_COUNT_DEFAULT, IndexWriterContext.Configuration.MAX_LOAD_FACTOR_DEFAULT);
+    /** Most timed restarts (each re-checks the whole index). */
+    static final int ROUNDS_MAX = 1_000;
     private static final int CHAIN = 32;
 
     private RestartBench() {
     }
 
-    static void run(final String[] args, final PrintStream out) throws IOException {
-        long blocks = 1L << 20;
-        int pods = 64;
-        int rounds = 5;
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            switch (args[i]) {
-                case "--blocks" -> blocks = Long.parseLong(args[i + 1]);
-                case "--pods" -> pods = Integer.parseInt(args[i + 1]);
-                case "--rounds" -> rounds = Integer.parseInt(args[i + 1]);
-                default -> throw new IllegalArgumentException("unknown option " + args[i]
-                    + " (restart takes --blocks N --pods P --rounds R)");
+    /** Parsed options (picocli; {@link #usage()} lists them). */
+    @Command(name = "restart")
+    static final class Options {
+        @Option(names = "--blocks")
+        long blocks = BLOCKS_DEFAULT;
+        @Option(names = "--pods")
+        int pods = PODS_DEFAULT;
+        @Option(names = "--rounds")
+        int rounds = ROUNDS_DEFAULT;
+        @Option(names = {"-h", "--help"})
+        boolean help;
+
+        /**
+         * @param args command arguments (after {@code restart}).
+         * @return the options.
+         * @throws IllegalArgumentException on an unknown option, a bad value or {@code -h}.
+         */
+        static Options parse(final String[] args) {
+            final Options o = new Options();
+            try {
+                new CommandLine(o).parseArgs(args);
+            } catch (final CommandLine.ParameterException ex) {
+                throw new IllegalArgumentException(ex.getMessage(), ex);
             }
+            if (o.help) {
+                throw new IllegalArgumentException("options");
+            }
+            if (o.blocks < 1 || o.blocks > BLOCKS_MAX) {
+                throw new IllegalArgumentException("--blocks must be in 1.." + BLOCKS_MAX + ": " + o.blocks);
+            }
+            if (o.pods < 1 || o.pods > IndexDescriptor.MAX_PODS) {
+                throw new IllegalArgumentException("--pods must be in 1.." + IndexDescriptor.MAX_PODS + ": " + o.pods);
+            }
+            if (o.rounds < 1 || o.rounds > ROUNDS_MAX) {
+                throw new IllegalArgumentException("--rounds must be in 1.." + ROUNDS_MAX + ": " + o.rounds);
+            }
+            if (o.blocks / o.pods + CHAIN > DaemonConfiguration.POD_MAX_BLOCKS_MAX) {
+                throw new IllegalArgumentException("--blocks / --pods must be at most "
+                    + (DaemonConfiguration.POD_MAX_BLOCKS_MAX - CHAIN) + " blocks per pod: --blocks " + o.blocks
+                    + " --pods " + o.pods);
+            }
+            return o;
         }
+
+        /** @return most blocks of each pod's engine-hash map: its share of the index and one chain. */
+        int perPodBlocks() {
+            return (int) (blocks / pods + CHAIN);
+        }
+    }
+
+    /** @return usage text. */
+    static String usage() {
+        return """
+            usage: kvidx bench restart [--blocks N] [--pods P] [--rounds R]
+              a writer re-attaching to an index of N blocks (32-block chains) and re-opening P pods' engine-hash
+              maps, timed R times; prints each round and the median, in ms.
+              --blocks N   blocks indexed (default %d; at most %d)
+              --pods P     pods (default %d; at most %d)
+              --rounds R   timed restarts (default %d; at most %d)""".formatted(BLOCKS_DEFAULT, BLOCKS_MAX,
+            PODS_DEFAULT, IndexDescriptor.MAX_PODS, ROUNDS_DEFAULT, ROUNDS_MAX);
+    }
+
+    /**
+     * @param options parsed options.
+     * @param out     where the rounds and the median go.
+     * @throws IOException when the index directory cannot be created or removed.
+     */
+    static void run(final Options options, final PrintStream out) throws IOException {
+        final long blocks = options.blocks;
+        final int pods = options.pods;
+        final int rounds = options.rounds;
         final Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "kvidx-bench-restart");
         try {
             final IndexWriterContext context = new IndexWriterContext().dir(dir).cell("restart")
                 .capacityBlocks(blocks).maxPods(pods);
-            final int perPod = (int) Math.min(Integer.MAX_VALUE, blocks / pods + CHAIN);
+            final int perPod = options.perPodBlocks();
             final SplittableRandom random = new SplittableRandom(42);
             final long[] chain = new long[CHAIN];
             final long[] sample = new long[CHAIN];
