@@ -5,9 +5,7 @@ import io.kvidx.ffm.Layouts;
 import org.agrona.collections.LongArrayList;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.util.concurrent.atomic.AtomicLongArray;
 
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_KEY_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_PODS_OFFSET;
@@ -15,26 +13,32 @@ import static io.kvidx.client.index.IndexDescriptor.PODS_INLINE_MAX;
 import static io.kvidx.client.index.IndexDescriptor.PODS_OVERFLOW_FLAG;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_ENTRY_COUNT_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
+import static io.kvidx.daemon.index.PodsWord.inMask;
+import static io.kvidx.daemon.index.PodsWord.inlineAdd;
+import static io.kvidx.daemon.index.PodsWord.inlineIndexOf;
+import static io.kvidx.daemon.index.PodsWord.inlineRemoveAt;
 
 /**
  * The shards' open-addressing tables: stores and removes pod bits, inserts and deletes entries (backward shift
- * inside an odd shard version), manages each shard's overflow pool, and keeps the writer's per-entry records
- * ({@link WriterMeta}: parent key, store stamp) and each entry's count of indexed children.
+ * inside an odd shard version), moves entries to and from overflow bitmaps, keeps the writer's per-entry records
+ * ({@link WriterMeta}: parent key, store stamp) and each entry's count of indexed children, and the shard header
+ * counters. Its parts: {@link ShardLocks} (the writer locks, store clocks and eviction hands),
+ * {@link OverflowPool} (the overflow bitmaps and their free lists), {@link PodsWord} (the inline pods word
+ * encoding), {@link Eviction} (what a full shard gives up) and {@link BatchPrefetch}.
  *
  * <p>Children: an entry's children are the indexed entries whose parent key is its key (the next block of some
  * chain). The count drives {@link Eviction}: a block whose chain continues in the index is evicted only after its
  * descendants. Counts live in the side table beside the stamps (one record, one cache line per insert) and are
  * recounted from the parent keys when the writer attaches.
  *
- * <p><b>Note:</b> thread safe through per-shard writer locks (never taken by readers): a thread holds at most one
- * shard lock at a time, so adjusting a parent's count in another shard happens after the child's lock is released.
- * A writer that throws while it holds a shard leaves it repaired ({@link IndexRepair#repairShard}) and even.
+ * <p><b>Note:</b> thread safe through per-shard writer locks ({@link ShardLocks}, never taken by readers): a thread
+ * holds at most one shard lock at a time, so adjusting a parent's count in another shard happens after the child's
+ * lock is released. A writer that throws while it holds a shard leaves it repaired ({@link IndexRepair#repairShard})
+ * and even.
  */
 final class EntryTable {
     private static final VarHandle LONG = Layouts.LONG;
-    private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
     private static final VarHandle INT = Layouts.INT;
-    private static final int LOCK_STRIDE = 16;
     private static final int NOT_STORED = -1;
     private static final int NEED_EVICTION = -2;
     private static final int NEED_OVERFLOW = -3;
@@ -42,14 +46,11 @@ final class EntryTable {
     final IndexGeometry g;
     private final MemorySegment segment;
     private final WriterMeta meta;
-    private final boolean prefetch;
-    private final AtomicLongArray shardLocks;
-    /** Per-shard writer state, guarded by the shard lock: [store clock, eviction hand] at shard * LOCK_STRIDE. */
-    final long[] shardState;
-    /** Free overflow bitmap indexes, a stack per shard; guarded by the shard lock. */
-    final int[] overflowFree;
-    final int[] overflowTop;
-    final Eviction eviction;
+    /** Null when the writer does not prefetch. */
+    private final BatchPrefetch prefetch;
+    private final ShardLocks locks;
+    private final OverflowPool overflow;
+    private final Eviction eviction;
     /** Test hook: run inside every deletion while the shard's version is odd (null in production). */
     Runnable deleteFault;
 
@@ -57,12 +58,10 @@ final class EntryTable {
         this.g = g;
         this.segment = segment;
         this.meta = meta;
-        this.prefetch = prefetch;
-        this.shardLocks = new AtomicLongArray(g.shardCount * LOCK_STRIDE);
-        this.shardState = new long[g.shardCount * LOCK_STRIDE];
-        this.overflowFree = new int[g.shardCount * g.overflowPerShard];
-        this.overflowTop = new int[g.shardCount];
-        this.eviction = new Eviction(this, segment, meta);
+        this.prefetch = prefetch ? new BatchPrefetch(g, segment, meta) : null;
+        this.locks = new ShardLocks(g.shardCount);
+        this.overflow = new OverflowPool(g, segment);
+        this.eviction = new Eviction(this, segment, meta, locks);
     }
 
     MemorySegment segment() {
@@ -71,6 +70,14 @@ final class EntryTable {
 
     WriterMeta meta() {
         return meta;
+    }
+
+    ShardLocks locks() {
+        return locks;
+    }
+
+    OverflowPool overflow() {
+        return overflow;
     }
 
     // ---------------------------------------------------------------------------------------------------------
@@ -86,8 +93,8 @@ final class EntryTable {
      */
     int store(final int slot, final long[] keys, final int offset, final int length, final long parentKey,
         final PodTable alive) {
-        if (prefetch && length > 1) {
-            prefetch(keys, offset, length);
+        if (prefetch != null && length > 1) {
+            prefetch.prefetch(keys, offset, length);
         }
         int added = 0;
         for (int i = offset, end = offset + length; i < end; i++) {
@@ -100,7 +107,7 @@ final class EntryTable {
             int result;
             while (true) {
                 long evictedParent = 0;
-                lock(shard);
+                locks.lock(shard);
                 try {
                     if (!alive.isAlive(slot)) {
                         return added;
@@ -116,7 +123,7 @@ final class EntryTable {
                     IndexRepair.repairShard(this, shard);
                     throw ex;
                 } finally {
-                    unlock(shard);
+                    locks.unlock(shard);
                 }
                 if (evictedParent != 0) {
                     adjustChildren(evictedParent, -1);
@@ -146,13 +153,12 @@ final class EntryTable {
     private int storeLocked(final int shard, final long k, final int home, final int slot, final long parent) {
         final long table = g.table(shard);
         final int stampBase = shard * g.slotsPerShard;
-        final int stateBase = shard * LOCK_STRIDE;
         int idx = home;
         while (true) {
             final long e = g.entry(table, idx);
             final long ek = (long) LONG.get(segment, e + ENTRY_KEY_OFFSET);
             if (ek == k) {
-                meta.stamp(stampBase + idx, ++shardState[stateBase]);
+                meta.stamp(stampBase + idx, locks.nextStamp(shard));
                 final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
                 if (g.direct) {
                     final long bit = 1L << slot;
@@ -163,14 +169,7 @@ final class EntryTable {
                     return 1;
                 }
                 if (pods < 0) {
-                    final long word = g.overflowEntry(shard, (int) pods) + (slot >>> 6) * 8L;
-                    final long old = (long) LONG.get(segment, word);
-                    final long bit = 1L << slot;
-                    if ((old & bit) != 0) {
-                        return 0;
-                    }
-                    LONG.setOpaque(segment, word, old | bit);
-                    return 1;
+                    return overflow.add(g.overflowEntry(shard, (int) pods), slot) ? 1 : 0;
                 }
                 if (inlineIndexOf(pods, slot) >= 0) {
                     return 0;
@@ -179,20 +178,13 @@ final class EntryTable {
                     LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, inlineAdd(pods, slot));
                     return 1;
                 }
-                final int overflow = allocOverflow(shard);
-                if (overflow < 0) {
+                final int bitmap = overflow.alloc(shard);
+                if (bitmap < 0) {
                     return NEED_OVERFLOW;
                 }
                 // Fill the bitmap first, then publish the overflow index in one release store.
-                final long o = g.overflowEntry(shard, overflow);
-                for (int w = 0; w < IndexDescriptor.POD_WORDS; w++) {
-                    LONG.setOpaque(segment, o + w * 8L, 0L);
-                }
-                orBit(o, slot);
-                for (int i = 0; i < PODS_INLINE_MAX; i++) {
-                    orBit(o, IndexDescriptor.inlineSlot(pods, i));
-                }
-                LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, PODS_OVERFLOW_FLAG | overflow);
+                overflow.fill(g.overflowEntry(shard, bitmap), pods, slot);
+                LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, PODS_OVERFLOW_FLAG | bitmap);
                 return 1;
             }
             if (ek == 0) {
@@ -203,7 +195,7 @@ final class EntryTable {
                 }
                 // Empty entries have a zero pods word: write this pod's bit or list, then publish the key.
                 LONG.setOpaque(segment, e + ENTRY_PODS_OFFSET, g.direct ? 1L << slot : inlineAdd(0L, slot));
-                meta.set(stampBase + idx, parent, ++shardState[stateBase]);
+                meta.set(stampBase + idx, parent, locks.nextStamp(shard));
                 LONG.setRelease(segment, e + ENTRY_KEY_OFFSET, k);
                 INT.setRelease(segment, countOffset, count + 1);
                 return 2;
@@ -218,8 +210,8 @@ final class EntryTable {
      * @return keys the pod held and no longer holds.
      */
     int remove(final int slot, final long[] keys, final int offset, final int length) {
-        if (prefetch && length > 1) {
-            prefetch(keys, offset, length);
+        if (prefetch != null && length > 1) {
+            prefetch.prefetch(keys, offset, length);
         }
         int removed = 0;
         // A chain removed from its first block on deletes each parent just before its child: no count to lower.
@@ -229,14 +221,14 @@ final class EntryTable {
             final long h = IndexDescriptor.spread(k);
             final int shard = g.shardOf(h);
             long r;
-            lock(shard);
+            locks.lock(shard);
             try {
                 r = removeLocked(shard, k, g.homeSlot(h), slot);
             } catch (final RuntimeException | Error ex) {
                 IndexRepair.repairShard(this, shard);
                 throw ex;
             } finally {
-                unlock(shard);
+                locks.unlock(shard);
             }
             if (r == NOT_HELD) {
                 continue;
@@ -283,14 +275,10 @@ final class EntryTable {
             }
         } else if (pods < 0) {
             final long o = g.overflowEntry(shard, (int) pods);
-            final long word = o + (slot >>> 6) * 8L;
-            final long old = (long) LONG.get(segment, word);
-            final long bit = 1L << slot;
-            if ((old & bit) == 0) {
+            if (!overflow.remove(o, slot)) {
                 return 0;
             }
-            LONG.setOpaque(segment, word, old & ~bit);
-            delete = isEmptyBitmap(o);
+            delete = overflow.isEmpty(o);
         } else {
             final int at = inlineIndexOf(pods, slot);
             if (at < 0) {
@@ -322,7 +310,7 @@ final class EntryTable {
         if ((m0 | m1 | m2 | m3) == 0) {
             return;
         }
-        lock(shard);
+        locks.lock(shard);
         try {
             final long table = g.table(shard);
             for (int idx = 0; idx <= g.slotMask; idx++) {
@@ -342,11 +330,8 @@ final class EntryTable {
                         }
                     } else if (pods < 0) {
                         final long o = g.overflowEntry(shard, (int) pods);
-                        clearBits(o, m0);
-                        clearBits(o + 8, m1);
-                        clearBits(o + 16, m2);
-                        clearBits(o + 24, m3);
-                        empty = isEmptyBitmap(o);
+                        overflow.clear(o, m0, m1, m2, m3);
+                        empty = overflow.isEmpty(o);
                     } else {
                         long kept = 0;
                         for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
@@ -374,7 +359,7 @@ final class EntryTable {
             IndexRepair.repairShard(this, shard);
             throw ex;
         } finally {
-            unlock(shard);
+            locks.unlock(shard);
         }
     }
 
@@ -385,14 +370,14 @@ final class EntryTable {
     void adjustChildren(final long parent, final int delta) {
         final long h = IndexDescriptor.spread(parent);
         final int shard = g.shardOf(h);
-        lock(shard);
+        locks.lock(shard);
         try {
             final int idx = find(g.table(shard), parent, g.homeSlot(h));
             if (idx >= 0) {
                 meta.addChildren(shard * g.slotsPerShard + idx, delta);
             }
         } finally {
-            unlock(shard);
+            locks.unlock(shard);
         }
     }
 
@@ -403,12 +388,12 @@ final class EntryTable {
     int childrenOf(final long k) {
         final long h = IndexDescriptor.spread(k);
         final int shard = g.shardOf(h);
-        lock(shard);
+        locks.lock(shard);
         try {
             final int idx = find(g.table(shard), k, g.homeSlot(h));
             return idx < 0 ? -1 : meta.children(shard * g.slotsPerShard + idx);
         } finally {
-            unlock(shard);
+            locks.unlock(shard);
         }
     }
 
@@ -468,7 +453,7 @@ final class EntryTable {
         LONG.setOpaque(segment, eh + ENTRY_PODS_OFFSET, 0L);
         meta.set(base + hole, 0, 0);
         if (!g.direct && freedPods < 0) {
-            freeOverflow(shard, (int) freedPods & (g.overflowPerShard - 1));
+            overflow.free(shard, (int) freedPods & (g.overflowPerShard - 1));
         }
         final long countOffset = header + SHARD_ENTRY_COUNT_OFFSET;
         INT.setOpaque(segment, countOffset, (int) INT.get(segment, countOffset) - 1);
@@ -484,20 +469,12 @@ final class EntryTable {
     void demote(final int shard, final long entry) {
         final long header = g.shardHeader(shard);
         final long pods = (long) LONG.get(segment, entry + ENTRY_PODS_OFFSET);
-        final long o = g.overflowEntry(shard, (int) pods);
-        long inline = 0;
-        for (int w = 0; w < IndexDescriptor.POD_WORDS; w++) {
-            long bits = (long) LONG.get(segment, o + w * 8L);
-            while (bits != 0) {
-                inline = inlineAdd(inline, (w << 6) + Long.numberOfTrailingZeros(bits));
-                bits &= bits - 1;
-            }
-        }
+        final long inline = overflow.toInline(g.overflowEntry(shard, (int) pods));
         final long version = (long) LONG.get(segment, header + SHARD_VERSION_OFFSET);
         LONG.setOpaque(segment, header + SHARD_VERSION_OFFSET, version + 1);
         VarHandle.storeStoreFence();
         LONG.setOpaque(segment, entry + ENTRY_PODS_OFFSET, inline);
-        freeOverflow(shard, (int) pods & (g.overflowPerShard - 1));
+        overflow.free(shard, (int) pods & (g.overflowPerShard - 1));
         LONG.setRelease(segment, header + SHARD_VERSION_OFFSET, version + 2);
         addToShardCounter(shard, IndexDescriptor.SHARD_OVERFLOW_DEMOTIONS_OFFSET, 1);
     }
@@ -509,9 +486,7 @@ final class EntryTable {
         if (pods >= 0) {
             return IndexDescriptor.inlineCount(pods);
         }
-        final long o = g.overflowEntry(shard, (int) pods);
-        return Long.bitCount((long) LONG.get(segment, o)) + Long.bitCount((long) LONG.get(segment, o + 8))
-            + Long.bitCount((long) LONG.get(segment, o + 16)) + Long.bitCount((long) LONG.get(segment, o + 24));
+        return overflow.count(g.overflowEntry(shard, (int) pods));
     }
 
     void addToShardCounter(final int shard, final int fieldOffset, final long delta) {
@@ -533,135 +508,5 @@ final class EntryTable {
             n += (int) INT.getAcquire(segment, g.shardHeader(shard) + SHARD_ENTRY_COUNT_OFFSET);
         }
         return n;
-    }
-
-    // ---------------------------------------------------------------------------------------------------------
-    // Overflow pool
-    // ---------------------------------------------------------------------------------------------------------
-
-    private int allocOverflow(final int shard) {
-        final int top = overflowTop[shard];
-        if (top == 0) {
-            return -1;
-        }
-        overflowTop[shard] = top - 1;
-        final long inUse = g.shardHeader(shard) + IndexDescriptor.SHARD_OVERFLOW_IN_USE_OFFSET;
-        INT.setRelease(segment, inUse, (int) INT.get(segment, inUse) + 1);
-        return overflowFree[shard * g.overflowPerShard + top - 1];
-    }
-
-    private void freeOverflow(final int shard, final int index) {
-        overflowFree[shard * g.overflowPerShard + overflowTop[shard]++] = index;
-        final long inUse = g.shardHeader(shard) + IndexDescriptor.SHARD_OVERFLOW_IN_USE_OFFSET;
-        INT.setRelease(segment, inUse, (int) INT.get(segment, inUse) - 1);
-    }
-
-    // ---------------------------------------------------------------------------------------------------------
-    // Helpers
-    // ---------------------------------------------------------------------------------------------------------
-
-    /**
-     * Loads the home entry and the writer record of every key of a batch before storing any: independent loads in
-     * a tight loop, so their cache misses overlap instead of being paid one store at a time.
-     */
-    private void prefetch(final long[] keys, final int offset, final int length) {
-        long sink = 0;
-        for (int i = offset, end = offset + length; i < end; i++) {
-            final long h = IndexDescriptor.spread(IndexDescriptor.storedKey(keys[i]));
-            final int index = (int) IndexDescriptor.homeIndex(h, g.shardBits, g.slotBits);
-            sink += (long) PLAIN.get(segment, g.tablesOffset + ((long) index << IndexDescriptor.ENTRY_LENGTH_SHIFT))
-                + meta.touch(index);
-        }
-        // Consume the loads so the JIT keeps them, without a store every call: several writer threads share this
-        // object, and writing one field on each batch would bounce its cache line between them.
-        if (sink == PREFETCH_NEVER) {
-            prefetchSink = sink;
-        }
-    }
-
-    /** A sum the prefetch loads practically never produce; only then is it stored. */
-    private static final long PREFETCH_NEVER = 0x6b76_6964_7850_6643L;
-    /** Makes the prefetch loads observable to the JIT. */
-    @SuppressWarnings("unused")
-    private long prefetchSink;
-
-    static boolean inMask(final int slot, final long m0, final long m1, final long m2, final long m3) {
-        final long mask = switch (slot >>> 6) {
-            case 0 -> m0;
-            case 1 -> m1;
-            case 2 -> m2;
-            default -> m3;
-        };
-        return (mask & (1L << slot)) != 0;
-    }
-
-    private void clearBits(final long offset, final long mask) {
-        if (mask != 0) {
-            final long old = (long) LONG.get(segment, offset);
-            if ((old & mask) != 0) {
-                LONG.setOpaque(segment, offset, old & ~mask);
-            }
-        }
-    }
-
-    static int inlineIndexOf(final long pods, final int slot) {
-        for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
-            if (IndexDescriptor.inlineSlot(pods, i) == slot) {
-                return i;
-            }
-        }
-        return -1;
-    }
-
-    static long inlineAdd(final long pods, final int slot) {
-        final int count = IndexDescriptor.inlineCount(pods);
-        return (pods & 0x00FF_FFFF_FFFF_FFFFL) | ((long) slot << (count << 3)) | ((long) (count + 1) << 56);
-    }
-
-    static long inlineRemoveAt(final long pods, final int index) {
-        final int last = IndexDescriptor.inlineCount(pods) - 1;
-        final long lastSlot = IndexDescriptor.inlineSlot(pods, last);
-        long word = pods & ~(0xFFL << (last << 3));
-        if (index != last) {
-            word = (word & ~(0xFFL << (index << 3))) | (lastSlot << (index << 3));
-        }
-        return (word & 0x00FF_FFFF_FFFF_FFFFL) | ((long) last << 56);
-    }
-
-    private void orBit(final long overflow, final int slot) {
-        final long word = overflow + (slot >>> 6) * 8L;
-        LONG.setOpaque(segment, word, (long) LONG.get(segment, word) | (1L << slot));
-    }
-
-    boolean isEmptyBitmap(final long o) {
-        return ((long) LONG.get(segment, o) | (long) LONG.get(segment, o + 8)
-            | (long) LONG.get(segment, o + 16) | (long) LONG.get(segment, o + 24)) == 0;
-    }
-
-    void lock(final int shard) {
-        final int i = shard * LOCK_STRIDE;
-        while (!shardLocks.compareAndSet(i, 0, 1)) {
-            Thread.onSpinWait();
-        }
-    }
-
-    void unlock(final int shard) {
-        shardLocks.setRelease(shard * LOCK_STRIDE, 0);
-    }
-
-    long clock(final int shard) {
-        return shardState[shard * LOCK_STRIDE];
-    }
-
-    void clock(final int shard, final long value) {
-        shardState[shard * LOCK_STRIDE] = value;
-    }
-
-    int hand(final int shard) {
-        return (int) shardState[shard * LOCK_STRIDE + 1];
-    }
-
-    void hand(final int shard, final int value) {
-        shardState[shard * LOCK_STRIDE + 1] = value;
     }
 }

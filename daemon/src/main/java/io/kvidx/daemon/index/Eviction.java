@@ -37,11 +37,13 @@ final class Eviction {
     private final EntryTable table;
     private final MemorySegment segment;
     private final WriterMeta meta;
+    private final ShardLocks locks;
 
-    Eviction(final EntryTable table, final MemorySegment segment, final WriterMeta meta) {
+    Eviction(final EntryTable table, final MemorySegment segment, final WriterMeta meta, final ShardLocks locks) {
         this.table = table;
         this.segment = segment;
         this.meta = meta;
+        this.locks = locks;
     }
 
     /**
@@ -54,7 +56,7 @@ final class Eviction {
         final IndexGeometry g = table.g;
         final long t = g.table(shard);
         final int base = shard * g.slotsPerShard;
-        int hand = table.hand(shard);
+        int hand = locks.hand(shard);
         int victim = -1;
         int victimChildren = Integer.MAX_VALUE;
         long victimStamp = Long.MAX_VALUE;
@@ -73,7 +75,7 @@ final class Eviction {
             }
             hand = (hand + 1) & g.slotMask;
         }
-        table.hand(shard, hand);
+        locks.hand(shard, hand);
         if (victim < 0) {
             throw new IllegalStateException("shard " + shard + " is full but holds no entry");
         }
@@ -93,7 +95,7 @@ final class Eviction {
     boolean makeOverflowRoom(final int shard) {
         final IndexGeometry g = table.g;
         final long t = g.table(shard);
-        int hand = table.hand(shard);
+        int hand = locks.hand(shard);
         int seen = 0;
         for (int n = 0; n <= g.slotMask && seen < MAX_SCAN; n++) {
             final long e = g.entry(t, hand);
@@ -107,12 +109,12 @@ final class Eviction {
             }
             seen++;
             if (table.holders(shard, pods) <= IndexDescriptor.PODS_INLINE_MAX) {
-                table.hand(shard, hand);
+                locks.hand(shard, hand);
                 table.demote(shard, e);
                 return true;
             }
         }
-        table.hand(shard, hand);
+        locks.hand(shard, hand);
         return false;
     }
 }

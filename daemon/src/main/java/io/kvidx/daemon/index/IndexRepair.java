@@ -12,7 +12,6 @@ import java.util.BitSet;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_KEY_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.ENTRY_PODS_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_ENTRY_COUNT_OFFSET;
-import static io.kvidx.client.index.IndexDescriptor.SHARD_OVERFLOW_IN_USE_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
 
 /**
@@ -98,7 +97,7 @@ final class IndexRepair {
             for (int idx = 0; idx < g.slotsPerShard; idx++) {
                 clock = Math.max(clock, table.meta().stamp(base + idx));
             }
-            table.clock(shard, clock);
+            table.locks().clock(shard, clock);
         }
         rebuildChildren(table);
         report.entries = table.entryCount();
@@ -167,13 +166,13 @@ final class IndexRepair {
                     return false;
                 }
             }
-            return (pods & 0x00FF_FFFF_FFFF_FFFFL) >>> (n << 3) == 0;
+            return (pods & PodsWord.INLINE_SLOTS_MASK) >>> (n << 3) == 0;
         }
         final long index = pods & ~IndexDescriptor.PODS_OVERFLOW_FLAG;
         if (index >= g.overflowPerShard || overflowUsed.get((int) index)) {
             return false;
         }
-        if (table.isEmptyBitmap(g.overflowEntry(shard, (int) index))) {
+        if (table.overflow().isEmpty(g.overflowEntry(shard, (int) index))) {
             return false;
         }
         overflowUsed.set((int) index);
@@ -253,14 +252,7 @@ final class IndexRepair {
                 used.set((int) (pods & (g.overflowPerShard - 1)));
             }
         }
-        int top = 0;
-        for (int i = g.overflowPerShard - 1; i >= 0; i--) {
-            if (!used.get(i)) {
-                table.overflowFree[shard * g.overflowPerShard + top++] = i;
-            }
-        }
-        table.overflowTop[shard] = top;
-        INT.setRelease(s, g.shardHeader(shard) + SHARD_OVERFLOW_IN_USE_OFFSET, used.cardinality());
+        table.overflow().rebuild(shard, used);
     }
 
     /** Counts, for every entry, the indexed entries whose parent key is its key. */

@@ -20,7 +20,8 @@ import java.nio.file.Path;
  * <ul>
  *   <li>{@link IndexFiles}: creation, re-attach, and the decision between them;</li>
  *   <li>{@link IndexRepair}: what a crash or a failed writer thread left half-done;</li>
- *   <li>{@link EntryTable}: the shards' tables, overflow pools and the writer's side table ({@link WriterMeta});</li>
+ *   <li>{@link EntryTable}: the shards' tables, their locks ({@link ShardLocks}) and overflow pools
+ *   ({@link OverflowPool}), and the writer's side table ({@link WriterMeta});</li>
  *   <li>{@link Eviction}: what a full shard gives up;</li>
  *   <li>{@link PodTable}: pod slots, generations, the alive bitmap and the bounded sweep;</li>
  *   <li>{@link TierMapWriter}: the host tier map beside the index (where each pod holds its blocks), re-created at

@@ -199,13 +199,13 @@ class IndexWriterTest {
     void shouldPackInlinePodLists() {
         long word = 0;
         for (int slot : new int[] {3, 250, 64, 7}) {
-            word = EntryTable.inlineAdd(word, slot);
+            word = PodsWord.inlineAdd(word, slot);
         }
         assertEquals(4, IndexDescriptor.inlineCount(word));
-        assertEquals(1, EntryTable.inlineIndexOf(word, 250));
-        word = EntryTable.inlineRemoveAt(word, 1);
+        assertEquals(1, PodsWord.inlineIndexOf(word, 250));
+        word = PodsWord.inlineRemoveAt(word, 1);
         assertEquals(3, IndexDescriptor.inlineCount(word));
-        assertEquals(-1, EntryTable.inlineIndexOf(word, 250));
+        assertEquals(-1, PodsWord.inlineIndexOf(word, 250));
         assertEquals(7, IndexDescriptor.inlineSlot(word, 1), "the last slot moved into the hole");
         assertEquals(64, IndexDescriptor.inlineSlot(word, 2));
         assertEquals(0, word >>> 63, "inline words keep bit 63 clear");
