@@ -154,13 +154,18 @@ class ReadBoundTest {
             for (int i = 0; i < 20_000; i++) {
                 stale |= reader.isWriterStale();
             }
-            final long before = mx.getThreadAllocatedBytes(thread);
-            for (int i = 0; i < 20_000; i++) {
-                stale |= reader.isWriterStale();
+            // The least of three windows: a one-off allocation on this thread (the JIT swapping in compiled code)
+            // can land in one window; an allocating call (at least 16 B each) shows in all three, 320 KB each.
+            long allocated = Long.MAX_VALUE;
+            for (int window = 0; window < 3; window++) {
+                final long before = mx.getThreadAllocatedBytes(thread);
+                for (int i = 0; i < 20_000; i++) {
+                    stale |= reader.isWriterStale();
+                }
+                allocated = Math.min(allocated, mx.getThreadAllocatedBytes(thread) - before);
             }
-            final long allocated = mx.getThreadAllocatedBytes(thread) - before;
             assertFalse(stale);
-            assertTrue(allocated < 1_000, "isWriterStale allocates: " + allocated + " bytes");
+            assertTrue(allocated < 1_000, "isWriterStale allocates: " + allocated + " bytes per 20,000 calls");
             writer.heartbeat(System.currentTimeMillis() - 20_000);
             assertTrue(reader.isWriterStale());
             assertTrue(reader.heartbeatAgeMs() >= 20_000);
