@@ -1,13 +1,8 @@
 package io.kvidx.client.routing;
 
-import io.kvidx.client.index.IndexException;
-
 import java.net.URI;
 import java.util.Objects;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicIntegerArray;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
@@ -36,34 +31,16 @@ public final class PodRegistry {
     public static final int MAX_LORAS = 256;
     /** Generation of a slot whose pod the registry has not matched with the index's pod table yet. */
     public static final int UNKNOWN_GENERATION = 0;
-    /** Times {@link #syncWithIndex} reads the pod table again when it changed while being read. */
-    private static final int SYNC_ATTEMPTS = 3;
 
-    private final AtomicLongArray registered = new AtomicLongArray(4);
+    // The pods' identity lives here; slot membership and the pod table sync, load figures and LoRA adapters each
+    // live in their own part, which this facade delegates to.
     private final AtomicIntegerArray role = new AtomicIntegerArray(MAX_PODS);
-    private final AtomicIntegerArray queued = new AtomicIntegerArray(MAX_PODS);
-    private final AtomicIntegerArray running = new AtomicIntegerArray(MAX_PODS);
-    private final AtomicIntegerArray requests = new AtomicIntegerArray(MAX_PODS);
-    private final AtomicIntegerArray maxConcurrency = new AtomicIntegerArray(MAX_PODS);
-    private final AtomicIntegerArray maxLoras = new AtomicIntegerArray(MAX_PODS);
-    private final AtomicLongArray tokens = new AtomicLongArray(MAX_PODS);
-    private final AtomicLongArray kvUtilizationBits = new AtomicLongArray(MAX_PODS);
-    private final AtomicLongArray prefillTokens = new AtomicLongArray(MAX_PODS);
-    private final AtomicLongArray decodeBlocks = new AtomicLongArray(MAX_PODS);
-    private final AtomicLongArray loraWords = new AtomicLongArray(MAX_PODS * 4);
     private final AtomicReferenceArray<String> podIds = new AtomicReferenceArray<>(MAX_PODS);
     private final AtomicReferenceArray<String> models = new AtomicReferenceArray<>(MAX_PODS);
     private final AtomicReferenceArray<URI> endpoints = new AtomicReferenceArray<>(MAX_PODS);
-    private final ConcurrentHashMap<String, Integer> loraIds = new ConcurrentHashMap<>();
-    private final AtomicLong version = new AtomicLong();
-    private final AtomicIntegerArray generations = new AtomicIntegerArray(MAX_PODS);
-    /** The index's suspect flags of the slots as last learnt (layout 3.2), one bit per slot. */
-    private final AtomicLongArray suspect = new AtomicLongArray(4);
-    /** Slots the router registered, routable or not (excluded while the index holds another pod); guarded by this. */
-    private final long[] claimed = new long[4];
-    /** Claimed slots taken from the index: they follow whichever pod the index gives the slot to; guarded by this. */
-    private final long[] fromIndex = new long[4];
-    private volatile long podTableVersion;
+    private final PodTableSync table = new PodTableSync();
+    private final PodLoad load = new PodLoad();
+    private final LoraAdapters loras = new LoraAdapters();
 
     /**
      * Adds a pod by hand (or replaces what is known about its slot), its generation in the index not known yet: the
@@ -100,34 +77,24 @@ public final class PodRegistry {
         checkSlot(slot);
         learn(slot, Objects.requireNonNull(podId, "podId"), model, Objects.requireNonNull(role, "role"), endpoint,
             generation);
-        setBit(fromIndex, slot, false);
-        version.incrementAndGet();
-        // Not checked against the index yet: the next decision's selector finds another version and syncs.
-        podTableVersion = PodIndex.NO_POD_TABLE_VERSION;
+        table.registeredByHand(slot);
         return this;
     }
 
-    private void learn(final int slot, final String podId, final String model, final PodRole role,
+    /**
+     * (Re-)learns a slot: its pod's identity, no adapters, load figures and caps zeroed, then claimed with the
+     * generation and routable. Called under the registry's lock (here and by {@link PodTableSync}).
+     */
+    void learn(final int slot, final String podId, final String model, final PodRole role,
         final URI endpoint, final int generation) {
         podIds.set(slot, podId);
         models.set(slot, model);
         endpoints.set(slot, endpoint);
         this.role.set(slot, role.ordinal());
-        for (int w = 0; w < 4; w++) {
-            loraWords.set(slot * 4 + w, 0);
-        }
-        queued.set(slot, 0);
-        running.set(slot, 0);
-        requests.set(slot, 0);
-        tokens.set(slot, 0);
-        prefillTokens.set(slot, 0);
-        decodeBlocks.set(slot, 0);
-        kvUtilizationBits.set(slot, 0);
-        maxConcurrency.set(slot, 0);
-        maxLoras.set(slot, 0);
-        generations.set(slot, generation);
-        setBit(claimed, slot, true);
-        setRoutable(slot, true);
+        loras.unloadAll(slot);
+        load.reset(slot);
+        loras.maxLoras(slot, 0);
+        table.claim(slot, generation);
     }
 
     /**
@@ -138,12 +105,7 @@ public final class PodRegistry {
      */
     public synchronized PodRegistry unregister(final int slot) {
         checkSlot(slot);
-        setRoutable(slot, false);
-        setBit(claimed, slot, false);
-        setBit(fromIndex, slot, false);
-        generations.set(slot, UNKNOWN_GENERATION);
-        setSuspect(slot, false);
-        version.incrementAndGet();
+        table.release(slot);
         return this;
     }
 
@@ -156,24 +118,7 @@ public final class PodRegistry {
      * @return number of pods added.
      */
     public synchronized int registerFromIndex(final PodIndex index) {
-        int added = 0;
-        for (int slot = 0; slot < MAX_PODS; slot++) {
-            if (!bit(claimed, slot)) {
-                final PodIndex.PodDescription d = index.describe(slot);
-                if (d != null) {
-                    learn(slot, d.podId(), modelOf(d), PodRole.BOTH, null, d.generation());
-                    setSuspect(slot, d.suspect());
-                    setBit(fromIndex, slot, true);
-                    added++;
-                }
-            }
-        }
-        if (added > 0) {
-            version.incrementAndGet();
-            // Read entry by entry, not at one version: the next decision's selector syncs once.
-            podTableVersion = PodIndex.NO_POD_TABLE_VERSION;
-        }
-        return added;
+        return table.registerFromIndex(index, this);
     }
 
     /**
@@ -196,80 +141,7 @@ public final class PodRegistry {
      * is unavailable, or the table kept changing or stayed locked while being read (a later call tries again).
      */
     public synchronized boolean syncWithIndex(final PodIndex index) {
-        for (int attempt = 0; attempt < SYNC_ATTEMPTS; attempt++) {
-            final long v = index.podTableVersion();
-            if (v == PodIndex.NO_POD_TABLE_VERSION) {
-                return false;
-            }
-            if (v == podTableVersion) {
-                return true;
-            }
-            final PodIndex.PodDescription[] seen = new PodIndex.PodDescription[MAX_PODS];
-            try {
-                for (int slot = 0; slot < MAX_PODS; slot++) {
-                    if (bit(claimed, slot)) {
-                        seen[slot] = index.describe(slot);
-                    }
-                }
-            } catch (final IndexException ex) {
-                return false;
-            }
-            if (index.podTableVersion() != v) {
-                continue;
-            }
-            boolean changed = false;
-            for (int slot = 0; slot < MAX_PODS; slot++) {
-                if (bit(claimed, slot)) {
-                    changed |= follow(slot, seen[slot]);
-                }
-            }
-            if (changed) {
-                version.incrementAndGet();
-            }
-            // Stored after the slots: a decision that reads this version sees them.
-            podTableVersion = v;
-            return true;
-        }
-        return false;
-    }
-
-    /** Applies what the index shows in one claimed slot; returns true when the registry changed. */
-    private boolean follow(final int slot, final PodIndex.PodDescription d) {
-        setSuspect(slot, d != null && d.suspect());
-        final int known = generations.get(slot);
-        final boolean routable = isRegistered(slot);
-        if (d == null) {
-            if (known == UNKNOWN_GENERATION) {
-                return false;
-            }
-            generations.set(slot, UNKNOWN_GENERATION);
-            setRoutable(slot, false);
-            return true;
-        }
-        final boolean samePod = d.podId().equals(podIds.get(slot));
-        if (bit(fromIndex, slot)) {
-            if (samePod && d.generation() == known && routable) {
-                return false;
-            }
-            learn(slot, d.podId(), modelOf(d), role(slot), endpoints.get(slot), d.generation());
-            return true;
-        }
-        if (samePod) {
-            generations.set(slot, d.generation());
-            setRoutable(slot, true);
-            return !routable || d.generation() != known;
-        }
-        generations.set(slot, UNKNOWN_GENERATION);
-        setRoutable(slot, false);
-        return routable;
-    }
-
-    private void setSuspect(final int slot, final boolean on) {
-        if (on) {
-            suspect.getAndUpdate(slot >>> 6, w -> w | (1L << slot));
-        } else {
-            suspect.getAndUpdate(slot >>> 6, w -> w & ~(1L << slot));
-        }
+        return table.syncWithIndex(index, this);
     }
 
     /**
@@ -280,7 +152,7 @@ public final class PodRegistry {
      * depths less. Allocation-free.
      */
     public boolean isSuspect(final int slot) {
-        return (suspect.getOpaque(slot >>> 6) & (1L << slot)) != 0;
+        return table.isSuspect(slot);
     }
 
     /**
@@ -288,31 +160,7 @@ public final class PodRegistry {
      * @return that word of the suspect-pod bitmap (bit p = slot p is suspect).
      */
     public long suspectWord(final int word) {
-        return suspect.getOpaque(word);
-    }
-
-    private static String modelOf(final PodIndex.PodDescription d) {
-        return d.model() == null || d.model().isEmpty() ? null : d.model();
-    }
-
-    private void setRoutable(final int slot, final boolean on) {
-        if (on) {
-            registered.getAndUpdate(slot >>> 6, w -> w | (1L << slot));
-        } else {
-            registered.getAndUpdate(slot >>> 6, w -> w & ~(1L << slot));
-        }
-    }
-
-    private static boolean bit(final long[] words, final int slot) {
-        return (words[slot >>> 6] & (1L << slot)) != 0;
-    }
-
-    private static void setBit(final long[] words, final int slot, final boolean on) {
-        if (on) {
-            words[slot >>> 6] |= 1L << slot;
-        } else {
-            words[slot >>> 6] &= ~(1L << slot);
-        }
+        return table.suspectWord(word);
     }
 
     /**
@@ -320,7 +168,7 @@ public final class PodRegistry {
      * {@link PodIndex#NO_POD_TABLE_VERSION} after a registration not checked against the index yet.
      */
     public long podTableVersion() {
-        return podTableVersion;
+        return table.podTableVersion();
     }
 
     /**
@@ -329,7 +177,7 @@ public final class PodRegistry {
      * {@link #UNKNOWN_GENERATION}.
      */
     public int generation(final int slot) {
-        return generations.get(slot);
+        return table.generation(slot);
     }
 
     /**
@@ -337,7 +185,7 @@ public final class PodRegistry {
      * @return that word of the registered-pod bitmap.
      */
     public long registeredWord(final int word) {
-        return registered.getOpaque(word);
+        return table.registeredWord(word);
     }
 
     /**
@@ -345,14 +193,14 @@ public final class PodRegistry {
      * @return true when the slot is registered and routable (not excluded by {@link #syncWithIndex}).
      */
     public boolean isRegistered(final int slot) {
-        return (registered.get(slot >>> 6) & (1L << slot)) != 0;
+        return table.isRegistered(slot);
     }
 
     /**
      * @return a number that changes whenever a pod is registered, unregistered, re-learnt or excluded.
      */
     public long version() {
-        return version.get();
+        return table.version();
     }
 
     /**
@@ -412,10 +260,7 @@ public final class PodRegistry {
      * @return this.
      */
     public PodRegistry load(final int slot, final int queued, final int running, final long tokens) {
-        final int oldQueued = this.queued.getAndSet(slot, queued);
-        final int oldRunning = this.running.getAndSet(slot, running);
-        this.requests.addAndGet(slot, queued - oldQueued + running - oldRunning);
-        this.tokens.set(slot, tokens);
+        load.load(slot, queued, running, tokens);
         return this;
     }
 
@@ -426,9 +271,7 @@ public final class PodRegistry {
      * @param promptTokens its prompt length.
      */
     public void requestStarted(final int slot, final int promptTokens) {
-        running.incrementAndGet(slot);
-        requests.incrementAndGet(slot);
-        tokens.addAndGet(slot, promptTokens);
+        load.requestStarted(slot, promptTokens);
     }
 
     /**
@@ -438,9 +281,7 @@ public final class PodRegistry {
      * @param promptTokens the prompt length passed to {@link #requestStarted}.
      */
     public void requestFinished(final int slot, final int promptTokens) {
-        running.decrementAndGet(slot);
-        requests.decrementAndGet(slot);
-        tokens.addAndGet(slot, -promptTokens);
+        load.requestFinished(slot, promptTokens);
     }
 
     /**
@@ -448,7 +289,7 @@ public final class PodRegistry {
      * @return requests waiting.
      */
     public int queued(final int slot) {
-        return queued.getOpaque(slot);
+        return load.queued(slot);
     }
 
     /**
@@ -456,7 +297,7 @@ public final class PodRegistry {
      * @return requests running.
      */
     public int running(final int slot) {
-        return running.getOpaque(slot);
+        return load.running(slot);
     }
 
     /**
@@ -464,7 +305,7 @@ public final class PodRegistry {
      * @return requests waiting plus running (one read; kept in step with both).
      */
     public int requests(final int slot) {
-        return requests.getOpaque(slot);
+        return load.requests(slot);
     }
 
     /**
@@ -472,7 +313,7 @@ public final class PodRegistry {
      * @return tokens in flight.
      */
     public long tokens(final int slot) {
-        return tokens.getOpaque(slot);
+        return load.tokens(slot);
     }
 
     /**
@@ -481,10 +322,7 @@ public final class PodRegistry {
      * @return this.
      */
     public PodRegistry kvUtilization(final int slot, final double utilization) {
-        if (!(utilization >= 0 && utilization <= 1)) {
-            throw new IllegalArgumentException("utilization must be in [0, 1]: " + utilization);
-        }
-        kvUtilizationBits.set(slot, Double.doubleToRawLongBits(utilization));
+        load.kvUtilization(slot, utilization);
         return this;
     }
 
@@ -493,7 +331,7 @@ public final class PodRegistry {
      * @return KV-cache utilisation in [0, 1].
      */
     public double kvUtilization(final int slot) {
-        return Double.longBitsToDouble(kvUtilizationBits.getOpaque(slot));
+        return load.kvUtilization(slot);
     }
 
     /**
@@ -505,8 +343,7 @@ public final class PodRegistry {
      * @return this.
      */
     public PodRegistry activeBlocks(final int slot, final long prefillTokens, final long decodeBlocks) {
-        this.prefillTokens.set(slot, prefillTokens);
-        this.decodeBlocks.set(slot, decodeBlocks);
+        load.activeBlocks(slot, prefillTokens, decodeBlocks);
         return this;
     }
 
@@ -515,7 +352,7 @@ public final class PodRegistry {
      * @return tokens queued for prefill.
      */
     public long prefillTokens(final int slot) {
-        return prefillTokens.getOpaque(slot);
+        return load.prefillTokens(slot);
     }
 
     /**
@@ -523,7 +360,7 @@ public final class PodRegistry {
      * @return active decode blocks.
      */
     public long decodeBlocks(final int slot) {
-        return decodeBlocks.getOpaque(slot);
+        return load.decodeBlocks(slot);
     }
 
     /**
@@ -532,10 +369,7 @@ public final class PodRegistry {
      * @return this.
      */
     public PodRegistry maxConcurrency(final int slot, final int cap) {
-        if (cap < 0) {
-            throw new IllegalArgumentException("cap must be >= 0: " + cap);
-        }
-        maxConcurrency.set(slot, cap);
+        load.maxConcurrency(slot, cap);
         return this;
     }
 
@@ -544,7 +378,7 @@ public final class PodRegistry {
      * @return concurrency cap, 0 for none.
      */
     public int maxConcurrency(final int slot) {
-        return maxConcurrency.getOpaque(slot);
+        return load.maxConcurrency(slot);
     }
 
     /**
@@ -553,7 +387,7 @@ public final class PodRegistry {
      * @return this.
      */
     public PodRegistry maxLoras(final int slot, final int max) {
-        maxLoras.set(slot, max);
+        loras.maxLoras(slot, max);
         return this;
     }
 
@@ -562,7 +396,7 @@ public final class PodRegistry {
      * @return most adapters the pod can hold.
      */
     public int maxLoras(final int slot) {
-        return maxLoras.getOpaque(slot);
+        return loras.maxLoras(slot);
     }
 
     /**
@@ -573,8 +407,7 @@ public final class PodRegistry {
      * @return this.
      */
     public PodRegistry loraLoaded(final int slot, final String lora) {
-        final int id = internLora(lora);
-        loraWords.getAndUpdate(slot * 4 + (id >>> 6), w -> w | (1L << id));
+        loras.loraLoaded(slot, lora);
         return this;
     }
 
@@ -586,26 +419,8 @@ public final class PodRegistry {
      * @return this.
      */
     public PodRegistry loraUnloaded(final int slot, final String lora) {
-        final Integer id = loraIds.get(lora);
-        if (id != null) {
-            final int i = id;
-            loraWords.getAndUpdate(slot * 4 + (i >>> 6), w -> w & ~(1L << i));
-        }
+        loras.loraUnloaded(slot, lora);
         return this;
-    }
-
-    private int internLora(final String lora) {
-        final Integer existing = loraIds.get(lora);
-        if (existing != null) {
-            return existing;
-        }
-        synchronized (loraIds) {
-            final int next = loraIds.size();
-            if (next >= MAX_LORAS) {
-                throw new IllegalStateException("more than " + MAX_LORAS + " LoRA adapters");
-            }
-            return loraIds.computeIfAbsent(lora, k -> next);
-        }
     }
 
     /**
@@ -613,8 +428,7 @@ public final class PodRegistry {
      * @return its id, or -1 when no pod ever loaded it. Allocation-free.
      */
     public int loraId(final String lora) {
-        final Integer id = loraIds.get(lora);
-        return id == null ? -1 : id;
+        return loras.loraId(lora);
     }
 
     /**
@@ -623,7 +437,7 @@ public final class PodRegistry {
      * @return true when the pod has the adapter loaded.
      */
     public boolean hasLora(final int slot, final int loraId) {
-        return loraId >= 0 && (loraWords.getOpaque(slot * 4 + (loraId >>> 6)) & (1L << loraId)) != 0;
+        return loras.hasLora(slot, loraId);
     }
 
     /**
@@ -631,11 +445,7 @@ public final class PodRegistry {
      * @return adapters the pod has loaded.
      */
     public int loraCount(final int slot) {
-        int n = 0;
-        for (int w = 0; w < 4; w++) {
-            n += Long.bitCount(loraWords.get(slot * 4 + w));
-        }
-        return n;
+        return loras.loraCount(slot);
     }
 
     private static void checkSlot(final int slot) {
