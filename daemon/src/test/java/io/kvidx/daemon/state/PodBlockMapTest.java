@@ -127,15 +127,14 @@ class PodBlockMapTest {
             int full = -1;
             int empty = -1;
             for (int i = 0; i < PodBlockMap.slotsFor(max); i++) {
-                final long key = s.get(ValueLayout.JAVA_LONG, PodBlockMap.HEADER_LENGTH + i * 32L + 8);
+                final long key = s.get(ValueLayout.JAVA_LONG, PodBlockMapDescriptor.entry(i) + 8);
                 if (key != 0 && full < 0) {
                     full = i;
                 } else if (key == 0 && full >= 0 && empty < 0) {
                     empty = i;
                 }
             }
-            MemorySegment.copy(s, PodBlockMap.HEADER_LENGTH + full * 32L, s, PodBlockMap.HEADER_LENGTH + empty * 32L,
-                32);
+            MemorySegment.copy(s, PodBlockMapDescriptor.entry(full), s, PodBlockMapDescriptor.entry(empty), 32);
             s.set(ValueLayout.JAVA_INT, 136, 41);
         }
         try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 1, max)) {
@@ -152,12 +151,12 @@ class PodBlockMapTest {
     void shouldStartSmallAndGrowWithThePodsBlocksAcrossAReopen() throws Exception {
         final Path file = dir.resolve("p.blocks");
         try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 1, 100_000)) {
-            assertEquals(PodBlockMap.HEADER_LENGTH + 4096L * PodBlockMap.ENTRY_LENGTH, Files.size(file),
+            assertEquals(PodBlockMapDescriptor.length(4096), Files.size(file),
                 "a new map is small");
             for (long h = 1; h <= 10_000; h++) {
                 map.store(h, h + 7, 1);
             }
-            assertEquals(PodBlockMap.HEADER_LENGTH + 16_384L * PodBlockMap.ENTRY_LENGTH, Files.size(file),
+            assertEquals(PodBlockMapDescriptor.length(16_384), Files.size(file),
                 "doubled twice for 10,000 blocks at a load of at most 0.7");
         }
         try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 1, 100_000)) {

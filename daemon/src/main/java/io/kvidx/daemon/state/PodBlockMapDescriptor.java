@@ -1,0 +1,143 @@
+package io.kvidx.daemon.state;
+
+import io.kvidx.ffm.MappedRegion;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.Arrays;
+
+/**
+ * Layout of a pod's block map file ({@code <dir>/<cell>/state/pod-<slot>.blocks}, {@link PodBlockMap}): the
+ * offsets of its header fields and entries, the creation of a file and the check that decides whether a file left by
+ * a previous daemon is re-used. {@link PodBlockMap}, {@link PodBlockTable} and {@link SampledEviction} find every
+ * field through this class.
+ *
+ * <pre>
+ *   0 +---------------------------------------------------------------+
+ *     | magic u64 = "KVIDXPB1"                                        |
+ *   8 | table slots i32 (power of two)   | max blocks i32             |
+ *  16 | pod generation i32               | pod id length i32          |
+ *  24 | pod id, UTF-8, 112 bytes (whose slot and generation own it)   |
+ * 136 | mappings i32                     | main KV cache group + 1 i32 |
+ * 144 | store clock u64                                               |
+ * 152 | eviction hand i32 | reserved .. 255                           |
+ * 256 +---------------------------------------------------------------+
+ *     | entries, 32 bytes each: engine hash u64 | router key u64      |
+ *     |   (0 = empty) | store stamp u64 | media bits u64             |
+ *     +---------------------------------------------------------------+
+ * </pre>
+ * The file is private to the daemon's writer (mode 0600): no other process reads it.
+ *
+ * <p><b>Note:</b> stateless.
+ */
+final class PodBlockMapDescriptor {
+    /** Native-order 64-bit loads and stores without the alignment check (every field is 8-byte aligned). */
+    static final ValueLayout.OfLong LONG_LAYOUT = ValueLayout.JAVA_LONG_UNALIGNED;
+    /** "KVIDXPB1" read as a little-endian u64. */
+    static final long MAGIC = 0x3142_5058_4449_564BL;
+    /** Length of the header; the entries follow it. */
+    static final int HEADER_LENGTH = 256;
+    /** Length of an entry. */
+    static final int ENTRY_LENGTH = 32;
+    /** Offset of the table slots. */
+    static final int SLOTS_OFFSET = 8;
+    /** Offset of the most mappings. */
+    static final int MAX_BLOCKS_OFFSET = 12;
+    /** Offset of the generation of the pod's index slot. */
+    static final int GENERATION_OFFSET = 16;
+    /** Offset of the pod id's length. */
+    static final int POD_ID_LENGTH_OFFSET = 20;
+    /** Offset of the pod id. */
+    static final int POD_ID_OFFSET = 24;
+    /** Longest pod id, UTF-8 bytes. */
+    static final int POD_ID_MAX = 112;
+    /** Offset of the mapping count. */
+    static final int COUNT_OFFSET = 136;
+    /** Offset of the main KV cache group + 1 (0 = not learned). */
+    static final int MAIN_GROUP_OFFSET = 140;
+    /** Offset of the store clock: the stamp of the last store. */
+    static final int CLOCK_OFFSET = 144;
+    /** Offset of the eviction hand: the slot where the next eviction samples first. */
+    static final int HAND_OFFSET = 152;
+    /** Offset of an entry's engine hash. */
+    static final int ENTRY_HASH_OFFSET = 0;
+    /** Offset of an entry's router key (0 = empty entry). */
+    static final int ENTRY_KEY_OFFSET = 8;
+    /** Offset of an entry's store stamp. */
+    static final int ENTRY_STAMP_OFFSET = 16;
+    /** Offset of an entry's media bits. */
+    static final int ENTRY_MEDIA_OFFSET = 24;
+
+    private PodBlockMapDescriptor() {
+    }
+
+    /**
+     * @param i slot.
+     * @return offset of the slot's entry.
+     */
+    static long entry(final int i) {
+        return HEADER_LENGTH + (long) i * ENTRY_LENGTH;
+    }
+
+    /**
+     * @param slots table slots.
+     * @return file length of a map of that many slots.
+     */
+    static long length(final int slots) {
+        return HEADER_LENGTH + (long) slots * ENTRY_LENGTH;
+    }
+
+    /**
+     * Creates (or replaces) a map file with an empty table; its magic is stored last.
+     *
+     * @param file       the file.
+     * @param slots      table slots (a power of two).
+     * @param maxBlocks  most mappings.
+     * @param generation the generation of the pod's index slot.
+     * @param id         the pod id, UTF-8, at most {@link #POD_ID_MAX} bytes.
+     * @param clock      the store clock to start from.
+     * @return the mapped file.
+     * @throws IOException when the file cannot be created.
+     */
+    static MappedRegion create(final Path file, final int slots, final int maxBlocks, final int generation,
+        final byte[] id, final long clock) throws IOException {
+        final MappedRegion region = MappedRegion.createPrivate(file, length(slots));
+        final MemorySegment m = region.segment();
+        m.set(ValueLayout.JAVA_INT, SLOTS_OFFSET, slots);
+        m.set(ValueLayout.JAVA_INT, MAX_BLOCKS_OFFSET, maxBlocks);
+        m.set(ValueLayout.JAVA_INT, GENERATION_OFFSET, generation);
+        m.set(ValueLayout.JAVA_INT, POD_ID_LENGTH_OFFSET, id.length);
+        MemorySegment.copy(id, 0, m, ValueLayout.JAVA_BYTE, POD_ID_OFFSET, id.length);
+        m.set(LONG_LAYOUT, CLOCK_OFFSET, clock);
+        m.set(LONG_LAYOUT, 0, MAGIC);
+        return region;
+    }
+
+    /**
+     * @param m          a mapped map file of {@code slots} slots (its length checked by the caller).
+     * @param slots      the slots its length gives.
+     * @param maxBlocks  most mappings the map must have been opened with.
+     * @param generation the generation of the pod's index slot.
+     * @param id         the pod id, UTF-8.
+     * @return true when the file is whole and belongs to that pod, slot generation and size: it may be re-used.
+     */
+    static boolean matches(final MemorySegment m, final int slots, final int maxBlocks, final int generation,
+        final byte[] id) {
+        return m.get(LONG_LAYOUT, 0) == MAGIC && m.get(ValueLayout.JAVA_INT, SLOTS_OFFSET) == slots
+            && m.get(ValueLayout.JAVA_INT, MAX_BLOCKS_OFFSET) == maxBlocks
+            && m.get(ValueLayout.JAVA_INT, GENERATION_OFFSET) == generation
+            && m.get(ValueLayout.JAVA_INT, POD_ID_LENGTH_OFFSET) == id.length
+            && Arrays.equals(id, m.asSlice(POD_ID_OFFSET, id.length).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * @param m a mapped map file.
+     * @return its pod id, UTF-8.
+     */
+    static byte[] podId(final MemorySegment m) {
+        return m.asSlice(POD_ID_OFFSET, m.get(ValueLayout.JAVA_INT, POD_ID_LENGTH_OFFSET))
+            .toArray(ValueLayout.JAVA_BYTE);
+    }
+}
