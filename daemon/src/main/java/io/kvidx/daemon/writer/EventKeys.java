@@ -4,6 +4,7 @@ import io.kvidx.client.keys.BlockExtras;
 import io.kvidx.client.keys.RequestExtras;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.ingest.vllm.VllmEvent;
+import io.kvidx.daemon.ingest.vllm.VllmExtraKeys;
 
 import java.util.Arrays;
 
@@ -66,7 +67,8 @@ final class EventKeys {
         final int n = e.hashCount();
         final int bs = hasher.blockSize();
         final int[] tokens = e.tokens();
-        if (!e.hasExtraKeys()) {
+        final VllmExtraKeys xk = e.extraKeys();
+        if (!xk.present()) {
             // SGLang names the salt at event level, on every BlockStored of a salted chain: it seeds the chain's
             // first block only, as vLLM's salt does.
             final long seed = e.hasParent() ? parentKey : e.cacheSaltLength() > 0
@@ -74,48 +76,48 @@ final class EventKeys {
             hasher.extend(seed, tokens, 0, n * bs, out, 0);
             return OK;
         }
-        if (e.extraKeyBlocks() != n) {
-            badBlock = Math.min(n, e.extraKeyBlocks());
+        if (xk.blockCount() != n) {
+            badBlock = Math.min(n, xk.blockCount());
             return BAD_COUNT;
         }
-        final byte[] x = e.extraBytes();
+        final byte[] x = xk.bytes();
         final boolean lora = e.hasLoraName();
         long parent = parentKey;
         for (int b = 0; b < n; b++) {
             badBlock = b;
-            int j = e.extraStart(b);
-            final int end = e.extraEnd(b);
+            int j = xk.start(b);
+            final int end = xk.end(b);
             if (lora && j < end) {
-                if (e.extraKind(j) != VllmEvent.EXTRA_STR || !Arrays.equals(x, e.extraOffset(j),
-                    e.extraOffset(j) + e.extraLength(j), e.loraNameBytes(), 0, e.loraNameLength())) {
+                if (xk.kind(j) != VllmExtraKeys.KIND_STR || !Arrays.equals(x, xk.offset(j),
+                    xk.offset(j) + xk.length(j), e.loraNameBytes(), 0, e.loraNameLength())) {
                     return BAD_LORA;
                 }
                 j++;
             }
             final BlockExtras be = extras.clear();
-            while (j < end && e.extraKind(j) == VllmEvent.EXTRA_MM) {
-                final long rel = e.extraValue(j);
+            while (j < end && xk.kind(j) == VllmExtraKeys.KIND_MM) {
+                final long rel = xk.value(j);
                 if (rel >= bs || rel < Integer.MIN_VALUE) {
                     return BAD_OFFSET;
                 }
-                be.item(x, e.extraOffset(j), e.extraLength(j), (int) rel);
+                be.item(x, xk.offset(j), xk.length(j), (int) rel);
                 j++;
             }
             int saltOff = 0;
             int saltLen = -1;
-            if (j < end && e.extraKind(j) == VllmEvent.EXTRA_STR) {
+            if (j < end && xk.kind(j) == VllmExtraKeys.KIND_STR) {
                 if (b != 0 || e.hasParent()) {
                     return BAD_STRING;
                 }
-                saltOff = e.extraOffset(j);
-                saltLen = e.extraLength(j) == 0 ? -1 : e.extraLength(j);
+                saltOff = xk.offset(j);
+                saltLen = xk.length(j) == 0 ? -1 : xk.length(j);
                 j++;
             }
-            if (j < end && e.extraKind(j) == VllmEvent.EXTRA_BIN) {
-                if (e.extraLength(j) != RequestExtras.EMBEDS_DIGEST_LENGTH) {
+            if (j < end && xk.kind(j) == VllmExtraKeys.KIND_BIN) {
+                if (xk.length(j) != RequestExtras.EMBEDS_DIGEST_LENGTH) {
                     return BAD_DIGEST;
                 }
-                be.digest(x, e.extraOffset(j), e.extraLength(j));
+                be.digest(x, xk.offset(j), xk.length(j));
                 j++;
             }
             if (j < end) {

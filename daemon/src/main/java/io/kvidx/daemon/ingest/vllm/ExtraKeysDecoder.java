@@ -7,7 +7,7 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
 
 /**
  * Decodes a BlockStored's {@code extra_keys} (vllm#33304): one entry per block, each nil or an array of str, bin and
- * {@code [str, int]} elements, kept as element spans over {@link VllmEvent#extraBytes()} (their meaning is the
+ * {@code [str, int]} elements, kept as element spans in the event's {@link VllmExtraKeys} (their meaning is the
  * applier's). A bad shape, an element of another type or more than the limits marks the event with a
  * {@code PROBLEM_EXTRA_KEYS_*} problem and skips the rest of the value, so the next field and event decode normally.
  * Allocates nothing once the event's arrays have grown to the largest extra keys seen.
@@ -34,30 +34,27 @@ final class ExtraKeysDecoder {
     void decode(final MsgpackCursor cursor, final VllmEvent e, final int maxBlocks) {
         in = cursor;
         if (in.peekType() != TYPE_ARRAY) {
-            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
             in.skipValue();
             return;
         }
         final int n = in.readArrayHeader();
         if (n > maxBlocks) {
-            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
+            e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
             skipElements(n);
             return;
         }
-        e.ensureExtraBlocks(n);
-        e.hasExtraKeys = true;
-        e.extraKeyBlocks = n;
-        e.extraCount = 0;
-        e.extraBytesLength = 0;
+        final VllmExtraKeys x = e.extraKeys;
+        x.begin(n);
         for (int b = 0; b < n; b++) {
             if (!in.tryReadNil()) {
                 if (in.peekType() != TYPE_ARRAY) {
-                    problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+                    e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
                     in.skipValue();
                 } else {
                     final int m = in.readArrayHeader();
                     if (m > MAX_EXTRA_KEYS_PER_BLOCK) {
-                        problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
+                        e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
                         skipElements(m);
                     } else {
                         for (int j = 0; j < m; j++) {
@@ -66,7 +63,7 @@ final class ExtraKeysDecoder {
                     }
                 }
             }
-            e.extraBlockEnd[b] = e.extraCount;
+            x.endBlock(b);
         }
     }
 
@@ -74,17 +71,17 @@ final class ExtraKeysDecoder {
         final int t = in.peekType();
         if (t == TYPE_STR || t == TYPE_BIN) {
             final int len = in.readRawHeader();
-            copy(e, t == TYPE_STR ? VllmEvent.EXTRA_STR : VllmEvent.EXTRA_BIN, len, 0);
+            copy(e, t == TYPE_STR ? VllmExtraKeys.KIND_STR : VllmExtraKeys.KIND_BIN, len, 0);
             return;
         }
         if (t != TYPE_ARRAY) {
-            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
             in.skipValue();
             return;
         }
         final int k = in.readArrayHeader();
         if (k != 2 || in.peekType() != TYPE_STR) {
-            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
             skipElements(k);
             return;
         }
@@ -92,7 +89,7 @@ final class ExtraKeysDecoder {
         final int start = in.position();
         in.skipBytes(len);
         if (in.peekType() != TYPE_INT) {
-            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
             in.skipValue();
             return;
         }
@@ -101,31 +98,24 @@ final class ExtraKeysDecoder {
         final int end = in.position();
         in.position(start);
         // An unsigned value above Long.MAX_VALUE is out of any offset's range: keep it so the applier rejects it.
-        copy(e, VllmEvent.EXTRA_MM, len, unsigned && offset < 0 ? Long.MAX_VALUE : offset);
+        copy(e, VllmExtraKeys.KIND_MM, len, unsigned && offset < 0 ? Long.MAX_VALUE : offset);
         in.position(end);
     }
 
     /** Copies a str/bin payload of {@code len} bytes at the cursor into the event (or marks it too large). */
     private void copy(final VllmEvent e, final int kind, final int len, final long value) {
-        if (len > MAX_EXTRA_KEY_BYTES || e.extraBytesLength + len > MAX_EXTRA_BYTES_PER_EVENT) {
-            problem(e, VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
+        if (len > MAX_EXTRA_KEY_BYTES || e.extraKeys.bytesLength + len > MAX_EXTRA_BYTES_PER_EVENT) {
+            e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
             in.skipBytes(len);
             return;
         }
-        final int i = e.addExtra(kind, len, value);
-        in.buffer().getBytes(in.position(), e.extraBytes, e.extraOffset[i], len);
+        e.extraKeys.append(kind, in.buffer(), in.position(), len, value);
         in.skipBytes(len);
     }
 
     private void skipElements(final int n) {
         for (int i = 0; i < n; i++) {
             in.skipValue();
-        }
-    }
-
-    private static void problem(final VllmEvent e, final int problem) {
-        if (e.problem == VllmEvent.PROBLEM_NONE) {
-            e.problem = problem;
         }
     }
 }

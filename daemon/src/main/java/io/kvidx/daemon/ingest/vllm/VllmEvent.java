@@ -5,7 +5,8 @@ import java.util.Arrays;
 
 /**
  * One decoded vLLM KV event, a reusable view filled by {@link VllmEventDecoder} and valid only during the listener
- * callback. Arrays grow to the largest event seen and are then reused: decoding allocates nothing per block.
+ * callback. Arrays grow to the largest event seen and are then reused: decoding allocates nothing per block. A
+ * BlockStored's {@code extra_keys} are held by its {@link VllmExtraKeys} part ({@link #extraKeys()}).
  *
  * <p><b>Note:</b> not thread safe; owned by one decoder.
  */
@@ -69,13 +70,6 @@ public final class VllmEvent {
     /** {@code extra_keys} has more elements or bytes than the decoder's limits allow. */
     public static final int PROBLEM_EXTRA_KEYS_TOO_LARGE = 9;
 
-    /** An {@code extra_keys} element that is a str (LoRA name, cache salt). */
-    public static final int EXTRA_STR = 1;
-    /** An {@code extra_keys} element that is a bin (prompt-embeds digest). */
-    public static final int EXTRA_BIN = 2;
-    /** An {@code extra_keys} element that is a multimodal key {@code [identifier, offset in the block]}. */
-    public static final int EXTRA_MM = 3;
-
     int type;
     int problem;
     long[] hashes = new long[64];
@@ -95,19 +89,8 @@ public final class VllmEvent {
     int cacheSaltLength = -1;
     int locality;
     int flags;
-    boolean hasExtraKeys;
-    int extraKeyBlocks;
-    /** End (exclusive) of each block's elements in the element arrays; a block starts where the previous ended. */
-    int[] extraBlockEnd = new int[64];
-    int extraCount;
-    byte[] extraKind = new byte[64];
-    /** Element bytes (str or bin payload, multimodal identifier) in {@link #extraBytes}. */
-    int[] extraOffset = new int[64];
-    int[] extraLength = new int[64];
-    /** A multimodal element's offset (the two's complement bits of the msgpack integer). */
-    long[] extraValue = new long[64];
-    byte[] extraBytes = new byte[1024];
-    int extraBytesLength;
+    /** The BlockStored's {@code extra_keys}. */
+    final VllmExtraKeys extraKeys = new VllmExtraKeys();
 
     void reset() {
         type = TYPE_UNKNOWN;
@@ -125,58 +108,7 @@ public final class VllmEvent {
         cacheSaltLength = -1;
         locality = LOCALITY_UNSPECIFIED;
         flags = 0;
-        hasExtraKeys = false;
-        extraKeyBlocks = 0;
-        extraCount = 0;
-        extraBytesLength = 0;
-    }
-
-    void ensureExtraBlocks(final int n) {
-        if (extraBlockEnd.length < n) {
-            extraBlockEnd = Arrays.copyOf(extraBlockEnd, Math.max(n, extraBlockEnd.length * 2));
-        }
-    }
-
-    /**
-     * Appends one element; its payload of {@code length} bytes is copied by the caller to
-     * {@code extraBytes[extraOffset[returned index]]}.
-     */
-    int addExtra(final int kind, final int length, final long value) {
-        if (extraCount == extraKind.length) {
-            final int n = extraCount * 2;
-            extraKind = Arrays.copyOf(extraKind, n);
-            extraOffset = Arrays.copyOf(extraOffset, n);
-            extraLength = Arrays.copyOf(extraLength, n);
-            extraValue = Arrays.copyOf(extraValue, n);
-        }
-        if (extraBytes.length - extraBytesLength < length) {
-            extraBytes = Arrays.copyOf(extraBytes, Math.max(extraBytesLength + length, extraBytes.length * 2));
-        }
-        final int i = extraCount++;
-        extraKind[i] = (byte) kind;
-        extraOffset[i] = extraBytesLength;
-        extraLength[i] = length;
-        extraValue[i] = value;
-        extraBytesLength += length;
-        return i;
-    }
-
-    void ensureHashes(final int n) {
-        if (hashes.length < n) {
-            hashes = Arrays.copyOf(hashes, Math.max(n, hashes.length * 2));
-        }
-    }
-
-    void ensureTokens(final int n) {
-        if (tokens.length < n) {
-            tokens = Arrays.copyOf(tokens, Math.max(n, tokens.length * 2));
-        }
-    }
-
-    void ensureLoraName(final int n) {
-        if (loraName.length < n) {
-            loraName = Arrays.copyOf(loraName, Math.max(n, loraName.length * 2));
-        }
+        extraKeys.reset();
     }
 
     /**
@@ -196,7 +128,9 @@ public final class VllmEvent {
      * @return the hash array to fill (length at least n); the hash count is set to n.
      */
     public long[] hashesForWrite(final int n) {
-        ensureHashes(n);
+        if (hashes.length < n) {
+            hashes = Arrays.copyOf(hashes, Math.max(n, hashes.length * 2));
+        }
         hashCount = n;
         return hashes;
     }
@@ -206,7 +140,9 @@ public final class VllmEvent {
      * @return the token array to fill (length at least n); the token count is set to n.
      */
     public int[] tokensForWrite(final int n) {
-        ensureTokens(n);
+        if (tokens.length < n) {
+            tokens = Arrays.copyOf(tokens, Math.max(n, tokens.length * 2));
+        }
         tokenCount = n;
         return tokens;
     }
@@ -216,7 +152,9 @@ public final class VllmEvent {
      * @return the array to fill with the name.
      */
     public byte[] loraNameForWrite(final int length) {
-        ensureLoraName(Math.max(0, length));
+        if (loraName.length < length) {
+            loraName = Arrays.copyOf(loraName, Math.max(length, loraName.length * 2));
+        }
         loraNameLength = length;
         return loraName;
     }
@@ -484,72 +422,10 @@ public final class VllmEvent {
     }
 
     /**
-     * @return true when the BlockStored carries {@code extra_keys} (present and not nil).
+     * @return the BlockStored's {@code extra_keys} (not {@link VllmExtraKeys#present()} for other events).
      */
-    public boolean hasExtraKeys() {
-        return hasExtraKeys;
-    }
-
-    /**
-     * @return number of {@code extra_keys} entries (one per block when well formed).
-     */
-    public int extraKeyBlocks() {
-        return extraKeyBlocks;
-    }
-
-    /**
-     * @param block block index.
-     * @return index of the block's first extra-key element (elements of a nil entry: none).
-     */
-    public int extraStart(final int block) {
-        return block == 0 ? 0 : extraBlockEnd[block - 1];
-    }
-
-    /**
-     * @param block block index.
-     * @return one past the index of the block's last extra-key element.
-     */
-    public int extraEnd(final int block) {
-        return extraBlockEnd[block];
-    }
-
-    /**
-     * @param element element index.
-     * @return one of {@code EXTRA_*}.
-     */
-    public int extraKind(final int element) {
-        return extraKind[element];
-    }
-
-    /**
-     * @return the bytes every element's payload lies in.
-     */
-    public byte[] extraBytes() {
-        return extraBytes;
-    }
-
-    /**
-     * @param element element index.
-     * @return where its payload (str, bin, or a multimodal identifier) starts in {@link #extraBytes()}.
-     */
-    public int extraOffset(final int element) {
-        return extraOffset[element];
-    }
-
-    /**
-     * @param element element index.
-     * @return its payload length in bytes.
-     */
-    public int extraLength(final int element) {
-        return extraLength[element];
-    }
-
-    /**
-     * @param element a multimodal element's index.
-     * @return its offset relative to the block's first token.
-     */
-    public long extraValue(final int element) {
-        return extraValue[element];
+    public VllmExtraKeys extraKeys() {
+        return extraKeys;
     }
 
     /**

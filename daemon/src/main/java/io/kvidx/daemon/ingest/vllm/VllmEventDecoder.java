@@ -65,8 +65,8 @@ public final class VllmEventDecoder extends KvBatchDecoder {
 
     @Override
     protected void check(final VllmEvent e) {
-        if (e.problem == VllmEvent.PROBLEM_NONE && e.type == VllmEvent.TYPE_BLOCK_STORED && e.hasExtraKeys
-            && e.extraKeyBlocks != e.hashCount) {
+        if (e.problem == VllmEvent.PROBLEM_NONE && e.type == VllmEvent.TYPE_BLOCK_STORED && e.extraKeys.present
+            && e.extraKeys.blockCount != e.hashCount) {
             e.problem = VllmEvent.PROBLEM_EXTRA_KEYS_LENGTH;
         }
     }
@@ -158,7 +158,7 @@ public final class VllmEventDecoder extends KvBatchDecoder {
                 if (t == TYPE_INT) {
                     final long v = in.readLong();
                     if (v < 0 || v > Integer.MAX_VALUE) {
-                        problem(e, VllmEvent.PROBLEM_FIELD_TYPE);
+                        e.problem(VllmEvent.PROBLEM_FIELD_TYPE);
                     } else if (field == F_BLOCK_SIZE) {
                         e.blockSize = (int) v;
                     } else {
@@ -229,9 +229,7 @@ public final class VllmEventDecoder extends KvBatchDecoder {
             case F_LORA_NAME -> {
                 if (t == TYPE_STR) {
                     final int len = in.readRawHeader();
-                    e.ensureLoraName(len);
-                    in.buffer().getBytes(in.position(), e.loraName, 0, len);
-                    e.loraNameLength = len;
+                    in.buffer().getBytes(in.position(), e.loraNameForWrite(len), 0, len);
                     in.skipBytes(len);
                 } else {
                     fieldTypeProblem(e);
@@ -248,12 +246,11 @@ public final class VllmEventDecoder extends KvBatchDecoder {
         }
         final int n = in.readArrayHeader();
         if (n > maxHashes) {
-            problem(e, VllmEvent.PROBLEM_TOO_LARGE);
+            e.problem(VllmEvent.PROBLEM_TOO_LARGE);
             skipElements(n);
             return;
         }
-        e.ensureHashes(n);
-        final long[] hashes = e.hashes;
+        final long[] hashes = e.hashesForWrite(n);
         for (int i = 0; i < n; i++) {
             final int t = in.peekType();
             if (t == TYPE_INT || t == TYPE_BIN) {
@@ -262,7 +259,6 @@ public final class VllmEventDecoder extends KvBatchDecoder {
                 fieldTypeProblem(e);
             }
         }
-        e.hashCount = n;
     }
 
     private void decodeTokens(final VllmEvent e) {
@@ -272,12 +268,11 @@ public final class VllmEventDecoder extends KvBatchDecoder {
         }
         final int n = in.readArrayHeader();
         if (n > maxTokens) {
-            problem(e, VllmEvent.PROBLEM_TOO_LARGE);
+            e.problem(VllmEvent.PROBLEM_TOO_LARGE);
             skipElements(n);
             return;
         }
-        e.ensureTokens(n);
-        final int[] tokens = e.tokens;
+        final int[] tokens = e.tokensForWrite(n);
         for (int i = 0; i < n; i++) {
             if (in.peekType() != TYPE_INT) {
                 fieldTypeProblem(e);
@@ -285,11 +280,10 @@ public final class VllmEventDecoder extends KvBatchDecoder {
             }
             final long v = in.readLong();
             if (v < Integer.MIN_VALUE || v > 0xFFFF_FFFFL) {
-                problem(e, VllmEvent.PROBLEM_TOKEN_RANGE);
+                e.problem(VllmEvent.PROBLEM_TOKEN_RANGE);
             }
             tokens[i] = (int) v;
         }
-        e.tokenCount = n;
     }
 
 
@@ -299,7 +293,7 @@ public final class VllmEventDecoder extends KvBatchDecoder {
         }
         final int len = in.readRawHeader();
         if (len != 8 && len != 16 && len != 32) {
-            problem(e, VllmEvent.PROBLEM_HASH_WIDTH);
+            e.problem(VllmEvent.PROBLEM_HASH_WIDTH);
             in.skipBytes(len);
             return 0;
         }
@@ -319,14 +313,8 @@ public final class VllmEventDecoder extends KvBatchDecoder {
     }
 
     private void fieldTypeProblem(final VllmEvent e) {
-        problem(e, VllmEvent.PROBLEM_FIELD_TYPE);
+        e.problem(VllmEvent.PROBLEM_FIELD_TYPE);
         in.skipValue();
-    }
-
-    private static void problem(final VllmEvent e, final int problem) {
-        if (e.problem == VllmEvent.PROBLEM_NONE) {
-            e.problem = problem;
-        }
     }
 
 }

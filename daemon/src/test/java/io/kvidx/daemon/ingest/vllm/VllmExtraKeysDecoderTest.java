@@ -33,18 +33,19 @@ class VllmExtraKeysDecoderTest {
         @Override
         public void onBlockStored(final VllmEvent e) {
             problems.add(VllmEvent.PROBLEM_NONE);
-            hasExtraKeys = e.hasExtraKeys();
+            final VllmExtraKeys x = e.extraKeys();
+            hasExtraKeys = x.present();
             groupIdx = e.groupIdx();
             blocks.clear();
-            for (int b = 0; b < e.extraKeyBlocks(); b++) {
+            for (int b = 0; b < x.blockCount(); b++) {
                 final List<String> elements = new ArrayList<>();
-                for (int j = e.extraStart(b); j < e.extraEnd(b); j++) {
-                    final String text = new String(e.extraBytes(), e.extraOffset(j), e.extraLength(j),
+                for (int j = x.start(b); j < x.end(b); j++) {
+                    final String text = new String(x.bytes(), x.offset(j), x.length(j),
                         StandardCharsets.UTF_8);
-                    elements.add(switch (e.extraKind(j)) {
-                        case VllmEvent.EXTRA_STR -> "s:" + text;
-                        case VllmEvent.EXTRA_BIN -> "b:" + e.extraLength(j);
-                        default -> "m:" + text + "@" + e.extraValue(j);
+                    elements.add(switch (x.kind(j)) {
+                        case VllmExtraKeys.KIND_STR -> "s:" + text;
+                        case VllmExtraKeys.KIND_BIN -> "b:" + x.length(j);
+                        default -> "m:" + text + "@" + x.value(j);
                     });
                 }
                 blocks.add(elements);
