@@ -51,17 +51,30 @@ public final class BenchOptions {
      * @throws IllegalArgumentException on an unknown option or a bad value.
      */
     public static BenchOptions parse(final String[] args) {
-        final BenchOptions o = new BenchOptions();
-        try {
-            new CommandLine(o).parseArgs(args);
-        } catch (final CommandLine.ParameterException ex) {
-            throw new IllegalArgumentException(ex.getMessage(), ex);
-        }
+        final BenchOptions o = parseInto(new BenchOptions(), args);
         if (o.warmupMs < 0 || o.measureMs < 1 || o.rounds < 1 || o.churnWindow < 1 || o.writerRate < 0) {
             throw new IllegalArgumentException("warmup >= 0, measure >= 1 ms, rounds >= 1, churn window >= 1 and"
                 + " writer rate >= 0 are required");
         }
         return o;
+    }
+
+    /**
+     * Fills a bench command's picocli options object from its arguments: the one place the bench commands parse.
+     *
+     * @param options an object with picocli {@code @Option} fields, holding the defaults.
+     * @param args    command arguments (after the command name).
+     * @param <T>     the options type.
+     * @return {@code options}, filled.
+     * @throws IllegalArgumentException on an unknown option, a missing or malformed value (picocli's message).
+     */
+    public static <T> T parseInto(final T options, final String[] args) {
+        try {
+            new CommandLine(options).parseArgs(args);
+        } catch (final CommandLine.ParameterException ex) {
+            throw new IllegalArgumentException(ex.getMessage(), ex);
+        }
+        return options;
     }
 
     /**

@@ -8,7 +8,6 @@ import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.state.PodBlockMap;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -64,12 +63,7 @@ final class RestartBench {
          * @throws IllegalArgumentException on an unknown option, a bad value or {@code -h}.
          */
         static Options parse(final String[] args) {
-            final Options o = new Options();
-            try {
-                new CommandLine(o).parseArgs(args);
-            } catch (final CommandLine.ParameterException ex) {
-                throw new IllegalArgumentException(ex.getMessage(), ex);
-            }
+            final Options o = BenchOptions.parseInto(new Options(), args);
             if (o.help) {
                 throw new IllegalArgumentException("options");
             }

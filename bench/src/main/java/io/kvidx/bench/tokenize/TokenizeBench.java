@@ -1,5 +1,6 @@
 package io.kvidx.bench.tokenize;
 
+import io.kvidx.bench.BenchOptions;
 import io.kvidx.bench.Json;
 import io.kvidx.bench.trace.TraceFile;
 import io.kvidx.client.keys.RouterKeyHasher;
@@ -18,7 +19,6 @@ import org.openjdk.jmh.runner.options.TimeValue;
 import org.openjdk.jmh.runner.options.VerboseMode;
 import org.openjdk.jmh.util.Statistics;
 
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -113,12 +113,7 @@ public final class TokenizeBench {
      * @throws RunnerException          when JMH fails.
      */
     public static Json run(final String[] args, final PrintStream out) throws RunnerException {
-        final Options o = new Options();
-        try {
-            new CommandLine(o).parseArgs(args);
-        } catch (final CommandLine.ParameterException ex) {
-            throw new IllegalArgumentException(ex.getMessage(), ex);
-        }
+        final Options o = BenchOptions.parseInto(new Options(), args);
         if (o.help) {
             throw new IllegalArgumentException("options");
         }

@@ -1,8 +1,8 @@
 package io.kvidx.bench.trace;
 
+import io.kvidx.bench.BenchOptions;
 import io.kvidx.bench.Json;
 import io.kvidx.daemon.index.IndexWriterContext;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -79,12 +79,7 @@ public final class TraceBench {
         TransportChoice choice;
 
         static Options parse(final String[] args) {
-            final Options o = new Options();
-            try {
-                new CommandLine(o).parseArgs(args);
-            } catch (final CommandLine.ParameterException ex) {
-                throw new IllegalArgumentException(ex.getMessage(), ex);
-            }
+            final Options o = BenchOptions.parseInto(new Options(), args);
             if (o.help) {
                 throw new IllegalArgumentException("options");
             }
