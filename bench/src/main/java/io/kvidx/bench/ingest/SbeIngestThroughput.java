@@ -55,8 +55,8 @@ public final class SbeIngestThroughput {
         final String pid = Long.toString(ProcessHandle.current().pid());
         final Path dir = Path.of("/dev/shm/kvidx-bench-" + pid);
         final DaemonContext ctx = new DaemonContext().dir(dir).capacityBlocks(1L << 22).podTimeoutMs(0)
-            .idleStrategy(idle).addAeronChannel("aeron:ipc").aeronDir("/dev/shm/kvidx-bench-aeron-" + pid)
-            .aeronTermLength(16 << 20).writerQueueLength(32 << 20).writers(writers).deleteOnClose(true);
+            .idleStrategy(idle).writerQueueLength(32 << 20).writers(writers).deleteOnClose(true);
+        ctx.aeron().addChannel("aeron:ipc").dir("/dev/shm/kvidx-bench-aeron-" + pid).termLength(16 << 20);
 
         final SplittableRandom random = new SplittableRandom(7);
         final long[][][] hashes = new long[pods][eventsPerPod][blocksPerEvent];
@@ -72,8 +72,8 @@ public final class SbeIngestThroughput {
             }
         }
         try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
-            Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(ctx.aeronDir()));
-            Publication publication = client.addPublication("aeron:ipc", ctx.aeronStreamId())) {
+            Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(ctx.aeron().dir()));
+            Publication publication = client.addPublication("aeron:ipc", ctx.aeron().streamId())) {
             while (!publication.isConnected()) {
                 Thread.sleep(1);
             }

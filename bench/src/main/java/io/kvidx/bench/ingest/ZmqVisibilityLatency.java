@@ -51,8 +51,8 @@ public final class ZmqVisibilityLatency {
             pub.setSndHWM(100_000);
             pub.bind("tcp://127.0.0.1:*");
             final DaemonContext ctx = new DaemonContext().dir(dir).capacityBlocks(1L << 22).podTimeoutMs(0)
-                .idleStrategy(idle).deleteOnClose(true)
-                .addZmq(new ZmqEndpoint(pub.getLastEndpoint(), "bench-pod", model, null));
+                .idleStrategy(idle).deleteOnClose(true);
+            ctx.zmq().addEndpoint(new ZmqEndpoint(pub.getLastEndpoint(), "bench-pod", model, null));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 final RouterKeyHasher hasher = new RouterKeyHasher(16);

@@ -220,9 +220,9 @@ public final class DaemonCommand implements Callable<Integer> {
         try (ShutdownSignalBarrier barrier = new ShutdownSignalBarrier();
             KvidxDaemon daemon = KvidxDaemon.start(context)) {
             System.out.println("kvidx daemon: index " + context.indexContext().indexFile() + ", block size "
-                + context.blockSize() + ", " + context.zmqEndpoints().size() + " ZeroMQ endpoint(s), "
-                + context.aeronChannels().size() + " Aeron channel(s)"
-                + (context.aeronChannels().isEmpty() ? "" : " in " + context.aeronDir()) + "; Ctrl-C to stop");
+                + context.blockSize() + ", " + context.zmq().endpoints().size() + " ZeroMQ endpoint(s), "
+                + context.aeron().channels().size() + " Aeron channel(s)"
+                + (context.aeron().channels().isEmpty() ? "" : " in " + context.aeron().dir()) + "; Ctrl-C to stop");
             System.out.flush();
             if (statsMs > 0) {
                 final Thread stats = Thread.ofPlatform().daemon().name("kvidx-stats").start(() -> {
@@ -310,13 +310,13 @@ public final class DaemonCommand implements Callable<Integer> {
             context.heartbeatIntervalMs(heartbeatIntervalMs);
         }
         if (replayTimeoutMs != null) {
-            context.replayTimeoutMs(replayTimeoutMs);
+            context.zmq().replayTimeoutMs(replayTimeoutMs);
         }
         if (replayGapPolicy != null) {
-            context.replayGapPolicy(replayGapPolicy);
+            context.zmq().replayGapPolicy(replayGapPolicy);
         }
         if (checkpointMs != null) {
-            context.checkpointIntervalMs(checkpointMs);
+            context.zmq().checkpointIntervalMs(checkpointMs);
         }
         if (podMaxBlocks != null) {
             context.podMaxBlocks(podMaxBlocks);
@@ -332,34 +332,34 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         applyAgents(context);
         for (final String z : zmq) {
-            context.addZmq(parseZmq(z));
+            context.zmq().addEndpoint(parseZmq(z));
         }
         for (final String r : replay) {
             final int eq = r.indexOf('=');
             if (eq <= 0 || eq == r.length() - 1) {
                 throw new IllegalArgumentException("--replay must be POD=ENDPOINT: " + r);
             }
-            context.replay(r.substring(0, eq), r.substring(eq + 1));
+            context.zmq().replay(r.substring(0, eq), r.substring(eq + 1));
         }
         for (final String e : engine) {
             final int eq = e.lastIndexOf('=');
             if (eq <= 0 || eq == e.length() - 1) {
                 throw new IllegalArgumentException("--engine must be POD=ENGINE or ENDPOINT=ENGINE: " + e);
             }
-            context.engine(e.substring(0, eq), e.substring(eq + 1));
+            context.zmq().engine(e.substring(0, eq), e.substring(eq + 1));
         }
-        aeron.forEach(context::addAeronChannel);
+        aeron.forEach(context.aeron()::addChannel);
         if (aeronStreamId != null) {
-            context.aeronStreamId(aeronStreamId);
+            context.aeron().streamId(aeronStreamId);
         }
         if (aeronDir != null) {
-            context.aeronDir(aeronDir);
+            context.aeron().dir(aeronDir);
         }
         if (embeddedDriver != null) {
-            context.embeddedDriver(embeddedDriver);
+            context.aeron().embeddedDriver(embeddedDriver);
         }
         if (aeronTermLength != null) {
-            context.aeronTermLength(aeronTermLength);
+            context.aeron().termLength(aeronTermLength);
         }
     }
 

@@ -3,18 +3,18 @@ package io.kvidx.daemon.config;
 import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.daemon.index.IndexWriterContext;
-import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.ffm.SharedFiles;
 
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 
 /**
- * Everything the daemon needs to run: index geometry, writers, transports, agent threads ({@link #agents()}).
- * Fluent setters; defaults from {@link DaemonConfiguration}; {@link #conclude()} validates once, throwing a
- * {@link ConfigException} that names the YAML key and the accepted range. {@link DaemonConfigFile} reads and prints
- * it as YAML; {@link DaemonSettings} lists every key with its command-line option.
+ * Everything the daemon needs to run: the cell and its index geometry, writers, operations (metrics, counters
+ * printing, mlock), and the parts it owns: the ZeroMQ transport ({@link #zmq()}), the Aeron transport
+ * ({@link #aeron()}) and the agent threads ({@link #agents()}). Fluent setters; defaults from
+ * {@link DaemonConfiguration}; {@link #conclude()} validates once, its own values first, then the ZeroMQ, agent and
+ * Aeron settings, throwing a {@link ConfigException} that names the YAML key and the accepted range.
+ * {@link DaemonConfigFile} reads and prints it as YAML; {@link DaemonSettings} lists every key with its
+ * command-line option.
  *
  * <p><b>Note:</b> not thread safe; fill it in on one thread before starting the daemon.
  */
@@ -31,21 +31,14 @@ public final class DaemonContext {
     private int writerQueueLength = DaemonConfiguration.WRITER_QUEUE_LENGTH_DEFAULT;
     private long podTimeoutMs = DaemonConfiguration.POD_TIMEOUT_MS_DEFAULT;
     private long heartbeatIntervalMs = DaemonConfiguration.HEARTBEAT_INTERVAL_MS_DEFAULT;
-    private int replayTimeoutMs = DaemonConfiguration.REPLAY_TIMEOUT_MS_DEFAULT;
     private int maxChainLength = DaemonConfiguration.MAX_CHAIN_LENGTH_DEFAULT;
     private long statsIntervalMs = DaemonConfiguration.STATS_INTERVAL_MS_DEFAULT;
     private boolean mlockIndex = DaemonConfiguration.MLOCK_INDEX_DEFAULT;
     private final AgentSettings agents = new AgentSettings();
+    private final ZmqSettings zmq = new ZmqSettings();
+    private final AeronSettings aeron = new AeronSettings();
     private boolean deleteOnClose;
-    private final List<ZmqEndpoint> zmqEndpoints = new ArrayList<>();
-    private final List<String> aeronChannels = new ArrayList<>();
-    private int aeronStreamId = DaemonConfiguration.AERON_STREAM_ID_DEFAULT;
-    private String aeronDir;
-    private boolean embeddedDriver = DaemonConfiguration.EMBEDDED_DRIVER_DEFAULT;
-    private int aeronTermLength = DaemonConfiguration.AERON_TERM_LENGTH_DEFAULT;
     private int podMaxBlocks = DaemonConfiguration.POD_MAX_BLOCKS_DEFAULT;
-    private String replayGapPolicy = DaemonConfiguration.REPLAY_GAP_POLICY_DEFAULT;
-    private long checkpointIntervalMs = DaemonConfiguration.CHECKPOINT_INTERVAL_MS_DEFAULT;
     private int tierMapBlocks = IndexWriterContext.Configuration.TIER_MAP_BLOCKS_DEFAULT;
     private String metrics = DaemonConfiguration.METRICS_DEFAULT;
     private boolean concluded;
@@ -84,18 +77,9 @@ public final class DaemonContext {
         ConfigException.range(DaemonConfiguration.POD_TIMEOUT_MS_PROP_NAME, podTimeoutMs, 0, Long.MAX_VALUE);
         ConfigException.range(DaemonConfiguration.HEARTBEAT_INTERVAL_MS_PROP_NAME, heartbeatIntervalMs, 1,
             DaemonConfiguration.HEARTBEAT_INTERVAL_MS_MAX);
-        ConfigException.range(DaemonConfiguration.REPLAY_TIMEOUT_MS_PROP_NAME, replayTimeoutMs, 1, Integer.MAX_VALUE);
         ConfigException.range(DaemonConfiguration.POD_MAX_BLOCKS_PROP_NAME, podMaxBlocks, 1,
             DaemonConfiguration.POD_MAX_BLOCKS_MAX);
-        if (!DaemonConfiguration.REPLAY_GAP_POLICIES.contains(replayGapPolicy)) {
-            throw new ConfigException(DaemonConfiguration.REPLAY_GAP_POLICY_PROP_NAME, "must be one of "
-                + String.join(" or ", DaemonConfiguration.REPLAY_GAP_POLICIES) + ": " + replayGapPolicy);
-        }
-        ConfigException.range(DaemonConfiguration.CHECKPOINT_INTERVAL_MS_PROP_NAME, checkpointIntervalMs, 1,
-            Long.MAX_VALUE);
         ConfigException.range(DaemonConfiguration.STATS_INTERVAL_MS_PROP_NAME, statsIntervalMs, 0, Long.MAX_VALUE);
-        ConfigException.powerOfTwo(DaemonConfiguration.AERON_TERM_LENGTH_PROP_NAME, aeronTermLength,
-            DaemonConfiguration.AERON_TERM_LENGTH_MIN, DaemonConfiguration.AERON_TERM_LENGTH_MAX);
         if (metrics != null) {
             try {
                 io.kvidx.daemon.ops.DaemonMetrics.parseAddress(metrics);
@@ -106,11 +90,9 @@ public final class DaemonContext {
         }
         ConfigException.range(DaemonConfiguration.TIER_MAP_BLOCKS_PROP_NAME, tierMapBlocks, 1,
             io.kvidx.client.tiers.TierMapDescriptor.maxEntries());
+        zmq.conclude();
         agents.conclude(writers);
-        if (aeronDir == null) {
-            aeronDir = Path.of("/dev/shm").toFile().isDirectory() ? "/dev/shm/kvidx-aeron-" + cell
-                : System.getProperty("java.io.tmpdir") + "/kvidx-aeron-" + cell;
-        }
+        aeron.conclude(cell);
         concluded = true;
         return this;
     }
@@ -141,6 +123,20 @@ public final class DaemonContext {
      */
     public AgentSettings agents() {
         return agents;
+    }
+
+    /**
+     * @return the ZeroMQ endpoints and how lost batches are recovered.
+     */
+    public ZmqSettings zmq() {
+        return zmq;
+    }
+
+    /**
+     * @return the Aeron channels, stream and media driver.
+     */
+    public AeronSettings aeron() {
+        return aeron;
     }
 
     /**
@@ -344,22 +340,6 @@ public final class DaemonContext {
     }
 
     /**
-     * @param ms wait for each replay reply.
-     * @return this.
-     */
-    public DaemonContext replayTimeoutMs(final int ms) {
-        this.replayTimeoutMs = ms;
-        return this;
-    }
-
-    /**
-     * @return replay timeout.
-     */
-    public int replayTimeoutMs() {
-        return replayTimeoutMs;
-    }
-
-    /**
      * Sets {@link AgentSettings#idleStrategy(String)}: the idle strategy of the ingest and writer agents that name
      * none of their own.
      *
@@ -413,123 +393,6 @@ public final class DaemonContext {
     }
 
     /**
-     * @param endpoint a vLLM publisher to subscribe to.
-     * @return this.
-     */
-    public DaemonContext addZmq(final ZmqEndpoint endpoint) {
-        zmqEndpoints.add(endpoint);
-        return this;
-    }
-
-    /**
-     * Sets the replay endpoint of the ZeroMQ endpoint(s) of a pod.
-     *
-     * @param podId  pod id.
-     * @param replay replay endpoint.
-     * @return this.
-     */
-    public DaemonContext replay(final String podId, final String replay) {
-        boolean found = false;
-        for (int i = 0; i < zmqEndpoints.size(); i++) {
-            if (podId.equals(zmqEndpoints.get(i).podId())) {
-                zmqEndpoints.set(i, zmqEndpoints.get(i).withReplay(replay));
-                found = true;
-            }
-        }
-        if (!found) {
-            throw new IllegalArgumentException("--replay " + podId + "=...: no --zmq endpoint for pod " + podId);
-        }
-        return this;
-    }
-
-    /**
-     * @return the ZeroMQ endpoints.
-     */
-    public List<ZmqEndpoint> zmqEndpoints() {
-        return zmqEndpoints;
-    }
-
-    /**
-     * @param channel an Aeron channel to subscribe to for kvidx SBE events (aeron:ipc, aeron:udp?endpoint=...).
-     * @return this.
-     */
-    public DaemonContext addAeronChannel(final String channel) {
-        aeronChannels.add(channel);
-        return this;
-    }
-
-    /**
-     * @return Aeron channels; none means Aeron (and the embedded media driver) is not started.
-     */
-    public List<String> aeronChannels() {
-        return aeronChannels;
-    }
-
-    /**
-     * @param streamId Aeron stream id of the events.
-     * @return this.
-     */
-    public DaemonContext aeronStreamId(final int streamId) {
-        this.aeronStreamId = streamId;
-        return this;
-    }
-
-    /**
-     * @return Aeron stream id.
-     */
-    public int aeronStreamId() {
-        return aeronStreamId;
-    }
-
-    /**
-     * @param dir Aeron directory (the embedded driver's, or the external driver's to connect to).
-     * @return this.
-     */
-    public DaemonContext aeronDir(final String dir) {
-        this.aeronDir = dir;
-        return this;
-    }
-
-    /**
-     * @return Aeron directory.
-     */
-    public String aeronDir() {
-        return aeronDir;
-    }
-
-    /**
-     * @param embedded true (default) to run an embedded media driver, false to use an external one.
-     * @return this.
-     */
-    public DaemonContext embeddedDriver(final boolean embedded) {
-        this.embeddedDriver = embedded;
-        return this;
-    }
-
-    /**
-     * @return true when the daemon runs its own media driver.
-     */
-    public boolean embeddedDriver() {
-        return embeddedDriver;
-    }
-
-    /**
-     * @param bytes term buffer length of the embedded driver's IPC and UDP publications.
-     * @return this.
-     */
-    public DaemonContext aeronTermLength(final int bytes) {
-        this.aeronTermLength = bytes;
-        return this;
-    }
-
-    /**
-     * @return term buffer length.
-     */
-    public int aeronTermLength() {
-        return aeronTermLength;
-    }
-
-    /**
      * @param blocks most blocks each pod's engine-hash map holds (its file is sized for it); a pod holding more
      *               loses its least recently stored blocks from the map and the index, counted.
      * @return this.
@@ -544,65 +407,6 @@ public final class DaemonContext {
      */
     public int podMaxBlocks() {
         return podMaxBlocks;
-    }
-
-    /**
-     * @param policy what to do when an engine's replay no longer reaches back to the first missing batch:
-     *               {@code clear} (default) clears the pod and rebuilds it from what the engine still buffers (no
-     *               block the engine dropped stays indexed); {@code keep} keeps its blocks and marks it suspect.
-     * @return this.
-     */
-    public DaemonContext replayGapPolicy(final String policy) {
-        this.replayGapPolicy = policy;
-        return this;
-    }
-
-    /**
-     * @return the replay gap policy, clear or keep.
-     */
-    public String replayGapPolicy() {
-        return replayGapPolicy;
-    }
-
-    /**
-     * @param ms how often each publisher's applied sequence is recorded in the state directory.
-     * @return this.
-     */
-    public DaemonContext checkpointIntervalMs(final long ms) {
-        this.checkpointIntervalMs = ms;
-        return this;
-    }
-
-    /**
-     * @return checkpoint interval.
-     */
-    public long checkpointIntervalMs() {
-        return checkpointIntervalMs;
-    }
-
-    /**
-     * Sets the event format (engine) of the ZeroMQ endpoint(s) of a pod, or of one endpoint given by its address (for
-     * an endpoint whose pods come from the topic).
-     *
-     * @param podOrEndpoint pod id, or the endpoint's address.
-     * @param engine        {@code vllm} or {@code sglang}.
-     * @return this.
-     */
-    public DaemonContext engine(final String podOrEndpoint, final String engine) {
-        final ZmqEndpoint.Engine format = ZmqEndpoint.Engine.parse(engine);
-        boolean found = false;
-        for (int i = 0; i < zmqEndpoints.size(); i++) {
-            final ZmqEndpoint e = zmqEndpoints.get(i);
-            if (podOrEndpoint.equals(e.podId()) || podOrEndpoint.equals(e.endpoint())) {
-                zmqEndpoints.set(i, e.withEngine(format));
-                found = true;
-            }
-        }
-        if (!found) {
-            throw new IllegalArgumentException("--engine " + podOrEndpoint + "=...: no --zmq endpoint for pod or at "
-                + "address " + podOrEndpoint);
-        }
-        return this;
     }
 
     /**

@@ -125,11 +125,11 @@ public final class DaemonSettings {
         new Setting(HEARTBEAT_INTERVAL_MS_PROP_NAME, "--heartbeat-interval-ms", Kind.LONG,
             (c, v) -> c.heartbeatIntervalMs((Long) v), DaemonContext::heartbeatIntervalMs),
         new Setting(REPLAY_TIMEOUT_MS_PROP_NAME, "--replay-timeout-ms", Kind.INT,
-            (c, v) -> c.replayTimeoutMs((Integer) v), DaemonContext::replayTimeoutMs),
+            (c, v) -> c.zmq().replayTimeoutMs((Integer) v), c -> c.zmq().replayTimeoutMs()),
         new Setting(REPLAY_GAP_POLICY_PROP_NAME, "--replay-gap-policy", Kind.STRING,
-            (c, v) -> c.replayGapPolicy((String) v), DaemonContext::replayGapPolicy),
+            (c, v) -> c.zmq().replayGapPolicy((String) v), c -> c.zmq().replayGapPolicy()),
         new Setting(CHECKPOINT_INTERVAL_MS_PROP_NAME, "--checkpoint-interval-ms", Kind.LONG,
-            (c, v) -> c.checkpointIntervalMs((Long) v), DaemonContext::checkpointIntervalMs),
+            (c, v) -> c.zmq().checkpointIntervalMs((Long) v), c -> c.zmq().checkpointIntervalMs()),
         new Setting(POD_MAX_BLOCKS_PROP_NAME, "--pod-max-blocks", Kind.INT, (c, v) -> c.podMaxBlocks((Integer) v),
             DaemonContext::podMaxBlocks),
         new Setting(TIER_MAP_BLOCKS_PROP_NAME, "--tier-map-blocks", Kind.INT,
@@ -158,22 +158,22 @@ public final class DaemonSettings {
             (c, v) -> c.agents().maintenanceIdle((String) v), c -> c.agents().maintenanceIdle()),
         new Setting(ZMQ_KEY, "--zmq", Kind.ZMQ, (c, v) -> {
             for (final Object e : (List<?>) v) {
-                c.addZmq((ZmqEndpoint) e);
+                c.zmq().addEndpoint((ZmqEndpoint) e);
             }
         }, DaemonSettings::zmqEntries),
         new Setting(AERON_CHANNELS_PROP_NAME, "--aeron", Kind.STRING_LIST, (c, v) -> {
             for (final Object channel : (List<?>) v) {
-                c.addAeronChannel((String) channel);
+                c.aeron().addChannel((String) channel);
             }
-        }, c -> List.copyOf(c.aeronChannels())),
-        new Setting(AERON_STREAM_ID_PROP_NAME, "--aeron-stream-id", Kind.INT, (c, v) -> c.aeronStreamId((Integer) v),
-            DaemonContext::aeronStreamId),
-        new Setting(AERON_DIR_PROP_NAME, "--aeron-dir", Kind.STRING, (c, v) -> c.aeronDir((String) v),
-            DaemonContext::aeronDir),
+        }, c -> List.copyOf(c.aeron().channels())),
+        new Setting(AERON_STREAM_ID_PROP_NAME, "--aeron-stream-id", Kind.INT,
+            (c, v) -> c.aeron().streamId((Integer) v), c -> c.aeron().streamId()),
+        new Setting(AERON_DIR_PROP_NAME, "--aeron-dir", Kind.STRING, (c, v) -> c.aeron().dir((String) v),
+            c -> c.aeron().dir()),
         new Setting(EMBEDDED_DRIVER_PROP_NAME, "--embedded-driver", Kind.BOOLEAN,
-            (c, v) -> c.embeddedDriver((Boolean) v), DaemonContext::embeddedDriver),
+            (c, v) -> c.aeron().embeddedDriver((Boolean) v), c -> c.aeron().embeddedDriver()),
         new Setting(AERON_TERM_LENGTH_PROP_NAME, "--aeron-term-length", Kind.INT,
-            (c, v) -> c.aeronTermLength((Integer) v), DaemonContext::aeronTermLength));
+            (c, v) -> c.aeron().termLength((Integer) v), c -> c.aeron().termLength()));
 
     private static final Map<String, Setting> BY_KEY = byKey();
 
@@ -233,7 +233,7 @@ public final class DaemonSettings {
 
     private static Object zmqEntries(final DaemonContext c) {
         final List<Map<String, Object>> entries = new ArrayList<>();
-        for (final ZmqEndpoint z : c.zmqEndpoints()) {
+        for (final ZmqEndpoint z : c.zmq().endpoints()) {
             final Map<String, Object> e = new LinkedHashMap<>();
             e.put("endpoint", z.endpoint());
             putIfSet(e, "pod", z.podId());

@@ -77,20 +77,20 @@ public final class KvidxDaemon implements AutoCloseable {
         final java.nio.file.Path cellDirectory = context.indexContext().indexFile().getParent();
         this.errors = new IngestErrors(ErrorLogFile.create(context.sharedFiles(), cellDirectory,
             ErrorLogFile.LOG_LENGTH_DEFAULT).buffer());
-        if (!context.aeronChannels().isEmpty()) {
-            driver = context.embeddedDriver() ? MediaDriver.launch(new MediaDriver.Context()
-                .aeronDirectoryName(context.aeronDir())
+        if (!context.aeron().channels().isEmpty()) {
+            driver = context.aeron().embeddedDriver() ? MediaDriver.launch(new MediaDriver.Context()
+                .aeronDirectoryName(context.aeron().dir())
                 .dirDeleteOnStart(true)
                 .dirDeleteOnShutdown(true)
                 .threadingMode(ThreadingMode.SHARED)
                 .sharedIdleStrategy(IdleStrategies.supplier(context.agents().aeronIngestIdle()).get())
-                .ipcTermBufferLength(context.aeronTermLength())
-                .publicationTermBufferLength(context.aeronTermLength())
+                .ipcTermBufferLength(context.aeron().termLength())
+                .publicationTermBufferLength(context.aeron().termLength())
                 .termBufferSparseFile(true)) : null;
-            aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(context.aeronDir())
+            aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(context.aeron().dir())
                 .errorHandler(ex -> errors.report(0, -1, () -> "Aeron client: " + ex)));
             this.counters = IngestCounters.of(aeron::addCounter, aeron.countersReader());
-            CountersFile.createAeronPointer(context.sharedFiles(), cellDirectory, context.aeronDir()).close();
+            CountersFile.createAeronPointer(context.sharedFiles(), cellDirectory, context.aeron().dir()).close();
         } else {
             driver = null;
             aeron = null;
@@ -179,10 +179,10 @@ public final class KvidxDaemon implements AutoCloseable {
         run(new IndexMaintenanceAgent(index, clock, context.heartbeatIntervalMs()), agents.maintenanceCpu(),
             agents.maintenanceIdle());
         run(evictions, agents.maintenanceCpu(), agents.maintenanceIdle());
-        if (!context.zmqEndpoints().isEmpty()) {
-            zmq = new ZmqIngestAgent(context.zmqEndpoints(), directory, writers, counters, errors, clock,
-                context.heartbeatIntervalMs(), context.replayTimeoutMs(), new ZmqIngestAgent.Recovery(progress,
-                context.checkpointIntervalMs(), "clear".equals(context.replayGapPolicy())));
+        if (!context.zmq().endpoints().isEmpty()) {
+            zmq = new ZmqIngestAgent(context.zmq().endpoints(), directory, writers, counters, errors, clock,
+                context.heartbeatIntervalMs(), context.zmq().replayTimeoutMs(), new ZmqIngestAgent.Recovery(progress,
+                context.zmq().checkpointIntervalMs(), "clear".equals(context.zmq().replayGapPolicy())));
             run(zmq, agents.zmqIngestCpu(), agents.zmqIngestIdle());
         }
         if (metrics != null) {
@@ -192,7 +192,7 @@ public final class KvidxDaemon implements AutoCloseable {
             LOG.info("metrics at http://{}:{}/metrics", address.getHostString(), metrics.port());
         }
         if (aeron != null) {
-            run(new AeronIngestAgent(aeron, context.aeronChannels(), context.aeronStreamId(), directory, writers,
+            run(new AeronIngestAgent(aeron, context.aeron().channels(), context.aeron().streamId(), directory, writers,
                 counters, errors), agents.aeronIngestCpu(), agents.aeronIngestIdle());
         }
     }

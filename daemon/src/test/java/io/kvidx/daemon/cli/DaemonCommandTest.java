@@ -5,6 +5,7 @@ import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.TestGroups;
 import io.kvidx.daemon.config.DaemonConfigFile;
 import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.config.ZmqSettings;
 import io.kvidx.daemon.ingest.vllm.Capture;
 import io.kvidx.daemon.ingest.vllm.VllmPayloads;
 import io.kvidx.daemon.ingest.zmq.JavaVllmPublisherAccess;
@@ -128,14 +129,15 @@ class DaemonCommandTest {
             "  - endpoint: tcp://b:5557", "    engine: vllm", "  - endpoint: tcp://c:5557"), new DaemonContext(),
             "test");
         assertEquals(List.of(ZmqEndpoint.Engine.SGLANG, ZmqEndpoint.Engine.VLLM, ZmqEndpoint.Engine.VLLM),
-            yaml.zmqEndpoints().stream().map(ZmqEndpoint::engine).toList());
+            yaml.zmq().endpoints().stream().map(ZmqEndpoint::engine).toList());
         assertThrows(IllegalArgumentException.class, () -> DaemonConfigFile.parse(String.join("\n",
             "zmq:", "  - endpoint: tcp://a:5557", "    engine: trtllm"), new DaemonContext(), "test"));
         // --engine POD=ENGINE or ENDPOINT=ENGINE, as DaemonCommand applies it.
-        final DaemonContext cli = new DaemonContext().addZmq(DaemonCommand.parseZmq("a=tcp://a:5557"))
-            .addZmq(DaemonCommand.parseZmq("*=tcp://b:5557")).engine("a", "sglang").engine("tcp://b:5557", "SGLang");
+        final ZmqSettings cli = new DaemonContext().zmq().addEndpoint(DaemonCommand.parseZmq("a=tcp://a:5557"))
+            .addEndpoint(DaemonCommand.parseZmq("*=tcp://b:5557")).engine("a", "sglang")
+            .engine("tcp://b:5557", "SGLang");
         assertEquals(List.of(ZmqEndpoint.Engine.SGLANG, ZmqEndpoint.Engine.SGLANG),
-            cli.zmqEndpoints().stream().map(ZmqEndpoint::engine).toList());
+            cli.endpoints().stream().map(ZmqEndpoint::engine).toList());
         assertThrows(IllegalArgumentException.class, () -> cli.engine("nobody", "sglang"));
         assertThrows(IllegalArgumentException.class, () -> cli.engine("a", "llama.cpp"));
     }
@@ -150,7 +152,7 @@ class DaemonCommandTest {
         assertEquals(32, ctx.blockSize());
         assertEquals(1000, ctx.podTimeoutMs());
         assertEquals(List.of(new ZmqEndpoint("tcp://a:5557", "a", "m", "tcp://a:5558"),
-            new ZmqEndpoint("tcp://b:5557", null, null, null)), ctx.zmqEndpoints());
+            new ZmqEndpoint("tcp://b:5557", null, null, null)), ctx.zmq().endpoints());
         final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class,
             () -> DaemonConfigFile.parse("blocksize: 32", new DaemonContext(), "test"));
         assertTrue(ex.getMessage().contains("unknown key 'blocksize'"), ex.getMessage());

@@ -85,7 +85,7 @@ class AgentPinningTest {
         try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
             IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir));
             Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
-            Publication publication = client.addPublication("aeron:ipc", ctx.aeronStreamId())) {
+            Publication publication = client.addPublication("aeron:ipc", ctx.aeron().streamId())) {
             // Writer, ZeroMQ ingest, Aeron ingest, maintenance, eviction mirror.
             await("5 pin failures", () -> daemon.counters().value(CounterType.PIN_FAILURES) == 5);
             final String log = daemon.errors().dump();
@@ -116,9 +116,11 @@ class AgentPinningTest {
             port = s.getLocalPort();
         }
         // The ZeroMQ endpoint has no publisher: its agent runs (and pins itself) all the same.
-        return new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192).podTimeoutMs(0)
-            .addZmq(new ZmqEndpoint("tcp://127.0.0.1:" + port, "zmq-pod", null, null))
-            .addAeronChannel("aeron:ipc").aeronDir(aeronDir).aeronTermLength(1 << 16);
+        final DaemonContext context = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
+            .podTimeoutMs(0);
+        context.zmq().addEndpoint(new ZmqEndpoint("tcp://127.0.0.1:" + port, "zmq-pod", null, null));
+        context.aeron().addChannel("aeron:ipc").dir(aeronDir).termLength(1 << 16);
+        return context;
     }
 
     private static BitSet cpus(final int cpu) {

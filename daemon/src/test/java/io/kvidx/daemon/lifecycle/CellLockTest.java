@@ -147,7 +147,9 @@ class CellLockTest {
     }
 
     private DaemonContext context(final String aeronDir) {
-        return new DaemonContext().dir(dir).shardCount(16).capacityBlocks(4096).idleStrategy("sleeping")
-            .addAeronChannel("aeron:ipc").aeronDir(aeronDir).aeronTermLength(1 << 16);
+        final DaemonContext context = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(4096)
+            .idleStrategy("sleeping");
+        context.aeron().addChannel("aeron:ipc").dir(aeronDir).termLength(1 << 16);
+        return context;
     }
 }

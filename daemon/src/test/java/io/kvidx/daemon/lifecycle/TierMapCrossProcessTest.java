@@ -93,9 +93,9 @@ class TierMapCrossProcessTest {
         final PythonPublisher cpu = new PythonPublisher("kv@cpu@" + MODEL, 1000, log, shape);
         open.add(cpu);
         final DaemonContext context = new DaemonContext().dir(dir).cell(CELL).shardCount(16).capacityBlocks(8192)
-            .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff")
-            .addZmq(new ZmqEndpoint(gpu.endpoint, null, null, gpu.replayEndpoint))
-            .addZmq(new ZmqEndpoint(cpu.endpoint, null, null, cpu.replayEndpoint));
+            .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff");
+        context.zmq().addEndpoint(new ZmqEndpoint(gpu.endpoint, null, null, gpu.replayEndpoint))
+            .addEndpoint(new ZmqEndpoint(cpu.endpoint, null, null, cpu.replayEndpoint));
         final KvidxDaemon daemon = KvidxDaemon.start(context);
         open.add(daemon);
         final IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell(CELL));

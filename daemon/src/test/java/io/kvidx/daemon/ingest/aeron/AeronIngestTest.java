@@ -56,14 +56,15 @@ class AeronIngestTest {
             : "aeron:udp?endpoint=127.0.0.1:" + freeUdpPort();
         final String aeronDir = "/dev/shm/kvidx-test-aeron-" + UUID.randomUUID();
         final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192).podTimeoutMs(0)
-            .idleStrategy("backoff").addAeronChannel(channel).aeronDir(aeronDir).aeronTermLength(1 << 16);
+            .idleStrategy("backoff");
+        ctx.aeron().addChannel(channel).dir(aeronDir).termLength(1 << 16);
         final Capture base = Capture.load("kv_event_base.json");
         final Capture lora = Capture.load("kv_event_lora.json");
         final long[] h = base.blockHashes();
         try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
             IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir));
             Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
-            Publication publication = client.addPublication(channel, ctx.aeronStreamId())) {
+            Publication publication = client.addPublication(channel, ctx.aeron().streamId())) {
             await("publication connected", publication::isConnected);
             final KvEventPublisher pub = new KvEventPublisher(publication, "sbe-pod", MODEL,
                 new SleepingMillisIdleStrategy(1));
@@ -156,12 +157,13 @@ class AeronIngestTest {
     void shouldUseAnExternalMediaDriver() throws Exception {
         final String aeronDir = "/dev/shm/kvidx-test-aeron-ext-" + UUID.randomUUID();
         final Capture base = Capture.load("kv_event_base.json");
+        final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(4096).podTimeoutMs(0);
+        ctx.aeron().addChannel("aeron:ipc").dir(aeronDir).embeddedDriver(false);
         try (io.aeron.driver.MediaDriver driver = io.aeron.driver.MediaDriver.launch(
                 new io.aeron.driver.MediaDriver.Context().aeronDirectoryName(aeronDir).dirDeleteOnStart(true)
                     .dirDeleteOnShutdown(true).threadingMode(io.aeron.driver.ThreadingMode.SHARED)
                     .sharedIdleStrategy(new SleepingMillisIdleStrategy(1)).ipcTermBufferLength(1 << 16));
-            KvidxDaemon daemon = KvidxDaemon.start(new DaemonContext().dir(dir).shardCount(16).capacityBlocks(4096)
-                .podTimeoutMs(0).addAeronChannel("aeron:ipc").aeronDir(aeronDir).embeddedDriver(false));
+            KvidxDaemon daemon = KvidxDaemon.start(ctx);
             IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir));
             Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
             Publication publication = client.addPublication("aeron:ipc", 7001)) {

@@ -44,12 +44,13 @@ class TwoTransportsTest {
         final String aeronDir = "/dev/shm/kvidx-test-aeron-" + UUID.randomUUID();
         try (JavaVllmPublisherAccess zmq = new JavaVllmPublisherAccess("kv@dual@" + MODEL, true)) {
             final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
-                .podTimeoutMs(0).writers(2).idleStrategy("backoff").addAeronChannel("aeron:ipc").aeronDir(aeronDir)
-                .aeronTermLength(1 << 16).addZmq(new ZmqEndpoint(zmq.endpoint(), null, null, zmq.replayEndpoint()));
+                .podTimeoutMs(0).writers(2).idleStrategy("backoff");
+            ctx.aeron().addChannel("aeron:ipc").dir(aeronDir).termLength(1 << 16);
+            ctx.zmq().addEndpoint(new ZmqEndpoint(zmq.endpoint(), null, null, zmq.replayEndpoint()));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir));
                 Aeron client = Aeron.connect(new Aeron.Context().aeronDirectoryName(aeronDir));
-                Publication publication = client.addPublication("aeron:ipc", ctx.aeronStreamId())) {
+                Publication publication = client.addPublication("aeron:ipc", ctx.aeron().streamId())) {
                 await("publication connected", publication::isConnected);
                 final KvEventPublisher sbe = new KvEventPublisher(publication, "dual", MODEL,
                     new SleepingMillisIdleStrategy(1));

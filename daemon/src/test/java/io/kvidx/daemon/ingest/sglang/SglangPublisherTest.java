@@ -72,10 +72,10 @@ class SglangPublisherTest {
             PyPeer topic = new PyPeer(PyPeer.SGLANG, "--shape", shape, "--rank", "1", "--topic",
                 "kv@sg-topic@" + MODEL, "--epoch", "5f0c")) {
             final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
-                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff")
-                .addZmq(new ZmqEndpoint(fixed.endpoint, "sg", MODEL, fixed.replayEndpoint,
+                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff");
+            ctx.zmq().addEndpoint(new ZmqEndpoint(fixed.endpoint, "sg", MODEL, fixed.replayEndpoint,
                     ZmqEndpoint.Engine.SGLANG))
-                .addZmq(new ZmqEndpoint(topic.endpoint, null, null, topic.replayEndpoint))
+                .addEndpoint(new ZmqEndpoint(topic.endpoint, null, null, topic.replayEndpoint))
                 .engine(topic.endpoint, "sglang");
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {

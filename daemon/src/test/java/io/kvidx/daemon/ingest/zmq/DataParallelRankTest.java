@@ -89,10 +89,10 @@ class DataParallelRankTest {
             PyPeer r1 = new PyPeer(PyPeer.VLLM, "--topic", topic, "--shape", shape, "--dp-rank", "1");
             PyPeer r2 = new PyPeer(PyPeer.VLLM, "--topic", topic, "--shape", shape, "--dp-rank", "2")) {
             // Ranks 0 and 1 on endpoints that name the pod, rank 2 on one that takes it from the topic.
-            final DaemonContext ctx = context(dir)
-                .addZmq(new ZmqEndpoint(r0.endpoint, "dp", MODEL, r0.replayEndpoint))
-                .addZmq(new ZmqEndpoint(r1.endpoint, "dp", MODEL, r1.replayEndpoint))
-                .addZmq(new ZmqEndpoint(r2.endpoint, null, null, r2.replayEndpoint));
+            final DaemonContext ctx = context(dir);
+            ctx.zmq().addEndpoint(new ZmqEndpoint(r0.endpoint, "dp", MODEL, r0.replayEndpoint))
+                .addEndpoint(new ZmqEndpoint(r1.endpoint, "dp", MODEL, r1.replayEndpoint))
+                .addEndpoint(new ZmqEndpoint(r2.endpoint, null, null, r2.replayEndpoint));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 pingUntil("three rank pods", List.of(r0, r1, r2),
@@ -145,18 +145,18 @@ class DataParallelRankTest {
         final String tooLong = "t".repeat(111);
         final List<PyPeer> peers = new ArrayList<>();
         try {
-            DaemonContext ctx = context(dir);
+            final DaemonContext ctx = context(dir);
             for (int i = 0; i < ranks.length; i++) {
                 final PyPeer p = new PyPeer(PyPeer.VLLM, "--topic", "", "--dp-rank", ranks[i]);
                 peers.add(p);
-                ctx = ctx.addZmq(new ZmqEndpoint(p.endpoint, "bad-" + i, MODEL, p.replayEndpoint));
+                ctx.zmq().addEndpoint(new ZmqEndpoint(p.endpoint, "bad-" + i, MODEL, p.replayEndpoint));
             }
             final PyPeer fitting = new PyPeer(PyPeer.VLLM, "--topic", "", "--dp-rank", "2");
             peers.add(fitting);
             final PyPeer rejected = new PyPeer(PyPeer.VLLM, "--topic", "", "--dp-rank", "2");
             peers.add(rejected);
-            ctx = ctx.addZmq(new ZmqEndpoint(fitting.endpoint, fits, MODEL, fitting.replayEndpoint))
-                .addZmq(new ZmqEndpoint(rejected.endpoint, tooLong, MODEL, rejected.replayEndpoint));
+            ctx.zmq().addEndpoint(new ZmqEndpoint(fitting.endpoint, fits, MODEL, fitting.replayEndpoint))
+                .addEndpoint(new ZmqEndpoint(rejected.endpoint, tooLong, MODEL, rejected.replayEndpoint));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 final var c = daemon.counters();

@@ -38,9 +38,11 @@ class EngineRestartTest {
     }
 
     private DaemonContext context(final JavaVllmPublisher publisher) {
-        return new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192).podTimeoutMs(0)
-            .heartbeatIntervalMs(50).replayTimeoutMs(1_000).checkpointIntervalMs(20).idleStrategy("backoff")
-            .addZmq(new ZmqEndpoint(publisher.endpoint(), POD, MODEL, publisher.replayEndpoint()));
+        final DaemonContext context = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
+            .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff");
+        context.zmq().replayTimeoutMs(1_000).checkpointIntervalMs(20)
+            .addEndpoint(new ZmqEndpoint(publisher.endpoint(), POD, MODEL, publisher.replayEndpoint()));
+        return context;
     }
 
     private static void storeBase(final KvidxDaemon daemon, final JavaVllmPublisher publisher,

@@ -133,8 +133,8 @@ class ExtraKeysPythonPublisherTest {
         try (PythonPublisherTest.Peer peer = new PythonPublisherTest.Peer("kv@unused@" + MODEL, shape, "new",
             hashes)) {
             final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
-                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff")
-                .addZmq(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
+                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff");
+            ctx.zmq().addEndpoint(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {

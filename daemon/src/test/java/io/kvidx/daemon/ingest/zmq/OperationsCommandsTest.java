@@ -57,8 +57,8 @@ class OperationsCommandsTest {
                  new PythonPublisherTest.Peer("kv@" + pod + "@" + MODEL, "map", "new", "uint")) {
             // No replay socket: a lost batch leaves the pod suspect, which the status shows.
             final DaemonContext ctx = new DaemonContext().dir(dir).cell("ops").shardCount(16).capacityBlocks(8192)
-                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff")
-                .addZmq(new ZmqEndpoint(peer.endpoint, null, null, null));
+                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff");
+            ctx.zmq().addEndpoint(new ZmqEndpoint(peer.endpoint, null, null, null));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell("ops"))) {
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {
@@ -135,8 +135,8 @@ class OperationsCommandsTest {
         try (PythonPublisherTest.Peer peer =
                  new PythonPublisherTest.Peer("kv@" + pod + "@" + MODEL, "array", "old", "uint")) {
             final DaemonContext ctx = new DaemonContext().dir(dir).cell("m").shardCount(16).capacityBlocks(8192)
-                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff").metrics("127.0.0.1:0")
-                .addZmq(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
+                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff").metrics("127.0.0.1:0");
+            ctx.zmq().addEndpoint(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell("m"))) {
                 while (daemon.counters().value(CounterType.MESSAGES_RECEIVED) == 0) {

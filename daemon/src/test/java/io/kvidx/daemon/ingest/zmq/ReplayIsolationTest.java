@@ -52,9 +52,10 @@ class ReplayIsolationTest {
         try (PythonPublisherTest.Peer a = new PythonPublisherTest.Peer("kv@" + A + "@" + MODEL, "map", "new", "uint");
             PythonPublisherTest.Peer b = new PythonPublisherTest.Peer("kv@" + B + "@" + MODEL, "map", "old", "uint")) {
             final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
-                .podTimeoutMs(0).heartbeatIntervalMs(50).replayTimeoutMs(REPLAY_TIMEOUT_MS).idleStrategy("backoff")
-                .addZmq(new ZmqEndpoint(a.endpoint, null, null, a.replayEndpoint))
-                .addZmq(new ZmqEndpoint(b.endpoint, null, null, b.replayEndpoint));
+                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff");
+            ctx.zmq().replayTimeoutMs(REPLAY_TIMEOUT_MS)
+                .addEndpoint(new ZmqEndpoint(a.endpoint, null, null, a.replayEndpoint))
+                .addEndpoint(new ZmqEndpoint(b.endpoint, null, null, b.replayEndpoint));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir));
                 IndexReader router = IndexReader.attach(new IndexReaderContext().dir(dir))) {

@@ -97,9 +97,9 @@ class ZmqIngestTest {
         final String pod = "pod-" + shape.toLowerCase() + "-" + newFraming;
         try (JavaVllmPublisher publisher = new JavaVllmPublisher("kv@" + pod + "@" + MODEL, newFraming)) {
             final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
-                .podTimeoutMs(0).heartbeatIntervalMs(50).replayTimeoutMs(2_000).idleStrategy("backoff")
-                .replayGapPolicy(keepOnGap(shape) ? "keep" : "clear")
-                .addZmq(new ZmqEndpoint(publisher.endpoint(), podFromTopic ? null : pod,
+                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff");
+            ctx.zmq().replayTimeoutMs(2_000).replayGapPolicy(keepOnGap(shape) ? "keep" : "clear")
+                .addEndpoint(new ZmqEndpoint(publisher.endpoint(), podFromTopic ? null : pod,
                     podFromTopic ? null : MODEL, publisher.replayEndpoint()));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
@@ -180,8 +180,8 @@ class ZmqIngestTest {
         final Capture base = Capture.load("kv_event_base.json");
         final JavaVllmPublisher publisher = new JavaVllmPublisher("kv@hb@" + MODEL, true);
         final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
-            .podTimeoutMs(400).heartbeatIntervalMs(50).idleStrategy("backoff")
-            .addZmq(new ZmqEndpoint(publisher.endpoint(), "hb", MODEL, null));
+            .podTimeoutMs(400).heartbeatIntervalMs(50).idleStrategy("backoff");
+        ctx.zmq().addEndpoint(new ZmqEndpoint(publisher.endpoint(), "hb", MODEL, null));
         try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
             IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
             final byte[] store = payloads("MAP").stored(base.blockHashes(), null, base.tokenIds(), 16, null, null)
