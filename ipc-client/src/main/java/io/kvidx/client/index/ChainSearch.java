@@ -86,16 +86,11 @@ final class ChainSearch {
     private int search(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
         checkChain(keys, length);
         result.reset(length);
-        long s0 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET);
-        long s1 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 8);
-        long s2 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 16);
-        long s3 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 24);
-        if (candidates != null) {
-            s0 &= candidates.word(0);
-            s1 &= candidates.word(1);
-            s2 &= candidates.word(2);
-            s3 &= candidates.word(3);
-        }
+        final long[] start = startPods(candidates, result);
+        long s0 = start[0];
+        long s1 = start[1];
+        long s2 = start[2];
+        long s3 = start[3];
         if (length == 0 || (s0 | s1 | s2 | s3) == 0) {
             return 0;
         }
@@ -157,6 +152,19 @@ final class ChainSearch {
         return max;
     }
 
+    /**
+     * The pods a query starts from: the alive bitmap (acquire loads), restricted to the candidates when given, in
+     * the result's scratch words (which the first lookup overwrites once they are read).
+     */
+    private long[] startPods(final PodSet candidates, final PrefixResult result) {
+        final long[] w = result.words;
+        for (int i = 0; i < IndexDescriptor.POD_WORDS; i++) {
+            final long alive = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + i * 8L);
+            w[i] = candidates == null ? alive : alive & candidates.word(i);
+        }
+        return w;
+    }
+
     /** See {@link IndexReader#queryExact}. */
     int queryExact(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
         final int max = walk(keys, length, candidates, result);
@@ -179,16 +187,11 @@ final class ChainSearch {
     private int walk(final long[] keys, final int length, final PodSet candidates, final PrefixResult result) {
         checkChain(keys, length);
         result.reset(length);
-        long s0 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET);
-        long s1 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 8);
-        long s2 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 16);
-        long s3 = (long) LONG.getAcquire(segment, (long) ALIVE_BITMAP_OFFSET + 24);
-        if (candidates != null) {
-            s0 &= candidates.word(0);
-            s1 &= candidates.word(1);
-            s2 &= candidates.word(2);
-            s3 &= candidates.word(3);
-        }
+        final long[] start = startPods(candidates, result);
+        long s0 = start[0];
+        long s1 = start[1];
+        long s2 = start[2];
+        long s3 = start[3];
         if (direct) {
             return queryExactDirect(keys, length, s0, result);
         }
