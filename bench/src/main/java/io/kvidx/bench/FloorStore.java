@@ -2,6 +2,7 @@ package io.kvidx.bench;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
 
 import java.io.IOException;
@@ -22,6 +23,9 @@ import java.nio.file.Files;
  *       does not hold can be faster than this.</li>
  *   <li>{@link Mode#CHAIN_LINES}: the home entries of all N blocks, offsets first and then the loads, exactly the
  *       reader's prefetch pass.</li>
+ *   <li>{@link Mode#CHAIN_FULL_LINES}: the same pass, then every word of each home line (four keys, four pods
+ *       words) folded into one value: what reading the whole line a lookup resolves from costs on top of its miss,
+ *       with no compare and no search (an experiment row).</li>
  * </ul>
  *
  * <p><b>Note:</b> not thread safe (one querying thread); maps the index file read-only, as a second reader would.
@@ -34,7 +38,9 @@ public final class FloorStore implements QueryStore {
         /** The last block's home entry. */
         ONE_LINE("floor_1line"),
         /** Every block's home entry, independent loads. */
-        CHAIN_LINES("floor_lines");
+        CHAIN_LINES("floor_lines"),
+        /** {@link #CHAIN_LINES}, then all eight words of every home line. */
+        CHAIN_FULL_LINES("floor_full_lines");
 
         private final String label;
 
@@ -95,6 +101,17 @@ public final class FloorStore implements QueryStore {
         long sink = 0;
         for (int i = 0; i < n; i++) {
             sink += (long) PLAIN.get(s, o[i]);
+        }
+        if (mode == Mode.CHAIN_FULL_LINES) {
+            for (int i = 0; i < n; i++) {
+                // A home entry is the first of its line (layout 3.0).
+                final long line = o[i];
+                long x = 0;
+                for (int off = 0; off < Layouts.CACHE_LINE_LENGTH; off += Long.BYTES) {
+                    x ^= (long) PLAIN.get(s, line + off);
+                }
+                sink += x;
+            }
         }
         return (int) sink & 1;
     }

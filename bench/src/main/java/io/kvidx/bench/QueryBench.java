@@ -85,6 +85,7 @@ public final class QueryBench {
                 final KvidxStore plain = kvidx.noPrefetchView();
                 Verifier.check(w, naive, plain, VERIFY_QUERIES);
                 stores.add(plain);
+                stores.add(FloorStore.of(kvidx.reader(), FloorStore.Mode.CHAIN_FULL_LINES));
                 out.printf("experiments: %s; dependent random read: %.1f ns in 4 MiB, %.1f ns in 16 MiB,"
                     + " %.1f ns in 128 MiB%n", hugePages(), MemoryLatencyProbe.dependentReadNs(4L << 20, 3_000_000),
                     MemoryLatencyProbe.dependentReadNs(16L << 20, 3_000_000),

@@ -77,6 +77,28 @@ class QueryBenchTest {
             assertTrue(number(f, "alloc_bytes_per_op") < 1.0, floor + " allocates: " + f);
         }
         assertTrue(lines.stream().anyMatch(l -> l.startsWith("floor: one cold line p50 ")), "floor line missing");
+        assertTrue(!json.containsKey("floor_full_lines") && !json.containsKey("kvidx_noprefetch"),
+            "experiment rows are timed only with --experiments: " + json.keySet());
+    }
+
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void shouldTimeTheExperimentRowsInTheSameRoundsWhenAsked() {
+        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        final PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+        QueryBench.run(BenchOptions.parse(new String[] {
+            "--blocks", "4000", "--warmup-ms", "100", "--measure-ms", "200", "--rounds", "1", "--experiments",
+            "--json"}), out);
+
+        final List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
+        final Map<String, Object> json = parseObject(lines.getLast());
+        for (final String row : List.of("kvidx_noprefetch", "floor_full_lines")) {
+            final Map<String, Object> r = object(json, row);
+            assertTrue(number(r, "queries") > 100 && number(r, "p50_ns") > 0
+                && number(r, "p99_ns") >= number(r, "p50_ns"), row + ": " + r);
+            assertTrue(number(r, "alloc_bytes_per_op") < 1.0, row + " allocates: " + r);
+        }
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("experiments: ")), "experiments line missing");
     }
 
     @Test
