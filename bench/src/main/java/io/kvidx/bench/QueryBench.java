@@ -148,6 +148,12 @@ public final class QueryBench {
                 + " spends %d ns (p50) beyond its loads%n", stats.get(oneLine).p50Ns(), stats.get(oneLine).p99Ns(),
                 w.chainLength(), stats.get(chainLines).p50Ns(), stats.get(chainLines).p99Ns(),
                 stats.get(0).p50Ns() - stats.get(chainLines).p50Ns());
+            final LatencyStats floor = stats.get(chainLines);
+            final LatencyStats kvidxStats = stats.get(stores.indexOf(kvidx));
+            out.printf("x floor_lines (p50 / p99): kvidx %.2f / %.2f%s%n", ratio(kvidxStats.p50Ns(), floor.p50Ns()),
+                ratio(kvidxStats.p99Ns(), floor.p99Ns()), twoCells ? String.format(", kvidx%s %.2f / %.2f", CELL256,
+                    ratio(stats.get(stores.indexOf(kvidx256)).p50Ns(), floor.p50Ns()),
+                    ratio(stats.get(stores.indexOf(kvidx256)).p99Ns(), floor.p99Ns())) : "");
             out.printf("kvidx probes/query %.2f; timer (nanoTime pair) %d ns, included in every figure; total %.1f s%n",
                 probes, timerNs, (System.nanoTime() - t0) / 1e9);
 
@@ -163,6 +169,11 @@ public final class QueryBench {
                         .put("churn_stores_per_s", churn.storesPerS)
                         .put("churn_removes_per_s", churn.removesPerS)
                         .put("probes_per_query", probes);
+                }
+                if (store == kvidx || store == kvidx256) {
+                    // The memory floor's own rounds: how far the query is from the loads it cannot avoid.
+                    j.put("ratio_vs_floor_lines_p50", ratio(s.p50Ns(), floor.p50Ns()))
+                        .put("ratio_vs_floor_lines_p99", ratio(s.p99Ns(), floor.p99Ns()));
                 }
                 if (store == kvidx || store == naive || store == chronicle || (twoCells
                     && (store == kvidx256 || store == naive256 || store == chronicle256))) {

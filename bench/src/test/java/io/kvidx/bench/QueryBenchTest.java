@@ -77,6 +77,18 @@ class QueryBenchTest {
             assertTrue(number(f, "alloc_bytes_per_op") < 1.0, floor + " allocates: " + f);
         }
         assertTrue(lines.stream().anyMatch(l -> l.startsWith("floor: one cold line p50 ")), "floor line missing");
+        // Issue 14's measure: each kvidx row over the same run's floor_lines, at p50 and at p99.
+        final Map<String, Object> chainLines = object(json, "floor_lines");
+        for (final String store : List.of("kvidx", "kvidx_cell256")) {
+            final Map<String, Object> k = object(json, store);
+            for (final String q : List.of("p50", "p99")) {
+                assertEquals(number(k, q + "_ns") / number(chainLines, q + "_ns"),
+                    number(k, "ratio_vs_floor_lines_" + q), 0.006, store + " over floor_lines at " + q);
+            }
+        }
+        assertTrue(!object(json, "naive").containsKey("ratio_vs_floor_lines_p50"), "only kvidx rows carry it");
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("x floor_lines (p50 / p99): kvidx ")
+            && l.contains(", kvidx_cell256 ")), "floor ratio line missing");
         assertTrue(!json.containsKey("floor_full_lines") && !json.containsKey("kvidx_noprefetch"),
             "experiment rows are timed only with --experiments: " + json.keySet());
     }
