@@ -5,11 +5,6 @@ import io.kvidx.daemon.ingest.vllm.VllmEvent;
 import io.kvidx.daemon.ingest.vllm.KvBatchDecoder;
 import io.kvidx.daemon.ingest.vllm.VllmEventDecoder;
 
-import java.nio.ByteOrder;
-
-import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_ARRAY;
-import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_BIN;
-import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_INT;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_MAP;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
 
@@ -30,7 +25,8 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
  *   <li>token ids as integers, or as pairs {@code [token, next_token]} (EAGLE's bigram keys): the first of each pair
  *   is the block's token;</li>
  *   <li>media {@code GPU}; {@code CPU_PINNED}, {@code CPU}, {@code CPU_TIER1} as CPU; {@code DISK},
- *   {@code CPU_TIER2} as disk; any other as other.</li>
+ *   {@code CPU_TIER2}, {@code STORAGE}, {@code FS}, {@code OBJ} as disk; any other as other (the names are the
+ *   vLLM decoder's, {@link io.kvidx.daemon.ingest.vllm.KvFieldDecoder#readMediumName}).</li>
  * </ul>
  * The event-level {@code cache_salt} is recorded in the view ({@link VllmEvent#cacheSaltBytes()}); a salt of the
  * wrong type drops the event (keying it unsalted would let other tenants match it). {@code session_id} is not
@@ -42,16 +38,9 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
 public final class SglangEventDecoder extends KvBatchDecoder {
     private static final byte[] K_CACHE_SALT = ascii("cache_salt");
     private static final byte[] K_METADATA = ascii("metadata");
-    private static final byte[] M_GPU = ascii("GPU");
-    private static final byte[] M_CPU_PINNED = ascii("CPU_PINNED");
-    private static final byte[] M_CPU = ascii("CPU");
-    private static final byte[] M_CPU_TIER1 = ascii("CPU_TIER1");
-    private static final byte[] M_CPU_TIER2 = ascii("CPU_TIER2");
-    private static final byte[] M_DISK = ascii("DISK");
 
     private static final int F_CACHE_SALT = 8;
     private static final int F_METADATA = 9;
-
 
     /**
      * A decoder with the vLLM decoder's default limits.
@@ -121,52 +110,17 @@ public final class SglangEventDecoder extends KvBatchDecoder {
             return;
         }
         final int t = in.peekType();
+        if (fields.decodeShared(e, field, t)) {
+            return;
+        }
         switch (field) {
-            case F_HASHES -> decodeHashes(e);
-            case F_PARENT -> {
-                if (t == TYPE_INT || t == TYPE_BIN) {
-                    final long h = readHash(e);
-                    if (e.problem() == VllmEvent.PROBLEM_NONE) {
-                        e.parent(true, h);
-                    }
-                } else {
-                    fieldTypeProblem(e);
-                }
-            }
-            case F_TOKENS -> decodeTokens(e);
-            case F_BLOCK_SIZE -> {
-                if (t == TYPE_INT) {
-                    final long v = in.readLong();
-                    if (v < 0 || v > Integer.MAX_VALUE) {
-                        e.problem(VllmEvent.PROBLEM_FIELD_TYPE);
-                    } else {
-                        e.blockSize((int) v);
-                    }
-                } else {
-                    fieldTypeProblem(e);
-                }
-            }
-            case F_LORA_ID -> {
-                if (t == TYPE_INT) {
-                    e.loraId(in.readLong());
-                } else {
-                    fieldTypeProblem(e);
-                }
-            }
+            case F_TOKENS -> fields.decodeTokens(e, true);
             case F_MEDIUM -> {
                 if (t == TYPE_STR) {
-                    e.medium(readMedium());
+                    final int medium = fields.readMediumName();
+                    e.medium(medium < 0 ? VllmEvent.MEDIUM_OTHER : medium);
                 } else {
-                    fieldTypeProblem(e);
-                }
-            }
-            case F_LORA_NAME -> {
-                if (t == TYPE_STR) {
-                    final int len = in.readRawHeader();
-                    in.buffer().getBytes(in.position(), e.loraNameForWrite(len), 0, len);
-                    in.skipBytes(len);
-                } else {
-                    fieldTypeProblem(e);
+                    fields.fieldTypeProblem(e);
                 }
             }
             case F_CACHE_SALT -> readSalt(e);
@@ -177,7 +131,7 @@ public final class SglangEventDecoder extends KvBatchDecoder {
                     // A vLLM-shaped stream on an SGLang endpoint: position 7 is vLLM's lora_name.
                     decodeField(e, F_LORA_NAME);
                 } else {
-                    fieldTypeProblem(e);
+                    fields.fieldTypeProblem(e);
                 }
             }
             default -> in.skipValue();
@@ -206,113 +160,11 @@ public final class SglangEventDecoder extends KvBatchDecoder {
 
     private void readSalt(final VllmEvent e) {
         if (in.peekType() != TYPE_STR) {
-            fieldTypeProblem(e);
+            fields.fieldTypeProblem(e);
             return;
         }
         final int len = in.readRawHeader();
         in.buffer().getBytes(in.position(), e.cacheSaltForWrite(len), 0, len);
         in.skipBytes(len);
     }
-
-    private int readMedium() {
-        final int len = in.readRawHeader();
-        final int medium;
-        if (in.payloadEquals(len, M_GPU)) {
-            medium = VllmEvent.MEDIUM_GPU;
-        } else if (in.payloadEquals(len, M_CPU_PINNED) || in.payloadEquals(len, M_CPU)
-            || in.payloadEquals(len, M_CPU_TIER1)) {
-            medium = VllmEvent.MEDIUM_CPU;
-        } else if (in.payloadEquals(len, M_DISK) || in.payloadEquals(len, M_CPU_TIER2)) {
-            medium = VllmEvent.MEDIUM_DISK;
-        } else {
-            medium = VllmEvent.MEDIUM_OTHER;
-        }
-        in.skipBytes(len);
-        return medium;
-    }
-
-    private void decodeHashes(final VllmEvent e) {
-        if (in.peekType() != TYPE_ARRAY) {
-            fieldTypeProblem(e);
-            return;
-        }
-        final int n = in.readArrayHeader();
-        if (n > maxHashes) {
-            e.problem(VllmEvent.PROBLEM_TOO_LARGE);
-            skipElements(n);
-            return;
-        }
-        final long[] hashes = e.hashesForWrite(n);
-        for (int i = 0; i < n; i++) {
-            final int t = in.peekType();
-            if (t == TYPE_INT || t == TYPE_BIN) {
-                hashes[i] = readHash(e);
-            } else {
-                fieldTypeProblem(e);
-            }
-        }
-    }
-
-    private void decodeTokens(final VllmEvent e) {
-        if (in.peekType() != TYPE_ARRAY) {
-            fieldTypeProblem(e);
-            return;
-        }
-        final int n = in.readArrayHeader();
-        if (n > maxTokens) {
-            e.problem(VllmEvent.PROBLEM_TOO_LARGE);
-            skipElements(n);
-            return;
-        }
-        final int[] tokens = e.tokensForWrite(n);
-        for (int i = 0; i < n; i++) {
-            final int t = in.peekType();
-            if (t == TYPE_INT) {
-                tokens[i] = readToken(e);
-            } else if (t == TYPE_ARRAY) {
-                // EAGLE's bigram key: [token, next_token]; the block holds the first.
-                final int pair = in.readArrayHeader();
-                if (pair == 0 || in.peekType() != TYPE_INT) {
-                    e.problem(VllmEvent.PROBLEM_FIELD_TYPE);
-                    skipElements(pair);
-                    continue;
-                }
-                tokens[i] = readToken(e);
-                skipElements(pair - 1);
-            } else {
-                fieldTypeProblem(e);
-            }
-        }
-    }
-
-    private int readToken(final VllmEvent e) {
-        final long v = in.readLong();
-        if (v < Integer.MIN_VALUE || v > 0xFFFF_FFFFL) {
-            e.problem(VllmEvent.PROBLEM_TOKEN_RANGE);
-        }
-        return (int) v;
-    }
-
-
-    private long readHash(final VllmEvent e) {
-        if (in.peekType() == TYPE_INT) {
-            return in.readLong();
-        }
-        final int len = in.readRawHeader();
-        if (len != 8 && len != 16 && len != 32) {
-            e.problem(VllmEvent.PROBLEM_HASH_WIDTH);
-            in.skipBytes(len);
-            return 0;
-        }
-        final long v = in.buffer().getLong(in.position() + len - 8, ByteOrder.BIG_ENDIAN);
-        in.skipBytes(len);
-        return v;
-    }
-
-
-    private void fieldTypeProblem(final VllmEvent e) {
-        e.problem(VllmEvent.PROBLEM_FIELD_TYPE);
-        in.skipValue();
-    }
-
 }

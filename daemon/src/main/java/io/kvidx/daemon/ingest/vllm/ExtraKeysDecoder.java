@@ -41,7 +41,7 @@ final class ExtraKeysDecoder {
         final int n = in.readArrayHeader();
         if (n > maxBlocks) {
             e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
-            skipElements(n);
+            in.skipValues(n);
             return;
         }
         final VllmExtraKeys x = e.extraKeys;
@@ -55,7 +55,7 @@ final class ExtraKeysDecoder {
                     final int m = in.readArrayHeader();
                     if (m > MAX_EXTRA_KEYS_PER_BLOCK) {
                         e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
-                        skipElements(m);
+                        in.skipValues(m);
                     } else {
                         for (int j = 0; j < m; j++) {
                             element(e);
@@ -82,7 +82,7 @@ final class ExtraKeysDecoder {
         final int k = in.readArrayHeader();
         if (k != 2 || in.peekType() != TYPE_STR) {
             e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
-            skipElements(k);
+            in.skipValues(k);
             return;
         }
         final int len = in.readRawHeader();
@@ -111,11 +111,5 @@ final class ExtraKeysDecoder {
         }
         e.extraKeys.append(kind, in.buffer(), in.position(), len, value);
         in.skipBytes(len);
-    }
-
-    private void skipElements(final int n) {
-        for (int i = 0; i < n; i++) {
-            in.skipValue();
-        }
     }
 }

@@ -40,6 +40,8 @@ public abstract class KvBatchDecoder {
     protected final int maxHashes;
     /** Largest number of token ids accepted in one event. */
     protected final int maxTokens;
+    /** Decodes the fields both engines send alike, from {@link #in}. */
+    protected final KvFieldDecoder fields;
     private final byte[][] rankKeys;
 
     /**
@@ -53,6 +55,7 @@ public abstract class KvBatchDecoder {
         }
         this.maxHashes = maxHashes;
         this.maxTokens = maxTokens;
+        this.fields = new KvFieldDecoder(in, maxHashes, maxTokens);
         this.rankKeys = new byte[rankKeys.length][];
         for (int i = 0; i < rankKeys.length; i++) {
             this.rankKeys[i] = ascii(rankKeys[i]);
@@ -336,17 +339,6 @@ public abstract class KvBatchDecoder {
         }
         in.skipBytes(len);
         return type;
-    }
-
-    /**
-     * Skips {@code n} values.
-     *
-     * @param n values to skip.
-     */
-    protected final void skipElements(final int n) {
-        for (int i = 0; i < n; i++) {
-            in.skipValue();
-        }
     }
 
     /**

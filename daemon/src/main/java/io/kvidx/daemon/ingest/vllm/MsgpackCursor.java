@@ -293,6 +293,17 @@ public final class MsgpackCursor {
     }
 
     /**
+     * Skips {@code n} values, each with everything nested in it (see {@link #skipValue()}).
+     *
+     * @param n values to skip.
+     */
+    public void skipValues(final int n) {
+        for (int i = 0; i < n; i++) {
+            skipValue();
+        }
+    }
+
+    /**
      * Skips one value and everything nested in it, iteratively (no recursion, so no stack overflow on deep
      * nesting). Bounded: every value consumes at least one byte.
      */

@@ -1,10 +1,5 @@
 package io.kvidx.daemon.ingest.vllm;
 
-
-
-import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_ARRAY;
-import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_BIN;
-import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_INT;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
 
 /**
@@ -37,12 +32,6 @@ public final class VllmEventDecoder extends KvBatchDecoder {
     private static final byte[] KIND_SINK_FULL_ATTENTION = ascii("sink_full_attention");
     private static final byte[] K_LOCALITY = ascii("locality");
     private static final byte[] K_EXTRA_KEYS = ascii("extra_keys");
-    private static final byte[] M_GPU = ascii("GPU");
-    private static final byte[] M_CPU = ascii("CPU");
-    private static final byte[] M_DISK = ascii("DISK");
-    /** Other names of the media (vLLM's offloading tiers, SGLang's HiCache, Dynamo's aliases). */
-    private static final byte[][] M_CPU_ALIASES = {ascii("CPU_PINNED"), ascii("CPU_TIER1")};
-    private static final byte[][] M_DISK_ALIASES = {ascii("STORAGE"), ascii("FS"), ascii("OBJ"), ascii("CPU_TIER2")};
     private static final byte[] L_LOCAL = ascii("LOCAL");
     private static final byte[] L_REMOTE = ascii("REMOTE");
 
@@ -139,63 +128,29 @@ public final class VllmEventDecoder extends KvBatchDecoder {
             return;
         }
         final int t = in.peekType();
+        if (fields.decodeShared(e, field, t)) {
+            return;
+        }
         switch (field) {
-            case F_HASHES -> decodeHashes(e);
-            case F_PARENT -> {
-                if (t == TYPE_INT || t == TYPE_BIN) {
-                    final long h = readHash(e);
-                    if (e.problem == VllmEvent.PROBLEM_NONE) {
-                        e.hasParent = true;
-                        e.parentHash = h;
-                    }
-                } else {
-                    fieldTypeProblem(e);
-                }
-            }
-            case F_TOKENS -> decodeTokens(e);
+            case F_TOKENS -> fields.decodeTokens(e, false);
             case F_EXTRA_KEYS -> extraKeys.decode(in, e, maxHashes);
-            case F_BLOCK_SIZE, F_GROUP_IDX -> {
-                if (t == TYPE_INT) {
-                    final long v = in.readLong();
-                    if (v < 0 || v > Integer.MAX_VALUE) {
-                        e.problem(VllmEvent.PROBLEM_FIELD_TYPE);
-                    } else if (field == F_BLOCK_SIZE) {
-                        e.blockSize = (int) v;
-                    } else {
-                        e.groupIdx = (int) v;
-                    }
-                } else {
-                    fieldTypeProblem(e);
-                }
-            }
-            case F_LORA_ID -> {
-                if (t == TYPE_INT) {
-                    e.loraId = in.readLong();
-                } else {
-                    fieldTypeProblem(e);
+            case F_GROUP_IDX -> {
+                final int v = fields.readCount(e, t);
+                if (v >= 0) {
+                    e.groupIdx = v;
                 }
             }
             case F_MEDIUM -> {
-                if (t == TYPE_STR) {
-                    final int len = in.readRawHeader();
-                    if (in.payloadEquals(len, M_GPU)) {
-                        e.medium = VllmEvent.MEDIUM_GPU;
-                    } else if (in.payloadEquals(len, M_CPU)) {
-                        e.medium = VllmEvent.MEDIUM_CPU;
-                    } else if (in.payloadEquals(len, M_DISK) || anyEquals(len, M_DISK_ALIASES)) {
-                        e.medium = VllmEvent.MEDIUM_DISK;
-                    } else if (anyEquals(len, M_CPU_ALIASES)) {
-                        e.medium = VllmEvent.MEDIUM_CPU;
-                    } else {
-                        e.medium = VllmEvent.MEDIUM_OTHER;
-                        e.flags |= VllmEvent.FLAG_UNKNOWN_MEDIUM;
-                    }
-                    in.skipBytes(len);
-                } else {
+                final int medium = t == TYPE_STR ? fields.readMediumName() : -1;
+                if (t != TYPE_STR) {
+                    in.skipValue();
+                }
+                if (medium < 0) {
                     // Defaulted and flagged: the event's blocks are kept, on an unknown medium.
                     e.medium = VllmEvent.MEDIUM_OTHER;
                     e.flags |= VllmEvent.FLAG_UNKNOWN_MEDIUM;
-                    in.skipValue();
+                } else {
+                    e.medium = medium;
                 }
             }
             case F_LOCALITY -> {
@@ -223,98 +178,10 @@ public final class VllmEventDecoder extends KvBatchDecoder {
                     e.specKind = full ? VllmEvent.SPEC_KIND_FULL_ATTENTION : VllmEvent.SPEC_KIND_OTHER;
                     in.skipBytes(len);
                 } else {
-                    fieldTypeProblem(e);
-                }
-            }
-            case F_LORA_NAME -> {
-                if (t == TYPE_STR) {
-                    final int len = in.readRawHeader();
-                    in.buffer().getBytes(in.position(), e.loraNameForWrite(len), 0, len);
-                    in.skipBytes(len);
-                } else {
-                    fieldTypeProblem(e);
+                    fields.fieldTypeProblem(e);
                 }
             }
             default -> in.skipValue();
         }
     }
-
-    private void decodeHashes(final VllmEvent e) {
-        if (in.peekType() != TYPE_ARRAY) {
-            fieldTypeProblem(e);
-            return;
-        }
-        final int n = in.readArrayHeader();
-        if (n > maxHashes) {
-            e.problem(VllmEvent.PROBLEM_TOO_LARGE);
-            skipElements(n);
-            return;
-        }
-        final long[] hashes = e.hashesForWrite(n);
-        for (int i = 0; i < n; i++) {
-            final int t = in.peekType();
-            if (t == TYPE_INT || t == TYPE_BIN) {
-                hashes[i] = readHash(e);
-            } else {
-                fieldTypeProblem(e);
-            }
-        }
-    }
-
-    private void decodeTokens(final VllmEvent e) {
-        if (in.peekType() != TYPE_ARRAY) {
-            fieldTypeProblem(e);
-            return;
-        }
-        final int n = in.readArrayHeader();
-        if (n > maxTokens) {
-            e.problem(VllmEvent.PROBLEM_TOO_LARGE);
-            skipElements(n);
-            return;
-        }
-        final int[] tokens = e.tokensForWrite(n);
-        for (int i = 0; i < n; i++) {
-            if (in.peekType() != TYPE_INT) {
-                fieldTypeProblem(e);
-                continue;
-            }
-            final long v = in.readLong();
-            if (v < Integer.MIN_VALUE || v > 0xFFFF_FFFFL) {
-                e.problem(VllmEvent.PROBLEM_TOKEN_RANGE);
-            }
-            tokens[i] = (int) v;
-        }
-    }
-
-
-    private long readHash(final VllmEvent e) {
-        if (in.peekType() == TYPE_INT) {
-            return in.readLong();
-        }
-        final int len = in.readRawHeader();
-        if (len != 8 && len != 16 && len != 32) {
-            e.problem(VllmEvent.PROBLEM_HASH_WIDTH);
-            in.skipBytes(len);
-            return 0;
-        }
-        final long v = in.buffer().getLong(in.position() + len - 8, java.nio.ByteOrder.BIG_ENDIAN);
-        in.skipBytes(len);
-        return v;
-    }
-
-
-    private boolean anyEquals(final int len, final byte[][] names) {
-        for (final byte[] name : names) {
-            if (in.payloadEquals(len, name)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private void fieldTypeProblem(final VllmEvent e) {
-        e.problem(VllmEvent.PROBLEM_FIELD_TYPE);
-        in.skipValue();
-    }
-
 }

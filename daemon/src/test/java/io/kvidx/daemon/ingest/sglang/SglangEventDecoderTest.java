@@ -105,6 +105,25 @@ class SglangEventDecoderTest {
     }
 
     @Test
+    void shouldNameTheMediaAsTheVllmDecoderDoes() throws IOException {
+        final String[] names = {"GPU", "CPU", "CPU_PINNED", "CPU_TIER1", "DISK", "CPU_TIER2", "STORAGE", "FS", "OBJ",
+            "EXTERNAL"};
+        final int[] media = {VllmEvent.MEDIUM_GPU, VllmEvent.MEDIUM_CPU, VllmEvent.MEDIUM_CPU, VllmEvent.MEDIUM_CPU,
+            VllmEvent.MEDIUM_DISK, VllmEvent.MEDIUM_DISK, VllmEvent.MEDIUM_DISK, VllmEvent.MEDIUM_DISK,
+            VllmEvent.MEDIUM_DISK, VllmEvent.MEDIUM_OTHER};
+        for (int i = 0; i < names.length; i++) {
+            final String name = names[i];
+            final RecordingListener r = decode(batch(null, p -> {
+                p.packArrayHeader(3).packString("BlockRemoved");
+                longs(p, 9L);
+                p.packString(name);
+            }));
+            assertEquals(VllmEvent.PROBLEM_NONE, r.events.get(0).problem(), name);
+            assertEquals(media[i], r.events.get(0).medium(), name);
+        }
+    }
+
+    @Test
     void shouldDecodeTaggedMapEventsWithCacheSaltSessionAndBigramTokens() throws IOException {
         final RecordingListener r = decode(batch(null,
             p -> {
