@@ -13,8 +13,6 @@ import org.agrona.concurrent.MessageHandler;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.AtomicCounter;
 
-import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
 
 /**
  * The sequence rules of the ZeroMQ ingest thread: which batch of a publisher is dispatched to the writers, when,
@@ -46,7 +44,7 @@ final class Sequencer implements MessageHandler {
     private final ReplayChannel channel;
     private final boolean clearOnReplayGap;
     private final int replayTimeoutMs;
-    private final AtomicCounter framingErrors;
+    private final TopicPods topicPods;
     private final AtomicCounter gaps;
     private final AtomicCounter replays;
     private final AtomicCounter replayFailures;
@@ -73,7 +71,7 @@ final class Sequencer implements MessageHandler {
         this.channel = channel;
         this.clearOnReplayGap = clearOnReplayGap;
         this.replayTimeoutMs = replayTimeoutMs;
-        this.framingErrors = counters.get(CounterType.FRAMING_ERRORS);
+        this.topicPods = new TopicPods(directory, counters.get(CounterType.FRAMING_ERRORS), errors);
         this.gaps = counters.get(CounterType.SEQUENCE_GAPS);
         this.replays = counters.get(CounterType.REPLAYS);
         this.replayFailures = counters.get(CounterType.REPLAY_FAILURES);
@@ -97,7 +95,7 @@ final class Sequencer implements MessageHandler {
      * A live message {@code [topic, seq, payload]}.
      */
     void onLive(final Publisher p, final byte[] topic, final long seq, final byte[] payload) {
-        final int pod = resolvePod(p, topic);
+        final int pod = topicPods.podOf(p, topic);
         if (pod < 0) {
             return;
         }
@@ -269,7 +267,7 @@ final class Sequencer implements MessageHandler {
             p.dispatched(seq, BatchFingerprint.NONE);
             return;
         }
-        final int pod = topicLength > 0 ? resolvePod(p, topicBytes(p, buffer, topic, topicLength)) : p.lastPod();
+        final int pod = topicLength > 0 ? topicPods.podOf(p, topicBytes(p, buffer, topic, topicLength)) : p.lastPod();
         if (pod < 0) {
             if (topicLength == 0) {
                 framingError(p, "replayed batch without a pod (no topic, no pod configured)");
@@ -433,48 +431,8 @@ final class Sequencer implements MessageHandler {
     // Pods and dispatch
     // ---------------------------------------------------------------------------------------------------------
 
-    /**
-     * @return the pod of a message: the endpoint's, or the one its topic {@code kv@<pod>@<model>} names; -1 (counted,
-     * logged) when neither.
-     */
-    int resolvePod(final Publisher p, final byte[] topic) {
-        if (p.fixedPod >= 0) {
-            return p.fixedPod;
-        }
-        if (Arrays.equals(topic, p.lastTopic)) {
-            return p.lastTopicPod;
-        }
-        // SGLang publishers with a snapshot endpoint append "\0sgl-kv-epoch=<epoch>" (and barrier markers) to the
-        // topic: the pod and model are what precedes the first NUL.
-        int end = 0;
-        while (end < topic.length && topic[end] != 0) {
-            end++;
-        }
-        final String t = new String(topic, 0, end, StandardCharsets.UTF_8);
-        final String[] parts = t.split("@", -1);
-        if (parts.length < 2 || !"kv".equals(parts[0]) || parts[1].isEmpty()) {
-            framingError(p, "topic '" + t + "' is not kv@<pod>@<model> and no pod is configured for the endpoint");
-            return -1;
-        }
-        final String model = parts.length > 2 ? String.join("@", Arrays.copyOfRange(parts, 2, parts.length))
-            : p.config.model();
-        final int pod = directory.podNumber(parts[1], model == null || model.isEmpty() ? p.config.model() : model);
-        if (pod < 0) {
-            framingError(p, "too many pods; topic '" + t + "' dropped");
-            return -1;
-        }
-        if (!p.pods.containsInt(pod)) {
-            p.pods.addInt(pod);
-        }
-        p.lastTopic = topic;
-        p.lastTopicPod = pod;
-        return pod;
-    }
-
     void framingError(final Publisher p, final String what) {
-        framingErrors.increment();
-        errors.report(CounterType.FRAMING_ERRORS.typeId(), -1 - p.index,
-            () -> "ZeroMQ " + p.config.endpoint() + ": " + what + "; dropped");
+        topicPods.framingError(p, what);
     }
 
     private void clearPods(final Publisher p, final int extraPod) {

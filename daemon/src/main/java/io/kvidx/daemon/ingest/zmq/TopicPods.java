@@ -1,0 +1,73 @@
+package io.kvidx.daemon.ingest.zmq;
+
+import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.writer.PodDirectory;
+import org.agrona.concurrent.status.AtomicCounter;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * Names the pod of a ZeroMQ message: the pod configured for its endpoint, or the one its topic
+ * {@code kv@<pod>@<model>} names (registered in the {@link PodDirectory} on first sight, remembered per publisher
+ * so that a repeated topic costs one comparison). A topic that names no pod is a framing error, counted and logged.
+ *
+ * <p><b>Note:</b> used by the ZeroMQ ingest thread only (through its {@link Sequencer}).
+ */
+final class TopicPods {
+    private final PodDirectory directory;
+    private final AtomicCounter framingErrors;
+    private final IngestErrors errors;
+
+    TopicPods(final PodDirectory directory, final AtomicCounter framingErrors, final IngestErrors errors) {
+        this.directory = directory;
+        this.framingErrors = framingErrors;
+        this.errors = errors;
+    }
+
+    /**
+     * @return the pod of a message: the endpoint's, or the one its topic {@code kv@<pod>@<model>} names; -1 (counted,
+     * logged) when neither.
+     */
+    int podOf(final Publisher p, final byte[] topic) {
+        if (p.fixedPod >= 0) {
+            return p.fixedPod;
+        }
+        if (Arrays.equals(topic, p.lastTopic)) {
+            return p.lastTopicPod;
+        }
+        // SGLang publishers with a snapshot endpoint append "\0sgl-kv-epoch=<epoch>" (and barrier markers) to the
+        // topic: the pod and model are what precedes the first NUL.
+        int end = 0;
+        while (end < topic.length && topic[end] != 0) {
+            end++;
+        }
+        final String t = new String(topic, 0, end, StandardCharsets.UTF_8);
+        final String[] parts = t.split("@", -1);
+        if (parts.length < 2 || !"kv".equals(parts[0]) || parts[1].isEmpty()) {
+            framingError(p, "topic '" + t + "' is not kv@<pod>@<model> and no pod is configured for the endpoint");
+            return -1;
+        }
+        final String model = parts.length > 2 ? String.join("@", Arrays.copyOfRange(parts, 2, parts.length))
+            : p.config.model();
+        final int pod = directory.podNumber(parts[1], model == null || model.isEmpty() ? p.config.model() : model);
+        if (pod < 0) {
+            framingError(p, "too many pods; topic '" + t + "' dropped");
+            return -1;
+        }
+        if (!p.pods.containsInt(pod)) {
+            p.pods.addInt(pod);
+        }
+        p.lastTopic = topic;
+        p.lastTopicPod = pod;
+        return pod;
+    }
+
+    /** Counts a framing error of a publisher's message and logs it (once per distinct text, by the error log). */
+    void framingError(final Publisher p, final String what) {
+        framingErrors.increment();
+        errors.report(CounterType.FRAMING_ERRORS.typeId(), -1 - p.index,
+            () -> "ZeroMQ " + p.config.endpoint() + ": " + what + "; dropped");
+    }
+}
