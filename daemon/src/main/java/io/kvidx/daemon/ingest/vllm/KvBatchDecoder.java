@@ -38,8 +38,6 @@ public abstract class KvBatchDecoder {
     protected final VllmEvent event = new VllmEvent();
     /** Largest number of block hashes accepted in one event. */
     protected final int maxHashes;
-    /** Largest number of token ids accepted in one event. */
-    protected final int maxTokens;
     /** Decodes the fields both engines send alike, from {@link #in}. */
     protected final KvFieldDecoder fields;
     private final byte[][] rankKeys;
@@ -54,7 +52,6 @@ public abstract class KvBatchDecoder {
             throw new IllegalArgumentException("limits must be >= 1: " + maxHashes + ", " + maxTokens);
         }
         this.maxHashes = maxHashes;
-        this.maxTokens = maxTokens;
         this.fields = new KvFieldDecoder(in, maxHashes, maxTokens);
         this.rankKeys = new byte[rankKeys.length][];
         for (int i = 0; i < rankKeys.length; i++) {
