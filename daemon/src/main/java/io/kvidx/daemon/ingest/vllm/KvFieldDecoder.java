@@ -114,14 +114,8 @@ public final class KvFieldDecoder {
      *              SGLang), of which the block holds the first.
      */
     public void decodeTokens(final VllmEvent e, final boolean pairs) {
-        if (in.peekType() != TYPE_ARRAY) {
-            fieldTypeProblem(e);
-            return;
-        }
-        final int n = in.readArrayHeader();
-        if (n > maxTokens) {
-            e.problem(VllmEvent.PROBLEM_TOO_LARGE);
-            in.skipValues(n);
+        final int n = arrayWithin(e, maxTokens);
+        if (n < 0) {
             return;
         }
         final int[] tokens = e.tokensForWrite(n);
@@ -177,15 +171,29 @@ public final class KvFieldDecoder {
         in.skipValue();
     }
 
-    private void decodeHashes(final VllmEvent e) {
+    /**
+     * Reads the header of an array of at most {@code limit} elements.
+     *
+     * @return its length, or -1 when the value is not an array or is longer (the problem recorded, the value
+     * consumed).
+     */
+    private int arrayWithin(final VllmEvent e, final int limit) {
         if (in.peekType() != TYPE_ARRAY) {
             fieldTypeProblem(e);
-            return;
+            return -1;
         }
         final int n = in.readArrayHeader();
-        if (n > maxHashes) {
+        if (n > limit) {
             e.problem(VllmEvent.PROBLEM_TOO_LARGE);
             in.skipValues(n);
+            return -1;
+        }
+        return n;
+    }
+
+    private void decodeHashes(final VllmEvent e) {
+        final int n = arrayWithin(e, maxHashes);
+        if (n < 0) {
             return;
         }
         final long[] hashes = e.hashesForWrite(n);
