@@ -2,7 +2,6 @@ package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.ffm.Layouts;
-import org.agrona.collections.LongArrayList;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
@@ -13,7 +12,6 @@ import static io.kvidx.client.index.IndexDescriptor.PODS_INLINE_MAX;
 import static io.kvidx.client.index.IndexDescriptor.PODS_OVERFLOW_FLAG;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_ENTRY_COUNT_OFFSET;
 import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
-import static io.kvidx.daemon.index.PodsWord.inMask;
 import static io.kvidx.daemon.index.PodsWord.inlineAdd;
 import static io.kvidx.daemon.index.PodsWord.inlineIndexOf;
 import static io.kvidx.daemon.index.PodsWord.inlineRemoveAt;
@@ -24,7 +22,8 @@ import static io.kvidx.daemon.index.PodsWord.inlineRemoveAt;
  * ({@link WriterMeta}: parent key, store stamp) and each entry's count of indexed children, and the shard header
  * counters. Its parts: {@link ShardLocks} (the writer locks, store clocks and eviction hands),
  * {@link OverflowPool} (the overflow bitmaps and their free lists), {@link PodsWord} (the inline pods word
- * encoding), {@link Eviction} (what a full shard gives up) and {@link BatchPrefetch}.
+ * encoding), {@link Eviction} (what a full shard gives up), {@link ShardSweep} (a gone pod's bits cleared shard by
+ * shard) and {@link BatchPrefetch}.
  *
  * <p>Children: an entry's children are the indexed entries whose parent key is its key (the next block of some
  * chain). The count drives {@link Eviction}: a block whose chain continues in the index is evicted only after its
@@ -298,69 +297,6 @@ final class EntryTable {
     /** Maps a deleted entry's parent key to removeLocked's result. */
     private static long deletedParent(final long parent) {
         return parent == NOT_HELD || parent == KEPT || parent == DELETED_ROOT ? DELETED_ROOT : parent;
-    }
-
-    /**
-     * Clears the bits of the pods in the mask from every entry of one shard, deleting entries no pod holds any
-     * more; the parents of deleted entries are added to {@code deletedParents} (their counts are adjusted by the
-     * caller once the shard's lock is released).
-     */
-    void sweepShard(final int shard, final long m0, final long m1, final long m2, final long m3,
-        final LongArrayList deletedParents) {
-        if ((m0 | m1 | m2 | m3) == 0) {
-            return;
-        }
-        locks.lock(shard);
-        try {
-            final long table = g.table(shard);
-            for (int idx = 0; idx <= g.slotMask; idx++) {
-                while (true) {
-                    final long e = g.entry(table, idx);
-                    if ((long) LONG.get(segment, e + ENTRY_KEY_OFFSET) == 0) {
-                        break;
-                    }
-                    final long pods = (long) LONG.get(segment, e + ENTRY_PODS_OFFSET);
-                    final boolean empty;
-                    if (g.direct) {
-                        // Slots 0..63 only: the other mask words are empty in a direct cell.
-                        final long kept = pods & ~m0;
-                        empty = kept == 0;
-                        if (!empty && kept != pods) {
-                            LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, kept);
-                        }
-                    } else if (pods < 0) {
-                        final long o = g.overflowEntry(shard, (int) pods);
-                        overflow.clear(o, m0, m1, m2, m3);
-                        empty = overflow.isEmpty(o);
-                    } else {
-                        long kept = 0;
-                        for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
-                            final int slot = IndexDescriptor.inlineSlot(pods, i);
-                            if (!inMask(slot, m0, m1, m2, m3)) {
-                                kept = inlineAdd(kept, slot);
-                            }
-                        }
-                        empty = kept == 0;
-                        if (!empty && kept != pods) {
-                            LONG.setRelease(segment, e + ENTRY_PODS_OFFSET, kept);
-                        }
-                    }
-                    if (!empty) {
-                        break;
-                    }
-                    // The deletion may shift another entry into idx: examine idx again.
-                    final long parent = delete(shard, table, idx);
-                    if (parent != 0) {
-                        deletedParents.addLong(parent);
-                    }
-                }
-            }
-        } catch (final RuntimeException | Error ex) {
-            IndexRepair.repairShard(this, shard);
-            throw ex;
-        } finally {
-            locks.unlock(shard);
-        }
     }
 
     /**

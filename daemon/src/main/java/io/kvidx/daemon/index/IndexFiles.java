@@ -1,6 +1,7 @@
 package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
+import io.kvidx.client.index.IndexException;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
 import io.kvidx.ffm.PosixNative;
@@ -13,6 +14,8 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -116,6 +119,32 @@ final class IndexFiles {
             throw ex;
         }
         return new Opened(region, epoch, false, reason);
+    }
+
+    /**
+     * Deletes a closed writer's files and then the cell directory, when nothing else lives in it
+     * ({@link IndexWriterContext#deleteOnClose(boolean)}).
+     *
+     * @param indexFile the index file.
+     * @param siblings  the writer's other files in the same directory (side table, tier map).
+     * @throws IndexException when a file or the directory cannot be deleted.
+     */
+    static void delete(final Path indexFile, final Path... siblings) {
+        try {
+            Files.deleteIfExists(indexFile);
+            for (final Path sibling : siblings) {
+                Files.deleteIfExists(sibling);
+            }
+        } catch (final IOException ex) {
+            throw new IndexException("cannot delete " + indexFile, ex);
+        }
+        try {
+            Files.deleteIfExists(indexFile.getParent());
+        } catch (final DirectoryNotEmptyException ex) {
+            // Another file shares the directory: keep it.
+        } catch (final IOException ex) {
+            throw new IndexException("cannot delete " + indexFile.getParent(), ex);
+        }
     }
 
     private static void advise(final MemorySegment s, final IndexWriterContext context) {

@@ -1,17 +1,14 @@
 package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
-import io.kvidx.client.index.IndexException;
 import io.kvidx.client.index.PodCapacityExceededException;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
 import io.kvidx.ffm.PosixNative;
 import io.kvidx.ffm.SharedFiles;
 
-import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
-import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
@@ -23,7 +20,7 @@ import java.nio.file.Path;
  *   <li>{@link EntryTable}: the shards' tables, their locks ({@link ShardLocks}) and overflow pools
  *   ({@link OverflowPool}), and the writer's side table ({@link WriterMeta});</li>
  *   <li>{@link Eviction}: what a full shard gives up;</li>
- *   <li>{@link PodTable}: pod slots, generations, the alive bitmap and the bounded sweep;</li>
+ *   <li>{@link PodTable}: pod slots, generations, the alive bitmap and the bounded sweep ({@link ShardSweep});</li>
  *   <li>{@link TierMapWriter}: the host tier map beside the index (where each pod holds its blocks), re-created at
  *   every open; a slot's region follows the pod: given to its generation at registration, emptied when the pod
  *   clears its cache or goes down.</li>
@@ -485,21 +482,7 @@ public final class IndexWriter implements AutoCloseable {
         meta.close();
         region.close();
         if (context.deleteOnClose) {
-            try {
-                Files.deleteIfExists(context.indexFile());
-                Files.deleteIfExists(meta.path());
-                Files.deleteIfExists(tiers.path());
-            } catch (final IOException ex) {
-                throw new IndexException("cannot delete " + context.indexFile(), ex);
-            }
-            try {
-                // The cell directory goes too when nothing else lives in it.
-                Files.deleteIfExists(context.indexFile().getParent());
-            } catch (final java.nio.file.DirectoryNotEmptyException ex) {
-                // Another file shares the directory: keep it.
-            } catch (final IOException ex) {
-                throw new IndexException("cannot delete " + context.indexFile().getParent(), ex);
-            }
+            IndexFiles.delete(context.indexFile(), meta.path(), tiers.path());
         }
     }
 }

@@ -38,6 +38,7 @@ final class PodTable {
 
     private final MemorySegment segment;
     private final EntryTable entries;
+    private final ShardSweep sweeper;
     private final String cell;
     private final int maxPods;
     private final int[] states;
@@ -53,6 +54,7 @@ final class PodTable {
     PodTable(final MemorySegment segment, final EntryTable entries, final String cell, final int maxPods) {
         this.segment = segment;
         this.entries = entries;
+        this.sweeper = new ShardSweep(entries);
         this.cell = cell;
         this.maxPods = maxPods;
         this.states = new int[maxPods];
@@ -255,22 +257,13 @@ final class PodTable {
         final int word = slot >>> 6;
         final LongArrayList parents = new LongArrayList();
         for (int shard = 0; shard < entries.g.shardCount; shard++) {
-            entries.sweepShard(shard, word == 0 ? bit : 0, word == 1 ? bit : 0, word == 2 ? bit : 0,
+            sweeper.sweep(shard, word == 0 ? bit : 0, word == 1 ? bit : 0, word == 2 ? bit : 0,
                 word == 3 ? bit : 0, parents);
-            adjustParents(parents);
         }
     }
 
     private void sweep(final int shard, final long m0, final long m1, final long m2, final long m3) {
-        entries.sweepShard(shard, m0, m1, m2, m3, sweepParents);
-        adjustParents(sweepParents);
-    }
-
-    private void adjustParents(final LongArrayList parents) {
-        for (int i = 0, n = parents.size(); i < n; i++) {
-            entries.adjustChildren(parents.getLong(i), -1);
-        }
-        parents.clear();
+        sweeper.sweep(shard, m0, m1, m2, m3, sweepParents);
     }
 
     /**
