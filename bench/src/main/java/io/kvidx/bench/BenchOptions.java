@@ -91,8 +91,9 @@ public final class BenchOptions {
             options: --pods P (64) --chain N (32) --blocks B (1048576) --seed S --warmup-ms (1500)
                      --measure-ms (3000, per store) --rounds (3) --churn-window CHAINS (2048)
                      --writer-rate BLOCKS_PER_S (xproc; 0 = as fast as the writer goes)
-                     --experiments (query: also time the reader without prefetch and the chain's home lines read
-                       whole, floor_full_lines, and probe memory latency)
+                     --experiments (query: also time the reader without prefetch, the chain's home lines read
+                       whole (floor_full_lines), a four-block group layout's reader (group4, group4_pf,
+                       group4_bound; 64-pod cell), and probe memory latency)
                      --index-dir DIR (parent of the kvidx index's temp dir; default /dev/shm)""";
     }
 

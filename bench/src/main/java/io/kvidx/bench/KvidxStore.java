@@ -226,6 +226,14 @@ public final class KvidxStore implements QueryStore {
     }
 
     /**
+     * @param pod pod index in [0, pods).
+     * @return the index slot the pod was registered in.
+     */
+    public int slotOf(final int pod) {
+        return slots[pod];
+    }
+
+    /**
      * @return lookups (probes) the last query made.
      */
     public int lastProbes() {

@@ -86,6 +86,16 @@ public final class QueryBench {
                 Verifier.check(w, naive, plain, VERIFY_QUERIES);
                 stores.add(plain);
                 stores.add(FloorStore.of(kvidx.reader(), FloorStore.Mode.CHAIN_FULL_LINES));
+                if (twoCells) {
+                    // A multi-depth layout's reader, on a group table built from this index (ADR 0010).
+                    for (final GroupStore.Mode m : GroupStore.Mode.values()) {
+                        final GroupStore gs = GroupStore.build(m, kvidx, w);
+                        if (m != GroupStore.Mode.BOUND) {
+                            Verifier.check(w, naive, gs, VERIFY_QUERIES);
+                        }
+                        stores.add(gs);
+                    }
+                }
                 out.printf("experiments: %s; dependent random read: %.1f ns in 4 MiB, %.1f ns in 16 MiB,"
                     + " %.1f ns in 128 MiB%n", hugePages(), MemoryLatencyProbe.dependentReadNs(4L << 20, 3_000_000),
                     MemoryLatencyProbe.dependentReadNs(16L << 20, 3_000_000),

@@ -89,7 +89,8 @@ class QueryBenchTest {
         assertTrue(!object(json, "naive").containsKey("ratio_vs_floor_lines_p50"), "only kvidx rows carry it");
         assertTrue(lines.stream().anyMatch(l -> l.startsWith("x floor_lines (p50 / p99): kvidx ")
             && l.contains(", kvidx_cell256 ")), "floor ratio line missing");
-        assertTrue(!json.containsKey("floor_full_lines") && !json.containsKey("kvidx_noprefetch"),
+        assertTrue(!json.containsKey("floor_full_lines") && !json.containsKey("kvidx_noprefetch")
+                && !json.containsKey("group4") && !json.containsKey("group4_bound"),
             "experiment rows are timed only with --experiments: " + json.keySet());
     }
 
@@ -104,7 +105,8 @@ class QueryBenchTest {
 
         final List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
         final Map<String, Object> json = parseObject(lines.getLast());
-        for (final String row : List.of("kvidx_noprefetch", "floor_full_lines")) {
+        for (final String row : List.of("kvidx_noprefetch", "floor_full_lines", "group4", "group4_pf",
+            "group4_bound")) {
             final Map<String, Object> r = object(json, row);
             assertTrue(number(r, "queries") > 100 && number(r, "p50_ns") > 0
                 && number(r, "p99_ns") >= number(r, "p50_ns"), row + ": " + r);
