@@ -7,20 +7,11 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 
 import static io.kvidx.client.index.IndexDescriptor.ALIVE_BITMAP_OFFSET;
-import static io.kvidx.client.index.IndexDescriptor.ENTRY_KEY_OFFSET;
-import static io.kvidx.client.index.IndexDescriptor.ENTRY_LENGTH;
-import static io.kvidx.client.index.IndexDescriptor.ENTRY_LENGTH_SHIFT;
-import static io.kvidx.client.index.IndexDescriptor.ENTRY_PODS_OFFSET;
-import static io.kvidx.client.index.IndexDescriptor.OVERFLOW_LENGTH;
 import static io.kvidx.client.index.IndexDescriptor.POD_TABLE_VERSION_OFFSET;
-import static io.kvidx.client.index.IndexDescriptor.SHARD_HEADER_LENGTH;
-import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
 
 /**
  * The query engine of an {@link IndexReader}: prefix queries over a chain of block keys (binary search, or the exact
- * walk) and single-key lookups, on the reader's read-only mapping. Each lookup reads its shard's seqlock version,
- * probes from the key's home entry (the first entry of its cache line, layout 3.0), and checks the version again;
- * a shard locked or changed under it is retried within the reader's read bound ({@link ReadWait}). With prefetching
+ * walk) on the reader's read-only mapping, each step a {@link KeyLookup} under its shard's seqlock. With prefetching
  * on, every key's home entry is loaded before the search so that the chain's cache misses overlap.
  *
  * <p><b>Note:</b> thread safe and allocation-free: it only reads the file, and a query writes only the caller's
@@ -33,47 +24,26 @@ final class ChainSearch {
      * reads of a seqlock version; explicit fences order them.
      */
     private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
-    private static final int SPINS_PER_CLOCK_CHECK = IndexReader.SPINS_PER_CLOCK_CHECK;
 
     private final MemorySegment segment;
-    private final ReadWait wait;
-    private final int shardBits;
-    private final int slotBits;
-    private final int slotMask;
     private final int maxChain;
-    private final long shardHeadersOffset;
-    private final long tablesOffset;
-    private final long shardTableLength;
-    private final long overflowOffset;
-    private final int overflowPerShard;
-    private final int overflowMask;
     /** Pods words are plain 64-bit bitmaps (at most 64 pods): one load per lookup. */
     private final boolean direct;
     private final boolean prefetch;
+    private final KeyLookup entries;
 
     /**
      * @param segment  the reader's read-only mapping, validated.
-     * @param wait     the reader's read bound.
+     * @param entries  the reader's single-key lookups, on the same mapping.
      * @param prefetch whether queries load every key's home entry before searching.
      */
-    ChainSearch(final MemorySegment segment, final ReadWait wait, final boolean prefetch) {
+    ChainSearch(final MemorySegment segment, final KeyLookup entries, final boolean prefetch) {
         this.segment = segment;
-        this.wait = wait;
-        final int shardCount = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.SHARD_COUNT_OFFSET);
-        final int slotsPerShard = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.SLOTS_PER_SHARD_OFFSET);
         final int maxPods = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.MAX_PODS_OFFSET);
         this.maxChain = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.MAX_CHAIN_OFFSET);
-        this.shardBits = Integer.numberOfTrailingZeros(shardCount);
-        this.slotBits = Integer.numberOfTrailingZeros(slotsPerShard);
-        this.slotMask = slotsPerShard - 1;
-        this.shardHeadersOffset = IndexDescriptor.shardHeadersOffset(maxPods);
-        this.tablesOffset = IndexDescriptor.tablesOffset(maxPods, shardCount);
-        this.shardTableLength = (long) slotsPerShard * ENTRY_LENGTH;
-        this.overflowOffset = IndexDescriptor.overflowOffset(maxPods, shardCount, slotsPerShard);
-        this.overflowPerShard = IndexDescriptor.overflowPerShard(maxPods, slotsPerShard);
-        this.overflowMask = Math.max(0, overflowPerShard - 1);
         this.direct = IndexDescriptor.isDirect(maxPods);
         this.prefetch = prefetch;
+        this.entries = entries;
     }
 
     /** See {@link IndexReader#query}. */
@@ -104,7 +74,7 @@ final class ChainSearch {
         final long[] words = result.words;
         // Probe block 0 first: the pods that hold nothing of the chain (most of a large cell) leave after one
         // lookup instead of a descent to depth 0; the holders search [1, N].
-        lookup(keys[0], words);
+        entries.lookup(keys[0], words);
         int probes = 1;
         s0 &= words[0];
         s1 &= words[1];
@@ -131,7 +101,7 @@ final class ChainSearch {
                 continue;
             }
             final int mid = (lo + hi) >>> 1;
-            lookup(keys[mid], words);
+            entries.lookup(keys[mid], words);
             probes++;
             final long h0 = f0 & words[0];
             final long h1 = f1 & words[1];
@@ -201,7 +171,7 @@ final class ChainSearch {
         final long[] words = result.words;
         int i = 0;
         while (i < length && (s0 | s1 | s2 | s3) != 0) {
-            lookup(keys[i], words);
+            entries.lookup(keys[i], words);
             result.addAll(s0 & ~words[0], s1 & ~words[1], s2 & ~words[2], s3 & ~words[3], i);
             s0 &= words[0];
             s1 &= words[1];
@@ -224,7 +194,7 @@ final class ChainSearch {
         int max = 0;
         int i = 0;
         while (i < length && held != 0) {
-            final long w = lookupDirect(IndexDescriptor.storedKey(keys[i]), offsets[i]);
+            final long w = entries.direct(IndexDescriptor.storedKey(keys[i]), offsets[i]);
             final long left = held & ~w;
             if (left != 0 && i > 0) {
                 result.addWord0(left, i);
@@ -273,15 +243,9 @@ final class ChainSearch {
     private long[] homeOffsets(final long[] keys, final int length, final PrefixResult result) {
         final long[] offsets = result.offsets(length);
         for (int i = 0; i < length; i++) {
-            offsets[i] = homeOffset(IndexDescriptor.storedKey(keys[i]));
+            offsets[i] = entries.homeOffset(IndexDescriptor.storedKey(keys[i]));
         }
         return offsets;
-    }
-
-    /** File offset of a stored key's home entry: shard and slot are consecutive bits of its Fibonacci hash. */
-    private long homeOffset(final long storedKey) {
-        final long index = IndexDescriptor.homeIndex(IndexDescriptor.spread(storedKey), shardBits, slotBits);
-        return tablesOffset + (index << ENTRY_LENGTH_SHIFT);
     }
 
     /**
@@ -290,7 +254,7 @@ final class ChainSearch {
      */
     private int queryDirect(final long[] keys, final int length, final long alive, final PrefixResult result) {
         final long[] offsets = chainOffsets(keys, length, result);
-        long s0 = alive & lookupDirect(IndexDescriptor.storedKey(keys[0]), offsets[0]);
+        long s0 = alive & entries.direct(IndexDescriptor.storedKey(keys[0]), offsets[0]);
         int probes = 1;
         if (s0 == 0) {
             result.probes(probes);
@@ -314,7 +278,7 @@ final class ChainSearch {
                 continue;
             }
             final int mid = (lo + hi) >>> 1;
-            final long w = lookupDirect(IndexDescriptor.storedKey(keys[mid]), offsets[mid]);
+            final long w = entries.direct(IndexDescriptor.storedKey(keys[mid]), offsets[mid]);
             probes++;
             final long low = f & ~w;
             final long high = f & w;
@@ -333,52 +297,6 @@ final class ChainSearch {
         }
         result.probes(probes);
         return max;
-    }
-
-    /**
-     * The pods word of a stored key in a direct cell (0 when absent), by linear probing from its home entry's
-     * file offset under the shard's seqlock.
-     */
-    private long lookupDirect(final long k, final long home) {
-        final MemorySegment s = segment;
-        final long inTables = home - tablesOffset;
-        final long tableMask = shardTableLength - 1;
-        final long table = home - (inTables & tableMask);
-        final int shard = (int) (inTables >>> (slotBits + ENTRY_LENGTH_SHIFT));
-        final long versionOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_VERSION_OFFSET;
-        int spins = 0;
-        long waitStartNs = 0;
-        while (true) {
-            // Plain loads with explicit fences: the same ordering as getAcquire / getOpaque without their
-            // alignment checks, and the table wraps by a mask (docs/perf.md, layout 3.0 runs: 7 % less in-cache time).
-            final long v1 = (long) PLAIN.get(s, versionOffset);
-            VarHandle.acquireFence();
-            if ((v1 & 1) == 0) {
-                long pods = 0;
-                long e = home;
-                for (int n = 0; n <= slotMask; n++) {
-                    final long ek = (long) PLAIN.get(s, e + ENTRY_KEY_OFFSET);
-                    if (ek == k) {
-                        // The key is published (release) after its pods word: read the pods word after the key.
-                        VarHandle.acquireFence();
-                        pods = (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET);
-                        break;
-                    }
-                    if (ek == 0) {
-                        break;
-                    }
-                    e = table + ((e + ENTRY_LENGTH - table) & tableMask);
-                }
-                VarHandle.loadLoadFence();
-                if ((long) PLAIN.get(s, versionOffset) == v1) {
-                    return pods;
-                }
-            }
-            Thread.onSpinWait();
-            if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
-                waitStartNs = wait.check(waitStartNs, spins, shard, -1);
-            }
-        }
     }
 
     private static void push(final long[] stack, final int frame, final int lo, final int hi, final long w0,
@@ -400,87 +318,6 @@ final class ChainSearch {
         if (length > maxChain) {
             throw new ChainTooLongException("chain of " + length + " blocks exceeds this index's maximum of "
                 + maxChain + " (daemon option --max-chain-length, YAML maxChainLength)");
-        }
-    }
-
-    /** See {@link IndexReader#lookup}. */
-    boolean lookup(final long key, final long[] out) {
-        final long k = IndexDescriptor.storedKey(key);
-        if (direct) {
-            // A direct cell deletes an entry with its last pod: a non-zero word is a present key.
-            out[0] = lookupDirect(k, homeOffset(k));
-            out[1] = 0;
-            out[2] = 0;
-            out[3] = 0;
-            return out[0] != 0;
-        }
-        final long h = IndexDescriptor.spread(k);
-        final int shard = (int) (h >>> (64 - shardBits));
-        final int home = IndexDescriptor.homeSlot(h, shardBits, slotBits);
-        final long versionOffset = shardHeadersOffset + (long) shard * SHARD_HEADER_LENGTH + SHARD_VERSION_OFFSET;
-        final long table = tablesOffset + shard * shardTableLength;
-        final MemorySegment s = segment;
-        int spins = 0;
-        long waitStartNs = 0;
-        while (true) {
-            final long v1 = (long) LONG.getAcquire(s, versionOffset);
-            if ((v1 & 1) == 0) {
-                long w0 = 0;
-                long w1 = 0;
-                long w2 = 0;
-                long w3 = 0;
-                boolean found = false;
-                int idx = home;
-                for (int n = 0; n <= slotMask; n++) {
-                    final long e = table + ((long) idx << ENTRY_LENGTH_SHIFT);
-                    final long ek = (long) PLAIN.get(s, e + ENTRY_KEY_OFFSET);
-                    if (ek == k) {
-                        // The key is published (release) after its pods word: read the pods word after the key.
-                        VarHandle.acquireFence();
-                        final long pods = (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET);
-                        if (pods >= 0) {
-                            for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
-                                final int slot = IndexDescriptor.inlineSlot(pods, i);
-                                final long bit = 1L << slot;
-                                switch (slot >>> 6) {
-                                    case 0 -> w0 |= bit;
-                                    case 1 -> w1 |= bit;
-                                    case 2 -> w2 |= bit;
-                                    default -> w3 |= bit;
-                                }
-                            }
-                        } else {
-                            // Masked: even a corrupted index cannot point outside this shard's overflow area.
-                            final long o = overflowOffset
-                                + ((long) shard * overflowPerShard + ((int) pods & overflowMask)) * OVERFLOW_LENGTH;
-                            // The bitmap is filled before its index is published (release) in the pods word.
-                            VarHandle.acquireFence();
-                            w0 = (long) PLAIN.get(s, o);
-                            w1 = (long) PLAIN.get(s, o + 8);
-                            w2 = (long) PLAIN.get(s, o + 16);
-                            w3 = (long) PLAIN.get(s, o + 24);
-                        }
-                        found = true;
-                        break;
-                    }
-                    if (ek == 0) {
-                        break;
-                    }
-                    idx = (idx + 1) & slotMask;
-                }
-                VarHandle.loadLoadFence();
-                if ((long) LONG.getOpaque(s, versionOffset) == v1) {
-                    out[0] = w0;
-                    out[1] = w1;
-                    out[2] = w2;
-                    out[3] = w3;
-                    return found;
-                }
-            }
-            Thread.onSpinWait();
-            if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
-                waitStartNs = wait.check(waitStartNs, spins, shard, -1);
-            }
         }
     }
 }

@@ -224,6 +224,8 @@ public final class IndexDescriptor {
      * ADR 0006).
      */
     public static final int HOME_SLOT_MASK = ~3;
+    /** Entries per 64-byte line, the entries a home line holds: {@code ~HOME_SLOT_MASK + 1}. */
+    public static final int LINE_ENTRIES = 4;
     /** Multiplier of Fibonacci hashing (2^64 / golden ratio). */
     public static final long FIBONACCI_MULTIPLIER = 0x9E37_79B9_7F4A_7C15L;
     /** The value stored in place of key 0, which marks empty entries. */

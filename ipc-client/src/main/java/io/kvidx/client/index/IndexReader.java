@@ -29,7 +29,8 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_HEADER_LENGTH;
  * reading, so 64 spins more), then throws {@link IndexBusyException} (counted by {@link #busyCount()}), or
  * {@link StaleWriterException} when the writer's heartbeat has stopped; {@link #pod(int)} is bounded the same way.
  * The clock is read only while waiting, once every 64 spins: an uncontended lookup never reads it. The search is
- * {@code ChainSearch}, the attach {@code IndexFileAttach}, the bound {@code ReadWait}.
+ * {@code ChainSearch} over single-key lookups ({@code KeyLookup}), the attach {@code IndexFileAttach}, the bound
+ * {@code ReadWait}.
  *
  * <p>Each query records in its {@link PrefixResult} the pod table version it saw
  * ({@link PrefixResult#podTableVersion()}), loaded after every alive word and entry it read: a caller that maps
@@ -57,6 +58,7 @@ public final class IndexReader implements AutoCloseable {
     private final long writerPid;
     private final long shardHeadersOffset;
     private final ReadWait wait;
+    private final KeyLookup entries;
     private final ChainSearch search;
 
     /** Built by {@link IndexFileAttach} on a mapping it has validated. */
@@ -74,7 +76,8 @@ public final class IndexReader implements AutoCloseable {
         this.writerPid = segment.get(ValueLayout.JAVA_LONG, IndexDescriptor.WRITER_PID_OFFSET);
         this.shardHeadersOffset = IndexDescriptor.shardHeadersOffset(maxPods);
         this.wait = new ReadWait(segment, region.path(), context.heartbeatTimeoutMs(), context.readBoundNs());
-        this.search = new ChainSearch(segment, wait, context.prefetch());
+        this.entries = new KeyLookup(segment, wait);
+        this.search = new ChainSearch(segment, entries, context.prefetch());
     }
 
     /**
@@ -141,7 +144,7 @@ public final class IndexReader implements AutoCloseable {
      * @throws StaleWriterException when the shard stays locked by a writer whose heartbeat has stopped.
      */
     public boolean lookup(final long key, final long[] out) {
-        return search.lookup(key, out);
+        return entries.lookup(key, out);
     }
 
     /**
