@@ -19,10 +19,7 @@ import static io.kvidx.client.index.IndexDescriptor.POD_TABLE_VERSION_OFFSET;
  */
 final class ChainSearch {
     private static final VarHandle LONG = Layouts.LONG;
-    /**
-     * Plain loads without the alignment check (every field is 8-byte aligned anyway) for data read between two
-     * reads of a seqlock version; explicit fences order them.
-     */
+    /** Plain loads for the prefetch pass: they only bring lines into the cache, the lookups read them again. */
     private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
 
     private final MemorySegment segment;
