@@ -32,12 +32,14 @@ final class ChainSearch {
     /**
      * @param segment  the reader's read-only mapping, validated.
      * @param entries  the reader's single-key lookups, on the same mapping.
+     * @param maxPods  the file's pod capacity (its cell), from its header.
+     * @param maxChain the file's longest chain, from its header.
      * @param prefetch whether queries load every key's home entry before searching.
      */
-    ChainSearch(final MemorySegment segment, final KeyLookup entries, final boolean prefetch) {
+    ChainSearch(final MemorySegment segment, final KeyLookup entries, final int maxPods, final int maxChain,
+        final boolean prefetch) {
         this.segment = segment;
-        final int maxPods = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.MAX_PODS_OFFSET);
-        this.maxChain = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.MAX_CHAIN_OFFSET);
+        this.maxChain = maxChain;
         this.direct = IndexDescriptor.isDirect(maxPods);
         this.prefetch = prefetch;
         this.entries = entries;

@@ -76,8 +76,8 @@ public final class IndexReader implements AutoCloseable {
         this.writerPid = segment.get(ValueLayout.JAVA_LONG, IndexDescriptor.WRITER_PID_OFFSET);
         this.shardHeadersOffset = IndexDescriptor.shardHeadersOffset(maxPods);
         this.wait = new ReadWait(segment, region.path(), context.heartbeatTimeoutMs(), context.readBoundNs());
-        this.entries = new KeyLookup(segment, wait);
-        this.search = new ChainSearch(segment, entries, context.prefetch());
+        this.entries = new KeyLookup(segment, wait, shardCount, slotsPerShard, maxPods);
+        this.search = new ChainSearch(segment, entries, maxPods, maxChain, context.prefetch());
     }
 
     /**

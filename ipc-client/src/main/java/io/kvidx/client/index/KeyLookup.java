@@ -47,15 +47,16 @@ final class KeyLookup {
     private final boolean direct;
 
     /**
-     * @param segment the reader's read-only mapping, validated.
-     * @param wait    the reader's read bound.
+     * @param segment       the reader's read-only mapping, validated.
+     * @param wait          the reader's read bound.
+     * @param shardCount    the file's shards (from its header, as the reader read it).
+     * @param slotsPerShard the file's entries per shard.
+     * @param maxPods       the file's pod capacity (its cell).
      */
-    KeyLookup(final MemorySegment segment, final ReadWait wait) {
+    KeyLookup(final MemorySegment segment, final ReadWait wait, final int shardCount, final int slotsPerShard,
+        final int maxPods) {
         this.segment = segment;
         this.wait = wait;
-        final int shardCount = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.SHARD_COUNT_OFFSET);
-        final int slotsPerShard = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.SLOTS_PER_SHARD_OFFSET);
-        final int maxPods = segment.get(ValueLayout.JAVA_INT, IndexDescriptor.MAX_PODS_OFFSET);
         this.shardBits = Integer.numberOfTrailingZeros(shardCount);
         this.slotBits = Integer.numberOfTrailingZeros(slotsPerShard);
         this.slotMask = slotsPerShard - 1;
