@@ -5,7 +5,10 @@ import org.HdrHistogram.Histogram;
 
 import java.io.PrintStream;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Set;
 
 /**
  * {@code kvidx bench query}: loads one workload into kvidx, the naive map and Chronicle Map in this JVM, in a 64-pod
@@ -20,6 +23,10 @@ public final class QueryBench {
     private static final int VERIFY_QUERIES = 2_000;
     /** Suffix of the 256-pod cell's rows. */
     static final String CELL256 = "_cell256";
+    /** Chains the in-cache experiment rows cycle through: 16 x 32 home lines (32 KiB) stay in L1/L2. */
+    static final int CACHED_CHAINS = 16;
+    /** Suffix of the in-cache experiment rows. */
+    static final String CACHED = "_cached" + CACHED_CHAINS;
 
     private QueryBench() {
     }
@@ -81,6 +88,8 @@ public final class QueryBench {
             final int chainLines = stores.size();
             stores.add(FloorStore.of(kvidx.reader(), FloorStore.Mode.CHAIN_LINES));
             final int closeFrom = stores.size() - 2;
+            // Rows timed over a few chains that stay in the cache, by their own harness.
+            final Set<QueryStore> cachedRows = Collections.newSetFromMap(new IdentityHashMap<>());
             if (o.experiments()) {
                 final KvidxStore plain = kvidx.noPrefetchView();
                 Verifier.check(w, naive, plain, VERIFY_QUERIES);
@@ -96,15 +105,28 @@ public final class QueryBench {
                         stores.add(gs);
                     }
                 }
+                // The same kvidx reader and floor with every line in the cache: the work a query does beyond its
+                // misses (ADR 0012).
+                for (final QueryStore s : List.of(kvidx, stores.get(chainLines))) {
+                    final RenamedStore cached = new RenamedStore(s, s.name() + CACHED);
+                    cachedRows.add(cached);
+                    stores.add(cached);
+                }
                 out.printf("experiments: %s; dependent random read: %.1f ns in 4 MiB, %.1f ns in 16 MiB,"
                     + " %.1f ns in 128 MiB%n", hugePages(), MemoryLatencyProbe.dependentReadNs(4L << 20, 3_000_000),
                     MemoryLatencyProbe.dependentReadNs(16L << 20, 3_000_000),
                     MemoryLatencyProbe.dependentReadNs(128L << 20, 3_000_000));
             }
             final QueryHarness harness = new QueryHarness(w);
+            final QueryHarness cachedHarness = QueryHarness.cycling(w, CACHED_CHAINS);
             int cursor = 0;
+            int cachedCursor = 0;
             for (final QueryStore s : stores) {
-                cursor = harness.warmup(s, cursor, o.warmupMs());
+                if (cachedRows.contains(s)) {
+                    cachedCursor = cachedHarness.warmup(s, cachedCursor, o.warmupMs());
+                } else {
+                    cursor = harness.warmup(s, cursor, o.warmupMs());
+                }
             }
             final List<Histogram> histograms = new ArrayList<>();
             final long[][] alloc = new long[stores.size()][1];
@@ -114,7 +136,12 @@ public final class QueryBench {
             final long roundMs = Math.max(1, o.measureMs() / o.rounds());
             for (int r = 0; r < o.rounds(); r++) {
                 for (int i = 0; i < stores.size(); i++) {
-                    cursor = harness.measure(stores.get(i), cursor, roundMs, histograms.get(i), alloc[i]);
+                    final QueryStore s = stores.get(i);
+                    if (cachedRows.contains(s)) {
+                        cachedCursor = cachedHarness.measure(s, cachedCursor, roundMs, histograms.get(i), alloc[i]);
+                    } else {
+                        cursor = harness.measure(s, cursor, roundMs, histograms.get(i), alloc[i]);
+                    }
                 }
             }
             final List<LatencyStats> stats = new ArrayList<>();
@@ -164,6 +191,13 @@ public final class QueryBench {
                 ratio(kvidxStats.p99Ns(), floor.p99Ns()), twoCells ? String.format(", kvidx%s %.2f / %.2f", CELL256,
                     ratio(stats.get(stores.indexOf(kvidx256)).p50Ns(), floor.p50Ns()),
                     ratio(stats.get(stores.indexOf(kvidx256)).p99Ns(), floor.p99Ns())) : "");
+            if (!cachedRows.isEmpty()) {
+                final LatencyStats k = stats.get(indexOfName(stats, kvidx.name() + CACHED));
+                final LatencyStats f = stats.get(indexOfName(stats, floor.name() + CACHED));
+                out.printf("in cache (%d chains cycling): kvidx p50 %d / p99 %d ns, floor_lines p50 %d / p99 %d ns;"
+                    + " kvidx spends %d ns (p50) beyond its loads with no miss, against a cold floor_lines of %d ns%n",
+                    CACHED_CHAINS, k.p50Ns(), k.p99Ns(), f.p50Ns(), f.p99Ns(), k.p50Ns() - f.p50Ns(), floor.p50Ns());
+            }
             out.printf("kvidx probes/query %.2f; timer (nanoTime pair) %d ns, included in every figure; total %.1f s%n",
                 probes, timerNs, (System.nanoTime() - t0) / 1e9);
 
@@ -190,7 +224,8 @@ public final class QueryBench {
                     j.put("bytes_per_block", perBlock(store.footprintBytes(), w))
                         .put("footprint_bytes", store.footprintBytes());
                 }
-                if (!(store instanceof FloorStore)) {
+                if (!(store instanceof FloorStore) && !(store instanceof RenamedStore r
+                    && r.store() instanceof FloorStore)) {
                     j.put("cell_pods", wide ? IndexDescriptor.MAX_PODS : narrowCell);
                 }
                 json.put(s.name(), j);
@@ -203,6 +238,15 @@ public final class QueryBench {
             }
             return json;
         }
+    }
+
+    private static int indexOfName(final List<LatencyStats> stats, final String name) {
+        for (int i = 0; i < stats.size(); i++) {
+            if (stats.get(i).name().equals(name)) {
+                return i;
+            }
+        }
+        throw new IllegalStateException("no row " + name);
     }
 
     private static Json statsJson(final LatencyStats s, final LatencyStats naive) {

@@ -3,6 +3,7 @@ package io.kvidx.bench;
 import org.HdrHistogram.Histogram;
 
 import java.lang.management.ManagementFactory;
+import java.util.Arrays;
 
 /**
  * A single-threaded latency harness: times every query with {@link System#nanoTime()} into an HdrHistogram
@@ -34,6 +35,30 @@ public final class QueryHarness {
     public QueryHarness(final Workload workload) {
         this.workload = workload;
         this.order = workload.queryOrder();
+        this.keys = new long[workload.chainLength()];
+    }
+
+    /**
+     * A harness that cycles through the first {@code chains} chains of the workload's query order only. After the
+     * first pass their lines stay in the cache, so its figures are a store's cost with no miss on the index: the CPU
+     * work a cold query does on top of its loads (docs/perf.md, ADR 0012).
+     *
+     * @param workload queries come from its chain pool.
+     * @param chains   how many chains to cycle through: a power of two, at most the query order's length.
+     * @return the harness.
+     */
+    public static QueryHarness cycling(final Workload workload, final int chains) {
+        final int[] full = workload.queryOrder();
+        if (chains < 1 || Integer.bitCount(chains) != 1 || chains > full.length) {
+            throw new IllegalArgumentException("chains to cycle through must be a power of two in [1, "
+                + full.length + "]: " + chains);
+        }
+        return new QueryHarness(workload, Arrays.copyOf(full, chains));
+    }
+
+    private QueryHarness(final Workload workload, final int[] order) {
+        this.workload = workload;
+        this.order = order;
         this.keys = new long[workload.chainLength()];
     }
 

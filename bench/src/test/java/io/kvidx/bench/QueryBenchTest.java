@@ -90,7 +90,8 @@ class QueryBenchTest {
         assertTrue(lines.stream().anyMatch(l -> l.startsWith("x floor_lines (p50 / p99): kvidx ")
             && l.contains(", kvidx_cell256 ")), "floor ratio line missing");
         assertTrue(!json.containsKey("floor_full_lines") && !json.containsKey("kvidx_noprefetch")
-                && !json.containsKey("group4") && !json.containsKey("group4_bound"),
+                && !json.containsKey("group4") && !json.containsKey("group4_bound")
+                && !json.containsKey("kvidx_cached16") && !json.containsKey("floor_lines_cached16"),
             "experiment rows are timed only with --experiments: " + json.keySet());
     }
 
@@ -106,13 +107,17 @@ class QueryBenchTest {
         final List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
         final Map<String, Object> json = parseObject(lines.getLast());
         for (final String row : List.of("kvidx_noprefetch", "floor_full_lines", "group4", "group4_pf",
-            "group4_bound")) {
+            "group4_bound", "kvidx_cached16", "floor_lines_cached16")) {
             final Map<String, Object> r = object(json, row);
             assertTrue(number(r, "queries") > 100 && number(r, "p50_ns") > 0
                 && number(r, "p99_ns") >= number(r, "p50_ns"), row + ": " + r);
             assertTrue(number(r, "alloc_bytes_per_op") < 1.0, row + " allocates: " + r);
         }
         assertTrue(lines.stream().anyMatch(l -> l.startsWith("experiments: ")), "experiments line missing");
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("in cache (16 chains cycling): kvidx p50 ")),
+            "in-cache line missing");
+        assertTrue(!object(json, "floor_lines_cached16").containsKey("cell_pods")
+            && number(object(json, "kvidx_cached16"), "cell_pods") == 64, "cell_pods only on answering rows");
     }
 
     @Test
