@@ -18,7 +18,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A writer thread churns crowded shards while a reader thread queries a pinned chain: any torn read (a probe
- * that misses a key being shifted, a bitmap read across a move) shows up as a wrong depth.
+ * that misses a key being shifted, a bitmap read across a move) shows up as a wrong depth. The real writer's odd
+ * windows last a few stores, so a reader without the seqlock's second read still passed here in two runs out of
+ * two; {@link SeqlockProtocolTest}'s hostile writer, which holds its windows open, is the test that fails then.
  */
 @Timeout(60)
 class ConcurrentIndexStressTest {
