@@ -158,11 +158,15 @@ public final class QueryBench {
             out.println();
             out.printf("%-20s %9s %9s %9s %9s %10s %11s %10s %10s%n", "store", "p50 ns", "p90 ns", "p99 ns",
                 "p99.9 ns", "mean ns", "alloc B/op", "x naive50", "x naive99");
-            for (final LatencyStats s : stats) {
+            for (int i = 0; i < stats.size(); i++) {
+                final LatencyStats s = stats.get(i);
                 final LatencyStats ref = s.name().endsWith(CELL256) ? naive256Stats : naiveStats;
-                out.printf("%-20s %9d %9d %9d %9d %10.1f %11.2f %10.2f %10.2f%n", s.name(), s.p50Ns(), s.p90Ns(),
-                    s.p99Ns(), s.p999Ns(), s.meanNs(), s.allocBytesPerOp(), ratio(ref.p50Ns(), s.p50Ns()),
-                    ratio(ref.p99Ns(), s.p99Ns()));
+                // A row timed in cache has no naive row of its kind to compare with: no ratio.
+                final boolean cached = cachedRows.contains(stores.get(i));
+                out.printf("%-20s %9d %9d %9d %9d %10.1f %11.2f %10s %10s%n", s.name(), s.p50Ns(), s.p90Ns(),
+                    s.p99Ns(), s.p999Ns(), s.meanNs(), s.allocBytesPerOp(),
+                    cached ? "-" : String.format("%.2f", ratio(ref.p50Ns(), s.p50Ns())),
+                    cached ? "-" : String.format("%.2f", ratio(ref.p99Ns(), s.p99Ns())));
             }
             out.println("(x naive: the naive row of the same cell over this row; naive is one pass over the chain,"
                 + " naive_per_pod_scan walks the chain once per pod)");
@@ -205,8 +209,8 @@ public final class QueryBench {
             for (int i = 0; i < stats.size(); i++) {
                 final LatencyStats s = stats.get(i);
                 final boolean wide = s.name().endsWith(CELL256);
-                final Json j = statsJson(s, wide ? naive256Stats : naiveStats);
                 final QueryStore store = stores.get(i);
+                final Json j = statsJson(s, cachedRows.contains(store) ? null : wide ? naive256Stats : naiveStats);
                 if (store == kvidx) {
                     j.put("load_stores_per_s", kvidx.loadStoresPerSecond())
                         .put("load_stores", kvidx.loadStores())
@@ -249,17 +253,21 @@ public final class QueryBench {
         throw new IllegalStateException("no row " + name);
     }
 
+    /** A row's figures, with its ratios over {@code naive} unless that is null (a row with no naive counterpart). */
     private static Json statsJson(final LatencyStats s, final LatencyStats naive) {
-        return new Json()
+        final Json j = new Json()
             .put("p50_ns", s.p50Ns())
             .put("p90_ns", s.p90Ns())
             .put("p99_ns", s.p99Ns())
             .put("p999_ns", s.p999Ns())
             .put("mean_ns", s.meanNs())
             .put("alloc_bytes_per_op", s.allocBytesPerOp())
-            .put("queries", s.queries())
-            .put("ratio_vs_naive_p50", ratio(naive.p50Ns(), s.p50Ns()))
-            .put("ratio_vs_naive_p99", ratio(naive.p99Ns(), s.p99Ns()));
+            .put("queries", s.queries());
+        if (naive != null) {
+            j.put("ratio_vs_naive_p50", ratio(naive.p50Ns(), s.p50Ns()))
+                .put("ratio_vs_naive_p99", ratio(naive.p99Ns(), s.p99Ns()));
+        }
+        return j;
     }
 
     private static double meanProbes(final Workload w, final KvidxStore kvidx) {

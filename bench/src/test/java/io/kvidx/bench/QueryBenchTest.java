@@ -118,6 +118,11 @@ class QueryBenchTest {
             "in-cache line missing");
         assertTrue(!object(json, "floor_lines_cached16").containsKey("cell_pods")
             && number(object(json, "kvidx_cached16"), "cell_pods") == 64, "cell_pods only on answering rows");
+        assertTrue(!object(json, "kvidx_cached16").containsKey("ratio_vs_naive_p50")
+            && object(json, "kvidx_noprefetch").containsKey("ratio_vs_naive_p50"),
+            "no naive ratio for a row timed in cache, where the naive row is not");
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("kvidx_cached16 ") && l.trim().endsWith("-")),
+            "the table prints no naive ratio for a row timed in cache");
     }
 
     @Test
