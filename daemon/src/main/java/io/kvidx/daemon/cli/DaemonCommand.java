@@ -108,6 +108,11 @@ public final class DaemonCommand implements Callable<Integer> {
         + DaemonConfiguration.REPLAY_TIMEOUT_MS_DEFAULT + ").")
     private Integer replayTimeoutMs;
 
+    @Option(names = "--zmq-handshake-timeout-ms", paramLabel = "MS", description = "Drop and redo a ZeroMQ "
+        + "connection whose handshake has not finished by then (default "
+        + DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT + ").")
+    private Integer zmqHandshakeTimeoutMs;
+
     @Option(names = "--replay-gap-policy", paramLabel = "clear|keep", description = "When an engine no longer "
         + "buffers the batches a restart or gap missed: clear the pod and rebuild it from the replay, or "
         + "keep its blocks and mark it suspect (default " + DaemonConfiguration.REPLAY_GAP_POLICY_DEFAULT + ").")
@@ -311,6 +316,9 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (replayTimeoutMs != null) {
             context.zmq().replayTimeoutMs(replayTimeoutMs);
+        }
+        if (zmqHandshakeTimeoutMs != null) {
+            context.zmq().handshakeTimeoutMs(zmqHandshakeTimeoutMs);
         }
         if (replayGapPolicy != null) {
             context.zmq().replayGapPolicy(replayGapPolicy);

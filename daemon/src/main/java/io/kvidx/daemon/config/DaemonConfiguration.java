@@ -70,6 +70,16 @@ public final class DaemonConfiguration {
     public static final String REPLAY_TIMEOUT_MS_PROP_NAME = "replayTimeoutMs";
     /** Default replay timeout. */
     public static final int REPLAY_TIMEOUT_MS_DEFAULT = 2_000;
+    /** ZeroMQ handshake timeout key. */
+    public static final String ZMQ_HANDSHAKE_TIMEOUT_MS_PROP_NAME = "zmqHandshakeTimeoutMs";
+    /**
+     * Default ZeroMQ handshake timeout (the subscription's and the replay socket's ZMQ_HANDSHAKE_IVL): a connection
+     * whose ZMTP handshake has not completed by then is dropped and made again. JeroMQ 0.6.0 leaves about one new
+     * connection in 25 with its handshake never completing (reproduced on loopback, against JeroMQ and libzmq
+     * publishers alike), so ZeroMQ's own default of 30 s stalled a pod's events for 30 s; a handshake takes two
+     * round trips, well under a second on any network an engine and its router share.
+     */
+    public static final int ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT = 1_000;
     /** Idle strategy key: the ingest and writer agents' unless they name their own. */
     public static final String IDLE_STRATEGY_PROP_NAME = "idleStrategy";
     /** Default idle strategy: backoff (spin, yield, then park up to 1 ms). */

@@ -38,6 +38,7 @@ import static io.kvidx.daemon.config.DaemonConfiguration.POD_MAX_BLOCKS_PROP_NAM
 import static io.kvidx.daemon.config.DaemonConfiguration.POD_TIMEOUT_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.REPLAY_GAP_POLICY_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.REPLAY_TIMEOUT_MS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.SHARD_COUNT_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.STATS_INTERVAL_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITERS_PROP_NAME;
@@ -126,6 +127,8 @@ public final class DaemonSettings {
             (c, v) -> c.heartbeatIntervalMs((Long) v), DaemonContext::heartbeatIntervalMs),
         new Setting(REPLAY_TIMEOUT_MS_PROP_NAME, "--replay-timeout-ms", Kind.INT,
             (c, v) -> c.zmq().replayTimeoutMs((Integer) v), c -> c.zmq().replayTimeoutMs()),
+        new Setting(ZMQ_HANDSHAKE_TIMEOUT_MS_PROP_NAME, "--zmq-handshake-timeout-ms", Kind.INT,
+            (c, v) -> c.zmq().handshakeTimeoutMs((Integer) v), c -> c.zmq().handshakeTimeoutMs()),
         new Setting(REPLAY_GAP_POLICY_PROP_NAME, "--replay-gap-policy", Kind.STRING,
             (c, v) -> c.zmq().replayGapPolicy((String) v), c -> c.zmq().replayGapPolicy()),
         new Setting(CHECKPOINT_INTERVAL_MS_PROP_NAME, "--checkpoint-interval-ms", Kind.LONG,

@@ -18,16 +18,21 @@ import java.util.List;
 public final class ZmqSettings {
     private final List<ZmqEndpoint> endpoints = new ArrayList<>();
     private int replayTimeoutMs = DaemonConfiguration.REPLAY_TIMEOUT_MS_DEFAULT;
+    private int handshakeTimeoutMs = DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT;
     private String replayGapPolicy = DaemonConfiguration.REPLAY_GAP_POLICY_DEFAULT;
     private long checkpointIntervalMs = DaemonConfiguration.CHECKPOINT_INTERVAL_MS_DEFAULT;
 
     /**
-     * Checks the replay timeout, the replay gap policy and the checkpoint interval, in that order.
+     * Checks the replay timeout, the handshake timeout, the replay gap policy and the checkpoint interval, in that
+     * order.
      *
      * @throws ConfigException naming the key of the first value out of range.
      */
     void conclude() {
         ConfigException.range(DaemonConfiguration.REPLAY_TIMEOUT_MS_PROP_NAME, replayTimeoutMs, 1, Integer.MAX_VALUE);
+        // 0 would be ZeroMQ's "no timeout": a stalled handshake would never be retried.
+        ConfigException.range(DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_PROP_NAME, handshakeTimeoutMs, 1,
+            Integer.MAX_VALUE);
         if (!DaemonConfiguration.REPLAY_GAP_POLICIES.contains(replayGapPolicy)) {
             throw new ConfigException(DaemonConfiguration.REPLAY_GAP_POLICY_PROP_NAME, "must be one of "
                 + String.join(" or ", DaemonConfiguration.REPLAY_GAP_POLICIES) + ": " + replayGapPolicy);
@@ -114,6 +119,23 @@ public final class ZmqSettings {
      */
     public int replayTimeoutMs() {
         return replayTimeoutMs;
+    }
+
+    /**
+     * @param ms how long a new ZeroMQ connection (subscription or replay) may take to finish its handshake before
+     *           it is dropped and made again; at least 1.
+     * @return this.
+     */
+    public ZmqSettings handshakeTimeoutMs(final int ms) {
+        this.handshakeTimeoutMs = ms;
+        return this;
+    }
+
+    /**
+     * @return ZeroMQ handshake timeout.
+     */
+    public int handshakeTimeoutMs() {
+        return handshakeTimeoutMs;
     }
 
     /**

@@ -181,8 +181,9 @@ public final class KvidxDaemon implements AutoCloseable {
         run(evictions, agents.maintenanceCpu(), agents.maintenanceIdle());
         if (!context.zmq().endpoints().isEmpty()) {
             zmq = new ZmqIngestAgent(context.zmq().endpoints(), directory, writers, counters, errors, clock,
-                context.heartbeatIntervalMs(), context.zmq().replayTimeoutMs(), new ZmqIngestAgent.Recovery(progress,
-                context.zmq().checkpointIntervalMs(), "clear".equals(context.zmq().replayGapPolicy())));
+                context.heartbeatIntervalMs(), context.zmq().replayTimeoutMs(), context.zmq().handshakeTimeoutMs(),
+                new ZmqIngestAgent.Recovery(progress, context.zmq().checkpointIntervalMs(),
+                    "clear".equals(context.zmq().replayGapPolicy())));
             run(zmq, agents.zmqIngestCpu(), agents.zmqIngestIdle());
         }
         if (metrics != null) {

@@ -63,13 +63,16 @@ final class Publisher {
     final HeldBatches held;
 
     Publisher(final int index, final ZmqEndpoint config, final ZContext context, final PodDirectory directory,
-        final int holdCapacity) {
+        final int holdCapacity, final int handshakeTimeoutMs) {
         this.index = index;
         this.config = config;
         this.held = new HeldBatches(holdCapacity);
         this.sub = context.createSocket(SocketType.SUB);
         sub.setLinger(0);
         sub.setRcvHWM(100_000);
+        // A handshake that never completes (JeroMQ 0.6.0, about one new connection in 25) is dropped and made again
+        // after this, not after ZeroMQ's default 30 s (DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT).
+        sub.setHandshakeIvl(handshakeTimeoutMs);
         sub.subscribe(EMPTY);
         final String monitorAddress = "inproc://kvidx-zmq-monitor-" + System.identityHashCode(this) + "-" + index;
         sub.monitor(monitorAddress, ZMQ.EVENT_CONNECTED | ZMQ.EVENT_DISCONNECTED);

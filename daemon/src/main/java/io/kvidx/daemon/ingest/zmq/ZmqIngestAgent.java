@@ -1,5 +1,6 @@
 package io.kvidx.daemon.ingest.zmq;
 
+import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
@@ -70,6 +71,7 @@ public final class ZmqIngestAgent implements Agent {
     private final EpochClock clock;
     private final long heartbeatIntervalMs;
     private final int replayTimeoutMs;
+    private final int handshakeTimeoutMs;
     private final Recovery recovery;
     private final ReplayChannel channel = new ReplayChannel();
     private final Sequencer sequencer;
@@ -104,7 +106,8 @@ public final class ZmqIngestAgent implements Agent {
     public ZmqIngestAgent(final List<ZmqEndpoint> endpoints, final PodDirectory directory, final WriterPool writers,
         final IngestCounters counters, final IngestErrors errors, final EpochClock clock,
         final long heartbeatIntervalMs, final int replayTimeoutMs) {
-        this(endpoints, directory, writers, counters, errors, clock, heartbeatIntervalMs, replayTimeoutMs, null);
+        this(endpoints, directory, writers, counters, errors, clock, heartbeatIntervalMs, replayTimeoutMs,
+            DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT, null);
     }
 
     /**
@@ -116,11 +119,13 @@ public final class ZmqIngestAgent implements Agent {
      * @param clock               clock.
      * @param heartbeatIntervalMs heartbeat interval for connected endpoints.
      * @param replayTimeoutMs     how long to wait for each replay reply.
+     * @param handshakeTimeoutMs  how long a new connection's ZeroMQ handshake may take before it is made again.
      * @param recovery            progress recording and replay after a restart, or null for none.
      */
     public ZmqIngestAgent(final List<ZmqEndpoint> endpoints, final PodDirectory directory, final WriterPool writers,
         final IngestCounters counters, final IngestErrors errors, final EpochClock clock,
-        final long heartbeatIntervalMs, final int replayTimeoutMs, final Recovery recovery) {
+        final long heartbeatIntervalMs, final int replayTimeoutMs, final int handshakeTimeoutMs,
+        final Recovery recovery) {
         this.endpoints = List.copyOf(endpoints);
         this.directory = directory;
         this.writers = writers;
@@ -129,6 +134,7 @@ public final class ZmqIngestAgent implements Agent {
         this.clock = clock;
         this.heartbeatIntervalMs = heartbeatIntervalMs;
         this.replayTimeoutMs = replayTimeoutMs;
+        this.handshakeTimeoutMs = handshakeTimeoutMs;
         this.recovery = recovery;
         this.sequencer = new Sequencer(directory, writers, counters, errors, channel,
             recovery != null && recovery.clearOnReplayGap(), replayTimeoutMs);
@@ -141,7 +147,8 @@ public final class ZmqIngestAgent implements Agent {
         context = new ZContext(1);
         publishers = new Publisher[endpoints.size()];
         for (int i = 0; i < publishers.length; i++) {
-            publishers[i] = new Publisher(i, endpoints.get(i), context, directory, HOLD_CAPACITY_BYTES);
+            publishers[i] = new Publisher(i, endpoints.get(i), context, directory, HOLD_CAPACITY_BYTES,
+                handshakeTimeoutMs);
             if (publishers[i].fixedPod >= 0) {
                 writers.offer(publishers[i].fixedPod, WriterMessages.REGISTER);
             }
@@ -149,7 +156,7 @@ public final class ZmqIngestAgent implements Agent {
         sequencer.publishers(publishers);
         checkpoints.publishers(publishers);
         final ZmqReplayAgent replay = new ZmqReplayAgent(endpoints, channel, counters, errors, clock,
-            replayTimeoutMs);
+            replayTimeoutMs, handshakeTimeoutMs);
         replayRunner = new AgentRunner(new BackoffIdleStrategy(100, 10, 1_000, 1_000_000),
             AgentErrorHandler.of(replay.roleName(), errors, counters.get(CounterType.AGENT_ERRORS)), null, replay);
         AgentRunner.startOnThread(replayRunner);

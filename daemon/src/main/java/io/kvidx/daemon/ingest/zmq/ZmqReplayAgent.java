@@ -44,6 +44,7 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
     private final IngestErrors errors;
     private final EpochClock clock;
     private final int timeoutMs;
+    private final int handshakeTimeoutMs;
     private final AtomicCounter framingErrors;
     private final AtomicCounter oversized;
     private final Replay[] replays;
@@ -78,8 +79,9 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
     }
 
     ZmqReplayAgent(final List<ZmqEndpoint> endpoints, final ReplayChannel channel, final IngestCounters counters,
-        final IngestErrors errors, final EpochClock clock, final int timeoutMs) {
+        final IngestErrors errors, final EpochClock clock, final int timeoutMs, final int handshakeTimeoutMs) {
         this.channel = channel;
+        this.handshakeTimeoutMs = handshakeTimeoutMs;
         this.errors = errors;
         this.clock = clock;
         this.timeoutMs = timeoutMs;
@@ -137,6 +139,8 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
             // A poller, not a receive timeout: JeroMQ 0.6.0's DEALER receive timeout misses replies now and then.
             r.socket = context.createSocket(SocketType.DEALER);
             r.socket.setLinger(0);
+            // As the subscription's: a stalled handshake is made again within the replay's attempts.
+            r.socket.setHandshakeIvl(handshakeTimeoutMs);
             r.socket.connect(r.config.replayEndpoint());
             r.poller = context.createPoller(1);
             r.poller.register(r.socket, ZMQ.Poller.POLLIN);
