@@ -93,8 +93,9 @@ public final class BenchOptions {
                      --writer-rate BLOCKS_PER_S (xproc; 0 = as fast as the writer goes)
                      --experiments (query: also time the reader without prefetch, the chain's home lines read
                        whole (floor_full_lines), a four-block group layout's reader (group4, group4_pf,
-                       group4_bound; 64-pod cell), kvidx and floor_lines over 16 chains that stay in the
-                       cache (kvidx_cached16, floor_lines_cached16), and probe memory latency)
+                       group4_bound; 64-pod cell), kvidx (both cells) and floor_lines over 16 chains that stay
+                       in the cache (kvidx_cached16, kvidx_cell256_cached16, floor_lines_cached16), and probe
+                       memory latency)
                      --index-dir DIR (parent of the kvidx index's temp dir; default /dev/shm)""";
     }
 

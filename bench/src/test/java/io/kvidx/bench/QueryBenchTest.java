@@ -107,15 +107,16 @@ class QueryBenchTest {
         final List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
         final Map<String, Object> json = parseObject(lines.getLast());
         for (final String row : List.of("kvidx_noprefetch", "floor_full_lines", "group4", "group4_pf",
-            "group4_bound", "kvidx_cached16", "floor_lines_cached16")) {
+            "group4_bound", "kvidx_cached16", "floor_lines_cached16", "kvidx_cell256_cached16")) {
             final Map<String, Object> r = object(json, row);
             assertTrue(number(r, "queries") > 100 && number(r, "p50_ns") > 0
                 && number(r, "p99_ns") >= number(r, "p50_ns"), row + ": " + r);
             assertTrue(number(r, "alloc_bytes_per_op") < 1.0, row + " allocates: " + r);
         }
         assertTrue(lines.stream().anyMatch(l -> l.startsWith("experiments: ")), "experiments line missing");
-        assertTrue(lines.stream().anyMatch(l -> l.startsWith("in cache (16 chains cycling): kvidx p50 ")),
-            "in-cache line missing");
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("in cache (16 chains cycling): kvidx p50 ")
+            && l.contains("; kvidx_cell256 p50 ")), "in-cache line missing");
+        assertEquals(256.0, number(object(json, "kvidx_cell256_cached16"), "cell_pods"), "the wide cell's row");
         assertTrue(!object(json, "floor_lines_cached16").containsKey("cell_pods")
             && number(object(json, "kvidx_cached16"), "cell_pods") == 64, "cell_pods only on answering rows");
         assertTrue(!object(json, "kvidx_cached16").containsKey("ratio_vs_naive_p50")
