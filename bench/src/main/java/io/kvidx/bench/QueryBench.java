@@ -5,10 +5,7 @@ import org.HdrHistogram.Histogram;
 
 import java.io.PrintStream;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Set;
 
 /**
  * {@code kvidx bench query}: loads one workload into kvidx, the naive map and Chronicle Map in this JVM, in a 64-pod
@@ -88,8 +85,10 @@ public final class QueryBench {
             final int chainLines = stores.size();
             stores.add(FloorStore.of(kvidx.reader(), FloorStore.Mode.CHAIN_LINES));
             final int closeFrom = stores.size() - 2;
-            // Rows timed over a few chains that stay in the cache, by their own harness.
-            final Set<QueryStore> cachedRows = Collections.newSetFromMap(new IdentityHashMap<>());
+            // Rows timed over a few chains that stay in the cache, by their own harness (null without --experiments).
+            CachedRow kvidxCached = null;
+            CachedRow floorCached = null;
+            CachedRow kvidx256Cached = null;
             if (o.experiments()) {
                 final KvidxStore plain = kvidx.noPrefetchView();
                 Verifier.check(w, naive, plain, VERIFY_QUERIES);
@@ -107,14 +106,13 @@ public final class QueryBench {
                 }
                 // The same kvidx reader and floor with every line in the cache: the work a query does beyond its
                 // misses (ADR 0012).
-                final List<QueryStore> inCache = new ArrayList<>(List.of(kvidx, stores.get(chainLines)));
+                kvidxCached = new CachedRow(kvidx);
+                floorCached = new CachedRow(stores.get(chainLines));
+                stores.add(kvidxCached);
+                stores.add(floorCached);
                 if (twoCells) {
-                    inCache.add(kvidx256);
-                }
-                for (final QueryStore s : inCache) {
-                    final RenamedStore cached = new RenamedStore(s, s.name() + CACHED);
-                    cachedRows.add(cached);
-                    stores.add(cached);
+                    kvidx256Cached = new CachedRow(kvidx256);
+                    stores.add(kvidx256Cached);
                 }
                 out.printf("experiments: %s; dependent random read: %.1f ns in 4 MiB, %.1f ns in 16 MiB,"
                     + " %.1f ns in 128 MiB%n", hugePages(), MemoryLatencyProbe.dependentReadNs(4L << 20, 3_000_000),
@@ -126,7 +124,7 @@ public final class QueryBench {
             int cursor = 0;
             int cachedCursor = 0;
             for (final QueryStore s : stores) {
-                if (cachedRows.contains(s)) {
+                if (s instanceof CachedRow) {
                     cachedCursor = cachedHarness.warmup(s, cachedCursor, o.warmupMs());
                 } else {
                     cursor = harness.warmup(s, cursor, o.warmupMs());
@@ -141,7 +139,7 @@ public final class QueryBench {
             for (int r = 0; r < o.rounds(); r++) {
                 for (int i = 0; i < stores.size(); i++) {
                     final QueryStore s = stores.get(i);
-                    if (cachedRows.contains(s)) {
+                    if (s instanceof CachedRow) {
                         cachedCursor = cachedHarness.measure(s, cachedCursor, roundMs, histograms.get(i), alloc[i]);
                     } else {
                         cursor = harness.measure(s, cursor, roundMs, histograms.get(i), alloc[i]);
@@ -164,9 +162,9 @@ public final class QueryBench {
                 "p99.9 ns", "mean ns", "alloc B/op", "x naive50", "x naive99");
             for (int i = 0; i < stats.size(); i++) {
                 final LatencyStats s = stats.get(i);
-                final LatencyStats ref = s.name().endsWith(CELL256) ? naive256Stats : naiveStats;
+                final LatencyStats ref = s.name().contains(CELL256) ? naive256Stats : naiveStats;
                 // A row timed in cache has no naive row of its kind to compare with: no ratio.
-                final boolean cached = cachedRows.contains(stores.get(i));
+                final boolean cached = stores.get(i) instanceof CachedRow;
                 out.printf("%-22s %9d %9d %9d %9d %10.1f %11.2f %10s %10s%n", s.name(), s.p50Ns(), s.p90Ns(),
                     s.p99Ns(), s.p999Ns(), s.meanNs(), s.allocBytesPerOp(),
                     cached ? "-" : String.format("%.2f", ratio(ref.p50Ns(), s.p50Ns())),
@@ -199,15 +197,15 @@ public final class QueryBench {
                 ratio(kvidxStats.p99Ns(), floor.p99Ns()), twoCells ? String.format(", kvidx%s %.2f / %.2f", CELL256,
                     ratio(stats.get(stores.indexOf(kvidx256)).p50Ns(), floor.p50Ns()),
                     ratio(stats.get(stores.indexOf(kvidx256)).p99Ns(), floor.p99Ns())) : "");
-            if (!cachedRows.isEmpty()) {
-                final LatencyStats k = stats.get(indexOfName(stats, kvidx.name() + CACHED));
-                final LatencyStats f = stats.get(indexOfName(stats, floor.name() + CACHED));
+            if (kvidxCached != null) {
+                final LatencyStats k = stats.get(stores.indexOf(kvidxCached));
+                final LatencyStats f = stats.get(stores.indexOf(floorCached));
                 out.printf("in cache (%d chains cycling): kvidx p50 %d / p99 %d ns, floor_lines p50 %d / p99 %d ns;"
                     + " kvidx spends %d ns (p50) beyond its loads with no miss, against a cold floor_lines of %d ns"
                     + "%s%n",
                     CACHED_CHAINS, k.p50Ns(), k.p99Ns(), f.p50Ns(), f.p99Ns(), k.p50Ns() - f.p50Ns(), floor.p50Ns(),
-                    twoCells ? String.format("; kvidx%s p50 %d ns", CELL256,
-                        stats.get(indexOfName(stats, kvidx256.name() + CACHED)).p50Ns()) : "");
+                    kvidx256Cached != null ? String.format("; kvidx%s p50 %d ns", CELL256,
+                        stats.get(stores.indexOf(kvidx256Cached)).p50Ns()) : "");
             }
             out.printf("kvidx probes/query %.2f; timer (nanoTime pair) %d ns, included in every figure; total %.1f s%n",
                 probes, timerNs, (System.nanoTime() - t0) / 1e9);
@@ -217,7 +215,7 @@ public final class QueryBench {
                 final LatencyStats s = stats.get(i);
                 final boolean wide = s.name().contains(CELL256);
                 final QueryStore store = stores.get(i);
-                final Json j = statsJson(s, cachedRows.contains(store) ? null : wide ? naive256Stats : naiveStats);
+                final Json j = statsJson(s, store instanceof CachedRow ? null : wide ? naive256Stats : naiveStats);
                 if (store == kvidx) {
                     j.put("load_stores_per_s", kvidx.loadStoresPerSecond())
                         .put("load_stores", kvidx.loadStores())
@@ -235,8 +233,8 @@ public final class QueryBench {
                     j.put("bytes_per_block", perBlock(store.footprintBytes(), w))
                         .put("footprint_bytes", store.footprintBytes());
                 }
-                if (!(store instanceof FloorStore) && !(store instanceof RenamedStore r
-                    && r.store() instanceof FloorStore)) {
+                final QueryStore timed = store instanceof CachedRow r ? r.store() : store;
+                if (!(timed instanceof FloorStore)) {
                     j.put("cell_pods", wide ? IndexDescriptor.MAX_PODS : narrowCell);
                 }
                 json.put(s.name(), j);
@@ -249,15 +247,6 @@ public final class QueryBench {
             }
             return json;
         }
-    }
-
-    private static int indexOfName(final List<LatencyStats> stats, final String name) {
-        for (int i = 0; i < stats.size(); i++) {
-            if (stats.get(i).name().equals(name)) {
-                return i;
-            }
-        }
-        throw new IllegalStateException("no row " + name);
     }
 
     /** A row's figures, with its ratios over {@code naive} unless that is null (a row with no naive counterpart). */

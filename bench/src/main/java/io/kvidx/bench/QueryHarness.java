@@ -33,9 +33,7 @@ public final class QueryHarness {
      * @param workload queries come from its chain pool in its query order.
      */
     public QueryHarness(final Workload workload) {
-        this.workload = workload;
-        this.order = workload.queryOrder();
-        this.keys = new long[workload.chainLength()];
+        this(workload, workload.queryOrder());
     }
 
     /**

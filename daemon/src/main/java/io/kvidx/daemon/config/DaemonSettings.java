@@ -38,13 +38,13 @@ import static io.kvidx.daemon.config.DaemonConfiguration.POD_MAX_BLOCKS_PROP_NAM
 import static io.kvidx.daemon.config.DaemonConfiguration.POD_TIMEOUT_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.REPLAY_GAP_POLICY_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.REPLAY_TIMEOUT_MS_PROP_NAME;
-import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.SHARD_COUNT_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.STATS_INTERVAL_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITERS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_CPUS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_IDLE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_QUEUE_LENGTH_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_CPU_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_IDLE_PROP_NAME;
 

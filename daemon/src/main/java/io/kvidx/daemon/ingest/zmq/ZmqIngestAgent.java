@@ -1,6 +1,5 @@
 package io.kvidx.daemon.ingest.zmq;
 
-import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
@@ -91,23 +90,6 @@ public final class ZmqIngestAgent implements Agent {
      *                             keep them and mark them suspect (policy keep).
      */
     public record Recovery(PublisherProgress progress, long checkpointIntervalMs, boolean clearOnReplayGap) {
-    }
-
-    /**
-     * @param endpoints           publishers to subscribe to.
-     * @param directory           pod ids.
-     * @param writers             writer agents.
-     * @param counters            counters.
-     * @param errors              error log.
-     * @param clock               clock.
-     * @param heartbeatIntervalMs heartbeat interval for connected endpoints.
-     * @param replayTimeoutMs     how long to wait for each replay reply.
-     */
-    public ZmqIngestAgent(final List<ZmqEndpoint> endpoints, final PodDirectory directory, final WriterPool writers,
-        final IngestCounters counters, final IngestErrors errors, final EpochClock clock,
-        final long heartbeatIntervalMs, final int replayTimeoutMs) {
-        this(endpoints, directory, writers, counters, errors, clock, heartbeatIntervalMs, replayTimeoutMs,
-            DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT, null);
     }
 
     /**

@@ -1,23 +1,22 @@
 package io.kvidx.bench;
 
 /**
- * Another report row for a store that is already in the run: the same instance under another name, for rows that
- * time it differently (for example over a few chains that stay in the cache, {@link QueryHarness#cycling}). Closing
- * it leaves the store open; its own row closes it.
+ * The in-cache row of a store that is already in the run: the same instance, named {@code <name>_cached16}, timed
+ * by {@link QueryHarness#cycling} over a few chains that stay in the cache. Closing it leaves the store open; its
+ * own row closes it.
  *
- * <p><b>Note:</b> not thread safe, like the store it names.
+ * <p><b>Note:</b> not thread safe, like the store it times.
  */
-final class RenamedStore implements QueryStore {
+final class CachedRow implements QueryStore {
     private final QueryStore store;
     private final String name;
 
     /**
      * @param store the store, owned and closed elsewhere.
-     * @param name  the row's name.
      */
-    RenamedStore(final QueryStore store, final String name) {
+    CachedRow(final QueryStore store) {
         this.store = store;
-        this.name = name;
+        this.name = store.name() + QueryBench.CACHED;
     }
 
     /**
