@@ -138,6 +138,43 @@ public final class DaemonCommand implements Callable<Integer> {
         + "http://HOST:PORT/metrics (default: off).")
     private String metrics;
 
+    @Option(names = "--peer", paramLabel = "URL", description = "Catch up from a running daemon at start: when "
+        + "this cell's index is created new, load the snapshot at URL/dump?format=kvidx (its HTTP API), then replay "
+        + "each ZeroMQ engine from the snapshot's sequences, as after a restart (default: start empty). A snapshot of "
+        + "another --block-size is refused.")
+    private String peer;
+
+    @Option(names = "--peer-optional", negatable = true, description = "Start empty (logged) when the --peer "
+        + "snapshot cannot be fetched or is corrupt, instead of failing the start (default "
+        + DaemonConfiguration.PEER_OPTIONAL_DEFAULT + ").")
+    private Boolean peerOptional;
+
+    @Option(names = "--peer-timeout-ms", paramLabel = "MS", description = "Bound on connecting to the --peer and "
+        + "on the whole snapshot download (default " + DaemonConfiguration.PEER_TIMEOUT_MS_DEFAULT + ").")
+    private Long peerTimeoutMs;
+
+    @Option(names = "--snapshot-max-bytes", paramLabel = "BYTES", description = "Longest snapshot this daemon takes "
+        + "for a replica (/dump?format=kvidx) or loads from a --peer (default "
+        + DaemonConfiguration.SNAPSHOT_MAX_BYTES_DEFAULT + ").")
+    private Long snapshotMaxBytes;
+
+    @Option(names = "--http", paramLabel = "HOST:PORT", description = "Serve the indexer HTTP API (Dynamo standalone "
+        + "indexer / Mooncake compatible: register, unregister, workers, query, query_by_hash, dump, health, metrics) "
+        + "at http://HOST:PORT/ (default: off; bind loopback unless the network is trusted).")
+    private String http;
+
+    @Option(names = "--http-threads", paramLabel = "N", description = "HTTP event-loop threads (default "
+        + DaemonConfiguration.HTTP_THREADS_DEFAULT + ").")
+    private Integer httpThreads;
+
+    @Option(names = "--http-max-body-bytes", paramLabel = "BYTES", description = "Largest HTTP request body "
+        + "(default " + DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT + "); larger ones get 413.")
+    private Integer httpMaxBodyBytes;
+
+    @Option(names = "--zmq-bind", paramLabel = "ENDPOINT", description = "Bind one ZeroMQ SUB socket that engines "
+        + "connect to (e.g. tcp://127.0.0.1:5557); pods are named by each message's topic kv@POD@MODEL.")
+    private String zmqBind;
+
     @Option(names = {"--stats-interval-ms", "--stats-ms"}, paramLabel = "MS", description = "Print counters every MS "
         + "ms; 0 = only at exit (default " + DaemonConfiguration.STATS_INTERVAL_MS_DEFAULT + ").")
     private Long statsMs;
@@ -220,6 +257,10 @@ public final class DaemonCommand implements Callable<Integer> {
             System.out.flush();
             return 0;
         }
+        if (config != null) {
+            // The subscriptions follow the file while the daemon runs (the rest of it needs a restart).
+            context.configReload(new DaemonContext.ConfigReload(config, () -> configure().zmq().endpoints()));
+        }
         final long statsMs = context.statsIntervalMs();
         // Closing the barrier (last) lets the JVM's shutdown hook finish once the daemon has stopped.
         try (ShutdownSignalBarrier barrier = new ShutdownSignalBarrier();
@@ -227,7 +268,8 @@ public final class DaemonCommand implements Callable<Integer> {
             System.out.println("kvidx daemon: index " + context.indexContext().indexFile() + ", block size "
                 + context.blockSize() + ", " + context.zmq().endpoints().size() + " ZeroMQ endpoint(s), "
                 + context.aeron().channels().size() + " Aeron channel(s)"
-                + (context.aeron().channels().isEmpty() ? "" : " in " + context.aeron().dir()) + "; Ctrl-C to stop");
+                + (context.aeron().channels().isEmpty() ? "" : " in " + context.aeron().dir())
+                + (daemon.httpPort() < 0 ? "" : ", HTTP API on port " + daemon.httpPort()) + "; Ctrl-C to stop");
             System.out.flush();
             if (statsMs > 0) {
                 final Thread stats = Thread.ofPlatform().daemon().name("kvidx-stats").start(() -> {
@@ -337,6 +379,30 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (metrics != null) {
             context.metrics(metrics);
+        }
+        if (peer != null) {
+            context.peer(peer);
+        }
+        if (peerOptional != null) {
+            context.peerOptional(peerOptional);
+        }
+        if (peerTimeoutMs != null) {
+            context.peerTimeoutMs(peerTimeoutMs);
+        }
+        if (snapshotMaxBytes != null) {
+            context.snapshotMaxBytes(snapshotMaxBytes);
+        }
+        if (http != null) {
+            context.http(http);
+        }
+        if (httpThreads != null) {
+            context.httpThreads(httpThreads);
+        }
+        if (httpMaxBodyBytes != null) {
+            context.httpMaxBodyBytes(httpMaxBodyBytes);
+        }
+        if (zmqBind != null) {
+            context.zmqBind(zmqBind);
         }
         applyAgents(context);
         for (final String z : zmq) {

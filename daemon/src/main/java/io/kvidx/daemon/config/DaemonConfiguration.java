@@ -149,6 +149,33 @@ public final class DaemonConfiguration {
     public static final String METRICS_PROP_NAME = "metrics";
     /** Default: no metrics endpoint. */
     public static final String METRICS_DEFAULT = null;
+    /** Peer key: the base URL of a running daemon's HTTP API whose snapshot a new cell loads at start. */
+    public static final String PEER_PROP_NAME = "peer";
+    /** Default: no peer (a new cell starts empty). */
+    public static final String PEER_DEFAULT = null;
+    /** Peer-optional key: start empty when the peer's snapshot cannot be fetched. */
+    public static final String PEER_OPTIONAL_PROP_NAME = "peerOptional";
+    /** Default: a peer that cannot be fetched fails the start. */
+    public static final boolean PEER_OPTIONAL_DEFAULT = false;
+    /** Peer timeout key: bound on connecting to the peer and on the whole snapshot download. */
+    public static final String PEER_TIMEOUT_MS_PROP_NAME = "peerTimeoutMs";
+    /** Default peer timeout: 30 s (a 512 MiB snapshot at 1 Gbit/s takes about 4 s). */
+    public static final long PEER_TIMEOUT_MS_DEFAULT = 30_000;
+    /** Longest peer timeout: one hour. */
+    public static final long PEER_TIMEOUT_MS_MAX = 3_600_000;
+    /** Snapshot size limit key: the longest snapshot this daemon takes ({@code /dump}) or loads ({@code peer}). */
+    public static final String SNAPSHOT_MAX_BYTES_PROP_NAME = "snapshotMaxBytes";
+    /** Default snapshot size limit: 512 MiB (about 16 million blocks of 32 bytes). */
+    public static final long SNAPSHOT_MAX_BYTES_DEFAULT = 512L << 20;
+    /** Smallest snapshot size limit. */
+    public static final long SNAPSHOT_MAX_BYTES_MIN = 1 << 10;
+    /** Largest snapshot size limit: what one Java array holds. */
+    public static final long SNAPSHOT_MAX_BYTES_MAX = Integer.MAX_VALUE - 8;
+    /**
+     * How long the writers have to answer a snapshot request (no key: it bounds the writers' work, which the size
+     * limit bounds already).
+     */
+    public static final long SNAPSHOT_TIMEOUT_MS_DEFAULT = 30_000;
     /** Counters print interval key. */
     public static final String STATS_INTERVAL_MS_PROP_NAME = "statsIntervalMs";
     /** Default: print the counters only at exit. */
@@ -157,6 +184,29 @@ public final class DaemonConfiguration {
     public static final String MLOCK_INDEX_PROP_NAME = "mlockIndex";
     /** Default: do not mlock the index (it needs {@code RLIMIT_MEMLOCK} covering the file). */
     public static final boolean MLOCK_INDEX_DEFAULT = false;
+
+    /** Indexer HTTP API key ({@code HOST:PORT}). */
+    public static final String HTTP_PROP_NAME = "http";
+    /** Default: no HTTP API. */
+    public static final String HTTP_DEFAULT = null;
+    /** HTTP event-loop threads key. */
+    public static final String HTTP_THREADS_PROP_NAME = "httpThreads";
+    /** Default HTTP event-loop threads: two (a query takes a few microseconds; more threads rarely help). */
+    public static final int HTTP_THREADS_DEFAULT = 2;
+    /** Most HTTP event-loop threads. */
+    public static final int HTTP_THREADS_MAX = 64;
+    /** Largest HTTP request body key (bytes). */
+    public static final String HTTP_MAX_BODY_BYTES_PROP_NAME = "httpMaxBodyBytes";
+    /** Default largest request body: 1 MiB (a 131,072-token prompt as JSON is about 800 KiB). */
+    public static final int HTTP_MAX_BODY_BYTES_DEFAULT = 1 << 20;
+    /** Smallest accepted value of the largest request body. */
+    public static final int HTTP_MAX_BODY_BYTES_MIN = 1 << 10;
+    /** Largest accepted value of the largest request body. */
+    public static final int HTTP_MAX_BODY_BYTES_MAX = 64 << 20;
+    /** Bound ZeroMQ SUB endpoint key (engines connect to it). */
+    public static final String ZMQ_BIND_PROP_NAME = "zmqBind";
+    /** Default: no bound SUB socket. */
+    public static final String ZMQ_BIND_DEFAULT = null;
 
     private DaemonConfiguration() {
     }

@@ -3,9 +3,11 @@ package io.kvidx.daemon.config;
 import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.daemon.index.IndexWriterContext;
+import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.ffm.SharedFiles;
 
 import java.nio.file.Path;
+import java.util.List;
 
 /**
  * Everything the daemon needs to run: the cell and its index geometry, writers, operations (metrics, counters
@@ -41,6 +43,16 @@ public final class DaemonContext {
     private int podMaxBlocks = DaemonConfiguration.POD_MAX_BLOCKS_DEFAULT;
     private int tierMapBlocks = IndexWriterContext.Configuration.TIER_MAP_BLOCKS_DEFAULT;
     private String metrics = DaemonConfiguration.METRICS_DEFAULT;
+    private String peer = DaemonConfiguration.PEER_DEFAULT;
+    private boolean peerOptional = DaemonConfiguration.PEER_OPTIONAL_DEFAULT;
+    private long peerTimeoutMs = DaemonConfiguration.PEER_TIMEOUT_MS_DEFAULT;
+    private long snapshotMaxBytes = DaemonConfiguration.SNAPSHOT_MAX_BYTES_DEFAULT;
+    private long snapshotTimeoutMs = DaemonConfiguration.SNAPSHOT_TIMEOUT_MS_DEFAULT;
+    private String http = DaemonConfiguration.HTTP_DEFAULT;
+    private int httpThreads = DaemonConfiguration.HTTP_THREADS_DEFAULT;
+    private int httpMaxBodyBytes = DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT;
+    private String zmqBind = DaemonConfiguration.ZMQ_BIND_DEFAULT;
+    private ConfigReload configReload;
     private boolean concluded;
 
     /**
@@ -87,6 +99,37 @@ public final class DaemonContext {
                 throw new ConfigException(DaemonConfiguration.METRICS_PROP_NAME,
                     "must be HOST:PORT with a port in [0, 65535]: " + metrics);
             }
+        }
+        if (http != null) {
+            try {
+                io.kvidx.daemon.ops.DaemonMetrics.parseAddress(http);
+            } catch (final IllegalArgumentException ex) {
+                throw new ConfigException(DaemonConfiguration.HTTP_PROP_NAME,
+                    "must be HOST:PORT with a port in [0, 65535]: " + http);
+            }
+        }
+        ConfigException.range(DaemonConfiguration.HTTP_THREADS_PROP_NAME, httpThreads, 1,
+            DaemonConfiguration.HTTP_THREADS_MAX);
+        ConfigException.range(DaemonConfiguration.HTTP_MAX_BODY_BYTES_PROP_NAME, httpMaxBodyBytes,
+            DaemonConfiguration.HTTP_MAX_BODY_BYTES_MIN, DaemonConfiguration.HTTP_MAX_BODY_BYTES_MAX);
+        if (zmqBind != null && !zmqBind.startsWith("tcp://") && !zmqBind.startsWith("ipc://")) {
+            throw new ConfigException(DaemonConfiguration.ZMQ_BIND_PROP_NAME,
+                "must be a ZeroMQ endpoint such as tcp://127.0.0.1:5557: " + zmqBind);
+        }
+        if (peer != null) {
+            try {
+                io.kvidx.daemon.snapshot.PeerClient.dumpUri(peer);
+            } catch (final IllegalArgumentException ex) {
+                throw new ConfigException(DaemonConfiguration.PEER_PROP_NAME,
+                    "must be the URL of a daemon's HTTP API, http://HOST:PORT: " + peer);
+            }
+        }
+        ConfigException.range(DaemonConfiguration.PEER_TIMEOUT_MS_PROP_NAME, peerTimeoutMs, 1,
+            DaemonConfiguration.PEER_TIMEOUT_MS_MAX);
+        ConfigException.range(DaemonConfiguration.SNAPSHOT_MAX_BYTES_PROP_NAME, snapshotMaxBytes,
+            DaemonConfiguration.SNAPSHOT_MAX_BYTES_MIN, DaemonConfiguration.SNAPSHOT_MAX_BYTES_MAX);
+        if (snapshotTimeoutMs < 1) {
+            throw new IllegalArgumentException("snapshot timeout must be >= 1 ms: " + snapshotTimeoutMs);
         }
         ConfigException.range(DaemonConfiguration.TIER_MAP_BLOCKS_PROP_NAME, tierMapBlocks, 1,
             io.kvidx.client.tiers.TierMapDescriptor.maxEntries());
@@ -427,6 +470,89 @@ public final class DaemonContext {
     }
 
     /**
+     * @param url base URL of a running daemon's HTTP API ({@code http://HOST:PORT}) whose snapshot this daemon loads
+     *            at start when its index is created new, so that it continues from the peer's state and replays each
+     *            ZeroMQ engine from there; null (the default) to start empty. Ignored when the index is re-attached.
+     * @return this.
+     */
+    public DaemonContext peer(final String url) {
+        this.peer = url;
+        return this;
+    }
+
+    /**
+     * @return the peer to catch up from at start, or null for none.
+     */
+    public String peer() {
+        return peer;
+    }
+
+    /**
+     * @param optional true: start empty (logged) when the peer's snapshot cannot be fetched or is corrupt; false
+     *                 (the default): fail the start. A snapshot of another block size or key scheme always fails it.
+     * @return this.
+     */
+    public DaemonContext peerOptional(final boolean optional) {
+        this.peerOptional = optional;
+        return this;
+    }
+
+    /**
+     * @return whether the daemon starts empty when the peer's snapshot cannot be fetched.
+     */
+    public boolean peerOptional() {
+        return peerOptional;
+    }
+
+    /**
+     * @param ms bound on connecting to the peer and on the whole snapshot download.
+     * @return this.
+     */
+    public DaemonContext peerTimeoutMs(final long ms) {
+        this.peerTimeoutMs = ms;
+        return this;
+    }
+
+    /**
+     * @return bound on connecting to the peer and on the whole snapshot download.
+     */
+    public long peerTimeoutMs() {
+        return peerTimeoutMs;
+    }
+
+    /**
+     * @param bytes longest snapshot this daemon takes for a replica or loads from a peer; a longer one is refused.
+     * @return this.
+     */
+    public DaemonContext snapshotMaxBytes(final long bytes) {
+        this.snapshotMaxBytes = bytes;
+        return this;
+    }
+
+    /**
+     * @return longest snapshot taken or loaded.
+     */
+    public long snapshotMaxBytes() {
+        return snapshotMaxBytes;
+    }
+
+    /**
+     * @param ms how long the writers have to answer a snapshot request before it fails.
+     * @return this.
+     */
+    public DaemonContext snapshotTimeoutMs(final long ms) {
+        this.snapshotTimeoutMs = ms;
+        return this;
+    }
+
+    /**
+     * @return how long the writers have to answer a snapshot request.
+     */
+    public long snapshotTimeoutMs() {
+        return snapshotTimeoutMs;
+    }
+
+    /**
      * @param hostPort where to serve Prometheus metrics ({@code HOST:PORT}; port 0 picks a free one), or null for
      *                 no metrics endpoint.
      * @return this.
@@ -441,5 +567,97 @@ public final class DaemonContext {
      */
     public String metrics() {
         return metrics;
+    }
+
+    /**
+     * @param hostPort where to serve the indexer HTTP API ({@code HOST:PORT}; port 0 picks a free one), or null for
+     *                 none (the default).
+     * @return this.
+     */
+    public DaemonContext http(final String hostPort) {
+        this.http = hostPort;
+        return this;
+    }
+
+    /**
+     * @return where to serve the indexer HTTP API, or null for none.
+     */
+    public String http() {
+        return http;
+    }
+
+    /**
+     * @param threads HTTP event-loop threads.
+     * @return this.
+     */
+    public DaemonContext httpThreads(final int threads) {
+        this.httpThreads = threads;
+        return this;
+    }
+
+    /**
+     * @return HTTP event-loop threads.
+     */
+    public int httpThreads() {
+        return httpThreads;
+    }
+
+    /**
+     * @param bytes largest HTTP request body; a larger one is answered 413 without being read further.
+     * @return this.
+     */
+    public DaemonContext httpMaxBodyBytes(final int bytes) {
+        this.httpMaxBodyBytes = bytes;
+        return this;
+    }
+
+    /**
+     * @return largest HTTP request body, in bytes.
+     */
+    public int httpMaxBodyBytes() {
+        return httpMaxBodyBytes;
+    }
+
+    /**
+     * @param endpoint a ZeroMQ endpoint to bind one SUB socket to, which engines connect to (llm-d's centralized
+     *                 mode), or null for none.
+     * @return this.
+     */
+    public DaemonContext zmqBind(final String endpoint) {
+        this.zmqBind = endpoint;
+        return this;
+    }
+
+    /**
+     * @return the bound SUB socket's endpoint, or null for none.
+     */
+    public String zmqBind() {
+        return zmqBind;
+    }
+
+    /**
+     * Where the configured subscriptions come from when the configuration file changes.
+     *
+     * @param file      the YAML file to watch.
+     * @param endpoints reads the file again (with the command line's {@code --zmq} flags) and returns the
+     *                  configured subscriptions; throws naming the problem when the file is invalid.
+     */
+    public record ConfigReload(Path file, java.util.function.Supplier<List<ZmqEndpoint>> endpoints) {
+    }
+
+    /**
+     * @param reload how to re-read the configured subscriptions when the file changes, or null for never.
+     * @return this.
+     */
+    public DaemonContext configReload(final ConfigReload reload) {
+        this.configReload = reload;
+        return this;
+    }
+
+    /**
+     * @return how to re-read the configured subscriptions, or null.
+     */
+    public ConfigReload configReload() {
+        return configReload;
     }
 }

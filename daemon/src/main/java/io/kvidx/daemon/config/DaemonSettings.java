@@ -19,6 +19,10 @@ import static io.kvidx.daemon.config.DaemonConfiguration.AERON_INGEST_IDLE_PROP_
 import static io.kvidx.daemon.config.DaemonConfiguration.AERON_STREAM_ID_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.AERON_TERM_LENGTH_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.BLOCK_SIZE_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.HTTP_MAX_BODY_BYTES_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.HTTP_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.HTTP_THREADS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_BIND_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.CAPACITY_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.CELL_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.CHECKPOINT_INTERVAL_MS_PROP_NAME;
@@ -139,6 +143,22 @@ public final class DaemonSettings {
             (c, v) -> c.tierMapBlocks((Integer) v), DaemonContext::tierMapBlocks),
         new Setting(METRICS_PROP_NAME, "--metrics", Kind.NULLABLE_STRING, (c, v) -> c.metrics((String) v),
             DaemonContext::metrics),
+        new Setting(DaemonConfiguration.PEER_PROP_NAME, "--peer", Kind.NULLABLE_STRING,
+            (c, v) -> c.peer((String) v), DaemonContext::peer),
+        new Setting(DaemonConfiguration.PEER_OPTIONAL_PROP_NAME, "--peer-optional", Kind.BOOLEAN,
+            (c, v) -> c.peerOptional((Boolean) v), DaemonContext::peerOptional),
+        new Setting(DaemonConfiguration.PEER_TIMEOUT_MS_PROP_NAME, "--peer-timeout-ms", Kind.LONG,
+            (c, v) -> c.peerTimeoutMs((Long) v), DaemonContext::peerTimeoutMs),
+        new Setting(DaemonConfiguration.SNAPSHOT_MAX_BYTES_PROP_NAME, "--snapshot-max-bytes", Kind.LONG,
+            (c, v) -> c.snapshotMaxBytes((Long) v), DaemonContext::snapshotMaxBytes),
+        new Setting(HTTP_PROP_NAME, "--http", Kind.NULLABLE_STRING, (c, v) -> c.http((String) v),
+            DaemonContext::http),
+        new Setting(HTTP_THREADS_PROP_NAME, "--http-threads", Kind.INT, (c, v) -> c.httpThreads((Integer) v),
+            DaemonContext::httpThreads),
+        new Setting(HTTP_MAX_BODY_BYTES_PROP_NAME, "--http-max-body-bytes", Kind.INT,
+            (c, v) -> c.httpMaxBodyBytes((Integer) v), DaemonContext::httpMaxBodyBytes),
+        new Setting(ZMQ_BIND_PROP_NAME, "--zmq-bind", Kind.NULLABLE_STRING, (c, v) -> c.zmqBind((String) v),
+            DaemonContext::zmqBind),
         new Setting(STATS_INTERVAL_MS_PROP_NAME, "--stats-interval-ms", Kind.LONG,
             (c, v) -> c.statsIntervalMs((Long) v), DaemonContext::statsIntervalMs),
         new Setting(IDLE_STRATEGY_PROP_NAME, "--idle-strategy", Kind.STRING,

@@ -90,6 +90,11 @@ public enum CounterType {
     /** Agent threads that could not pin themselves to their configured CPU (logged with the errno; they run on). */
     PIN_FAILURES(5080, "kvidx pin failures"),
     /**
+     * Writer messages whose pod handle was no longer current when the writer read them: the pod's number was freed
+     * (the pod went down) after the message was queued. Dropped, never applied to the pod that holds the number now.
+     */
+    STALE_POD_MESSAGES(5090, "kvidx stale pod messages"),
+    /**
      * Engines found restarted behind the daemon's back (while it was down or disconnected) by the replay check: the
      * engine no longer holds the batch the daemon applied last under that sequence, or holds another one. Their pods
      * are cleared and resynced from the engine's replay buffer.

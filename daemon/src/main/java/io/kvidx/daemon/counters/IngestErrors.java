@@ -93,6 +93,23 @@ public final class IngestErrors {
     }
 
     /**
+     * Forgets every logged problem of a pod number (its pod is gone and the number may go to another pod, whose
+     * problems are then printed as its own). Walks the problems seen; for a pod's end, not a hot path.
+     *
+     * @param pod pod number.
+     */
+    public void forgetPod(final int pod) {
+        synchronized (seen) {
+            final var keys = seen.keySet().iterator();
+            while (keys.hasNext()) {
+                if ((int) keys.nextLong() == pod) {
+                    keys.remove();
+                }
+            }
+        }
+    }
+
+    /**
      * @return number of distinct errors in the log.
      */
     public int distinctCount() {

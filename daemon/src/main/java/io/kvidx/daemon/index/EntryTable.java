@@ -321,6 +321,19 @@ final class EntryTable {
     // Entries
     // ---------------------------------------------------------------------------------------------------------
 
+    /** The parent key (stored form) recorded for the entry of {@code k}, 0 when it has none or is not indexed. */
+    long parentOf(final long k) {
+        final long h = IndexDescriptor.spread(k);
+        final int shard = g.shardOf(h);
+        locks.lock(shard);
+        try {
+            final int idx = find(g.table(shard), k, g.homeSlot(h));
+            return idx < 0 ? 0 : meta.parent(shard * g.slotsPerShard + idx);
+        } finally {
+            locks.unlock(shard);
+        }
+    }
+
     int childrenOf(final long k) {
         final long h = IndexDescriptor.spread(k);
         final int shard = g.shardOf(h);

@@ -256,7 +256,7 @@ final class IndexRepair {
     }
 
     /** Counts, for every entry, the indexed entries whose parent key is its key. */
-    private static void rebuildChildren(final EntryTable table) {
+    static void rebuildChildren(final EntryTable table) {
         final IndexGeometry g = table.g;
         final MemorySegment s = table.segment();
         for (int shard = 0; shard < g.shardCount; shard++) {

@@ -422,6 +422,26 @@ public final class IndexWriter implements AutoCloseable {
 
     /**
      * @param key a block key.
+     * @return the key of the block before it in the chain it was first stored with (stored form), or 0 when it was
+     * stored as a chain's first block, its parent is unknown (a repaired shard), or it is not indexed. Takes the
+     * key's shard lock: any writer thread may call it.
+     */
+    public long parentOf(final long key) {
+        return entries.parentOf(IndexDescriptor.storedKey(key));
+    }
+
+    /**
+     * Recounts every entry's indexed children from the parent keys, as a re-attach does: for blocks stored in an
+     * order other than their chains' (a snapshot loaded at start). Takes no lock.
+     *
+     * <p><b>Note:</b> call before any writer thread uses the index.
+     */
+    public void recountChildren() {
+        IndexRepair.rebuildChildren(entries);
+    }
+
+    /**
+     * @param key a block key.
      * @return its entry's count of indexed children (blocks stored after it in a chain), or -1 when not indexed.
      */
     int children(final long key) {

@@ -21,11 +21,26 @@ import io.kvidx.daemon.ops.DaemonMetrics;
 import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.daemon.state.PodBlockMaps;
 import io.kvidx.daemon.state.PublisherProgress;
+import io.kvidx.client.tiers.TierMap;
+import io.kvidx.client.tiers.TierMapDescriptor;
+import io.kvidx.client.tiers.TierMapReader;
+import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
+import io.kvidx.daemon.membership.Engine;
+import io.kvidx.daemon.membership.EngineFile;
+import io.kvidx.daemon.membership.Membership;
+import io.kvidx.daemon.serve.FleetApi;
+import io.kvidx.daemon.serve.IndexHttpServer;
 import io.kvidx.daemon.writer.ApplyObserver;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterMessages;
 import io.kvidx.daemon.writer.WriterPool;
 import io.kvidx.ffm.PosixNative;
+import io.kvidx.daemon.snapshot.PeerClient;
+import io.kvidx.daemon.snapshot.SnapshotException;
+import io.kvidx.daemon.snapshot.SnapshotIncompatibleException;
+import io.kvidx.daemon.snapshot.SnapshotLoader;
+import io.kvidx.daemon.snapshot.SnapshotService;
+import io.kvidx.daemon.snapshot.SnapshotView;
 import org.agrona.CloseHelper;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -64,11 +79,17 @@ public final class KvidxDaemon implements AutoCloseable {
     private final java.nio.file.Path stateDir;
     private final PublisherProgress progress;
     private ZmqIngestAgent zmq;
+    private final Membership membership;
+    private IndexHttpServer http;
+    private ConfigWatcher configWatcher;
     private final CellLock lock;
     private final PodStatsFile podStats;
     private final DaemonMetrics metrics;
     private static final Logger LOG = LoggerFactory.getLogger(KvidxDaemon.class);
     private final AgentThreads threads;
+    private final PodBlockMaps blockMaps;
+    private final SnapshotService snapshots;
+    private SnapshotLoader.Loaded catchUp;
 
     private KvidxDaemon(final DaemonContext context, final CellLock lock) {
         this.context = context.conclude();
@@ -97,7 +118,7 @@ public final class KvidxDaemon implements AutoCloseable {
             this.counters = IngestCounters.in(CountersFile.createLocal(context.sharedFiles(), cellDirectory,
                 CountersFile.MAX_COUNTERS_DEFAULT).manager());
         }
-        this.index = IndexWriter.open(context.indexContext());
+        this.index = openIndex(context);
         LOG.info("{} {} ({}; epoch {}); repair: {}", index.attached() ? "re-attached to" : "created",
             context.indexContext().indexFile(), index.openReason(), index.epoch(), index.repairSummary());
         if (context.mlockIndex()) {
@@ -114,13 +135,27 @@ public final class KvidxDaemon implements AutoCloseable {
             progress.write(List.of());
         }
         this.directory = new PodDirectory(PodDirectory.MAX_PODS_DEFAULT);
+        this.blockMaps = new PodBlockMaps(stateDir, context.podMaxBlocks());
         this.writers = new WriterPool(context.writers(), context.writerQueueLength(), index,
-            new PodBlockMaps(stateDir, context.podMaxBlocks()), directory, counters, errors, clock,
+            blockMaps, directory, counters, errors, clock,
             context.podTimeoutMs(), IdleStrategies.supplier(context.agents().writerIdle()),
             IdleStrategies.supplier(IdleStrategies.BACKOFF));
         this.podStats = PodStatsFile.create(context.sharedFiles(), cellDirectory, index.context().maxPods());
-        this.metrics = context.metrics() != null ? new DaemonMetrics() : null;
+        this.metrics = context.metrics() != null || context.http() != null ? new DaemonMetrics() : null;
+        this.membership = new Membership(new EngineFile(stateDir), new Membership.Subscriptions() {
+            @Override
+            public void subscribe(final ZmqEndpoint endpoint) {
+                change(endpoint, true);
+            }
+
+            @Override
+            public void unsubscribe(final ZmqEndpoint endpoint) {
+                change(endpoint, false);
+            }
+        });
         writers.observe(podStats, metrics != null ? metrics.observer() : ApplyObserver.NONE);
+        this.snapshots = new SnapshotService(index, writers, progress, context.snapshotMaxBytes(),
+            context.snapshotTimeoutMs());
         this.evictions = new EvictionMirror();
     }
 
@@ -161,7 +196,75 @@ public final class KvidxDaemon implements AutoCloseable {
         }
     }
 
+    /**
+     * Opens the cell's index; a cell whose catch-up from a peer did not finish ({@link SnapshotLoader}) gets a new
+     * index rather than the half-loaded one.
+     */
+    private static IndexWriter openIndex(final DaemonContext context) {
+        final IndexWriter opened = IndexWriter.open(context.indexContext());
+        final java.nio.file.Path state = context.indexContext().indexFile().resolveSibling(
+            PodBlockMaps.STATE_DIR_NAME);
+        if (!SnapshotLoader.unfinished(state)) {
+            return opened;
+        }
+        LOG.warn("the cell's last catch-up from a peer did not finish: its index is replaced by a new one");
+        CloseHelper.closeAll(opened);
+        final IndexWriter created = IndexWriter.create(context.indexContext());
+        try {
+            java.nio.file.Files.deleteIfExists(state.resolve(SnapshotLoader.MARKER_FILE_NAME));
+        } catch (final java.io.IOException ex) {
+            CloseHelper.quietClose(created);
+            throw new java.io.UncheckedIOException("cannot delete the catch-up marker in " + state, ex);
+        }
+        return created;
+    }
+
+    /**
+     * Loads the peer's snapshot into a new index ({@code --peer}), before any agent starts: the writers then find
+     * the pods restored and the ZeroMQ ingest agent replays each engine from the snapshot's sequences.
+     *
+     * @throws IllegalStateException when the peer cannot be fetched (unless {@code peerOptional}), its snapshot is
+     *                               corrupt (likewise) or of another block size or key scheme, or loading fails.
+     */
+    private void catchUpFromPeer() {
+        final String peer = context.peer();
+        if (peer == null) {
+            return;
+        }
+        if (index.attached()) {
+            LOG.info("re-attached to the cell's index: it continues from its own state, --peer {} not used", peer);
+            return;
+        }
+        final long start = System.nanoTime();
+        final SnapshotView view;
+        try {
+            view = SnapshotView.wrap(PeerClient.fetch(peer, context.peerTimeoutMs(), context.snapshotMaxBytes()),
+                context.snapshotMaxBytes());
+        } catch (final SnapshotException ex) {
+            if (context.peerOptional()) {
+                LOG.warn("no snapshot from peer {} ({}); starting empty (peerOptional)", peer, ex.getMessage());
+                return;
+            }
+            throw new IllegalStateException("cannot catch up from peer " + peer + ": " + ex.getMessage()
+                + " (--peer-optional starts empty instead)", ex);
+        }
+        final long fetchedMs = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        try {
+            catchUp = new SnapshotLoader(index, blockMaps, progress, context.snapshotMaxBytes()).load(view);
+        } catch (final SnapshotIncompatibleException ex) {
+            throw new IllegalStateException("cannot catch up from peer " + peer + ": " + ex.getMessage(), ex);
+        } catch (final SnapshotException ex) {
+            throw new IllegalStateException("catch-up from peer " + peer + " failed part-way (the next start "
+                + "creates a new index): " + ex.getMessage(), ex);
+        }
+        LOG.info("caught up from peer {}: {} pods, {} blocks ({} over podMaxBlocks left out), {} publishers to "
+            + "replay from their snapshot sequences; {} bytes taken {} ms ago, fetched in {} ms, loaded in {} ms",
+            peer, catchUp.pods(), catchUp.blocks(), catchUp.skippedBlocks(), catchUp.publishers(), catchUp.bytes(),
+            System.currentTimeMillis() - catchUp.takenAtMs(), fetchedMs, catchUp.millis());
+    }
+
     private void startAgents() {
+        catchUpFromPeer();
         final AgentSettings agents = context.agents();
         writers.start((i, agent) -> threads.runner(agent, agents.writerCpu(i), agents.writerIdle()));
         // Pods alive in a re-attached index go back to their writers, which take them down if they stay silent.
@@ -179,18 +282,40 @@ public final class KvidxDaemon implements AutoCloseable {
         run(new IndexMaintenanceAgent(index, clock, context.heartbeatIntervalMs()), agents.maintenanceCpu(),
             agents.maintenanceIdle());
         run(evictions, agents.maintenanceCpu(), agents.maintenanceIdle());
-        if (!context.zmq().endpoints().isEmpty()) {
-            zmq = new ZmqIngestAgent(context.zmq().endpoints(), directory, writers, counters, errors, clock,
+        final List<ZmqEndpoint> subscriptions = new ArrayList<>();
+        for (final Engine e : membership.start(configuredEngines(context.zmq().endpoints()))) {
+            subscriptions.add(e.toEndpoint());
+        }
+        if (!subscriptions.isEmpty() || context.http() != null) {
+            zmq = new ZmqIngestAgent(subscriptions, directory, writers, counters, errors, clock,
                 context.heartbeatIntervalMs(), context.zmq().replayTimeoutMs(), context.zmq().handshakeTimeoutMs(),
                 new ZmqIngestAgent.Recovery(progress, context.zmq().checkpointIntervalMs(),
                     "clear".equals(context.zmq().replayGapPolicy())));
             run(zmq, agents.zmqIngestCpu(), agents.zmqIngestIdle());
         }
         if (metrics != null) {
-            final java.net.InetSocketAddress address = DaemonMetrics.parseAddress(context.metrics());
+            final java.net.InetSocketAddress address = context.metrics() == null ? null
+                : DaemonMetrics.parseAddress(context.metrics());
             metrics.start(address, IndexReader.attach(new IndexReaderContext().dir(context.dir())
                 .cell(context.cell()).attachTimeoutMs(0).heartbeatTimeoutMs(0)), context.cell(), writers);
-            LOG.info("metrics at http://{}:{}/metrics", address.getHostString(), metrics.port());
+            if (address != null) {
+                LOG.info("metrics at http://{}:{}/metrics", address.getHostString(), metrics.port());
+            }
+        }
+        if (context.http() != null) {
+            startHttp();
+        }
+        if (context.configReload() != null) {
+            configWatcher = new ConfigWatcher(context.configReload().file(), () -> {
+                final List<Engine> engines = configuredEngines(context.configReload().endpoints().get());
+                membership.reconfigure(engines).whenComplete((n, ex) -> {
+                    if (ex != null) {
+                        errors.report(0, -3, () -> "config reload failed: " + ex);
+                    } else {
+                        LOG.info("config {} reloaded: {} subscription(s) changed", context.configReload().file(), n);
+                    }
+                });
+            }, ex -> errors.report(0, -3, () -> "config reload failed: " + ex.getMessage()));
         }
         if (aeron != null) {
             run(new AeronIngestAgent(aeron, context.aeron().channels(), context.aeron().streamId(), directory, writers,
@@ -198,10 +323,109 @@ public final class KvidxDaemon implements AutoCloseable {
         }
     }
 
+    private static List<Engine> configuredEngines(final List<ZmqEndpoint> endpoints) {
+        final List<Engine> engines = new ArrayList<>(endpoints.size());
+        for (final ZmqEndpoint e : endpoints) {
+            engines.add(Engine.configured(e));
+        }
+        return engines;
+    }
+
+    private void change(final ZmqEndpoint endpoint, final boolean add) {
+        final ZmqIngestAgent agent = zmq;
+        if (agent == null) {
+            throw new IllegalStateException("no ZeroMQ transport: start the daemon with --http or --zmq");
+        }
+        final long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+        while (!(add ? agent.subscribe(endpoint) : agent.unsubscribe(endpoint))) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("the ZeroMQ transport takes no more subscription changes");
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        }
+    }
+
+    private void startHttp() {
+        final java.net.InetSocketAddress address = DaemonMetrics.parseAddress(context.http());
+        final IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(context.dir())
+            .cell(context.cell()).attachTimeoutMs(0));
+        final java.nio.file.Path cellDir = context.indexContext().indexFile().getParent();
+        final TierMap tiers = new TierMap(cellDir.resolve(TierMapDescriptor.FILE_NAME), slot -> {
+            final IndexReader.PodInfo info = reader.pod(slot);
+            return info == null ? -1 : info.generation();
+        }, TierMap.RETRY_INTERVAL_MS_DEFAULT, TierMapReader.READ_BOUND_NS_DEFAULT);
+        final long healthMaxAgeMs = Math.max(1_000, 3 * context.heartbeatIntervalMs());
+        http = IndexHttpServer.start(address, context.httpThreads(), context.httpMaxBodyBytes(), reader, tiers,
+            PodStatsFile.open(cellDir), new FleetApi() {
+                @Override
+                public Membership membership() {
+                    return membership;
+                }
+
+                @Override
+                public java.util.concurrent.CompletableFuture<byte[]> snapshot() {
+                    return KvidxDaemon.this.snapshot();
+                }
+
+                @Override
+                public void scrapeMetrics(final java.io.OutputStream out) throws java.io.IOException {
+                    metrics.scrape(out);
+                }
+
+                @Override
+                public long healthMaxHeartbeatAgeMs() {
+                    return healthMaxAgeMs;
+                }
+            });
+        LOG.info("indexer HTTP API at http://{}:{}/", address.getHostString(), http.port());
+    }
+
+    /**
+     * @return the indexer HTTP API's port, or -1 when it is off.
+     */
+    public int httpPort() {
+        return http == null ? -1 : http.port();
+    }
+
+    /**
+     * @return the table of engines (registered through the API or configured).
+     */
+    public Membership membership() {
+        return membership;
+    }
+
     private void run(final Agent agent, final int cpu, final String idle) {
         final AgentRunner runner = threads.runner(agent, cpu, idle);
         runners.add(runner);
         AgentRunner.startOnThread(runner);
+    }
+
+    /**
+     * Takes a snapshot of the daemon for a replica to catch up from ({@code GET /dump?format=kvidx},
+     * docs/snapshot-format.md): each publisher's applied sequence, then every registered pod's engine-hash map, read
+     * on its writer's thread; concurrent calls share the snapshot in flight.
+     *
+     * @return the snapshot; completed exceptionally with a {@link SnapshotException} when a writer does not answer in
+     * time, it exceeds {@code snapshotMaxBytes}, or the daemon closes. Never blocks the caller.
+     */
+    public java.util.concurrent.CompletableFuture<byte[]> snapshot() {
+        return snapshots.snapshot();
+    }
+
+    /**
+     * @param encoded the registered engines, encoded by their owner, for each snapshot's opaque membership section
+     *                (called on the snapshot thread once per snapshot); null for none (an empty section).
+     */
+    public void snapshotMembership(final java.util.function.Supplier<byte[]> encoded) {
+        snapshots.membership(encoded);
+    }
+
+    /**
+     * @return what this daemon loaded from its {@code --peer} at start (with the snapshot's membership section), or
+     * null when it loaded nothing.
+     */
+    public SnapshotLoader.Loaded catchUp() {
+        return catchUp;
     }
 
     /**
@@ -261,8 +485,9 @@ public final class KvidxDaemon implements AutoCloseable {
     public void close() {
         final List<AgentRunner> reversed = new ArrayList<>(runners);
         java.util.Collections.reverse(reversed);
-        CloseHelper.closeAll(metrics);
+        CloseHelper.closeAll(configWatcher, http, metrics, snapshots);
         CloseHelper.closeAll(reversed);
+        membership.close();
         // Let the writers apply what the transports queued (bounded), then record how far each publisher got.
         final long deadline = System.nanoTime() + CLOSE_DRAIN_NS;
         while (!writers.isIdle() && System.nanoTime() < deadline) {

@@ -48,6 +48,9 @@ public final class DaemonMetrics implements AutoCloseable {
     /** Counters exported as gauges (they go up and down). */
     private static final Set<CounterType> GAUGES = Set.of(CounterType.PODS_ALIVE, CounterType.SUSPECT_PODS);
 
+    private static final io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter TEXT_FORMAT =
+        io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter.create();
+
     private final PrometheusRegistry registry = new PrometheusRegistry();
     private final Histogram applySeconds;
     private final Histogram eventToVisibleSeconds;
@@ -83,9 +86,10 @@ public final class DaemonMetrics implements AutoCloseable {
     }
 
     /**
-     * Starts serving {@code /metrics}.
+     * Starts collecting the cell's figures, and serves {@code /metrics} on its own server when an address is given
+     * (the indexer HTTP API serves the same registry through {@link #scrape}).
      *
-     * @param address where to listen.
+     * @param address where to listen, or null for no server of its own.
      * @param index   the cell's index, read-only (its directory holds the other shared files).
      * @param cell    cell name.
      * @param writers the writer pool (queue depths).
@@ -95,6 +99,9 @@ public final class DaemonMetrics implements AutoCloseable {
         final WriterPool writers) {
         this.reader = index;
         registry.register(new CellCollector(index, cell, writers));
+        if (address == null) {
+            return this;
+        }
         try {
             server = HTTPServer.builder().hostname(address.getHostString()).port(address.getPort())
                 .registry(registry).buildAndStart();
@@ -103,6 +110,16 @@ public final class DaemonMetrics implements AutoCloseable {
                 + address.getPort() + ": " + ex.getMessage(), ex);
         }
         return this;
+    }
+
+    /**
+     * Writes every metric in the Prometheus text format (0.0.4), as {@code /metrics} serves it.
+     *
+     * @param out where to write.
+     * @throws IOException when writing fails.
+     */
+    public void scrape(final java.io.OutputStream out) throws IOException {
+        TEXT_FORMAT.write(out, registry.scrape());
     }
 
     /**

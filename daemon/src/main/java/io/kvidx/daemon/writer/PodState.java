@@ -18,6 +18,9 @@ final class PodState {
     /** Mapped value meaning "absent" (a router key of exactly 0 is not representable; probability 2^-64). */
     static final long MISSING = 0;
 
+    /** The pod's handle ({@link PodDirectory}) this state was made for. */
+    final int handle;
+    /** Its pod number (the handle's low bits): the key of the pod's error log entries. */
     final int podNumber;
     final String podId;
     String model;
@@ -41,8 +44,9 @@ final class PodState {
     private long loraIdSeedId = -1;
     private long loraIdSeed;
 
-    PodState(final int podNumber, final String podId, final String model) {
-        this.podNumber = podNumber;
+    PodState(final int handle, final String podId, final String model) {
+        this.handle = handle;
+        this.podNumber = PodDirectory.number(handle);
         this.podId = podId;
         this.model = model;
     }

@@ -25,6 +25,14 @@ import java.util.Arrays;
  * calls the {@link IndexWriter} for these pods (the index writer's rule: one thread per pod). Also takes a pod
  * down when nothing (event or heartbeat) was heard from it for the pod timeout.
  *
+ * <p>Pod identities ({@link PodDirectory}): messages carry the pod's handle; state is kept per pod number. A
+ * message whose handle is no longer current was queued for a pod whose number has been freed since: it is counted
+ * ({@link CounterType#STALE_POD_MESSAGES}) and dropped. A current handle that differs from the state's means the
+ * number changed hands: the old state goes, a fresh one is made. Once a pod is down (timeout or PodDown), or stayed
+ * silent unregistered for the pod timeout, the agent {@link PodDirectory#release releases} its number and forgets
+ * its state, unless the pod is pinned (it then keeps its number while down). So the per-number arrays are bounded
+ * by the pods live at once.
+ *
  * <p><b>Note:</b> run by one {@link org.agrona.concurrent.AgentRunner}; transports only write to its queue.
  */
 public final class WriterAgent implements Agent, MessageHandler {
@@ -49,6 +57,9 @@ public final class WriterAgent implements Agent, MessageHandler {
     private final AtomicCounter podsTimedOut;
     private final AtomicCounter podsRejected;
     private final AtomicCounter suspectPods;
+    /** Work other threads hand this writer (a daemon snapshot), stepped between queue reads. */
+    private final RegisteredPods tasks = new RegisteredPods();
+    private final AtomicCounter staleMessages;
     private PodState[] pods = new PodState[16];
     private int[] owned = new int[16];
     private int ownedCount;
@@ -77,12 +88,14 @@ public final class WriterAgent implements Agent, MessageHandler {
         this.podsTimedOut = counters.get(CounterType.PODS_TIMED_OUT);
         this.podsRejected = counters.get(CounterType.PODS_REJECTED);
         this.suspectPods = counters.get(CounterType.SUSPECT_PODS);
+        this.staleMessages = counters.get(CounterType.STALE_POD_MESSAGES);
     }
 
     @Override
     public int doWork() {
         now = clock.time();
         int work = queue.read(this, READ_LIMIT);
+        work += tasks.step(pods, owned, ownedCount, queue.consumerPosition());
         if (stats != null && now >= nextRateTickMs) {
             work += tickRates();
         }
@@ -96,8 +109,10 @@ public final class WriterAgent implements Agent, MessageHandler {
     @Override
     public void onMessage(final int msgTypeId, final org.agrona.MutableDirectBuffer buffer, final int index,
         final int length) {
-        final int podNumber = buffer.getInt(index, ByteOrder.LITTLE_ENDIAN);
-        final PodState pod = pod(podNumber);
+        final PodState pod = pod(buffer.getInt(index, ByteOrder.LITTLE_ENDIAN), msgTypeId);
+        if (pod == null) {
+            return;
+        }
         final int payload = index + WriterMessages.POD_NUMBER_LENGTH;
         final int payloadLength = length - WriterMessages.POD_NUMBER_LENGTH;
         // SBE events were checked by the transport (SbeEventFrame) before they were queued.
@@ -150,7 +165,12 @@ public final class WriterAgent implements Agent, MessageHandler {
                 // The transport clears a pod to resync it from a known point: what follows is complete again.
                 endSuspicion(pod);
             }
-            case WriterMessages.POD_DOWN -> podDown(pod);
+            case WriterMessages.POD_DOWN -> {
+                podDown(pod);
+                if (directory.release(pod.handle)) {
+                    discard(pod);
+                }
+            }
             case WriterMessages.MARK_SUSPECT -> {
                 if (!pod.suspect) {
                     pod.suspect = true;
@@ -236,20 +256,64 @@ public final class WriterAgent implements Agent, MessageHandler {
         }
     }
 
-    private PodState pod(final int podNumber) {
-        if (podNumber >= pods.length) {
-            pods = Arrays.copyOf(pods, Math.max(podNumber + 1, pods.length * 2));
+    /**
+     * @return the state of the pod the handle names (made on its first message), or null when the handle is no
+     * longer current (counted as stale; a POD_DOWN for the state it names is applied first).
+     */
+    private PodState pod(final int handle, final int msgTypeId) {
+        final int number = PodDirectory.number(handle);
+        final PodState pod = number < pods.length ? pods[number] : null;
+        if (pod != null && pod.handle == handle && directory.isCurrent(handle)) {
+            return pod;
         }
-        PodState pod = pods[podNumber];
-        if (pod == null) {
-            pod = new PodState(podNumber, directory.podId(podNumber), directory.model(podNumber));
-            pods[podNumber] = pod;
-            if (ownedCount == owned.length) {
-                owned = Arrays.copyOf(owned, owned.length * 2);
+        final String podId = directory.isCurrent(handle) ? directory.podId(handle) : null;
+        if (podId == null || !directory.isCurrent(handle)) {
+            if (msgTypeId != WriterMessages.POD_DOWN) {
+                staleMessages.increment();
+            } else if (pod != null && pod.handle == handle) {
+                // The transport that saw the pod's PodDown freed the number right after queuing this.
+                podDown(pod);
+                discard(pod);
             }
-            owned[ownedCount++] = podNumber;
+            return null;
         }
-        return pod;
+        final PodState fresh = new PodState(handle, podId, directory.model(handle));
+        fresh.lastHeardMs = now;
+        if (pod != null) {
+            // The number changed hands: the old pod was taken down when its number was freed; its state goes.
+            podDown(pod);
+            pod.closeBlocks();
+            errors.forgetPod(number);
+            pods[number] = fresh;
+            return fresh;
+        }
+        if (number >= pods.length) {
+            pods = Arrays.copyOf(pods, Math.max(number + 1, pods.length * 2));
+        }
+        pods[number] = fresh;
+        if (ownedCount == owned.length) {
+            owned = Arrays.copyOf(owned, owned.length * 2);
+        }
+        owned[ownedCount++] = number;
+        return fresh;
+    }
+
+    /** Forgets a pod whose number was freed (it is down). */
+    private void discard(final PodState pod) {
+        for (int i = 0; i < ownedCount; i++) {
+            if (owned[i] == pod.podNumber) {
+                discardAt(i);
+                return;
+            }
+        }
+    }
+
+    private void discardAt(final int ownedIndex) {
+        final int number = owned[ownedIndex];
+        pods[number].closeBlocks();
+        pods[number] = null;
+        owned[ownedIndex] = owned[--ownedCount];
+        errors.forgetPod(number);
     }
 
     private boolean ensureRegistered(final PodState pod) {
@@ -286,6 +350,8 @@ public final class WriterAgent implements Agent, MessageHandler {
             }
             return true;
         } catch (final PodCapacityExceededException | IllegalArgumentException ex) {
+            // Heard, though not indexed: its number is kept while it sends.
+            pod.lastHeardMs = now;
             podsRejected.increment();
             errors.report(CounterType.PODS_REJECTED.typeId(), pod.podNumber,
                 () -> "pod " + pod.podId + " cannot be registered: " + ex.getMessage() + "; its events are dropped");
@@ -308,24 +374,67 @@ public final class WriterAgent implements Agent, MessageHandler {
         }
     }
 
+    /**
+     * Takes down the pods silent for the pod timeout and frees their numbers (a pinned pod keeps its number); forgets
+     * the pods whose number was freed elsewhere. Walks backwards: a forgotten pod's place takes the last one's.
+     */
     private int checkTimeouts() {
         int work = 0;
-        for (int i = 0; i < ownedCount; i++) {
+        for (int i = ownedCount - 1; i >= 0; i--) {
             final PodState pod = pods[owned[i]];
-            if (pod.registered() && now - pod.lastHeardMs > podTimeoutMs) {
+            if (!directory.isCurrent(pod.handle)) {
                 podDown(pod);
-                podsTimedOut.increment();
+                discardAt(i);
                 work++;
+            } else if (now - pod.lastHeardMs > podTimeoutMs) {
+                if (pod.registered()) {
+                    podDown(pod);
+                    podsTimedOut.increment();
+                    work++;
+                }
+                if (directory.release(pod.handle)) {
+                    discardAt(i);
+                    work++;
+                }
             }
         }
         return work;
     }
 
+    /**
+     * Hands the agent a task, stepped on its thread between queue reads ({@link WriterTask}).
+     *
+     * @param task the task.
+     * @return false when the agent's inbox is full ({@link RegisteredPods#TASK_CAPACITY} tasks wait).
+     */
+    boolean submit(final WriterTask task) {
+        return tasks.submit(task);
+    }
+
     @Override
     public void onClose() {
+        tasks.abandonAll();
         for (int i = 0; i < ownedCount; i++) {
             pods[owned[i]].closeBlocks();
         }
+    }
+
+    /**
+     * For tests and monitoring: a plain read of the agent's state, racy from another thread.
+     *
+     * @return pods this agent keeps state for (bounded by the pods live at once).
+     */
+    public int podCount() {
+        return ownedCount;
+    }
+
+    /**
+     * For tests and monitoring: a plain read of the agent's state, racy from another thread.
+     *
+     * @return length of its per-number arrays (grows only to the largest pod number it was sent).
+     */
+    public int podCapacity() {
+        return pods.length;
     }
 
     /**

@@ -2,7 +2,7 @@ package io.kvidx.daemon.writer;
 
 /**
  * Message types on a writer agent's queue (an Agrona many-to-one ring buffer). Every message starts with the
- * pod number (int, little-endian) followed by the type's payload.
+ * pod's handle ({@link PodDirectory}: number and generation; int, little-endian) followed by the type's payload.
  */
 public final class WriterMessages {
     /** A vLLM msgpack batch; payload = the msgpack bytes. */
@@ -28,7 +28,7 @@ public final class WriterMessages {
     /** An SGLang msgpack batch (decoded by the SGLang decoder); payload = the msgpack bytes. */
     public static final int SGLANG_BATCH = 8;
 
-    /** Length of the pod number prefix. */
+    /** Length of the pod handle prefix. */
     public static final int POD_NUMBER_LENGTH = 4;
 
     private WriterMessages() {

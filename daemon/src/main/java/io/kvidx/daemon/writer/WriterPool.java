@@ -26,9 +26,11 @@ import java.util.List;
 import java.util.function.Supplier;
 
 /**
- * The writer agents and their queues. A pod is assigned to writer {@code podNumber % writers} for the process's
- * lifetime (sticky), so its events are applied in the order its transports queued them, by one thread. Several
- * transports may queue events for the same pod: every event is idempotent.
+ * The writer agents and their queues. A pod is assigned to writer {@code number % writers}, its pod number being
+ * its handle's ({@link PodDirectory}), for as long as it holds the number (sticky), so its events are applied in
+ * the order its transports queued them, by one thread. Several transports may queue events for the same pod: every
+ * event is idempotent. Each message carries the pod's handle; the writer drops those whose handle is no longer
+ * current.
  *
  * <p>Transports call {@link #offer}; a full queue applies back-pressure: the caller idles until there is room
  * or the pool closes.
@@ -167,31 +169,32 @@ public final class WriterPool implements AutoCloseable {
     }
 
     /**
-     * @param podNumber a pod number.
-     * @return the writer the pod is assigned to.
+     * @param pod a pod handle ({@link PodDirectory}).
+     * @return the writer the pod is assigned to: by its number, not its generation.
      */
-    public int writerOf(final int podNumber) {
-        return podNumber % queues.length;
+    public int writerOf(final int pod) {
+        return PodDirectory.number(pod) % queues.length;
     }
 
     /**
      * Queues a message for a pod's writer, waiting while the queue is full.
      *
-     * @param podNumber pod number.
-     * @param type      a {@link WriterMessages} type.
-     * @param src       payload buffer.
-     * @param offset    payload offset.
-     * @param length    payload length (0 for none).
+     * @param pod    pod handle ({@link PodDirectory}); the writer drops the message when it is no longer current.
+     * @param type   a {@link WriterMessages} type.
+     * @param src    payload buffer.
+     * @param offset payload offset.
+     * @param length payload length (0 for none).
      * @return false when the message is too large for the queue (counted, logged) or the pool is closed.
      */
-    public boolean offer(final int podNumber, final int type, final DirectBuffer src, final int offset,
+    public boolean offer(final int pod, final int type, final DirectBuffer src, final int offset,
         final int length) {
-        final RingBuffer queue = queues[podNumber % queues.length];
+        final int number = PodDirectory.number(pod);
+        final RingBuffer queue = queues[number % queues.length];
         final int total = WriterMessages.POD_NUMBER_LENGTH + length;
         if (total > queue.maxMsgLength()) {
             oversized.increment();
-            errors.report(CounterType.OVERSIZED_MESSAGES.typeId(), podNumber, () -> "pod "
-                + directory.podId(podNumber) + ": message of " + length + " bytes exceeds the writer queue's "
+            errors.report(CounterType.OVERSIZED_MESSAGES.typeId(), number, () -> "pod "
+                + directory.podId(pod) + ": message of " + length + " bytes exceeds the writer queue's "
                 + "largest message (" + queue.maxMsgLength() + " bytes); dropped. Raise the queue length");
             return false;
         }
@@ -204,7 +207,7 @@ public final class WriterPool implements AutoCloseable {
             final int claim = queue.tryClaim(type, total);
             if (claim > 0) {
                 final var b = queue.buffer();
-                b.putInt(claim, podNumber, ByteOrder.LITTLE_ENDIAN);
+                b.putInt(claim, pod, ByteOrder.LITTLE_ENDIAN);
                 if (length > 0) {
                     b.putBytes(claim + WriterMessages.POD_NUMBER_LENGTH, src, offset, length);
                 }
@@ -219,12 +222,12 @@ public final class WriterPool implements AutoCloseable {
     /**
      * Queues a message without payload.
      *
-     * @param podNumber pod number.
-     * @param type      a {@link WriterMessages} type.
+     * @param pod  pod handle ({@link PodDirectory}).
+     * @param type a {@link WriterMessages} type.
      * @return false when the pool is closed.
      */
-    public boolean offer(final int podNumber, final int type) {
-        return offer(podNumber, type, EMPTY, 0, 0);
+    public boolean offer(final int pod, final int type) {
+        return offer(pod, type, EMPTY, 0, 0);
     }
 
     private static final UnsafeBuffer EMPTY = new UnsafeBuffer(new byte[0]);
@@ -254,6 +257,17 @@ public final class WriterPool implements AutoCloseable {
      */
     public int writerCount() {
         return queues.length;
+    }
+
+    /**
+     * Hands a writer a task that runs on its thread between reads of its queue ({@link WriterTask}).
+     *
+     * @param writer a writer, 0 .. writers - 1.
+     * @param task   the task.
+     * @return false when the writer's inbox is full or the pool is closed (the task will not run).
+     */
+    public boolean submit(final int writer, final WriterTask task) {
+        return !closed && agents[writer].submit(task);
     }
 
     /**

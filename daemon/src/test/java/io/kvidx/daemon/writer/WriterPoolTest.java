@@ -25,6 +25,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 @Timeout(30)
@@ -192,6 +193,123 @@ class WriterPoolTest {
         assertEquals(1, counters.value(CounterType.PODS_TIMED_OUT));
         assertEquals(0, depth("pod-e", null));
         assertEquals(0, counters.value(CounterType.PODS_ALIVE));
+    }
+
+    /** A pool whose one writer the test runs by hand ({@link #drain}). */
+    private WriterPool handPool() {
+        return new WriterPool(1, 1 << 16, index, directory, counters, errors, SystemEpochClock.INSTANCE, 0,
+            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1));
+    }
+
+    private static void drain(final WriterPool hand) {
+        final WriterAgent agent = hand.agents()[0];
+        while (!hand.isIdle()) {
+            agent.doWork();
+        }
+    }
+
+    private byte[] stored(final int blocks) {
+        return new VllmPayloads(VllmPayloads.Shape.MAP, VllmPayloads.HashWidth.UINT64)
+            .stored(Arrays.copyOf(capture.blockHashes(), blocks), null,
+                Arrays.copyOf(capture.tokenIds(), blocks * 16), 16, null, "GPU").batch(0);
+    }
+
+    private static boolean offer(final WriterPool hand, final int pod, final byte[] payload) {
+        return hand.offer(pod, WriterMessages.VLLM_BATCH, new UnsafeBuffer(payload), 0, payload.length);
+    }
+
+    @Test
+    void shouldDropAndCountAMessageQueuedWithAnOldHandleAfterItsNumberWentToAnotherPod() {
+        final WriterPool hand = handPool();
+        final int old = directory.podNumber("pod-old", MODEL);
+        assertTrue(offer(hand, old, stored(25)));
+        drain(hand);
+        assertEquals(25, depth("pod-old", null));
+        assertTrue(hand.offer(old, WriterMessages.POD_DOWN));
+        drain(hand);
+        assertFalse(directory.isCurrent(old), "the writer freed the number of the pod it took down");
+        assertEquals(0, hand.agents()[0].podCount());
+
+        final int fresh = directory.podNumber("pod-new", MODEL);
+        assertEquals(PodDirectory.number(old), PodDirectory.number(fresh), "the number went to the new pod");
+        assertEquals(hand.writerOf(old), hand.writerOf(fresh), "same writer: routing is by number");
+        // A transport that cached the old handle queues the old pod's batch after the number changed hands.
+        assertTrue(offer(hand, old, stored(25)));
+        assertTrue(offer(hand, fresh, stored(10)));
+        assertTrue(offer(hand, old, stored(25)));
+        drain(hand);
+        assertEquals(2, counters.value(CounterType.STALE_POD_MESSAGES));
+        assertEquals(10, depth("pod-new", null), "the old pod's batches never reach the new one");
+        assertEquals(0, depth("pod-old", null));
+        assertEquals(1, counters.value(CounterType.PODS_ALIVE));
+        assertEquals(1, hand.agents()[0].podCount());
+    }
+
+    @Test
+    void shouldTakeTheOldPodDownWhenItsNumberChangedHandsBehindTheWritersBack() {
+        final WriterPool hand = handPool();
+        final int old = directory.podNumber("pod-gone", MODEL);
+        assertTrue(offer(hand, old, stored(25)));
+        drain(hand);
+        assertEquals(25, depth("pod-gone", null));
+        // Freed elsewhere (a transport that saw the pod's PodDown) and given to another pod before the writer heard.
+        assertTrue(directory.release(old));
+        final int fresh = directory.podNumber("pod-next", MODEL);
+        assertEquals(PodDirectory.number(old), PodDirectory.number(fresh));
+        assertTrue(offer(hand, fresh, stored(5)));
+        drain(hand);
+        assertEquals(0, depth("pod-gone", null), "the old state was taken down, not inherited");
+        assertEquals(5, depth("pod-next", null));
+        assertEquals(1, counters.value(CounterType.PODS_ALIVE));
+        assertEquals(0, counters.value(CounterType.STALE_POD_MESSAGES));
+    }
+
+    @Test
+    void shouldKeepAPinnedPodsNumberWhenItGoesDown() {
+        final WriterPool hand = handPool();
+        final int pinned = directory.pin("engine", MODEL);
+        assertTrue(offer(hand, pinned, stored(25)));
+        drain(hand);
+        assertTrue(hand.offer(pinned, WriterMessages.POD_DOWN));
+        drain(hand);
+        assertEquals(0, depth("engine", null), "taken down");
+        assertTrue(directory.isCurrent(pinned), "but it keeps its number");
+        assertTrue(offer(hand, pinned, stored(7)));
+        drain(hand);
+        assertEquals(7, depth("engine", null), "and comes back under the same handle");
+        assertEquals(0, counters.value(CounterType.STALE_POD_MESSAGES));
+    }
+
+    @Test
+    void shouldKeepTheWritersStateBoundedByTheLivePodsUnderChurn() throws InterruptedException {
+        pool.close();
+        final long timeoutMs = 50;
+        pool = new WriterPool(2, 1 << 16, index, directory, counters, errors, SystemEpochClock.INSTANCE, timeoutMs,
+            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1)).start();
+        final byte[] batch = stored(2);
+        // 300 names through a directory of 64: bursts of 20, each silent after its batch, a burst every 200 ms.
+        for (int i = 0; i < 300; i++) {
+            final int pod = directory.podNumber("churn-" + i, MODEL);
+            assertTrue(pod >= 0, "pod " + i + ": directory full at " + directory.count());
+            send(pod, batch);
+            if (i % 20 == 19) {
+                Thread.sleep(200);
+                // The maintenance agent's part: sweep the pods taken down so that their index slots are free again.
+                while (index.sweepStep() > 0) {
+                    Thread.onSpinWait();
+                }
+            }
+        }
+        final long deadline = System.currentTimeMillis() + 10_000;
+        while (directory.count() > 0 && System.currentTimeMillis() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(0, directory.count(), "every silent pod's number was freed");
+        assertTrue(directory.numbersHandedOut() < 64, "numbers handed out: " + directory.numbersHandedOut());
+        for (final WriterAgent agent : pool.agents()) {
+            assertTrue(agent.podCapacity() <= 64, "per-number arrays: " + agent.podCapacity());
+        }
+        assertEquals(300, counters.value(CounterType.PODS_TIMED_OUT));
     }
 
     @Test

@@ -36,6 +36,11 @@ import java.util.List;
  * lost events; no replay exists for SBE): counted, pod marked suspect. A step back is a publisher restart: the pod
  * is cleared first.
  *
+ * <p>Pods are {@link PodDirectory} handles. A PodDown frees the pod's number as soon as it is queued, so that the
+ * pod's next message (a restart right after) gets a new handle and is queued behind the PodDown; the last pod's
+ * cached handle is checked with {@link PodDirectory#isCurrent} before use, and the sequence tracked per number is
+ * started again when the number holds another handle.
+ *
  * <p><b>Note:</b> run by one {@link org.agrona.concurrent.AgentRunner}.
  */
 public final class AeronIngestAgent implements Agent, FragmentHandler {
@@ -58,6 +63,8 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
     private int lastPodIdLength = -1;
     private int lastPod = -1;
     private long[] lastSequence = new long[16];
+    /** The handle whose sequence {@link #lastSequence} tracks, per pod number. */
+    private int[] sequencePod = new int[16];
 
     /**
      * @param aeron     Aeron client.
@@ -120,33 +127,44 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
                 writers.offer(pod, WriterMessages.SBE_EVENT, buffer, offset, length);
             case PodRegisterDecoder.TEMPLATE_ID -> writers.offer(pod, WriterMessages.REGISTER);
             case PodHeartbeatDecoder.TEMPLATE_ID -> writers.offer(pod, WriterMessages.HEARTBEAT);
-            case PodDownDecoder.TEMPLATE_ID -> writers.offer(pod, WriterMessages.POD_DOWN);
+            case PodDownDecoder.TEMPLATE_ID -> {
+                writers.offer(pod, WriterMessages.POD_DOWN);
+                // Its writer applies the POD_DOWN for the state this handle names; a pinned pod keeps its number.
+                directory.release(pod);
+            }
             default -> decodeErrors.increment();
         }
     }
 
     private void track(final int pod, final long sequence) {
-        if (pod >= lastSequence.length) {
+        final int number = PodDirectory.number(pod);
+        if (number >= lastSequence.length) {
             final int old = lastSequence.length;
-            lastSequence = Arrays.copyOf(lastSequence, Math.max(pod + 1, old * 2));
+            lastSequence = Arrays.copyOf(lastSequence, Math.max(number + 1, old * 2));
+            sequencePod = Arrays.copyOf(sequencePod, lastSequence.length);
             Arrays.fill(lastSequence, old, lastSequence.length, -1);
         }
-        final long last = lastSequence[pod];
+        if (sequencePod[number] != pod) {
+            // The number's previous pod is gone: this one's sequence starts here.
+            sequencePod[number] = pod;
+            lastSequence[number] = -1;
+        }
+        final long last = lastSequence[number];
         if (last >= 0) {
             if (sequence <= last) {
                 resets.increment();
-                errors.report(CounterType.SEQUENCE_RESETS.typeId(), pod, () -> "Aeron pod " + directory.podId(pod)
+                errors.report(CounterType.SEQUENCE_RESETS.typeId(), number, () -> "Aeron pod " + directory.podId(pod)
                     + ": sequence went back from " + last + " to " + sequence + " (publisher restart); pod cleared");
                 writers.offer(pod, WriterMessages.CLEAR_POD);
             } else if (sequence > last + 1) {
                 gaps.increment();
-                errors.report(CounterType.SEQUENCE_GAPS.typeId(), pod, () -> "Aeron pod " + directory.podId(pod)
+                errors.report(CounterType.SEQUENCE_GAPS.typeId(), number, () -> "Aeron pod " + directory.podId(pod)
                     + ": sequence gap " + (last + 1) + ".." + (sequence - 1) + " (the publisher lost events; no "
                     + "replay over Aeron); pod marked suspect");
                 writers.offer(pod, WriterMessages.MARK_SUSPECT);
             }
         }
-        lastSequence[pod] = sequence;
+        lastSequence[number] = sequence;
     }
 
     private int resolvePod(final DirectBuffer buffer) {
@@ -160,7 +178,7 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
                     break;
                 }
             }
-            if (same) {
+            if (same && directory.isCurrent(lastPod)) {
                 return lastPod;
             }
         }

@@ -1,7 +1,6 @@
 package io.kvidx.daemon.ingest.zmq;
 
 import io.kvidx.daemon.state.PublisherProgress;
-import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterPool;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -13,7 +12,8 @@ import java.util.List;
  * ({@link PublisherProgress}), with the fingerprint of the batch applied under it. A barrier on the writer queues:
  * the sequences dispatched at one checkpoint are recorded at a later one, once every writer has consumed its
  * queue past the position it had at the first. Held batches (a replay in flight) are not dispatched yet, so they
- * are never recorded before they are applied.
+ * are never recorded before they are applied. The pod is recorded by its id ({@link Publisher#podId()}), never looked
+ * up by a handle that may have been freed and given to another pod meanwhile.
  *
  * <p><b>Note:</b> used by the ZeroMQ ingest thread only.
  */
@@ -21,24 +21,26 @@ final class Checkpoints {
     private final PublisherProgress progress;
     private final long intervalMs;
     private final WriterPool writers;
-    private final PodDirectory directory;
     private final UnsafeBuffer scratch = new UnsafeBuffer(new byte[0]);
     private Publisher[] publishers;
     private long nextMs;
     private long[] positions;
+    private boolean setChanged;
     private long[] sequences;
     private long[] fingerprints;
 
-    Checkpoints(final PublisherProgress progress, final long intervalMs, final WriterPool writers,
-        final PodDirectory directory) {
+    Checkpoints(final PublisherProgress progress, final long intervalMs, final WriterPool writers) {
         this.progress = progress;
         this.intervalMs = intervalMs;
         this.writers = writers;
-        this.directory = directory;
     }
 
     void publishers(final Publisher[] all) {
         this.publishers = all;
+        // The checkpoint in flight counted the publishers by their old indices: take a new one.
+        this.positions = null;
+        // ... and records the new set even when no sequence moved (a removed publisher's entry must go).
+        this.setChanged = true;
     }
 
     /**
@@ -47,16 +49,20 @@ final class Checkpoints {
      * @param now current time (ms).
      */
     void maybeCheckpoint(final long now) {
-        if (now < nextMs) {
+        if (publishers == null || now < nextMs) {
             return;
         }
         nextMs = now + intervalMs;
         if (positions != null && writers.appliedUpTo(positions)) {
             final List<PublisherProgress.Entry> entries = new ArrayList<>(publishers.length);
-            boolean changed = false;
+            boolean changed = setChanged;
+            setChanged = false;
             for (int i = 0; i < publishers.length; i++) {
+                if (publishers[i] == null) {
+                    continue;
+                }
                 entries.add(new PublisherProgress.Entry(publishers[i].config.endpoint(), sequences[i],
-                    podIdOf(publishers[i]), fingerprints[i]));
+                    publishers[i].podId(), fingerprints[i]));
                 changed |= sequences[i] != publishers[i].recorded;
                 publishers[i].recorded = sequences[i];
             }
@@ -69,6 +75,9 @@ final class Checkpoints {
             sequences = new long[publishers.length];
             fingerprints = new long[publishers.length];
             for (int i = 0; i < publishers.length; i++) {
+                if (publishers[i] == null) {
+                    continue;
+                }
                 sequences[i] = publishers[i].next - 1;
                 fingerprints[i] = publishers[i].fingerprint(scratch);
             }
@@ -84,15 +93,13 @@ final class Checkpoints {
         final List<PublisherProgress.Entry> entries = new ArrayList<>();
         if (publishers != null) {
             for (final Publisher p : publishers) {
-                entries.add(new PublisherProgress.Entry(p.config.endpoint(), p.next - 1, podIdOf(p),
+                if (p == null) {
+                    continue;
+                }
+                entries.add(new PublisherProgress.Entry(p.config.endpoint(), p.next - 1, p.podId(),
                     p.fingerprint(scratch)));
             }
         }
         return entries;
-    }
-
-    private String podIdOf(final Publisher p) {
-        final int pod = p.lastPod();
-        return pod < 0 ? null : directory.podId(pod);
     }
 }

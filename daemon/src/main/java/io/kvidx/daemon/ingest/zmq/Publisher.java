@@ -15,6 +15,10 @@ import org.zeromq.ZMonitor;
  * and its replay in flight with the live batches held meanwhile. The rules that move this state are
  * {@link Sequencer}'s.
  *
+ * <p>Pods are {@link PodDirectory} handles. An endpoint configured with a pod id pins it, so that the pod keeps its
+ * number while its engine is down, until {@link #close()}. The other handles it holds (topic pods, rank pods) are
+ * checked with {@link PodDirectory#isCurrent} before use and dropped or resolved again once stale.
+ *
  * <p><b>Note:</b> owned by the ZeroMQ ingest thread.
  */
 final class Publisher {
@@ -24,11 +28,21 @@ final class Publisher {
     final ZmqEndpoint config;
     final ZMQ.Socket sub;
     final ZMQ.Socket monitor;
+    /** The endpoint's configured pod (pinned), or -1 when its topics name the pods. */
     final int fixedPod;
+    /** Handles of the pods its batches went to (stale ones are pruned every heartbeat interval). */
     final IntArrayList pods = new IntArrayList();
     byte[] lastTopic = EMPTY;
+    /** The pod the last topic named (a handle that may be stale: {@link TopicPods#lastPod}), or -1. */
     int lastTopicPod = -1;
+    /** Its id and model, to resolve it again once its handle is stale. */
+    String lastTopicPodId;
+    String lastTopicModel;
+    /** The pod (a rank's pod when the batch named a rank) its last batch went to, or -1. */
+    int lastFedPod = -1;
     boolean connected;
+    private final PodDirectory directory;
+    private boolean closed;
 
     /** The next sequence to dispatch; -1 before the first. */
     long next = -1;
@@ -66,6 +80,7 @@ final class Publisher {
         final int holdCapacity, final int handshakeTimeoutMs) {
         this.index = index;
         this.config = config;
+        this.directory = directory;
         this.held = new HeldBatches(holdCapacity);
         this.sub = context.createSocket(SocketType.SUB);
         sub.setLinger(0);
@@ -80,8 +95,10 @@ final class Publisher {
         monitor.connect(monitorAddress);
         sub.connect(config.endpoint());
         if (config.podId() != null) {
-            fixedPod = directory.podNumber(config.podId(), config.model());
+            fixedPod = directory.pin(config.podId(), config.model());
             if (fixedPod < 0) {
+                monitor.close();
+                sub.close();
                 throw new IllegalStateException("too many pods: cannot add " + config.podId());
             }
             pods.addInt(fixedPod);
@@ -152,9 +169,26 @@ final class Publisher {
     }
 
     /**
-     * @return the pod number of the pod this publisher's batches went to last, or -1.
+     * @return the id of the pod the endpoint names (configured, or its last topic's), or null before any.
      */
-    int lastPod() {
-        return fixedPod >= 0 ? fixedPod : lastTopicPod;
+    String podId() {
+        return fixedPod >= 0 ? config.podId() : lastTopicPodId;
+    }
+
+    /**
+     * Closes the SUB socket and its monitor and unpins the configured pod (its writer frees the number once the pod
+     * is down and silent). Idempotent. Call on the ZeroMQ ingest thread, once the publisher is no longer polled.
+     */
+    void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        sub.monitor(null, 0);
+        sub.close();
+        monitor.close();
+        if (fixedPod >= 0) {
+            directory.unpin(fixedPod);
+        }
     }
 }

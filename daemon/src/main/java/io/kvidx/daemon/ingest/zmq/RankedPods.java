@@ -21,7 +21,10 @@ import org.agrona.concurrent.status.AtomicCounter;
  * rank whose pod id would exceed the pod table's 112 UTF-8 bytes, or that finds the pod directory full, drops the
  * batch ({@link CounterType#DP_RANK_PODS_REJECTED}) rather than mixing two caches in one pod.
  *
- * <p>Allocation-free once a (pod, rank) has been seen: the pod numbers are cached in a primitive map.
+ * <p>Allocation-free once a (pod, rank) has been seen: the pod handles are cached in a primitive map keyed by the
+ * base pod's handle and the rank. A cached rank pod whose handle is no longer current (it went down) is registered
+ * again; entries of base pods that went down are never looked up again, so the map is cleared when it holds more
+ * than {@value #BOUND_PER_POD} entries per pod the directory allows.
  *
  * <p><b>Note:</b> used by one transport thread.
  */
@@ -30,6 +33,8 @@ final class RankedPods {
     static final int REJECTED = -1;
 
     private static final long MISSING = Long.MIN_VALUE;
+    /** Map entries allowed per pod of the directory's maximum before the map is cleared. */
+    static final int BOUND_PER_POD = 4;
 
     private final PodDirectory directory;
     private final IngestErrors errors;
@@ -38,18 +43,20 @@ final class RankedPods {
     private final BatchRankReader reader = new BatchRankReader();
     private final UnsafeBuffer payload = new UnsafeBuffer(new byte[0]);
     private final Long2LongHashMap pods = new Long2LongHashMap(MISSING);
+    private final int bound;
 
     RankedPods(final PodDirectory directory, final IngestCounters counters, final IngestErrors errors) {
         this.directory = directory;
+        this.bound = BOUND_PER_POD * directory.maxPods();
         this.errors = errors;
         this.invalid = counters.get(CounterType.DP_RANKS_INVALID);
         this.rejected = counters.get(CounterType.DP_RANK_PODS_REJECTED);
     }
 
     /**
-     * @param basePod the pod number the topic or the endpoint names.
+     * @param basePod the pod handle the topic or the endpoint names (current).
      * @param batch   the batch's msgpack payload.
-     * @return the pod number of the batch's (pod, rank), or {@link #REJECTED}.
+     * @return the pod handle of the batch's (pod, rank), or {@link #REJECTED}.
      */
     int podOf(final int basePod, final byte[] batch) {
         payload.wrap(batch);
@@ -57,17 +64,18 @@ final class RankedPods {
     }
 
     /**
-     * @param basePod the pod number the topic or the endpoint names.
+     * @param basePod the pod handle the topic or the endpoint names (current).
      * @param batch   holds the batch's msgpack payload.
      * @param offset  where it starts.
      * @param length  its length.
-     * @return the pod number of the batch's (pod, rank), or {@link #REJECTED}.
+     * @return the pod handle of the batch's (pod, rank), or {@link #REJECTED}.
      */
     int podOf(final int basePod, final org.agrona.DirectBuffer batch, final int offset, final int length) {
         final int rank = reader.read(batch, offset, length);
         if (rank == BatchRankReader.INVALID_RANK) {
             invalid.increment();
-            errors.report(CounterType.DP_RANKS_INVALID.typeId(), basePod, () -> "pod " + directory.podId(basePod)
+            errors.report(CounterType.DP_RANKS_INVALID.typeId(), PodDirectory.number(basePod), () -> "pod "
+                + directory.podId(basePod)
                 + ": batch with a data-parallel rank that is not an integer in 0.." + DataParallelRanks.MAX_RANK
                 + "; applied to the plain pod (rank 0)");
             return basePod;
@@ -77,11 +85,14 @@ final class RankedPods {
         }
         final long key = ((long) basePod << 32) | rank;
         final long known = pods.get(key);
-        if (known != MISSING) {
+        if (known != MISSING && (known < 0 || directory.isCurrent((int) known))) {
             if (known < 0) {
                 rejected.increment();
             }
             return (int) known;
+        }
+        if (known == MISSING && pods.size() >= bound) {
+            pods.clear();
         }
         final int pod = register(basePod, rank);
         pods.put(key, pod);
@@ -95,15 +106,15 @@ final class RankedPods {
             id = DataParallelRanks.podId(base, rank);
         } catch (final IllegalArgumentException ex) {
             rejected.increment();
-            errors.report(CounterType.DP_RANK_PODS_REJECTED.typeId(), basePod, () -> "pod " + base + ": "
-                + ex.getMessage() + "; the batches of this rank are dropped (shorten the pod id)");
+            errors.report(CounterType.DP_RANK_PODS_REJECTED.typeId(), PodDirectory.number(basePod), () -> "pod "
+                + base + ": " + ex.getMessage() + "; the batches of this rank are dropped (shorten the pod id)");
             return REJECTED;
         }
         final int pod = directory.podNumber(id, directory.model(basePod));
         if (pod < 0) {
             rejected.increment();
-            errors.report(CounterType.DP_RANK_PODS_REJECTED.typeId(), basePod, () -> "pod " + base
-                + ": too many pods to add data-parallel rank pod " + id + "; its batches are dropped");
+            errors.report(CounterType.DP_RANK_PODS_REJECTED.typeId(), PodDirectory.number(basePod), () -> "pod "
+                + base + ": too many pods to add data-parallel rank pod " + id + "; its batches are dropped");
             return REJECTED;
         }
         return pod;

@@ -38,7 +38,6 @@ final class Sequencer implements MessageHandler {
     /** Replay mode: the engine restarted; its pods were cleared: rebuild them from its buffer. */
     static final int RESYNC = 3;
 
-    private final PodDirectory directory;
     private final WriterPool writers;
     private final IngestErrors errors;
     private final ReplayChannel channel;
@@ -65,7 +64,6 @@ final class Sequencer implements MessageHandler {
     Sequencer(final PodDirectory directory, final WriterPool writers, final IngestCounters counters,
         final IngestErrors errors, final ReplayChannel channel, final boolean clearOnReplayGap,
         final int replayTimeoutMs) {
-        this.directory = directory;
         this.writers = writers;
         this.errors = errors;
         this.channel = channel;
@@ -209,6 +207,13 @@ final class Sequencer implements MessageHandler {
         return true;
     }
 
+    /** A publisher is being removed: its replay in flight, if any, is cancelled (its replies are stale). */
+    void forget(final Publisher p) {
+        if (p.replaying) {
+            cancelReplay(p);
+        }
+    }
+
     private void cancelReplay(final Publisher p) {
         final int index = channel.requests.tryClaim(ReplayChannel.CANCEL, ReplayChannel.CANCEL_LENGTH);
         if (index >= 0) {
@@ -224,8 +229,9 @@ final class Sequencer implements MessageHandler {
     /** A reply from the replay thread. */
     @Override
     public void onMessage(final int type, final MutableDirectBuffer buffer, final int index, final int length) {
-        final Publisher p = publishers[buffer.getInt(index + ReplayChannel.PUBLISHER_OFFSET)];
-        if (!p.replaying || buffer.getInt(index + ReplayChannel.REPLAY_ID_OFFSET) != p.replayId) {
+        final int publisher = buffer.getInt(index + ReplayChannel.PUBLISHER_OFFSET);
+        final Publisher p = publisher < publishers.length ? publishers[publisher] : null;
+        if (p == null || !p.replaying || buffer.getInt(index + ReplayChannel.REPLAY_ID_OFFSET) != p.replayId) {
             return; // a replay given up or replaced
         }
         switch (type) {
@@ -267,7 +273,8 @@ final class Sequencer implements MessageHandler {
             p.dispatched(seq, BatchFingerprint.NONE);
             return;
         }
-        final int pod = topicLength > 0 ? topicPods.podOf(p, topicBytes(p, buffer, topic, topicLength)) : p.lastPod();
+        final int pod = topicLength > 0 ? topicPods.podOf(p, topicBytes(p, buffer, topic, topicLength))
+            : topicPods.lastPod(p);
         if (pod < 0) {
             if (topicLength == 0) {
                 framingError(p, "replayed batch without a pod (no topic, no pod configured)");
@@ -413,12 +420,9 @@ final class Sequencer implements MessageHandler {
     void recover(final Publisher p, final PublisherProgress.Entry e) {
         p.resume(e.sequence(), e.fingerprint());
         if (p.fixedPod < 0 && e.podId() != null) {
-            final int pod = directory.podNumber(e.podId(), p.config.model());
+            // A fresh handle (the directory is new); resolved again by its id should it go stale before it is used.
+            final int pod = topicPods.remember(p, p.lastTopic, e.podId(), p.config.model());
             if (pod >= 0) {
-                p.lastTopicPod = pod;
-                if (!p.pods.containsInt(pod)) {
-                    p.pods.addInt(pod);
-                }
                 writers.offer(pod, WriterMessages.REGISTER);
             }
         }
@@ -458,10 +462,14 @@ final class Sequencer implements MessageHandler {
      */
     private void apply(final Publisher p, final int pod, final DirectBuffer payload, final int offset,
         final int length) {
-        final int ranked = rankedPods.podOf(pod, payload, offset, length);
+        // An engine registered for one rank (its pod id names it) is that rank's pod, whatever the batch says.
+        final String fixedId = p.config.podId();
+        final int ranked = fixedId != null && io.kvidx.client.routing.DataParallelRanks.rankOf(fixedId) > 0 ? pod
+            : rankedPods.podOf(pod, payload, offset, length);
         if (ranked < 0) {
             return;
         }
+        p.lastFedPod = ranked;
         if (ranked != pod && !p.pods.containsInt(ranked)) {
             p.pods.addInt(ranked);
         }

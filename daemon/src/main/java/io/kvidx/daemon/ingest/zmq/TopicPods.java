@@ -11,7 +11,9 @@ import java.util.Arrays;
 /**
  * Names the pod of a ZeroMQ message: the pod configured for its endpoint, or the one its topic
  * {@code kv@<pod>@<model>} names (registered in the {@link PodDirectory} on first sight, remembered per publisher
- * so that a repeated topic costs one comparison). A topic that names no pod is a framing error, counted and logged.
+ * so that a repeated topic costs one comparison and one {@link PodDirectory#isCurrent} read; a remembered handle
+ * that is no longer current, its pod having gone down, is resolved again: a new handle). A topic that names no pod
+ * is a framing error, counted and logged.
  *
  * <p><b>Note:</b> used by the ZeroMQ ingest thread only (through its {@link Sequencer}).
  */
@@ -34,7 +36,7 @@ final class TopicPods {
         if (p.fixedPod >= 0) {
             return p.fixedPod;
         }
-        if (Arrays.equals(topic, p.lastTopic)) {
+        if (Arrays.equals(topic, p.lastTopic) && directory.isCurrent(p.lastTopicPod)) {
             return p.lastTopicPod;
         }
         // SGLang publishers with a snapshot endpoint append "\0sgl-kv-epoch=<epoch>" (and barrier markers) to the
@@ -51,16 +53,47 @@ final class TopicPods {
         }
         final String model = parts.length > 2 ? String.join("@", Arrays.copyOfRange(parts, 2, parts.length))
             : p.config.model();
-        final int pod = directory.podNumber(parts[1], model == null || model.isEmpty() ? p.config.model() : model);
+        final int pod = remember(p, topic, parts[1], model == null || model.isEmpty() ? p.config.model() : model);
         if (pod < 0) {
             framingError(p, "too many pods; topic '" + t + "' dropped");
-            return -1;
         }
-        if (!p.pods.containsInt(pod)) {
+        return pod;
+    }
+
+    /**
+     * @return the pod the publisher's batches go to when a batch names none (a replay reply without a topic): the
+     * endpoint's, or its last topic's (resolved again when its handle is stale); -1 when neither (or the directory
+     * is full, counted and logged).
+     */
+    int lastPod(final Publisher p) {
+        if (p.fixedPod >= 0) {
+            return p.fixedPod;
+        }
+        if (p.lastTopicPod < 0 || directory.isCurrent(p.lastTopicPod)) {
+            return p.lastTopicPod;
+        }
+        final int pod = remember(p, p.lastTopic, p.lastTopicPodId, p.lastTopicModel);
+        if (pod < 0) {
+            framingError(p, "too many pods; pod " + p.lastTopicPodId + " dropped");
+        }
+        return pod;
+    }
+
+    /**
+     * Resolves a pod id to its handle and makes it the publisher's last topic pod, with the topic that named it
+     * (empty when the pod came from a daemon restart's record).
+     *
+     * @return the handle, or -1 when the directory is full (the publisher's last topic pod is then none).
+     */
+    int remember(final Publisher p, final byte[] topic, final String podId, final String model) {
+        final int pod = directory.podNumber(podId, model);
+        if (pod >= 0 && !p.pods.containsInt(pod)) {
             p.pods.addInt(pod);
         }
         p.lastTopic = topic;
         p.lastTopicPod = pod;
+        p.lastTopicPodId = podId;
+        p.lastTopicModel = model;
         return pod;
     }
 

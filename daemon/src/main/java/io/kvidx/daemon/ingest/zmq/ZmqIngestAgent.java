@@ -13,6 +13,7 @@ import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.EpochClock;
+import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.zeromq.ZContext;
 
 import java.nio.ByteBuffer;
@@ -61,6 +62,12 @@ public final class ZmqIngestAgent implements Agent {
     private static final int REPLY_LIMIT = 64;
     /** Bytes of live batches held per publisher while its replay is in flight. */
     static final int HOLD_CAPACITY_BYTES = 4 << 20;
+    /** Subscription changes queued for the ingest thread at most. */
+    static final int CHANGES_CAPACITY = 4096;
+
+    /** A subscription added or dropped at runtime, applied by the ingest thread. */
+    private record Change(ZmqEndpoint endpoint, boolean add) {
+    }
 
     private final List<ZmqEndpoint> endpoints;
     private final PodDirectory directory;
@@ -76,10 +83,13 @@ public final class ZmqIngestAgent implements Agent {
     private final Sequencer sequencer;
     private final Checkpoints checkpoints;
     private final byte[][] frames = new byte[4][];
+    private final PublisherConfigs configs = new PublisherConfigs();
+    private final ManyToOneConcurrentArrayQueue<Change> changes = new ManyToOneConcurrentArrayQueue<>(CHANGES_CAPACITY);
     private ZContext context;
-    private Publisher[] publishers;
+    private Publisher[] publishers = new Publisher[0];
     private AgentRunner replayRunner;
     private long nextHeartbeatMs;
+    private int replayIdBase;
 
     /**
      * How the agent survives a daemon restart.
@@ -121,23 +131,16 @@ public final class ZmqIngestAgent implements Agent {
         this.sequencer = new Sequencer(directory, writers, counters, errors, channel,
             recovery != null && recovery.clearOnReplayGap(), replayTimeoutMs);
         this.checkpoints = new Checkpoints(recovery == null ? null : recovery.progress(),
-            recovery == null ? 0 : recovery.checkpointIntervalMs(), writers, directory);
+            recovery == null ? 0 : recovery.checkpointIntervalMs(), writers);
     }
 
     @Override
     public void onStart() {
         context = new ZContext(1);
-        publishers = new Publisher[endpoints.size()];
-        for (int i = 0; i < publishers.length; i++) {
-            publishers[i] = new Publisher(i, endpoints.get(i), context, directory, HOLD_CAPACITY_BYTES,
-                handshakeTimeoutMs);
-            if (publishers[i].fixedPod >= 0) {
-                writers.offer(publishers[i].fixedPod, WriterMessages.REGISTER);
-            }
+        for (final ZmqEndpoint e : endpoints) {
+            add(e);
         }
-        sequencer.publishers(publishers);
-        checkpoints.publishers(publishers);
-        final ZmqReplayAgent replay = new ZmqReplayAgent(endpoints, channel, counters, errors, clock,
+        final ZmqReplayAgent replay = new ZmqReplayAgent(configs, channel, counters, errors, clock,
             replayTimeoutMs, handshakeTimeoutMs);
         replayRunner = new AgentRunner(new BackoffIdleStrategy(100, 10, 1_000, 1_000_000),
             AgentErrorHandler.of(replay.roleName(), errors, counters.get(CounterType.AGENT_ERRORS)), null, replay);
@@ -145,10 +148,93 @@ public final class ZmqIngestAgent implements Agent {
         if (recovery != null) {
             final Map<String, PublisherProgress.Entry> recorded = recovery.progress().read();
             for (final Publisher p : publishers) {
-                final PublisherProgress.Entry e = recorded.get(p.config.endpoint());
+                final PublisherProgress.Entry e = p == null ? null : recorded.get(p.config.endpoint());
                 if (e != null && e.sequence() >= 0) {
                     sequencer.recover(p, e);
                 }
+            }
+        }
+    }
+
+    /**
+     * Subscribes to one more publisher (a registered engine) from any thread; the ingest thread connects within its
+     * next duty cycle, and the publisher's first batch triggers a replay from its start, as at startup.
+     *
+     * @param endpoint the subscription.
+     * @return false when too many changes are queued (the caller retries).
+     */
+    public boolean subscribe(final ZmqEndpoint endpoint) {
+        return changes.offer(new Change(endpoint, true));
+    }
+
+    /**
+     * Drops a publisher's subscription from any thread: the ingest thread closes its socket, cancels its replay and
+     * takes its pods down (their alive bits at once, their blocks swept after), and frees their identities.
+     *
+     * @param endpoint the subscription, as subscribed.
+     * @return false when too many changes are queued (the caller retries).
+     */
+    public boolean unsubscribe(final ZmqEndpoint endpoint) {
+        return changes.offer(new Change(endpoint, false));
+    }
+
+    private int applyChanges() {
+        int work = 0;
+        Change c;
+        while ((c = changes.poll()) != null) {
+            if (c.add()) {
+                add(c.endpoint());
+            } else {
+                remove(c.endpoint());
+            }
+            work++;
+        }
+        return work;
+    }
+
+    private void add(final ZmqEndpoint endpoint) {
+        int index = 0;
+        while (index < publishers.length && publishers[index] != null) {
+            index++;
+        }
+        final Publisher p;
+        try {
+            p = new Publisher(index, endpoint, context, directory, HOLD_CAPACITY_BYTES, handshakeTimeoutMs);
+        } catch (final RuntimeException ex) {
+            errors.report(CounterType.FRAMING_ERRORS.typeId(), -1 - index, () -> "ZeroMQ " + endpoint.endpoint()
+                + ": cannot subscribe: " + ex.getMessage());
+            return;
+        }
+        // A new publisher at a reused index starts its replay ids after the old one's: late replies stay stale.
+        p.replayId = ++replayIdBase << 16;
+        if (index == publishers.length) {
+            publishers = java.util.Arrays.copyOf(publishers, index + 1);
+        }
+        configs.set(index, endpoint);
+        publishers[index] = p;
+        sequencer.publishers(publishers);
+        checkpoints.publishers(publishers);
+        if (p.fixedPod >= 0) {
+            writers.offer(p.fixedPod, WriterMessages.REGISTER);
+        }
+    }
+
+    private void remove(final ZmqEndpoint endpoint) {
+        for (int i = 0; i < publishers.length; i++) {
+            final Publisher p = publishers[i];
+            if (p != null && p.config.equals(endpoint)) {
+                sequencer.forget(p);
+                publishers[i] = null;
+                configs.set(i, null);
+                sequencer.publishers(publishers);
+                checkpoints.publishers(publishers);
+                final int[] pods = p.pods.toIntArray();
+                p.close();
+                // After the unpin: the writer frees each pod's identity once it has taken the pod down.
+                for (final int pod : pods) {
+                    writers.offer(pod, WriterMessages.POD_DOWN);
+                }
+                return;
             }
         }
     }
@@ -163,8 +249,11 @@ public final class ZmqIngestAgent implements Agent {
 
     @Override
     public int doWork() {
-        int work = 0;
+        int work = applyChanges();
         for (final Publisher p : publishers) {
+            if (p == null) {
+                continue;
+            }
             // Before its messages: a disconnect must be seen before what the publisher sends after reconnecting.
             p.pollMonitor();
             work += poll(p);
@@ -177,14 +266,44 @@ public final class ZmqIngestAgent implements Agent {
         if (now >= nextHeartbeatMs) {
             nextHeartbeatMs = now + heartbeatIntervalMs;
             for (final Publisher p : publishers) {
-                if (p.connected) {
-                    for (int i = 0; i < p.pods.size(); i++) {
-                        writers.offer(p.pods.getInt(i), WriterMessages.HEARTBEAT);
+                if (p != null) {
+                    prunePods(p);
+                    if (p.connected) {
+                        heartbeat(p);
                     }
                 }
             }
         }
         return work;
+    }
+
+    /** Drops the publisher's pods whose handles are stale (they went down): its pod list stays bounded. */
+    private void prunePods(final Publisher p) {
+        for (int i = p.pods.size() - 1; i >= 0; i--) {
+            if (!directory.isCurrent(p.pods.getInt(i))) {
+                p.pods.fastUnorderedRemove(i);
+            }
+        }
+    }
+
+    /**
+     * A connected publisher vouches for the pods it names now: its configured pod, its last topic's pod and the pod
+     * (rank pod) its last batch went to. Pods it named before and names no longer (a renamed engine, a publisher of
+     * many pods) go down after the pod timeout unless they send.
+     */
+    private void heartbeat(final Publisher p) {
+        final int fixed = p.fixedPod;
+        final int topic = p.lastTopicPod;
+        final int fed = p.lastFedPod;
+        if (fixed >= 0) {
+            writers.offer(fixed, WriterMessages.HEARTBEAT);
+        }
+        if (topic >= 0 && topic != fixed && directory.isCurrent(topic)) {
+            writers.offer(topic, WriterMessages.HEARTBEAT);
+        }
+        if (fed >= 0 && fed != fixed && fed != topic && directory.isCurrent(fed)) {
+            writers.offer(fed, WriterMessages.HEARTBEAT);
+        }
     }
 
     private int poll(final Publisher p) {
@@ -211,6 +330,11 @@ public final class ZmqIngestAgent implements Agent {
     @Override
     public void onClose() {
         CloseHelper.quietClose(replayRunner);
+        for (final Publisher p : publishers) {
+            if (p != null) {
+                p.close();
+            }
+        }
         if (context != null) {
             context.close();
         }

@@ -14,7 +14,6 @@ import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
 import java.nio.ByteBuffer;
-import java.util.List;
 
 /**
  * Talks to the engines' replay sockets on a thread of its own, so that a slow, silent or unreachable replay socket
@@ -47,7 +46,8 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
     private final int handshakeTimeoutMs;
     private final AtomicCounter framingErrors;
     private final AtomicCounter oversized;
-    private final Replay[] replays;
+    private final PublisherConfigs configs;
+    private Replay[] replays = new Replay[0];
     private final byte[][] frames = new byte[4][];
     private ZContext context;
     private long now;
@@ -78,8 +78,9 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
         }
     }
 
-    ZmqReplayAgent(final List<ZmqEndpoint> endpoints, final ReplayChannel channel, final IngestCounters counters,
+    ZmqReplayAgent(final PublisherConfigs configs, final ReplayChannel channel, final IngestCounters counters,
         final IngestErrors errors, final EpochClock clock, final int timeoutMs, final int handshakeTimeoutMs) {
+        this.configs = configs;
         this.channel = channel;
         this.handshakeTimeoutMs = handshakeTimeoutMs;
         this.errors = errors;
@@ -87,10 +88,6 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
         this.timeoutMs = timeoutMs;
         this.framingErrors = counters.get(CounterType.FRAMING_ERRORS);
         this.oversized = counters.get(CounterType.OVERSIZED_MESSAGES);
-        this.replays = new Replay[endpoints.size()];
-        for (int i = 0; i < replays.length; i++) {
-            replays[i] = new Replay(i, endpoints.get(i));
-        }
     }
 
     @Override
@@ -103,7 +100,7 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
         now = clock.time();
         int work = channel.requests.read(this, REQUEST_LIMIT);
         for (final Replay r : replays) {
-            if (r.active) {
+            if (r != null && r.active) {
                 work += pump(r);
             }
         }
@@ -112,7 +109,10 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
 
     @Override
     public void onMessage(final int type, final MutableDirectBuffer buffer, final int index, final int length) {
-        final Replay r = replays[buffer.getInt(index + ReplayChannel.PUBLISHER_OFFSET)];
+        final Replay r = replay(buffer.getInt(index + ReplayChannel.PUBLISHER_OFFSET));
+        if (r == null) {
+            return; // the publisher was removed
+        }
         final int id = buffer.getInt(index + ReplayChannel.REPLAY_ID_OFFSET);
         if (type == ReplayChannel.REQUEST) {
             if (r.active) {
@@ -132,6 +132,29 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
             r.pending = false;
             r.pendingEnd = -1;
         }
+    }
+
+    /**
+     * The replay state of a publisher index, made anew when the index now belongs to another subscription (a
+     * publisher removed and another added at runtime); null when the index holds none.
+     */
+    private Replay replay(final int publisher) {
+        final ZmqEndpoint config = configs.get(publisher);
+        if (publisher >= replays.length) {
+            replays = java.util.Arrays.copyOf(replays, Math.max(publisher + 1, 2 * replays.length));
+        }
+        Replay r = replays[publisher];
+        if (r != null && r.config != config) {
+            closeSocket(r);
+            r.active = false;
+            r = null;
+            replays[publisher] = null;
+        }
+        if (r == null && config != null) {
+            r = new Replay(publisher, config);
+            replays[publisher] = r;
+        }
+        return r;
     }
 
     private void request(final Replay r, final long from) {

@@ -1,0 +1,38 @@
+package io.kvidx.daemon.serve;
+
+import io.kvidx.daemon.membership.Membership;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * What the HTTP API asks of the daemon besides the index it reads: the membership table, snapshots and metrics.
+ * The daemon implements it; tests may give their own.
+ */
+public interface FleetApi {
+    /**
+     * @return the daemon's table of engines.
+     */
+    Membership membership();
+
+    /**
+     * Takes a snapshot a peer can load ({@code --peer}); never blocks the caller.
+     *
+     * @return the snapshot's bytes, once taken.
+     */
+    CompletableFuture<byte[]> snapshot();
+
+    /**
+     * Writes the Prometheus text exposition of the daemon's metrics.
+     *
+     * @param out where to write.
+     * @throws IOException when writing fails.
+     */
+    void scrapeMetrics(OutputStream out) throws IOException;
+
+    /**
+     * @return the largest heartbeat age (ms) at which {@code /health} still answers 200.
+     */
+    long healthMaxHeartbeatAgeMs();
+}

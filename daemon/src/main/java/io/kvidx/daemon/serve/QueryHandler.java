@@ -1,0 +1,251 @@
+package io.kvidx.daemon.serve;
+
+import com.fasterxml.jackson.core.JsonGenerator;
+import io.kvidx.client.index.IndexException;
+import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.PodSet;
+import io.kvidx.client.index.PrefixResult;
+import io.kvidx.client.keys.RouterKeyHasher;
+import io.kvidx.client.tiers.TierMap;
+import io.kvidx.client.tiers.TierMapDescriptor;
+import io.kvidx.daemon.membership.Engine;
+import io.kvidx.daemon.ops.PodStatsFile;
+
+import java.io.IOException;
+
+/**
+ * {@code POST /query} and {@code POST /query_by_hash}: the longest cached prefix of a prompt per instance and
+ * data-parallel rank, in tokens, answered by the same {@link IndexReader} search a JVM router runs in process.
+ * {@code /query} hashes the token ids into kvidx router keys (docs/keys.md) seeded by the model, LoRA adapter and
+ * cache salt; {@code /query_by_hash} takes those keys from a caller that hashed the prompt itself.
+ *
+ * <p>The answer carries both shapes the peers use: Dynamo's {@code scores} / {@code tree_sizes} /
+ * {@code frequencies}, and Mooncake's {@code instances} with per-tier prefixes ({@code gpu}, {@code cpu},
+ * {@code disk}, in tokens) and per-rank detail. A chain longer than the index's maximum chain length is answered for
+ * its first {@code maxChainLength} blocks.
+ *
+ * <p>Allocation: the token ids, keys and result live in this handler's reused arrays; what a request allocates
+ * (the parser, the generator, a few strings) does not grow with the prompt.
+ *
+ * <p><b>Note:</b> one instance per event-loop thread.
+ */
+final class QueryHandler {
+    private static final int GPU = 0;
+    private static final int CPU = 1;
+    private static final int DISK = 2;
+
+    private final IndexReader reader;
+    private final PodTableView.Source pods;
+    private final TierMap tiers;
+    private final PodStatsFile stats;
+    private final RouterKeyHasher hasher;
+    private final int blockSize;
+    private final int maxChain;
+    private final long[] keys;
+    private final PrefixResult result;
+    private final int[][] tierDepth = new int[3][];
+
+    QueryHandler(final IndexReader reader, final PodTableView.Source pods, final TierMap tiers,
+        final PodStatsFile stats) {
+        this.reader = reader;
+        this.pods = pods;
+        this.tiers = tiers;
+        this.stats = stats;
+        this.blockSize = reader.blockSize();
+        this.hasher = new RouterKeyHasher(blockSize);
+        this.maxChain = reader.maxChainLength();
+        this.keys = new long[maxChain];
+        this.result = new PrefixResult();
+        for (int t = 0; t < tierDepth.length; t++) {
+            tierDepth[t] = new int[reader.maxPods()];
+        }
+    }
+
+    /**
+     * Answers a query whose body has been read.
+     *
+     * @param body    the request.
+     * @param byHash  true for {@code /query_by_hash} (keys given), false for {@code /query} (token ids given).
+     * @param out     where the JSON answer goes.
+     * @throws ApiException for a request the API refuses.
+     * @throws IOException  when the answer cannot be written.
+     */
+    void answer(final RequestBody body, final boolean byHash, final JsonGenerator out) throws IOException {
+        if (byHash ? !body.hasHashes : !body.hasTokens) {
+            throw ApiException.missing(byHash ? "block_hashes" : "token_ids");
+        }
+        if (body.blockSize > 0 && body.blockSize != blockSize) {
+            throw new ApiException(400, ApiException.WRONG_BLOCK_SIZE, "block_size " + body.blockSize
+                + " is not the cell's router block size " + blockSize);
+        }
+        PodTableView view = pods.current();
+        final String group = body.group == null || body.group.isEmpty() ? Engine.DEFAULT_GROUP : body.group;
+        String model = body.model;
+        if (model == null) {
+            model = view.onlyModel();
+            if (model == null) {
+                throw ApiException.missing("model_name");
+            }
+        }
+        final PodSet candidates = view.candidates(model, group);
+        if (candidates == null) {
+            throw new ApiException(404, ApiException.UNKNOWN_MODEL, "no indexer for model=" + model + " tenant="
+                + group);
+        }
+        final int n;
+        if (byHash) {
+            n = Math.min(body.hashCount, maxChain);
+            System.arraycopy(body.hashes, 0, keys, 0, n);
+        } else {
+            final int tokens = Math.min(body.tokenCount, maxChain * blockSize);
+            n = hasher.keys(RouterKeyHasher.chainSeed(model, body.lora, body.salt), body.tokens, tokens, keys);
+        }
+        try {
+            reader.query(keys, n, candidates, result);
+        } catch (final IndexException ex) {
+            throw new ApiException(503, ApiException.UNAVAILABLE, "the index cannot answer now: " + ex.getMessage());
+        }
+        if (result.podTableVersion() != view.podTableVersion) {
+            view = pods.current();
+        }
+        tierDepths(n, tiers != null && tiers.isAttached());
+        write(out, view, n);
+    }
+
+    /**
+     * Per pod with a match, the leading blocks it holds in each tier, cumulative as the peers count them: {@code gpu}
+     * the leading blocks on GPU (a block of unknown tier counts as GPU, vLLM's default medium, as
+     * {@link TierMap#tierOf} does), {@code cpu} those on GPU or CPU memory, {@code disk} those on any medium (the
+     * whole match). Without a tier map every tier is the whole match.
+     */
+    private void tierDepths(final int n, final boolean withTiers) {
+        for (int i = 0; i < result.count(); i++) {
+            final int slot = result.slot(i);
+            final int depth = Math.min(result.depth(i), n);
+            int gpu = -1;
+            int cpu = -1;
+            for (int b = 0; withTiers && b < depth && cpu < 0; b++) {
+                final int bits = tiers.tierBits(slot, keys[b]);
+                final int held = bits < 0 ? 0 : bits & TierMapDescriptor.MEDIA_MASK;
+                final boolean inGpu = held == 0 || (held & TierMapDescriptor.MEDIUM_GPU) != 0;
+                final boolean inCpu = inGpu || (held & TierMapDescriptor.MEDIUM_CPU) != 0;
+                if (gpu < 0 && !inGpu) {
+                    gpu = b;
+                }
+                if (!inCpu) {
+                    cpu = b;
+                }
+            }
+            tierDepth[GPU][slot] = gpu < 0 ? depth : gpu;
+            tierDepth[CPU][slot] = cpu < 0 ? depth : cpu;
+            tierDepth[DISK][slot] = depth;
+        }
+    }
+
+    private void write(final JsonGenerator out, final PodTableView view, final int n) throws IOException {
+        final int count = result.count();
+        out.writeStartObject();
+        // Dynamo's shape: scores (the GPU match, in tokens) and tree sizes (blocks held) per instance, per rank.
+        out.writeObjectFieldStart("scores");
+        writePerRank(out, view, count, false);
+        out.writeEndObject();
+        out.writeObjectFieldStart("tree_sizes");
+        writePerRank(out, view, count, true);
+        out.writeEndObject();
+        // frequencies[i]: how many pods hold block i of the prompt.
+        out.writeArrayFieldStart("frequencies");
+        final int maxDepth = result.maxDepth();
+        for (int b = 0; b < maxDepth; b++) {
+            int holders = 0;
+            for (int i = 0; i < count; i++) {
+                if (result.depth(i) > b) {
+                    holders++;
+                }
+            }
+            out.writeNumber(holders);
+        }
+        out.writeEndArray();
+        // Mooncake's shape: per instance the longest prefix and per tier, with per-rank detail.
+        out.writeObjectFieldStart("instances");
+        for (int i = 0; i < count; i++) {
+            final int slot = result.slot(i);
+            if (result.depth(i) <= 0 || !isFirstOfInstance(view, i)) {
+                continue;
+            }
+            final String instance = view.instance[slot];
+            out.writeObjectFieldStart(instance);
+            int best = 0;
+            int gpu = 0;
+            int cpu = 0;
+            int disk = 0;
+            for (int j = i; j < count; j++) {
+                final int s = result.slot(j);
+                if (result.depth(j) > 0 && instance.equals(view.instance[s])) {
+                    best = Math.max(best, result.depth(j));
+                    gpu = Math.max(gpu, tierDepth[GPU][s]);
+                    cpu = Math.max(cpu, tierDepth[CPU][s]);
+                    disk = Math.max(disk, tierDepth[DISK][s]);
+                }
+            }
+            out.writeNumberField("longest_matched", best * blockSize);
+            out.writeNumberField("gpu", gpu * blockSize);
+            out.writeNumberField("cpu", cpu * blockSize);
+            out.writeNumberField("disk", disk * blockSize);
+            // Per rank, the GPU match (Dynamo's score of that rank).
+            out.writeObjectFieldStart("dp");
+            for (int j = i; j < count; j++) {
+                final int s = result.slot(j);
+                if (result.depth(j) > 0 && instance.equals(view.instance[s])) {
+                    out.writeNumberField(Integer.toString(view.dpRank[s]), tierDepth[GPU][s] * blockSize);
+                }
+            }
+            out.writeEndObject();
+            out.writeEndObject();
+        }
+        out.writeEndObject();
+        out.writeNumberField("block_size", blockSize);
+        out.writeNumberField("query_blocks", n);
+        out.writeEndObject();
+    }
+
+    /** Writes {instance: {rank: value}} for the pods with a match: the match in tokens, or the blocks held. */
+    private void writePerRank(final JsonGenerator out, final PodTableView view, final int count,
+        final boolean treeSize) throws IOException {
+        for (int i = 0; i < count; i++) {
+            if (result.depth(i) <= 0 || !isFirstOfInstance(view, i)) {
+                continue;
+            }
+            final String instance = view.instance[result.slot(i)];
+            out.writeObjectFieldStart(instance);
+            for (int j = i; j < count; j++) {
+                final int s = result.slot(j);
+                if (result.depth(j) > 0 && instance.equals(view.instance[s])) {
+                    out.writeFieldName(Integer.toString(view.dpRank[s]));
+                    out.writeNumber(treeSize ? blocksHeld(s, view) : (long) tierDepth[GPU][s] * blockSize);
+                }
+            }
+            out.writeEndObject();
+        }
+    }
+
+    private long blocksHeld(final int slot, final PodTableView view) {
+        if (stats == null || slot >= stats.slots() || stats.generation(slot) != view.generation[slot]) {
+            return 0;
+        }
+        return stats.blocks(slot);
+    }
+
+    /** True when no earlier pod of the answer with a match belongs to the same instance. */
+    private boolean isFirstOfInstance(final PodTableView view, final int i) {
+        final String instance = view.instance[result.slot(i)];
+        if (instance == null) {
+            return false;
+        }
+        for (int j = 0; j < i; j++) {
+            if (result.depth(j) > 0 && instance.equals(view.instance[result.slot(j)])) {
+                return false;
+            }
+        }
+        return true;
+    }
+}
