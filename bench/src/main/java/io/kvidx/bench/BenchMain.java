@@ -5,7 +5,8 @@ import java.util.Arrays;
 /**
  * Main class of kvidx-bench.jar: {@code query} and {@code xproc} run the short harness comparisons, {@code trace}
  * replays a request trace through the daemon and a router process ({@link io.kvidx.bench.trace.TraceBench}), {@code restart}
- * times a writer's re-attach to a large index ({@link RestartBench}), {@code tokenize} runs the text-to-router-keys
+ * times a writer's re-attach to a large index ({@link RestartBench}), {@code http} times {@code POST /query}
+ * against an in-process daemon ({@link HttpQueryBench}), {@code tokenize} runs the text-to-router-keys
  * JMH benchmark and summarises it ({@link io.kvidx.bench.tokenize.TokenizeBench}); anything
  * else is handed to JMH's {@code org.openjdk.jmh.Main} (benchmark names, -prof gc, -h, ...).
  */
@@ -50,6 +51,19 @@ public final class BenchMain {
                     return;
                 }
                 RestartBench.run(options, System.out);
+                System.exit(0);
+            }
+            case "http" -> {
+                final HttpQueryBench.Options options;
+                try {
+                    options = HttpQueryBench.Options.parse(rest);
+                } catch (final IllegalArgumentException ex) {
+                    System.err.println("kvidx bench http: " + ex.getMessage());
+                    System.err.println(HttpQueryBench.usage());
+                    System.exit(2);
+                    return;
+                }
+                HttpQueryBench.run(options, System.out);
                 System.exit(0);
             }
             case "trace" -> {

@@ -236,6 +236,8 @@ public final class KvidxDaemon implements AutoCloseable {
             return;
         }
         final long start = System.nanoTime();
+        // Until the load finishes, this new index is not to be continued: a failed start catches up again next time.
+        SnapshotLoader.markUnfinished(stateDir, "catch-up from peer " + peer);
         final SnapshotView view;
         try {
             view = SnapshotView.wrap(PeerClient.fetch(peer, context.peerTimeoutMs(), context.snapshotMaxBytes()),
@@ -243,6 +245,7 @@ public final class KvidxDaemon implements AutoCloseable {
         } catch (final SnapshotException ex) {
             if (context.peerOptional()) {
                 LOG.warn("no snapshot from peer {} ({}); starting empty (peerOptional)", peer, ex.getMessage());
+                SnapshotLoader.markFinished(stateDir);
                 return;
             }
             throw new IllegalStateException("cannot catch up from peer " + peer + ": " + ex.getMessage()

@@ -21,7 +21,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>A snapshot of another block size or key scheme is refused before anything is written. A load that fails
  * part-way leaves a marker file ({@value #MARKER_FILE_NAME} in the state directory) until it finishes: the next
- * start sees it and creates a new index instead of re-attaching to a half-loaded one ({@link #unfinished}).
+ * start sees it and creates a new index instead of re-attaching to a half-loaded one ({@link #unfinished}). The
+ * daemon writes the marker before it even fetches the snapshot, so that a start that failed to catch up (peer
+ * unreachable, snapshot refused) catches up again at the next start rather than continuing from an empty index.
  *
  * <p><b>Note:</b> one thread (the daemon's start), before any writer thread uses the index.
  */
@@ -73,6 +75,37 @@ public final class SnapshotLoader {
     }
 
     /**
+     * Records that a catch-up into the cell of this state directory has started: until {@link #markFinished}, the
+     * cell's index is not to be re-attached to.
+     *
+     * @param stateDir a cell's state directory.
+     * @param why      what is being loaded (written into the marker for operators).
+     */
+    public static void markUnfinished(final Path stateDir, final String why) {
+        final Path marker = stateDir.resolve(MARKER_FILE_NAME);
+        try {
+            Files.createDirectories(stateDir);
+            Files.writeString(marker, why + "\n");
+        } catch (final IOException ex) {
+            throw new UncheckedIOException("cannot write " + marker, ex);
+        }
+    }
+
+    /**
+     * Records that the catch-up into the cell of this state directory finished (or was given up for an empty start).
+     *
+     * @param stateDir a cell's state directory.
+     */
+    public static void markFinished(final Path stateDir) {
+        final Path marker = stateDir.resolve(MARKER_FILE_NAME);
+        try {
+            Files.deleteIfExists(marker);
+        } catch (final IOException ex) {
+            throw new UncheckedIOException("cannot delete " + marker, ex);
+        }
+    }
+
+    /**
      * Verifies and loads a snapshot.
      *
      * @param bytes the snapshot.
@@ -96,13 +129,7 @@ public final class SnapshotLoader {
     public Loaded load(final SnapshotView view) throws SnapshotException {
         final long start = System.nanoTime();
         checkCompatible(view);
-        final Path marker = maps.dir().resolve(MARKER_FILE_NAME);
-        try {
-            Files.createDirectories(maps.dir());
-            Files.writeString(marker, "catch-up from a snapshot taken at " + view.takenAtMs() + "\n");
-        } catch (final IOException ex) {
-            throw new UncheckedIOException("cannot write " + marker, ex);
-        }
+        markUnfinished(maps.dir(), "catch-up from a snapshot taken at " + view.takenAtMs() + " (epoch ms)");
         long blocks = 0;
         long skipped = 0;
         final long[] key = new long[1];
@@ -138,11 +165,7 @@ public final class SnapshotLoader {
         index.recountChildren();
         // Last: the ingest agent replays each engine from here, as after a daemon restart.
         progress.write(view.publishers());
-        try {
-            Files.deleteIfExists(marker);
-        } catch (final IOException ex) {
-            throw new UncheckedIOException("cannot delete " + marker, ex);
-        }
+        markFinished(maps.dir());
         return new Loaded(view.podCount(), blocks, skipped, view.publishers().size(), view.length(),
             view.takenAtMs(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), view.membership());
     }

@@ -88,6 +88,18 @@ class IndexHttpApiTest {
                     + "],\"model_name\":\"" + model + "\"}");
                 assertTrue(byHash.body().contains("\"scores\":{\"7\":{\"0\":400}}"), byHash.body());
 
+                // A Python router: the standard library's http.client on a keep-alive connection.
+                final StringBuilder csv = new StringBuilder();
+                for (final int t : base.tokenIds()) {
+                    csv.append(csv.isEmpty() ? "" : ",").append(t);
+                }
+                final Process python = new ProcessBuilder(PyPeer.PYTHON.toString(), "src/test/python/query_client.py",
+                    Integer.toString(daemon.httpPort()), model, csv.toString()).redirectErrorStream(true).start();
+                final String printed = new String(python.getInputStream().readAllBytes(),
+                    java.nio.charset.StandardCharsets.UTF_8).trim();
+                assertTrue(python.waitFor(20, java.util.concurrent.TimeUnit.SECONDS));
+                assertEquals("7 400", printed);
+
                 final HttpApiClient.Reply workers = http.get("/workers");
                 assertTrue(workers.body().startsWith("[{\"instance_id\":7,\"source\":\"zmq\",\"status\":\"active\""),
                     workers.body());
