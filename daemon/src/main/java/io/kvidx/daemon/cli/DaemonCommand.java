@@ -171,10 +171,6 @@ public final class DaemonCommand implements Callable<Integer> {
         + "(default " + DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT + "); larger ones get 413.")
     private Integer httpMaxBodyBytes;
 
-    @Option(names = "--zmq-bind", paramLabel = "ENDPOINT", description = "Bind one ZeroMQ SUB socket that engines "
-        + "connect to (e.g. tcp://127.0.0.1:5557); pods are named by each message's topic kv@POD@MODEL.")
-    private String zmqBind;
-
     @Option(names = {"--stats-interval-ms", "--stats-ms"}, paramLabel = "MS", description = "Print counters every MS "
         + "ms; 0 = only at exit (default " + DaemonConfiguration.STATS_INTERVAL_MS_DEFAULT + ").")
     private Long statsMs;
@@ -400,9 +396,6 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (httpMaxBodyBytes != null) {
             context.httpMaxBodyBytes(httpMaxBodyBytes);
-        }
-        if (zmqBind != null) {
-            context.zmqBind(zmqBind);
         }
         applyAgents(context);
         for (final String z : zmq) {

@@ -51,7 +51,6 @@ public final class DaemonContext {
     private String http = DaemonConfiguration.HTTP_DEFAULT;
     private int httpThreads = DaemonConfiguration.HTTP_THREADS_DEFAULT;
     private int httpMaxBodyBytes = DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT;
-    private String zmqBind = DaemonConfiguration.ZMQ_BIND_DEFAULT;
     private ConfigReload configReload;
     private boolean concluded;
 
@@ -112,10 +111,6 @@ public final class DaemonContext {
             DaemonConfiguration.HTTP_THREADS_MAX);
         ConfigException.range(DaemonConfiguration.HTTP_MAX_BODY_BYTES_PROP_NAME, httpMaxBodyBytes,
             DaemonConfiguration.HTTP_MAX_BODY_BYTES_MIN, DaemonConfiguration.HTTP_MAX_BODY_BYTES_MAX);
-        if (zmqBind != null && !zmqBind.startsWith("tcp://") && !zmqBind.startsWith("ipc://")) {
-            throw new ConfigException(DaemonConfiguration.ZMQ_BIND_PROP_NAME,
-                "must be a ZeroMQ endpoint such as tcp://127.0.0.1:5557: " + zmqBind);
-        }
         if (peer != null) {
             try {
                 io.kvidx.daemon.snapshot.PeerClient.dumpUri(peer);
@@ -616,23 +611,6 @@ public final class DaemonContext {
      */
     public int httpMaxBodyBytes() {
         return httpMaxBodyBytes;
-    }
-
-    /**
-     * @param endpoint a ZeroMQ endpoint to bind one SUB socket to, which engines connect to (llm-d's centralized
-     *                 mode), or null for none.
-     * @return this.
-     */
-    public DaemonContext zmqBind(final String endpoint) {
-        this.zmqBind = endpoint;
-        return this;
-    }
-
-    /**
-     * @return the bound SUB socket's endpoint, or null for none.
-     */
-    public String zmqBind() {
-        return zmqBind;
     }
 
     /**

@@ -22,7 +22,6 @@ import static io.kvidx.daemon.config.DaemonConfiguration.BLOCK_SIZE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.HTTP_MAX_BODY_BYTES_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.HTTP_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.HTTP_THREADS_PROP_NAME;
-import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_BIND_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.CAPACITY_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.CELL_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.CHECKPOINT_INTERVAL_MS_PROP_NAME;
@@ -157,8 +156,6 @@ public final class DaemonSettings {
             DaemonContext::httpThreads),
         new Setting(HTTP_MAX_BODY_BYTES_PROP_NAME, "--http-max-body-bytes", Kind.INT,
             (c, v) -> c.httpMaxBodyBytes((Integer) v), DaemonContext::httpMaxBodyBytes),
-        new Setting(ZMQ_BIND_PROP_NAME, "--zmq-bind", Kind.NULLABLE_STRING, (c, v) -> c.zmqBind((String) v),
-            DaemonContext::zmqBind),
         new Setting(STATS_INTERVAL_MS_PROP_NAME, "--stats-interval-ms", Kind.LONG,
             (c, v) -> c.statsIntervalMs((Long) v), DaemonContext::statsIntervalMs),
         new Setting(IDLE_STRATEGY_PROP_NAME, "--idle-strategy", Kind.STRING,

@@ -21,6 +21,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.io.OutputStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -130,7 +131,7 @@ final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         s.body.read(content);
         // The answer is built before a byte is sent: a refused query gets its own status, not a torn 200.
         final ByteBuf buf = ctx.alloc().buffer();
-        try (JsonGenerator g = RequestBody.FACTORY.createGenerator((java.io.OutputStream) new ByteBufOutputStream(buf))) {
+        try (JsonGenerator g = RequestBody.FACTORY.createGenerator((OutputStream) new ByteBufOutputStream(buf))) {
             s.query.answer(s.body, byHash, g);
         } catch (final IOException | RuntimeException ex) {
             buf.release();
