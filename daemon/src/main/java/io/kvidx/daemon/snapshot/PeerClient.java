@@ -85,9 +85,11 @@ public final class PeerClient {
                 response = exchange.get(timeoutMs, TimeUnit.MILLISECONDS);
             } catch (final TimeoutException ex) {
                 exchange.cancel(true);
+                client.shutdownNow();
                 throw new SnapshotException("no snapshot from " + uri + " within " + timeoutMs + " ms");
             } catch (final InterruptedException ex) {
                 exchange.cancel(true);
+                client.shutdownNow();
                 Thread.currentThread().interrupt();
                 throw new SnapshotException("interrupted while fetching " + uri, ex);
             } catch (final ExecutionException ex) {

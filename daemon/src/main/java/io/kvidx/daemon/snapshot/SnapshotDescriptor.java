@@ -44,7 +44,7 @@ package io.kvidx.daemon.snapshot;
  * </pre>
  *
  * <p>Versioning: a reader accepts its own major version and any minor; a later minor may lengthen the header and
- * the records (readers skip to the lengths they carry), never move a field. Every length is checked against the
+ * append fields at the end of a record (readers skip to the lengths they carry), never move a field. Every length is checked against the
  * bytes that hold it before anything is decoded ({@link SnapshotView#wrap}).
  *
  * <p><b>Note:</b> stateless.

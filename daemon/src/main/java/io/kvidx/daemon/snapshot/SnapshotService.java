@@ -135,7 +135,8 @@ public final class SnapshotService implements AutoCloseable {
                         + " full or it is closed)");
                 }
             }
-            CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0])).whenCompleteAsync((ignored, failure) -> {
+            final CompletableFuture<?>[] all = parts.toArray(new CompletableFuture<?>[0]);
+            CompletableFuture.allOf(all).whenCompleteAsync((ignored, failure) -> {
                 if (failure != null) {
                     result.completeExceptionally(unwrap(failure));
                 } else {

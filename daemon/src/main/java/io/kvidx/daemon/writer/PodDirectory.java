@@ -26,9 +26,11 @@ import java.util.Arrays;
  * {@link #isCurrent current}, so that nothing meant for the old pod reaches the new one. A pod id seen again after
  * its number was freed gets a fresh handle.
  *
- * <p>A number is freed by {@link #release}: the pod's writer calls it once the pod went down (timeout or PodDown)
- * or stayed silent unregistered for the pod timeout. A {@link #pin pinned} pod (an engine configured with a fixed
- * pod id) keeps its number while down. Memory is bounded by the live pods: numbers are taken from the free list
+ * <p>A number is freed by {@link #release}: the pod's writer calls it once the pod went down (timeout, PodDown, a
+ * dropped subscription) or stayed silent unregistered for the pod timeout; the Aeron transport calls it right after
+ * queuing a PodDown, so that the pod's next message gets a new handle and is queued behind it. A {@link #pin pinned}
+ * pod (an engine configured with a fixed pod id) keeps its number while down. With no pod timeout, only PodDown and
+ * dropped subscriptions free numbers. Memory is bounded by the live pods: numbers are taken from the free list
  * first, so the arrays grow only to the largest number of pods live at once, at most {@code maxPods}.
  *
  * <p>At most {@value #MAX_NUMBERS} ids are live at once because the number is the handle's low 16 bits; the

@@ -94,6 +94,11 @@ class DaemonConfigTest {
         s.put("--engine", new Sample(List.of("--zmq", "pod-s=tcp://h:7557", "--engine", "pod-s=sglang"),
             "zmq: [{endpoint: 'tcp://h:7557', pod: pod-s, engine: sglang}]"));
         s.put("--metrics", new Sample(List.of("--metrics", "127.0.0.1:9464"), "metrics: '127.0.0.1:9464'"));
+        s.put("--peer", new Sample(List.of("--peer", "http://10.0.0.5:8080"), "peer: 'http://10.0.0.5:8080'"));
+        s.put("--peer-optional", new Sample(List.of("--peer-optional"), "peerOptional: true"));
+        s.put("--peer-timeout-ms", new Sample(List.of("--peer-timeout-ms", "5000"), "peerTimeoutMs: 5000"));
+        s.put("--snapshot-max-bytes", new Sample(List.of("--snapshot-max-bytes", "1048576"),
+            "snapshotMaxBytes: 1048576"));
         s.put("--tier-map-blocks", new Sample(List.of("--tier-map-blocks", "4096"), "tierMapBlocks: 4096"));
         s.put("--aeron", new Sample(List.of("--aeron", "aeron:ipc"), "aeron: {channels: ['aeron:ipc']}"));
         s.put("--aeron-stream-id", new Sample(List.of("--aeron-stream-id", "9"), "aeron: {streamId: 9}"));

@@ -3,11 +3,18 @@ package io.kvidx.daemon.snapshot;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
+import io.kvidx.daemon.counters.IngestCounters;
+import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.state.PodBlockMap;
 import io.kvidx.daemon.state.PodBlockMaps;
 import io.kvidx.daemon.state.PublisherProgress;
+import io.kvidx.daemon.writer.PodDirectory;
+import io.kvidx.daemon.writer.WriterPool;
+import org.agrona.concurrent.SleepingMillisIdleStrategy;
+import org.agrona.concurrent.SystemEpochClock;
+import org.agrona.concurrent.YieldingIdleStrategy;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -21,10 +28,13 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -325,6 +335,80 @@ class SnapshotTest {
             assertEquals(-1, index.slotOf("pod-a"));
             assertFalse(Files.exists(state.resolve(SnapshotLoader.MARKER_FILE_NAME)));
             assertTrue(new PublisherProgress(state).read().isEmpty());
+        }
+    }
+
+    @Test
+    void shouldFailWhenAWriterDoesNotAnswerInTimeAndTakeAnEmptySnapshotOnceTheyRun() throws Exception {
+        final Path state = dir.resolve("test").resolve(PodBlockMaps.STATE_DIR_NAME);
+        try (IndexWriter index = IndexWriter.create(context());
+            IngestCounters counters = IngestCounters.local()) {
+            final WriterPool pool = new WriterPool(2, 1 << 16, index, new PodBlockMaps(state, 64),
+                new PodDirectory(64), counters, new IngestErrors(), SystemEpochClock.INSTANCE, 0,
+                YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1));
+            try (SnapshotService service = new SnapshotService(index, pool, new PublisherProgress(state), MAX, 300)) {
+                final ExecutionException late = assertThrows(ExecutionException.class,
+                    () -> service.snapshot().get(10, TimeUnit.SECONDS));
+                assertInstanceOf(SnapshotException.class, late.getCause());
+                assertTrue(late.getCause().getMessage().contains("not taken within 300 ms"),
+                    late.getCause().getMessage());
+                pool.start();
+                final SnapshotView view = SnapshotView.wrap(service.snapshot().get(10, TimeUnit.SECONDS), MAX);
+                assertEquals(0, view.podCount());
+                assertEquals(16, view.blockSize());
+                assertEquals(64, view.maxPods());
+                assertEquals(0, view.membership().length);
+            } finally {
+                pool.close();
+            }
+        }
+    }
+
+    @Test
+    void shouldBoundThePeerFetchBySizeAndTime() throws Exception {
+        final byte[] body = new byte[1000];
+        final com.sun.net.httpserver.HttpServer server = com.sun.net.httpserver.HttpServer.create(
+            new java.net.InetSocketAddress("127.0.0.1", 0), 0);
+        server.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
+        server.createContext("/dump", exchange -> {
+            final String query = exchange.getRequestURI().getQuery();
+            assertEquals("format=kvidx", query);
+            exchange.sendResponseHeaders(200, 0);
+            exchange.getResponseBody().write(body);
+            exchange.getResponseBody().flush();
+            exchange.close();
+        });
+        server.createContext("/sized/dump", exchange -> {
+            exchange.sendResponseHeaders(200, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        server.createContext("/slow/dump", exchange -> {
+            try {
+                Thread.sleep(3_000);
+            } catch (final InterruptedException ex) {
+                Thread.currentThread().interrupt();
+            }
+            exchange.close();
+        });
+        server.start();
+        try {
+            final String base = "http://127.0.0.1:" + server.getAddress().getPort();
+            assertEquals(1000, PeerClient.fetch(base, 5_000, 1000).length);
+            assertEquals(1000, PeerClient.fetch(base + "/sized/", 5_000, 1000).length);
+            assertThrows(SnapshotFormatException.class, () -> PeerClient.fetch(base, 5_000, 999),
+                "a chunked body past the limit");
+            assertThrows(SnapshotFormatException.class, () -> PeerClient.fetch(base + "/sized", 5_000, 999),
+                "a declared length past the limit");
+            final long start = System.nanoTime();
+            final SnapshotException slow = assertThrows(SnapshotException.class,
+                () -> PeerClient.fetch(base + "/slow", 500, 1000));
+            assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start) < 2_500, "bounded by the timeout");
+            assertTrue(slow.getMessage().contains("within 500 ms"), slow.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> PeerClient.dumpUri("ftp://x"));
+            assertEquals("http://h:1/dump?format=kvidx", PeerClient.dumpUri("h:1/").toString());
+        } finally {
+            server.stop(0);
         }
     }
 

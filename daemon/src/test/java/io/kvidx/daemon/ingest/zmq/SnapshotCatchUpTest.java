@@ -304,6 +304,44 @@ class SnapshotCatchUpTest {
     }
 
     @Test
+    void shouldRefuseToTakeASnapshotOverItsLimit() throws Exception {
+        try (JavaVllmPublisher a = new JavaVllmPublisher("kv@" + PODS[0] + "@" + MODEL, true)) {
+            final JavaVllmPublisher[] publishers = {a};
+            final Fleet fleet = new Fleet(publishers);
+            try (KvidxDaemon daemon = KvidxDaemon.start(context("one", publishers).snapshotMaxBytes(2048));
+                IndexReader one = reader(dir, "one")) {
+                join(daemon, publishers);
+                for (int i = 0; i < 20; i++) {
+                    fleet.store(fleetPrompt(fleet), 0, 0, 8);
+                }
+                await("applied", () -> fleet.answeredBy(one));
+                final java.util.concurrent.ExecutionException failure = assertThrows(
+                    java.util.concurrent.ExecutionException.class, () -> daemon.snapshot().get(10, TimeUnit.SECONDS));
+                assertTrue(failure.getCause() instanceof io.kvidx.daemon.snapshot.SnapshotException
+                    && failure.getCause().getMessage().contains("exceeds"), String.valueOf(failure.getCause()));
+            }
+        }
+    }
+
+    /** Adds a prompt of 8 blocks that no pod holds yet; returns its index. */
+    private static int fleetPrompt(final Fleet fleet) {
+        final int[] t = new int[8 * 16];
+        for (int i = 0; i < t.length; i++) {
+            t[i] = fleet.random.nextInt(150_000);
+        }
+        final long[][] h = new long[PODS.length][8];
+        for (final long[] podHashes : h) {
+            for (int i = 0; i < 8; i++) {
+                podHashes[i] = fleet.random.nextLong();
+            }
+        }
+        fleet.tokens.add(t);
+        fleet.hashes.add(h);
+        fleet.held.add(new int[PODS.length]);
+        return fleet.tokens.size() - 1;
+    }
+
+    @Test
     void shouldFailTheStartWhenThePeerIsUnreachableUnlessOptional() throws Exception {
         try (JavaVllmPublisher a = new JavaVllmPublisher("kv@" + PODS[0] + "@" + MODEL, true)) {
             final JavaVllmPublisher[] publishers = {a};
