@@ -347,13 +347,19 @@ def main():
     ap.add_argument("--dp-rank", default="0",
                     help="the batches' data_parallel_rank as JSON (0, 2, null, -1, \"x\", 1.5), or 'absent' for a "
                          "two-element batch")
+    ap.add_argument("--connect", default=None,
+                    help="connect the PUB socket to this endpoint (a daemon's --zmq-bind) instead of binding it, as "
+                         "vLLM does when its endpoint names a host")
     args = ap.parse_args()
 
     ctx = zmq.Context()
     pub = ctx.socket(zmq.PUB)
     pub.setsockopt(zmq.SNDHWM, 100000)
     pub.setsockopt(zmq.LINGER, 0)
-    pub.bind("tcp://127.0.0.1:*")
+    if args.connect:
+        pub.connect(args.connect)
+    else:
+        pub.bind("tcp://127.0.0.1:*")
     router = ctx.socket(zmq.ROUTER)
     router.setsockopt(zmq.LINGER, 0)
     router.bind("tcp://127.0.0.1:*")
@@ -510,8 +516,8 @@ def main():
         streams["current"] = (stream, thread)
         thread.start()
 
-    print("ready", pub.getsockopt(zmq.LAST_ENDPOINT).decode(), router.getsockopt(zmq.LAST_ENDPOINT).decode(),
-          flush=True)
+    print("ready", args.connect or pub.getsockopt(zmq.LAST_ENDPOINT).decode(),
+          router.getsockopt(zmq.LAST_ENDPOINT).decode(), flush=True)
     for line in sys.stdin:
         words = line.split()
         if not words:

@@ -171,6 +171,11 @@ public final class DaemonCommand implements Callable<Integer> {
         + "(default " + DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT + "); larger ones get 413.")
     private Integer httpMaxBodyBytes;
 
+    @Option(names = "--zmq-bind", paramLabel = "ENDPOINT", description = "Bind one ZeroMQ SUB socket that engines "
+        + "connect to (e.g. tcp://*:5557; llm-d's centralized mode); pods are named by each message's topic "
+        + "kv@POD@MODEL, and each topic's sequence is tracked on its own.")
+    private String zmqBind;
+
     @Option(names = {"--stats-interval-ms", "--stats-ms"}, paramLabel = "MS", description = "Print counters every MS "
         + "ms; 0 = only at exit (default " + DaemonConfiguration.STATS_INTERVAL_MS_DEFAULT + ").")
     private Long statsMs;
@@ -390,6 +395,9 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (http != null) {
             context.http(http);
+        }
+        if (zmqBind != null) {
+            context.zmqBind(zmqBind);
         }
         if (httpThreads != null) {
             context.httpThreads(httpThreads);

@@ -204,6 +204,11 @@ public final class DaemonConfiguration {
     /** Largest accepted value of the largest request body. */
     public static final int HTTP_MAX_BODY_BYTES_MAX = 64 << 20;
 
+    /** Bound ZeroMQ SUB endpoint key (engines connect to it). */
+    public static final String ZMQ_BIND_PROP_NAME = "zmqBind";
+    /** Default: no bound SUB socket. */
+    public static final String ZMQ_BIND_DEFAULT = null;
+
     private DaemonConfiguration() {
     }
 }

@@ -52,6 +52,7 @@ public final class DaemonContext {
     private int httpThreads = DaemonConfiguration.HTTP_THREADS_DEFAULT;
     private int httpMaxBodyBytes = DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT;
     private ConfigReload configReload;
+    private String zmqBind = DaemonConfiguration.ZMQ_BIND_DEFAULT;
     private boolean concluded;
 
     /**
@@ -106,6 +107,10 @@ public final class DaemonContext {
                 throw new ConfigException(DaemonConfiguration.HTTP_PROP_NAME,
                     "must be HOST:PORT with a port in [0, 65535]: " + http);
             }
+        }
+        if (zmqBind != null && !zmqBind.startsWith("tcp://") && !zmqBind.startsWith("ipc://")) {
+            throw new ConfigException(DaemonConfiguration.ZMQ_BIND_PROP_NAME,
+                "must be a ZeroMQ endpoint such as tcp://127.0.0.1:5557: " + zmqBind);
         }
         ConfigException.range(DaemonConfiguration.HTTP_THREADS_PROP_NAME, httpThreads, 1,
             DaemonConfiguration.HTTP_THREADS_MAX);
@@ -611,6 +616,23 @@ public final class DaemonContext {
      */
     public int httpMaxBodyBytes() {
         return httpMaxBodyBytes;
+    }
+
+    /**
+     * @param endpoint a ZeroMQ endpoint to bind one SUB socket to, which engines connect to (llm-d's centralized
+     *                 mode; pods named by the topic), or null for none.
+     * @return this.
+     */
+    public DaemonContext zmqBind(final String endpoint) {
+        this.zmqBind = endpoint;
+        return this;
+    }
+
+    /**
+     * @return the bound SUB socket's endpoint, or null for none.
+     */
+    public String zmqBind() {
+        return zmqBind;
     }
 
     /**

@@ -19,23 +19,22 @@ import static io.kvidx.daemon.config.DaemonConfiguration.AERON_INGEST_IDLE_PROP_
 import static io.kvidx.daemon.config.DaemonConfiguration.AERON_STREAM_ID_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.AERON_TERM_LENGTH_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.BLOCK_SIZE_PROP_NAME;
-import static io.kvidx.daemon.config.DaemonConfiguration.HTTP_MAX_BODY_BYTES_PROP_NAME;
-import static io.kvidx.daemon.config.DaemonConfiguration.HTTP_PROP_NAME;
-import static io.kvidx.daemon.config.DaemonConfiguration.HTTP_THREADS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.CAPACITY_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.CELL_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.CHECKPOINT_INTERVAL_MS_PROP_NAME;
-import static io.kvidx.daemon.config.DaemonConfiguration.METRICS_PROP_NAME;
-import static io.kvidx.daemon.config.DaemonConfiguration.TIER_MAP_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.DIR_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.EMBEDDED_DRIVER_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.GROUP_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.HEARTBEAT_INTERVAL_MS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.HTTP_MAX_BODY_BYTES_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.HTTP_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.HTTP_THREADS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.IDLE_STRATEGY_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.MAINTENANCE_CPU_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.MAINTENANCE_IDLE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.MAX_CHAIN_LENGTH_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.MAX_PODS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.METRICS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.MLOCK_INDEX_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.POD_MAX_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.POD_TIMEOUT_MS_PROP_NAME;
@@ -43,10 +42,12 @@ import static io.kvidx.daemon.config.DaemonConfiguration.REPLAY_GAP_POLICY_PROP_
 import static io.kvidx.daemon.config.DaemonConfiguration.REPLAY_TIMEOUT_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.SHARD_COUNT_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.STATS_INTERVAL_MS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.TIER_MAP_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITERS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_CPUS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_IDLE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_QUEUE_LENGTH_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_BIND_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_CPU_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_IDLE_PROP_NAME;
@@ -156,6 +157,8 @@ public final class DaemonSettings {
             DaemonContext::httpThreads),
         new Setting(HTTP_MAX_BODY_BYTES_PROP_NAME, "--http-max-body-bytes", Kind.INT,
             (c, v) -> c.httpMaxBodyBytes((Integer) v), DaemonContext::httpMaxBodyBytes),
+        new Setting(ZMQ_BIND_PROP_NAME, "--zmq-bind", Kind.NULLABLE_STRING, (c, v) -> c.zmqBind((String) v),
+            DaemonContext::zmqBind),
         new Setting(STATS_INTERVAL_MS_PROP_NAME, "--stats-interval-ms", Kind.LONG,
             (c, v) -> c.statsIntervalMs((Long) v), DaemonContext::statsIntervalMs),
         new Setting(IDLE_STRATEGY_PROP_NAME, "--idle-strategy", Kind.STRING,

@@ -156,6 +156,16 @@ public final class KvidxDaemon implements AutoCloseable {
         writers.observe(podStats, metrics != null ? metrics.observer() : ApplyObserver.NONE);
         this.snapshots = new SnapshotService(index, writers, progress, context.snapshotMaxBytes(),
             context.snapshotTimeoutMs());
+        // A snapshot names the engines registered through the API, so that a replica subscribes to them too.
+        snapshots.membership(() -> {
+            final List<Engine> registered = new ArrayList<>();
+            for (final Engine e : membership.engines().values()) {
+                if (e.source() == Engine.Source.API) {
+                    registered.add(e);
+                }
+            }
+            return EngineFile.encode(registered);
+        });
         this.evictions = new EvictionMirror();
     }
 
@@ -285,15 +295,31 @@ public final class KvidxDaemon implements AutoCloseable {
         run(new IndexMaintenanceAgent(index, clock, context.heartbeatIntervalMs()), agents.maintenanceCpu(),
             agents.maintenanceIdle());
         run(evictions, agents.maintenanceCpu(), agents.maintenanceIdle());
+        if (catchUp != null && catchUp.membership().length > 0) {
+            // The peer's registered engines: this replica subscribes to them too, and asks them to replay from the
+            // snapshot's sequences.
+            try {
+                new EngineFile(stateDir).merge(EngineFile.decode(catchUp.membership()));
+            } catch (final java.io.IOException | RuntimeException ex) {
+                errors.report(0, -3, () -> "the peer's registered engines cannot be read: " + ex.getMessage());
+            }
+        }
         final List<ZmqEndpoint> subscriptions = new ArrayList<>();
         for (final Engine e : membership.start(configuredEngines(context.zmq().endpoints()))) {
             subscriptions.add(e.toEndpoint());
         }
-        if (!subscriptions.isEmpty() || context.http() != null) {
+        if (!subscriptions.isEmpty() || context.http() != null || context.zmqBind() != null) {
             zmq = new ZmqIngestAgent(subscriptions, directory, writers, counters, errors, clock,
                 context.heartbeatIntervalMs(), context.zmq().replayTimeoutMs(), context.zmq().handshakeTimeoutMs(),
                 new ZmqIngestAgent.Recovery(progress, context.zmq().checkpointIntervalMs(),
                     "clear".equals(context.zmq().replayGapPolicy())));
+            if (context.zmqBind() != null) {
+                // Engines that connect name their pods by topic; a registration of the same pod gives its replay.
+                zmq.bind(context.zmqBind(), podId -> {
+                    final Engine e = membership.engines().get(podId);
+                    return e == null ? null : e.toEndpoint();
+                });
+            }
             run(zmq, agents.zmqIngestCpu(), agents.zmqIngestIdle());
         }
         if (metrics != null) {

@@ -48,8 +48,26 @@ public final class EngineFile {
         if (!Files.exists(file)) {
             return List.of();
         }
+        try {
+            return decode(Files.readAllBytes(file));
+        } catch (final IOException | RuntimeException ex) {
+            throw new IllegalStateException("cannot read the registered engines from " + file + ": " + ex.getMessage()
+                + " (fix or remove the file; it is rewritten at the next registration)", ex);
+        }
+    }
+
+    /**
+     * @param json a JSON array of engines, as {@link #encode} writes it (a snapshot's membership section).
+     * @return the engines (registered through the API).
+     * @throws IOException when the JSON is not such an array.
+     * @throws IllegalArgumentException when an engine's fields are invalid.
+     */
+    public static List<Engine> decode(final byte[] json) throws IOException {
         final List<Engine> engines = new ArrayList<>();
-        try (JsonParser p = JSON.createParser(file.toFile())) {
+        if (json.length == 0) {
+            return engines;
+        }
+        try (JsonParser p = JSON.createParser(json)) {
             if (p.nextToken() != JsonToken.START_ARRAY) {
                 throw new IOException("expected a JSON array");
             }
@@ -82,11 +100,39 @@ public final class EngineFile {
                 engines.add(new Engine(instance, rank, endpoint, replay, model, blockSize, group, salt,
                     ZmqEndpoint.Engine.parse(type), Engine.Source.API));
             }
-        } catch (final IOException | RuntimeException ex) {
-            throw new IllegalStateException("cannot read the registered engines from " + file + ": " + ex.getMessage()
-                + " (fix or remove the file; it is rewritten at the next registration)", ex);
         }
         return engines;
+    }
+
+    /**
+     * @param engines engines registered through the API.
+     * @return them as the JSON array this file holds.
+     */
+    public static byte[] encode(final List<Engine> engines) {
+        final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        try {
+            writeTo(out, engines);
+        } catch (final IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+        return out.toByteArray();
+    }
+
+    /**
+     * Adds engines a peer's snapshot named (a replica catching up) to the kept list, unless one of the same key is
+     * already kept.
+     *
+     * @param engines the peer's registered engines.
+     */
+    public void merge(final List<Engine> engines) {
+        final java.util.Map<String, Engine> byKey = new java.util.LinkedHashMap<>();
+        for (final Engine e : read()) {
+            byKey.put(e.key(), e);
+        }
+        for (final Engine e : engines) {
+            byKey.putIfAbsent(e.key(), e);
+        }
+        write(new ArrayList<>(byKey.values()));
     }
 
     /**
@@ -99,27 +145,8 @@ public final class EngineFile {
         final Path tmp = file.resolveSibling(FILE_NAME + ".tmp");
         try {
             Files.createDirectories(file.getParent());
-            try (OutputStream out = Files.newOutputStream(tmp);
-                JsonGenerator g = JSON.createGenerator(out)) {
-                g.writeStartArray();
-                for (final Engine e : engines) {
-                    g.writeStartObject();
-                    g.writeStringField("instance_id", e.instanceId());
-                    g.writeNumberField("dp_rank", e.dpRank());
-                    g.writeStringField("endpoint", e.endpoint());
-                    if (e.replayEndpoint() != null) {
-                        g.writeStringField("replay_endpoint", e.replayEndpoint());
-                    }
-                    g.writeStringField("model_name", e.model());
-                    g.writeNumberField("block_size", e.blockSize());
-                    g.writeStringField("routing_group", e.routingGroup());
-                    if (e.additionalSalt() != null) {
-                        g.writeStringField("additional_salt", e.additionalSalt());
-                    }
-                    g.writeStringField("type", e.type().configName());
-                    g.writeEndObject();
-                }
-                g.writeEndArray();
+            try (OutputStream out = Files.newOutputStream(tmp)) {
+                writeTo(out, engines);
             }
             try (var channel = java.nio.channels.FileChannel.open(tmp, java.nio.file.StandardOpenOption.WRITE)) {
                 channel.force(true);
@@ -132,6 +159,30 @@ public final class EngineFile {
         } catch (final IOException ex) {
             throw new UncheckedIOException("cannot keep the registered engines in " + file + ": " + ex.getMessage(),
                 ex);
+        }
+    }
+
+    private static void writeTo(final OutputStream out, final List<Engine> engines) throws IOException {
+        try (JsonGenerator g = JSON.createGenerator(out)) {
+            g.writeStartArray();
+            for (final Engine e : engines) {
+                g.writeStartObject();
+                g.writeStringField("instance_id", e.instanceId());
+                g.writeNumberField("dp_rank", e.dpRank());
+                g.writeStringField("endpoint", e.endpoint());
+                if (e.replayEndpoint() != null) {
+                    g.writeStringField("replay_endpoint", e.replayEndpoint());
+                }
+                g.writeStringField("model_name", e.model());
+                g.writeNumberField("block_size", e.blockSize());
+                g.writeStringField("routing_group", e.routingGroup());
+                if (e.additionalSalt() != null) {
+                    g.writeStringField("additional_salt", e.additionalSalt());
+                }
+                g.writeStringField("type", e.type().configName());
+                g.writeEndObject();
+            }
+            g.writeEndArray();
         }
     }
 }

@@ -94,6 +94,10 @@ class DaemonConfigTest {
         s.put("--engine", new Sample(List.of("--zmq", "pod-s=tcp://h:7557", "--engine", "pod-s=sglang"),
             "zmq: [{endpoint: 'tcp://h:7557', pod: pod-s, engine: sglang}]"));
         s.put("--metrics", new Sample(List.of("--metrics", "127.0.0.1:9464"), "metrics: '127.0.0.1:9464'"));
+        s.put("--http", new Sample(List.of("--http", "127.0.0.1:8090"), "http: '127.0.0.1:8090'"));
+        s.put("--http-threads", new Sample(List.of("--http-threads", "4"), "httpThreads: 4"));
+        s.put("--http-max-body-bytes", new Sample(List.of("--http-max-body-bytes", "65536"),
+            "httpMaxBodyBytes: 65536"));
         s.put("--peer", new Sample(List.of("--peer", "http://10.0.0.5:8080"), "peer: 'http://10.0.0.5:8080'"));
         s.put("--peer-optional", new Sample(List.of("--peer-optional"), "peerOptional: true"));
         s.put("--peer-timeout-ms", new Sample(List.of("--peer-timeout-ms", "5000"), "peerTimeoutMs: 5000"));

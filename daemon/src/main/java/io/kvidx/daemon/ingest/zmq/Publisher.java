@@ -107,6 +107,32 @@ final class Publisher {
         }
     }
 
+    /**
+     * A publisher known by its topic on the bound SUB socket ({@code --zmq-bind}: engines connect to the daemon): it
+     * has no socket of its own; its pods are named by its topic, its sequence is tracked as any publisher's.
+     *
+     * @param index        its publisher index.
+     * @param config       its subscription ({@link ZmqEndpoint#endpoint()} is the bound endpoint and the topic).
+     * @param directory    pod ids.
+     * @param holdCapacity bytes of live batches held while its replay is in flight.
+     */
+    Publisher(final int index, final ZmqEndpoint config, final PodDirectory directory, final int holdCapacity) {
+        this.index = index;
+        this.config = config;
+        this.directory = directory;
+        this.held = new HeldBatches(holdCapacity);
+        this.sub = null;
+        this.monitor = null;
+        this.fixedPod = -1;
+    }
+
+    /**
+     * @return true for a publisher known by its topic on the bound socket (no socket of its own).
+     */
+    boolean isBound() {
+        return sub == null;
+    }
+
     boolean hasReplay() {
         return config.replayEndpoint() != null;
     }
@@ -116,6 +142,9 @@ final class Publisher {
      * replay) makes the next live message be checked by a replay: the engine may have restarted meanwhile.
      */
     void pollMonitor() {
+        if (monitor == null) {
+            return;
+        }
         ZEvent event;
         while ((event = ZEvent.recv(monitor, ZMQ.DONTWAIT)) != null) {
             if (event.getEvent() == ZMonitor.Event.CONNECTED) {
@@ -184,6 +213,9 @@ final class Publisher {
             return;
         }
         closed = true;
+        if (sub == null) {
+            return;
+        }
         sub.monitor(null, 0);
         sub.close();
         monitor.close();

@@ -90,6 +90,9 @@ public final class ZmqIngestAgent implements Agent {
     private AgentRunner replayRunner;
     private long nextHeartbeatMs;
     private int replayIdBase;
+    private String bindEndpoint;
+    private java.util.function.Function<String, ZmqEndpoint> registered;
+    private BoundSocket bound;
 
     /**
      * How the agent survives a daemon restart.
@@ -134,9 +137,40 @@ public final class ZmqIngestAgent implements Agent {
             recovery == null ? 0 : recovery.checkpointIntervalMs(), writers);
     }
 
+    /**
+     * Binds one SUB socket that engines connect to (llm-d's centralized mode); call before the agent starts. Each
+     * message's topic {@code kv@<pod>@<model>} names its pod, and each topic's sequence is tracked on its own.
+     *
+     * @param endpoint   where to bind, e.g. {@code tcp://*:5557}.
+     * @param registered a pod id's registered subscription (for its replay endpoint and event format), or null.
+     * @return this.
+     */
+    public ZmqIngestAgent bind(final String endpoint,
+        final java.util.function.Function<String, ZmqEndpoint> registered) {
+        this.bindEndpoint = endpoint;
+        this.registered = registered;
+        return this;
+    }
+
     @Override
     public void onStart() {
         context = new ZContext(1);
+        if (bindEndpoint != null) {
+            bound = new BoundSocket(bindEndpoint, context, directory, registered, sequencer, errors,
+                counters.get(CounterType.FRAMING_ERRORS), new BoundSocket.Publishers() {
+                    @Override
+                    public Publisher create(final ZmqEndpoint config) {
+                        final Publisher p = new Publisher(freeIndex(), config, directory, HOLD_CAPACITY_BYTES);
+                        install(p);
+                        return p;
+                    }
+
+                    @Override
+                    public void remove(final Publisher p) {
+                        uninstall(p);
+                    }
+                });
+        }
         for (final ZmqEndpoint e : endpoints) {
             add(e);
         }
@@ -193,10 +227,7 @@ public final class ZmqIngestAgent implements Agent {
     }
 
     private void add(final ZmqEndpoint endpoint) {
-        int index = 0;
-        while (index < publishers.length && publishers[index] != null) {
-            index++;
-        }
+        final int index = freeIndex();
         final Publisher p;
         try {
             p = new Publisher(index, endpoint, context, directory, HOLD_CAPACITY_BYTES, handshakeTimeoutMs);
@@ -205,29 +236,48 @@ public final class ZmqIngestAgent implements Agent {
                 + ": cannot subscribe: " + ex.getMessage());
             return;
         }
-        // A new publisher at a reused index starts its replay ids after the old one's: late replies stay stale.
-        p.replayId = ++replayIdBase << 16;
-        if (index == publishers.length) {
-            publishers = java.util.Arrays.copyOf(publishers, index + 1);
-        }
-        configs.set(index, endpoint);
-        publishers[index] = p;
-        sequencer.publishers(publishers);
-        checkpoints.publishers(publishers);
+        install(p);
         if (p.fixedPod >= 0) {
             writers.offer(p.fixedPod, WriterMessages.REGISTER);
         }
     }
 
+    /** @return the lowest publisher index no publisher holds. */
+    private int freeIndex() {
+        int index = 0;
+        while (index < publishers.length && publishers[index] != null) {
+            index++;
+        }
+        return index;
+    }
+
+    /** Makes a publisher (made at {@link #freeIndex()}) one the agent polls, sequences and checkpoints. */
+    private void install(final Publisher p) {
+        // A new publisher at a reused index starts its replay ids after the old one's: late replies stay stale.
+        p.replayId = ++replayIdBase << 16;
+        if (p.index == publishers.length) {
+            publishers = java.util.Arrays.copyOf(publishers, p.index + 1);
+        }
+        configs.set(p.index, p.config);
+        publishers[p.index] = p;
+        sequencer.publishers(publishers);
+        checkpoints.publishers(publishers);
+    }
+
+    /** Stops sequencing a publisher: its replay is cancelled, its index freed. */
+    private void uninstall(final Publisher p) {
+        sequencer.forget(p);
+        publishers[p.index] = null;
+        configs.set(p.index, null);
+        sequencer.publishers(publishers);
+        checkpoints.publishers(publishers);
+    }
+
     private void remove(final ZmqEndpoint endpoint) {
         for (int i = 0; i < publishers.length; i++) {
             final Publisher p = publishers[i];
-            if (p != null && p.config.equals(endpoint)) {
-                sequencer.forget(p);
-                publishers[i] = null;
-                configs.set(i, null);
-                sequencer.publishers(publishers);
-                checkpoints.publishers(publishers);
+            if (p != null && !p.isBound() && p.config.equals(endpoint)) {
+                uninstall(p);
                 final int[] pods = p.pods.toIntArray();
                 p.close();
                 // After the unpin: the writer frees each pod's identity once it has taken the pod down.
@@ -250,8 +300,11 @@ public final class ZmqIngestAgent implements Agent {
     @Override
     public int doWork() {
         int work = applyChanges();
+        if (bound != null) {
+            work += bound.poll(frames);
+        }
         for (final Publisher p : publishers) {
-            if (p == null) {
+            if (p == null || p.isBound()) {
                 continue;
             }
             // Before its messages: a disconnect must be seen before what the publisher sends after reconnecting.
@@ -272,6 +325,9 @@ public final class ZmqIngestAgent implements Agent {
                         heartbeat(p);
                     }
                 }
+            }
+            if (bound != null) {
+                bound.prune();
             }
         }
         return work;
@@ -330,6 +386,9 @@ public final class ZmqIngestAgent implements Agent {
     @Override
     public void onClose() {
         CloseHelper.quietClose(replayRunner);
+        if (bound != null) {
+            bound.close();
+        }
         for (final Publisher p : publishers) {
             if (p != null) {
                 p.close();
