@@ -81,10 +81,11 @@ public record Engine(String instanceId, int dpRank, String endpoint, String repl
     }
 
     /**
-     * @return the key of the engine in the membership table: its pod id, or its endpoint when topics name its pods.
+     * @return the key of the engine in the membership table: a registration's pod id; a configured subscription's
+     * endpoint (the configuration may give several endpoints the same pod: one per data-parallel rank).
      */
     public String key() {
-        return instanceId == null ? "endpoint:" + endpoint : podId();
+        return source == Source.CONFIG ? "endpoint:" + endpoint : podId();
     }
 
     /**

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufInputStream;
 
 import java.io.IOException;
 import java.math.BigInteger;
@@ -41,6 +40,7 @@ final class RequestBody {
     private static final BigInteger U64_MAX = BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE);
 
     private final int maxArrayLength;
+    private byte[] bytes = new byte[4096];
     int[] tokens = new int[1024];
     int tokenCount;
     boolean hasTokens;
@@ -77,7 +77,13 @@ final class RequestBody {
         if (!content.isReadable()) {
             throw ApiException.badJson("empty body; expected a JSON object");
         }
-        try (JsonParser p = FACTORY.createParser((java.io.InputStream) new ByteBufInputStream(content.duplicate()))) {
+        // Copied into a reused array: jackson's byte-array parser reads it in place, without an InputStream's copies.
+        final int length = content.readableBytes();
+        if (length > bytes.length) {
+            bytes = new byte[Math.max(length, 2 * bytes.length)];
+        }
+        content.getBytes(content.readerIndex(), bytes, 0, length);
+        try (JsonParser p = FACTORY.createParser(bytes, 0, length)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 throw ApiException.badJson("body must be a JSON object");
             }

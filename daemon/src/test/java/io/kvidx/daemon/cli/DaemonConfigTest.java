@@ -95,6 +95,7 @@ class DaemonConfigTest {
             "zmq: [{endpoint: 'tcp://h:7557', pod: pod-s, engine: sglang}]"));
         s.put("--metrics", new Sample(List.of("--metrics", "127.0.0.1:9464"), "metrics: '127.0.0.1:9464'"));
         s.put("--http", new Sample(List.of("--http", "127.0.0.1:8090"), "http: '127.0.0.1:8090'"));
+        s.put("--zmq-bind", new Sample(List.of("--zmq-bind", "tcp://*:5557"), "zmqBind: 'tcp://*:5557'"));
         s.put("--http-threads", new Sample(List.of("--http-threads", "4"), "httpThreads: 4"));
         s.put("--http-max-body-bytes", new Sample(List.of("--http-max-body-bytes", "65536"),
             "httpMaxBodyBytes: 65536"));
