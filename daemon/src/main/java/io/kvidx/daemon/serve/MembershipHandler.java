@@ -1,0 +1,209 @@
+package io.kvidx.daemon.serve;
+
+import com.fasterxml.jackson.core.JsonGenerator;
+import io.kvidx.client.index.IndexReader;
+import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
+import io.kvidx.daemon.membership.Engine;
+import io.kvidx.daemon.membership.Membership;
+import io.netty.channel.ChannelHandlerContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * {@code POST /register}, {@code POST /unregister} and {@code GET /workers}: the API's door onto the daemon's
+ * {@link Membership} table. A change is validated here (fields, endpoint shape, block size) and carried out on the
+ * table's own thread; the answer is written when its future completes, so the event loop never waits.
+ *
+ * <p><b>Note:</b> stateless; called on event-loop threads.
+ */
+final class MembershipHandler {
+    private static final Logger LOG = LoggerFactory.getLogger(MembershipHandler.class);
+
+    private final IndexReader reader;
+    private final FleetApi fleet;
+    private final PodTableView.Source pods;
+
+    MembershipHandler(final IndexReader reader, final FleetApi fleet, final PodTableView.Source pods) {
+        this.reader = reader;
+        this.fleet = fleet;
+        this.pods = pods;
+    }
+
+    void register(final ChannelHandlerContext ctx, final boolean keepAlive, final RequestBody b) {
+        if (b.instanceId == null) {
+            throw ApiException.missing("instance_id");
+        }
+        if (b.endpoint == null) {
+            throw ApiException.missing("endpoint");
+        }
+        checkEndpoint("endpoint", b.endpoint);
+        if (b.replayEndpoint != null) {
+            checkEndpoint("replay_endpoint", b.replayEndpoint);
+        }
+        if (b.model == null || b.model.isEmpty()) {
+            throw ApiException.missing("model_name");
+        }
+        if (b.blockSize > 0 && b.blockSize != reader.blockSize()) {
+            throw new ApiException(400, ApiException.WRONG_BLOCK_SIZE, "block_size " + b.blockSize + " is not the "
+                + "cell's router block size " + reader.blockSize() + " (start the daemon with --block-size "
+                + b.blockSize + " for such engines)");
+        }
+        final ZmqEndpoint.Engine type;
+        try {
+            type = b.type == null ? ZmqEndpoint.Engine.VLLM : ZmqEndpoint.Engine.parse(b.type);
+        } catch (final IllegalArgumentException ex) {
+            throw ApiException.invalid("type", "must be vllm or sglang: " + b.type);
+        }
+        final Engine engine;
+        try {
+            engine = new Engine(b.instanceId, Math.max(0, b.dpRank), b.endpoint, b.replayEndpoint, b.model,
+                reader.blockSize(), b.group, b.additionalSalt, type, Engine.Source.API);
+        } catch (final IllegalArgumentException ex) {
+            throw ApiException.invalid("instance_id", ex.getMessage());
+        }
+        fleet.membership().register(engine).whenComplete((outcome, failure) -> {
+            if (failure != null) {
+                LOG.warn("register {} failed", engine.podId(), failure);
+                Responses.error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL,
+                    "registration failed: " + failure));
+            } else if (outcome == Membership.Outcome.CONFLICT) {
+                Responses.error(ctx, keepAlive, new ApiException(409, ApiException.CONFLICT, "instance "
+                    + engine.instanceId() + " rank " + engine.dpRank() + " is registered with another endpoint, model "
+                    + "or routing group; unregister it first"));
+            } else {
+                Responses.json(ctx, keepAlive, outcome == Membership.Outcome.UNCHANGED ? 200 : 201, g -> {
+                    g.writeStartObject();
+                    g.writeStringField("status", "ok");
+                    g.writeStringField("outcome", outcome.name().toLowerCase(java.util.Locale.ROOT));
+                    g.writeStringField("pod_id", engine.podId());
+                    g.writeEndObject();
+                });
+            }
+        });
+    }
+
+    private static void checkEndpoint(final String field, final String endpoint) {
+        if (!(endpoint.startsWith("tcp://") || endpoint.startsWith("ipc://")) || endpoint.length() < 8) {
+            throw ApiException.invalid(field, "must be a ZeroMQ endpoint such as tcp://10.0.0.7:5557: " + endpoint);
+        }
+    }
+
+    void unregister(final ChannelHandlerContext ctx, final boolean keepAlive, final RequestBody b) {
+        if (b.instanceId == null) {
+            throw ApiException.missing("instance_id");
+        }
+        final String instance = b.instanceId;
+        fleet.membership().unregister(instance, b.dpRank).whenComplete((outcome, failure) -> {
+            if (failure != null) {
+                LOG.warn("unregister {} failed", instance, failure);
+                Responses.error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL,
+                    "unregistration failed: " + failure));
+            } else if (outcome == Membership.Outcome.UNKNOWN) {
+                Responses.error(ctx, keepAlive, new ApiException(404, ApiException.UNKNOWN_INSTANCE,
+                    "no registered instance " + instance));
+            } else {
+                Responses.json(ctx, keepAlive, 200, g -> {
+                    g.writeStartObject();
+                    g.writeStringField("status", "ok");
+                    g.writeEndObject();
+                });
+            }
+        });
+    }
+
+    void workers(final ChannelHandlerContext ctx, final boolean keepAlive) {
+        final PodTableView view = pods.current();
+        final Map<String, List<Engine>> byInstance = new TreeMap<>();
+        for (final Engine e : fleet.membership().engines().values()) {
+            if (e.instanceId() == null) {
+                continue; // a configured endpoint whose pods its topics name: they are listed as pods below
+            }
+            byInstance.computeIfAbsent(e.instanceId(), k -> new ArrayList<>()).add(e);
+        }
+        // Pods in the index that no registration names (topics of a bound socket, Aeron publishers).
+        final Map<String, List<Integer>> unregistered = new TreeMap<>();
+        for (int slot = 0; slot < view.present.length; slot++) {
+            if (view.present[slot] && !byInstance.containsKey(view.instance[slot])) {
+                unregistered.computeIfAbsent(view.instance[slot], k -> new ArrayList<>()).add(slot);
+            }
+        }
+        Responses.json(ctx, keepAlive, 200, g -> {
+            g.writeStartArray();
+            for (final var entry : byInstance.entrySet()) {
+                g.writeStartObject();
+                writeInstanceId(g, entry.getKey());
+                g.writeStringField("source", "zmq");
+                boolean alive = false;
+                for (final Engine e : entry.getValue()) {
+                    alive |= isAlive(view, e.podId());
+                }
+                g.writeStringField("status", alive ? "active" : "registered");
+                g.writeStringField("model_name", entry.getValue().get(0).model());
+                g.writeStringField("routing_group", entry.getValue().get(0).routingGroup());
+                g.writeNumberField("block_size", reader.blockSize());
+                g.writeObjectFieldStart("endpoints");
+                for (final Engine e : entry.getValue()) {
+                    g.writeStringField(Integer.toString(e.dpRank()), e.endpoint());
+                }
+                g.writeEndObject();
+                g.writeObjectFieldStart("replay_endpoints");
+                for (final Engine e : entry.getValue()) {
+                    if (e.replayEndpoint() != null) {
+                        g.writeStringField(Integer.toString(e.dpRank()), e.replayEndpoint());
+                    }
+                }
+                g.writeEndObject();
+                g.writeStringField("registered_by", entry.getValue().get(0).source() == Engine.Source.API ? "api"
+                    : "config");
+                g.writeEndObject();
+            }
+            for (final var entry : unregistered.entrySet()) {
+                g.writeStartObject();
+                writeInstanceId(g, entry.getKey());
+                g.writeStringField("source", "events");
+                boolean alive = false;
+                for (final int slot : entry.getValue()) {
+                    alive |= reader.isAlive(slot);
+                }
+                g.writeStringField("status", alive ? "active" : "draining");
+                g.writeObjectFieldStart("endpoints");
+                g.writeEndObject();
+                g.writeEndObject();
+            }
+            g.writeEndArray();
+        });
+    }
+
+    private boolean isAlive(final PodTableView view, final String podId) {
+        final String base = io.kvidx.client.routing.DataParallelRanks.basePodId(podId);
+        final int rank = io.kvidx.client.routing.DataParallelRanks.rankOf(podId);
+        for (int slot = 0; slot < view.present.length; slot++) {
+            if (view.present[slot] && view.dpRank[slot] == rank && base.equals(view.instance[slot])
+                && reader.isAlive(slot)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Dynamo's worker ids are numbers: an id that is one is written as a number, any other as a string. */
+    private static void writeInstanceId(final JsonGenerator g, final String id) throws IOException {
+        g.writeFieldName("instance_id");
+        if (!id.isEmpty() && id.length() <= 20 && id.chars().allMatch(c -> c >= '0' && c <= '9')
+            && (id.length() == 1 || id.charAt(0) != '0')) {
+            try {
+                g.writeNumber(new java.math.BigInteger(id));
+                return;
+            } catch (final NumberFormatException ex) {
+                // falls through to a string
+            }
+        }
+        g.writeString(id);
+    }
+}

@@ -1,0 +1,77 @@
+package io.kvidx.daemon.serve;
+
+import io.kvidx.client.index.IndexReader;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufOutputStream;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+
+import java.io.IOException;
+
+/**
+ * {@code GET /health}, {@code GET /metrics} and {@code GET /dump}: what operators and peers read. Health and metrics
+ * read the index and the daemon's registry on the event loop (bounded reads, no locks); a dump is taken on the
+ * daemon's threads and written when its future completes.
+ *
+ * <p><b>Note:</b> stateless; called on event-loop threads.
+ */
+final class OperationsHandler {
+    private static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
+
+    private final IndexReader reader;
+    private final FleetApi fleet;
+
+    OperationsHandler(final IndexReader reader, final FleetApi fleet) {
+        this.reader = reader;
+        this.fleet = fleet;
+    }
+
+    void health(final ChannelHandlerContext ctx, final boolean keepAlive) {
+        final long age = reader.heartbeatAgeMs();
+        final boolean replaced = reader.isReplaced();
+        final boolean stale = reader.isWriterStale() || age < 0 || age > fleet.healthMaxHeartbeatAgeMs();
+        final boolean ok = !replaced && !stale;
+        Responses.json(ctx, keepAlive, ok ? 200 : 503, g -> {
+            g.writeStartObject();
+            g.writeStringField("status", ok ? "ok" : "unhealthy");
+            if (!ok) {
+                g.writeStringField("reason", replaced ? "the index file was replaced" : "the writer's heartbeat is "
+                    + (age < 0 ? "missing" : age + " ms old"));
+            }
+            g.writeNumberField("heartbeat_age_ms", age);
+            g.writeNumberField("entries", reader.entryCount());
+            int alive = 0;
+            for (int slot = 0; slot < reader.maxPods(); slot++) {
+                if (reader.isAlive(slot)) {
+                    alive++;
+                }
+            }
+            g.writeNumberField("pods_alive", alive);
+            g.writeNumberField("block_size", reader.blockSize());
+            g.writeEndObject();
+        });
+    }
+
+    void metrics(final ChannelHandlerContext ctx, final boolean keepAlive) throws IOException {
+        final ByteBuf buf = ctx.alloc().buffer();
+        try (ByteBufOutputStream out = new ByteBufOutputStream(buf)) {
+            fleet.scrapeMetrics(out);
+        } catch (final IOException | RuntimeException ex) {
+            buf.release();
+            throw ex;
+        }
+        Responses.send(ctx, keepAlive, 200, buf, PROMETHEUS_TEXT);
+    }
+
+    void dump(final ChannelHandlerContext ctx, final boolean keepAlive) {
+        fleet.snapshot().whenComplete((bytes, failure) -> {
+            if (failure != null) {
+                Responses.error(ctx, keepAlive, new ApiException(503, ApiException.UNAVAILABLE,
+                    "snapshot failed: " + (failure.getCause() != null ? failure.getCause().getMessage()
+                        : failure.getMessage())));
+            } else {
+                Responses.send(ctx, keepAlive, 200, Unpooled.wrappedBuffer(bytes), "application/octet-stream");
+            }
+        });
+    }
+}
