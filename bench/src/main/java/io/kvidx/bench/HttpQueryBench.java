@@ -59,6 +59,8 @@ final class HttpQueryBench {
         int[] serverThreads = {1, 2};
         @Option(names = "--prompts", split = ",")
         int[] prompts = {400, 2048, 8192};
+        @Option(names = "--http-idle")
+        String httpIdle = "block";
         @Option(names = {"-h", "--help"})
         boolean help;
 
@@ -69,6 +71,9 @@ final class HttpQueryBench {
             }
             if (o.seconds <= 0 || o.warmup < 0) {
                 throw new IllegalArgumentException("--seconds must be > 0 and --warmup >= 0");
+            }
+            if (!"block".equals(o.httpIdle) && !"busy-spin".equals(o.httpIdle)) {
+                throw new IllegalArgumentException("--http-idle must be block or busy-spin: " + o.httpIdle);
             }
             if (o.pods < 1 || o.pods > 64) {
                 throw new IllegalArgumentException("--pods must be in 1..64: " + o.pods);
@@ -89,7 +94,7 @@ final class HttpQueryBench {
     static String usage() {
         return """
             usage: kvidx bench http [--seconds S] [--warmup S] [--pods P] [--connections N]
-                                    [--server-threads 1,2] [--prompts 400,2048,8192]
+                                    [--server-threads 1,2] [--prompts 400,2048,8192] [--http-idle block|busy-spin]
               POST /query over raw HTTP/1.1 keep-alive sockets against an in-process daemon, 1 and N connections,
               per server-thread count; and the same prompts hashed + queried in process on the same index.
               --seconds S         measured seconds per cell (default 5)
@@ -97,7 +102,8 @@ final class HttpQueryBench {
               --pods P            pods, holding prefix depths (p+1)/P of each prompt (default 32)
               --connections N     the multi-connection cell (default 4)
               --server-threads L  HTTP event-loop threads to try (default 1,2)
-              --prompts L         prompt lengths in tokens (default 400,2048,8192)""";
+              --prompts L         prompt lengths in tokens (default 400,2048,8192)
+              --http-idle I       how the server's event loops wait: block (default) or busy-spin""";
     }
 
     /** One table row. */
@@ -112,8 +118,8 @@ final class HttpQueryBench {
      */
     static void run(final Options options, final PrintStream out) throws Exception {
         out.println("load before the run: " + uptime());
-        out.printf("cpus %d, %s %s%n", Runtime.getRuntime().availableProcessors(),
-            System.getProperty("java.vm.name"), System.getProperty("java.version"));
+        out.printf("cpus %d, %s %s; server event loops: %s%n", Runtime.getRuntime().availableProcessors(),
+            System.getProperty("java.vm.name"), System.getProperty("java.version"), options.httpIdle);
         final SplittableRandom random = new SplittableRandom(42);
         final int[][] prompts = new int[options.prompts.length][];
         for (int i = 0; i < prompts.length; i++) {
@@ -140,6 +146,23 @@ final class HttpQueryBench {
         }
         out.println("(p50 x / p99 x: HTTP latency over the in-process hash + query latency for the same prompt; "
             + "in-process sampled as many times as the most requests any HTTP cell of that prompt measured)");
+        out.println();
+        out.println("loopback floor: the same request and response sizes over one loopback TCP connection to a thread"
+            + " that " + ("busy-spin".equals(options.httpIdle) ? "spins" : "blocks") + ", no HTTP, no index:");
+        for (int i = 0; i < prompts.length; i++) {
+            final byte[] request = request(prompts[i], 0);
+            int responseBytes = 256;
+            for (final Row r : rows) {
+                if (r.tokens == prompts[i].length) {
+                    responseBytes = r.bodyBytes;
+                }
+            }
+            final Histogram floor = LoopbackFloor.measure(request.length, responseBytes,
+                "busy-spin".equals(options.httpIdle), Math.min(options.seconds, 3));
+            out.printf("%7d tokens: request %,d B, response %,d B: p50 %.1f us, p99 %.1f us%n", prompts[i].length,
+                request.length, responseBytes, floor.getValueAtPercentile(50) / 1e3,
+                floor.getValueAtPercentile(99) / 1e3);
+        }
         out.println("load after the run: " + uptime());
     }
 
@@ -148,7 +171,8 @@ final class HttpQueryBench {
         final Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "kvidx-bench-http");
         try {
             final DaemonContext ctx = new DaemonContext().dir(dir).cell(CELL).shardCount(64).capacityBlocks(1L << 20)
-                .blockSize(BLOCK_SIZE).podTimeoutMs(0).http("127.0.0.1:0").httpThreads(threads);
+                .blockSize(BLOCK_SIZE).podTimeoutMs(0).http("127.0.0.1:0").httpThreads(threads)
+                .httpIdle(options.httpIdle);
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx)) {
                 final RouterKeyHasher hasher = new RouterKeyHasher(BLOCK_SIZE);
                 final long seed = RouterKeyHasher.chainSeed(MODEL, null, null);

@@ -167,6 +167,11 @@ public final class DaemonCommand implements Callable<Integer> {
         + DaemonConfiguration.HTTP_THREADS_DEFAULT + ").")
     private Integer httpThreads;
 
+    @Option(names = "--http-idle", paramLabel = "block|busy-spin", description = "How the HTTP event loops wait "
+        + "(default " + DaemonConfiguration.HTTP_IDLE_DEFAULT + "); busy-spin takes a core per loop and saves the "
+        + "thread wake-up per request.")
+    private String httpIdle;
+
     @Option(names = "--http-max-body-bytes", paramLabel = "BYTES", description = "Largest HTTP request body "
         + "(default " + DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT + "); larger ones get 413.")
     private Integer httpMaxBodyBytes;
@@ -401,6 +406,9 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (httpThreads != null) {
             context.httpThreads(httpThreads);
+        }
+        if (httpIdle != null) {
+            context.httpIdle(httpIdle);
         }
         if (httpMaxBodyBytes != null) {
             context.httpMaxBodyBytes(httpMaxBodyBytes);

@@ -195,6 +195,14 @@ public final class DaemonConfiguration {
     public static final int HTTP_THREADS_DEFAULT = 2;
     /** Most HTTP event-loop threads. */
     public static final int HTTP_THREADS_MAX = 64;
+    /** How the HTTP event loops wait for requests key. */
+    public static final String HTTP_IDLE_PROP_NAME = "httpIdle";
+    /** HTTP event loops block in the selector until a request comes (no core spent while idle). */
+    public static final String HTTP_IDLE_BLOCK = "block";
+    /** HTTP event loops poll without sleeping: each takes a whole core, and a request skips the thread wake-up. */
+    public static final String HTTP_IDLE_BUSY_SPIN = "busy-spin";
+    /** Default: block. */
+    public static final String HTTP_IDLE_DEFAULT = HTTP_IDLE_BLOCK;
     /** Largest HTTP request body key (bytes). */
     public static final String HTTP_MAX_BODY_BYTES_PROP_NAME = "httpMaxBodyBytes";
     /** Default largest request body: 1 MiB (a 131,072-token prompt as JSON is about 800 KiB). */

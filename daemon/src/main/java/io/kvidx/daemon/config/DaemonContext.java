@@ -50,6 +50,7 @@ public final class DaemonContext {
     private long snapshotTimeoutMs = DaemonConfiguration.SNAPSHOT_TIMEOUT_MS_DEFAULT;
     private String http = DaemonConfiguration.HTTP_DEFAULT;
     private int httpThreads = DaemonConfiguration.HTTP_THREADS_DEFAULT;
+    private String httpIdle = DaemonConfiguration.HTTP_IDLE_DEFAULT;
     private int httpMaxBodyBytes = DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT;
     private ConfigReload configReload;
     private String zmqBind = DaemonConfiguration.ZMQ_BIND_DEFAULT;
@@ -111,6 +112,12 @@ public final class DaemonContext {
         if (zmqBind != null && !zmqBind.startsWith("tcp://") && !zmqBind.startsWith("ipc://")) {
             throw new ConfigException(DaemonConfiguration.ZMQ_BIND_PROP_NAME,
                 "must be a ZeroMQ endpoint such as tcp://127.0.0.1:5557: " + zmqBind);
+        }
+        if (!DaemonConfiguration.HTTP_IDLE_BLOCK.equals(httpIdle)
+            && !DaemonConfiguration.HTTP_IDLE_BUSY_SPIN.equals(httpIdle)) {
+            throw new ConfigException(DaemonConfiguration.HTTP_IDLE_PROP_NAME, "must be "
+                + DaemonConfiguration.HTTP_IDLE_BLOCK + " or " + DaemonConfiguration.HTTP_IDLE_BUSY_SPIN + ": "
+                + httpIdle);
         }
         ConfigException.range(DaemonConfiguration.HTTP_THREADS_PROP_NAME, httpThreads, 1,
             DaemonConfiguration.HTTP_THREADS_MAX);
@@ -600,6 +607,23 @@ public final class DaemonContext {
      */
     public int httpThreads() {
         return httpThreads;
+    }
+
+    /**
+     * @param idle how the HTTP event loops wait: {@code block} (default) or {@code busy-spin} (each loop takes a
+     *             core; a request skips the thread wake-up, tens of microseconds on a VM).
+     * @return this.
+     */
+    public DaemonContext httpIdle(final String idle) {
+        this.httpIdle = idle;
+        return this;
+    }
+
+    /**
+     * @return how the HTTP event loops wait.
+     */
+    public String httpIdle() {
+        return httpIdle;
     }
 
     /**

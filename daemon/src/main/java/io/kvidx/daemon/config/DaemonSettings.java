@@ -155,6 +155,8 @@ public final class DaemonSettings {
             DaemonContext::http),
         new Setting(HTTP_THREADS_PROP_NAME, "--http-threads", Kind.INT, (c, v) -> c.httpThreads((Integer) v),
             DaemonContext::httpThreads),
+        new Setting(DaemonConfiguration.HTTP_IDLE_PROP_NAME, "--http-idle", Kind.STRING,
+            (c, v) -> c.httpIdle((String) v), DaemonContext::httpIdle),
         new Setting(HTTP_MAX_BODY_BYTES_PROP_NAME, "--http-max-body-bytes", Kind.INT,
             (c, v) -> c.httpMaxBodyBytes((Integer) v), DaemonContext::httpMaxBodyBytes),
         new Setting(ZMQ_BIND_PROP_NAME, "--zmq-bind", Kind.NULLABLE_STRING, (c, v) -> c.zmqBind((String) v),

@@ -6,6 +6,7 @@ import io.aeron.driver.ThreadingMode;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.config.AgentSettings;
+import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.config.IdleStrategies;
 import io.kvidx.daemon.counters.CounterType;
@@ -21,9 +22,7 @@ import io.kvidx.daemon.ops.DaemonMetrics;
 import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.daemon.state.PodBlockMaps;
 import io.kvidx.daemon.state.PublisherProgress;
-import io.kvidx.client.tiers.TierMap;
 import io.kvidx.client.tiers.TierMapDescriptor;
-import io.kvidx.client.tiers.TierMapReader;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.daemon.membership.Engine;
 import io.kvidx.daemon.membership.EngineFile;
@@ -379,12 +378,10 @@ public final class KvidxDaemon implements AutoCloseable {
         final IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(context.dir())
             .cell(context.cell()).attachTimeoutMs(0));
         final java.nio.file.Path cellDir = context.indexContext().indexFile().getParent();
-        final TierMap tiers = new TierMap(cellDir.resolve(TierMapDescriptor.FILE_NAME), slot -> {
-            final IndexReader.PodInfo info = reader.pod(slot);
-            return info == null ? -1 : info.generation();
-        }, TierMap.RETRY_INTERVAL_MS_DEFAULT, TierMapReader.READ_BOUND_NS_DEFAULT);
         final long healthMaxAgeMs = Math.max(1_000, 3 * context.heartbeatIntervalMs());
-        http = IndexHttpServer.start(address, context.httpThreads(), context.httpMaxBodyBytes(), reader, tiers,
+        http = IndexHttpServer.start(address, context.httpThreads(),
+            DaemonConfiguration.HTTP_IDLE_BUSY_SPIN.equals(context.httpIdle()), context.httpMaxBodyBytes(), reader,
+            cellDir.resolve(TierMapDescriptor.FILE_NAME),
             PodStatsFile.open(cellDir), new FleetApi() {
                 @Override
                 public Membership membership() {

@@ -50,11 +50,11 @@ final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         }
     }
 
-    ApiHandler(final IndexReader reader, final FleetApi fleet, final TierMap tiers, final PodStatsFile stats,
-        final int maxBodyBytes) {
+    ApiHandler(final IndexReader reader, final FleetApi fleet, final PodTableView.Source pods, final TierMap tiers,
+        final PodStatsFile stats, final int maxBodyBytes) {
         this.reader = reader;
         this.fleet = fleet;
-        this.pods = new PodTableView.Source(reader, fleet.membership());
+        this.pods = pods;
         this.membership = new MembershipHandler(reader, fleet, pods);
         this.operations = new OperationsHandler(reader, fleet);
         // A JSON array element takes at least two bytes ("1,"): no body holds more elements than this.

@@ -8,8 +8,10 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.DefaultSelectStrategyFactory;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.SelectStrategyFactory;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
@@ -21,6 +23,7 @@ import io.netty.handler.timeout.ReadTimeoutHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 
 import java.net.InetSocketAddress;
+import java.nio.channels.spi.SelectorProvider;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -58,19 +61,31 @@ public final class IndexHttpServer implements AutoCloseable {
      *
      * @param address      where to listen.
      * @param threads      event-loop threads.
+     * @param busySpin     true: the event loops poll their sockets without sleeping (a core each); false: they block
+     *                     in the selector until a request comes.
      * @param maxBodyBytes largest request body.
      * @param reader       the cell's index, read-only (closed with the server).
-     * @param tiers        the cell's tier map, or null (closed with the server).
+     * @param tierMapFile  the cell's tier map file (followed when it appears or is replaced), or null for none.
      * @param stats        the cell's pod statistics, or null (closed with the server).
      * @param fleet        the rest of the daemon.
      * @return the running server.
      * @throws IllegalStateException when the address cannot be bound.
      */
-    public static IndexHttpServer start(final InetSocketAddress address, final int threads, final int maxBodyBytes,
-        final IndexReader reader, final TierMap tiers, final PodStatsFile stats, final FleetApi fleet) {
+    public static IndexHttpServer start(final InetSocketAddress address, final int threads, final boolean busySpin,
+        final int maxBodyBytes,
+        final IndexReader reader, final java.nio.file.Path tierMapFile, final PodStatsFile stats,
+        final FleetApi fleet) {
+        final PodTableView.Source pods = new PodTableView.Source(reader, fleet.membership());
+        // Tier lookups name the slot's generation as the pod table view saw it (no pod table read per lookup).
+        final TierMap tiers = tierMapFile == null ? null : new TierMap(tierMapFile, pods::generation,
+            TierMap.RETRY_INTERVAL_MS_DEFAULT, io.kvidx.client.tiers.TierMapReader.READ_BOUND_NS_DEFAULT);
+        // Busy-spin: every turn of the loop is a selectNow (never a blocking select), so a request is read at once.
+        final SelectStrategyFactory strategy = busySpin ? () -> (selectNow, hasTasks) -> selectNow.get()
+            : DefaultSelectStrategyFactory.INSTANCE;
         final EventLoopGroup group = new MultiThreadIoEventLoopGroup(threads,
-            new DefaultThreadFactory("kvidx-http", true), NioIoHandler.newFactory());
-        final ApiHandler api = new ApiHandler(reader, fleet, tiers, stats, maxBodyBytes);
+            new DefaultThreadFactory("kvidx-http", true),
+            NioIoHandler.newFactory(SelectorProvider.provider(), strategy));
+        final ApiHandler api = new ApiHandler(reader, fleet, pods, tiers, stats, maxBodyBytes);
         try {
             final Channel channel = new ServerBootstrap()
                 .group(group)
@@ -93,6 +108,9 @@ public final class IndexHttpServer implements AutoCloseable {
             return new IndexHttpServer(group, channel, reader, tiers, stats);
         } catch (final RuntimeException ex) {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            if (tiers != null) {
+                tiers.close();
+            }
             throw new IllegalStateException("cannot serve the HTTP API on " + address.getHostString() + ":"
                 + address.getPort() + ": " + ex.getMessage(), ex);
         }

@@ -22,6 +22,10 @@ final class PodTableView {
     final long podTableVersion;
     final Map<String, Engine> engines;
     final String[] instance;
+    /** Per slot, a small number shared by the slots of one instance (to group an answer without comparing ids). */
+    final int[] instanceIndex;
+    /** Per slot, its rank as the JSON key ("0", "1", ...). */
+    final String[] rankName;
     final int[] dpRank;
     final int[] generation;
     final boolean[] present;
@@ -33,7 +37,10 @@ final class PodTableView {
         this.engines = membership == null ? Map.of() : membership.engines();
         final int n = reader.maxPods();
         instance = new String[n];
+        instanceIndex = new int[n];
+        rankName = new String[n];
         dpRank = new int[n];
+        final Map<String, Integer> indices = new HashMap<>();
         generation = new int[n];
         present = new boolean[n];
         candidates = new HashMap<>();
@@ -47,6 +54,8 @@ final class PodTableView {
             final int rank = DataParallelRanks.rankOf(info.podId());
             dpRank[slot] = rank;
             instance[slot] = rank == 0 ? info.podId() : DataParallelRanks.basePodId(info.podId());
+            instanceIndex[slot] = indices.computeIfAbsent(instance[slot], k -> indices.size());
+            rankName[slot] = Integer.toString(rank);
             final Engine e = engines.get(info.podId());
             final String group = e == null ? Engine.DEFAULT_GROUP : e.routingGroup();
             final String model = info.model() == null ? "" : info.model();

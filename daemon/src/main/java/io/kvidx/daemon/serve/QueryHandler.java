@@ -44,6 +44,10 @@ final class QueryHandler {
     private final long[] keys;
     private final PrefixResult result;
     private final int[][] tierDepth = new int[3][];
+    /** Grouping scratch ({@link #group}): per instance index its first pod, per answer entry the next. */
+    private final int[] head;
+    private final int[] next;
+    private final int[] order;
 
     QueryHandler(final IndexReader reader, final PodTableView.Source pods, final TierMap tiers,
         final PodStatsFile stats) {
@@ -59,6 +63,10 @@ final class QueryHandler {
         for (int t = 0; t < tierDepth.length; t++) {
             tierDepth[t] = new int[reader.maxPods()];
         }
+        this.head = new int[reader.maxPods()];
+        java.util.Arrays.fill(head, -1);
+        this.next = new int[reader.maxPods()];
+        this.order = new int[reader.maxPods()];
     }
 
     /**
@@ -124,7 +132,9 @@ final class QueryHandler {
             final int depth = Math.min(result.depth(i), n);
             int gpu = -1;
             int cpu = -1;
-            for (int b = 0; withTiers && b < depth && cpu < 0; b++) {
+            // A pod with no tier recorded answers "unknown" (GPU) for every block: no lookups.
+            final boolean recorded = withTiers && depth > 0 && tiers.entryCount(slot) > 0;
+            for (int b = 0; recorded && b < depth && cpu < 0; b++) {
                 final int bits = tiers.tierBits(slot, keys[b]);
                 final int held = bits < 0 ? 0 : bits & TierMapDescriptor.MEDIA_MASK;
                 final boolean inGpu = held == 0 || (held & TierMapDescriptor.MEDIUM_GPU) != 0;
@@ -143,17 +153,18 @@ final class QueryHandler {
     }
 
     private void write(final JsonGenerator out, final PodTableView view, final int n) throws IOException {
-        final int count = result.count();
+        final int instances = group(view);
         out.writeStartObject();
         // Dynamo's shape: scores (the GPU match, in tokens) and tree sizes (blocks held) per instance, per rank.
         out.writeObjectFieldStart("scores");
-        writePerRank(out, view, count, false);
+        writePerRank(out, view, instances, false);
         out.writeEndObject();
         out.writeObjectFieldStart("tree_sizes");
-        writePerRank(out, view, count, true);
+        writePerRank(out, view, instances, true);
         out.writeEndObject();
         // frequencies[i]: how many pods hold block i of the prompt.
         out.writeArrayFieldStart("frequencies");
+        final int count = result.count();
         final int maxDepth = result.maxDepth();
         for (int b = 0; b < maxDepth; b++) {
             int holders = 0;
@@ -167,37 +178,28 @@ final class QueryHandler {
         out.writeEndArray();
         // Mooncake's shape: per instance the longest prefix and per tier, with per-rank detail.
         out.writeObjectFieldStart("instances");
-        for (int i = 0; i < count; i++) {
-            final int slot = result.slot(i);
-            if (result.depth(i) <= 0 || !isFirstOfInstance(view, i)) {
-                continue;
-            }
-            final String instance = view.instance[slot];
-            out.writeObjectFieldStart(instance);
+        for (int k = 0; k < instances; k++) {
             int best = 0;
             int gpu = 0;
             int cpu = 0;
             int disk = 0;
-            for (int j = i; j < count; j++) {
-                final int s = result.slot(j);
-                if (result.depth(j) > 0 && instance.equals(view.instance[s])) {
-                    best = Math.max(best, result.depth(j));
-                    gpu = Math.max(gpu, tierDepth[GPU][s]);
-                    cpu = Math.max(cpu, tierDepth[CPU][s]);
-                    disk = Math.max(disk, tierDepth[DISK][s]);
-                }
+            for (int i = head[order[k]]; i >= 0; i = next[i]) {
+                final int s = result.slot(i);
+                best = Math.max(best, result.depth(i));
+                gpu = Math.max(gpu, tierDepth[GPU][s]);
+                cpu = Math.max(cpu, tierDepth[CPU][s]);
+                disk = Math.max(disk, tierDepth[DISK][s]);
             }
+            out.writeObjectFieldStart(view.instance[result.slot(head[order[k]])]);
             out.writeNumberField("longest_matched", best * blockSize);
             out.writeNumberField("gpu", gpu * blockSize);
             out.writeNumberField("cpu", cpu * blockSize);
             out.writeNumberField("disk", disk * blockSize);
             // Per rank, the GPU match (Dynamo's score of that rank).
             out.writeObjectFieldStart("dp");
-            for (int j = i; j < count; j++) {
-                final int s = result.slot(j);
-                if (result.depth(j) > 0 && instance.equals(view.instance[s])) {
-                    out.writeNumberField(Integer.toString(view.dpRank[s]), tierDepth[GPU][s] * blockSize);
-                }
+            for (int i = head[order[k]]; i >= 0; i = next[i]) {
+                final int s = result.slot(i);
+                out.writeNumberField(view.rankName[s], tierDepth[GPU][s] * blockSize);
             }
             out.writeEndObject();
             out.writeEndObject();
@@ -206,23 +208,49 @@ final class QueryHandler {
         out.writeNumberField("block_size", blockSize);
         out.writeNumberField("query_blocks", n);
         out.writeEndObject();
+        for (int k = 0; k < instances; k++) {
+            head[order[k]] = -1;
+        }
+    }
+
+    /**
+     * Groups the answer's pods with a match by instance, in the answer's order: {@code order[0 .. returned)} are the
+     * instances' indices, each with its pods listed from {@code head[instance]} through {@code next}. The caller
+     * resets {@code head} of the instances listed.
+     */
+    private int group(final PodTableView view) {
+        final int count = result.count();
+        int instances = 0;
+        for (int i = count - 1; i >= 0; i--) {
+            final int slot = result.slot(i);
+            if (result.depth(i) <= 0 || view.instance[slot] == null) {
+                continue;
+            }
+            final int inst = view.instanceIndex[slot];
+            if (head[inst] < 0) {
+                order[instances++] = inst;
+            }
+            next[i] = head[inst];
+            head[inst] = i;
+        }
+        // Listed from the last answer backwards: put the instances in the answer's order.
+        for (int lo = 0, hi = instances - 1; lo < hi; lo++, hi--) {
+            final int t = order[lo];
+            order[lo] = order[hi];
+            order[hi] = t;
+        }
+        return instances;
     }
 
     /** Writes {instance: {rank: value}} for the pods with a match: the match in tokens, or the blocks held. */
-    private void writePerRank(final JsonGenerator out, final PodTableView view, final int count,
+    private void writePerRank(final JsonGenerator out, final PodTableView view, final int instances,
         final boolean treeSize) throws IOException {
-        for (int i = 0; i < count; i++) {
-            if (result.depth(i) <= 0 || !isFirstOfInstance(view, i)) {
-                continue;
-            }
-            final String instance = view.instance[result.slot(i)];
-            out.writeObjectFieldStart(instance);
-            for (int j = i; j < count; j++) {
-                final int s = result.slot(j);
-                if (result.depth(j) > 0 && instance.equals(view.instance[s])) {
-                    out.writeFieldName(Integer.toString(view.dpRank[s]));
-                    out.writeNumber(treeSize ? blocksHeld(s, view) : (long) tierDepth[GPU][s] * blockSize);
-                }
+        for (int k = 0; k < instances; k++) {
+            out.writeObjectFieldStart(view.instance[result.slot(head[order[k]])]);
+            for (int i = head[order[k]]; i >= 0; i = next[i]) {
+                final int s = result.slot(i);
+                out.writeFieldName(view.rankName[s]);
+                out.writeNumber(treeSize ? blocksHeld(s, view) : (long) tierDepth[GPU][s] * blockSize);
             }
             out.writeEndObject();
         }
@@ -233,19 +261,5 @@ final class QueryHandler {
             return 0;
         }
         return stats.blocks(slot);
-    }
-
-    /** True when no earlier pod of the answer with a match belongs to the same instance. */
-    private boolean isFirstOfInstance(final PodTableView view, final int i) {
-        final String instance = view.instance[result.slot(i)];
-        if (instance == null) {
-            return false;
-        }
-        for (int j = 0; j < i; j++) {
-            if (result.depth(j) > 0 && instance.equals(view.instance[result.slot(j)])) {
-                return false;
-            }
-        }
-        return true;
     }
 }

@@ -41,6 +41,12 @@ final class RequestBody {
 
     private final int maxArrayLength;
     private byte[] bytes = new byte[4096];
+    private byte[] rest = new byte[4096];
+    private final TokenIdsFastPath fastPath = new TokenIdsFastPath();
+    private final boolean useFastPath;
+    /** The fast path read the token ids; jackson sees [] in their place (once). */
+    private boolean preparsed;
+    private int preparsedCount;
     int[] tokens = new int[1024];
     int tokenCount;
     boolean hasTokens;
@@ -63,7 +69,17 @@ final class RequestBody {
      * @param maxArrayLength most elements of {@code token_ids} or {@code block_hashes}.
      */
     RequestBody(final int maxArrayLength) {
+        this(maxArrayLength, true);
+    }
+
+    /**
+     * @param maxArrayLength most elements of {@code token_ids} or {@code block_hashes}.
+     * @param fastPath       whether token ids are read by {@link TokenIdsFastPath} (false: by jackson alone, the
+     *                       reference the tests compare it with).
+     */
+    RequestBody(final int maxArrayLength, final boolean fastPath) {
         this.maxArrayLength = maxArrayLength;
+        this.useFastPath = fastPath;
     }
 
     /**
@@ -83,7 +99,31 @@ final class RequestBody {
             bytes = new byte[Math.max(length, 2 * bytes.length)];
         }
         content.getBytes(content.readerIndex(), bytes, 0, length);
-        try (JsonParser p = FACTORY.createParser(bytes, 0, length)) {
+        byte[] json = bytes;
+        int jsonLength = length;
+        // The token ids, which grow with the prompt, are read by a plain scan; jackson reads the rest with [] in
+        // their place (and the whole body when the scan gives up).
+        final int open = useFastPath ? TokenIdsFastPath.find(bytes, length) : -1;
+        if (open >= 0) {
+            if (tokens.length < Math.min(maxArrayLength, length / 2 + 1)) {
+                tokens = new int[Math.min(maxArrayLength, Math.max(length / 2 + 1, 2 * tokens.length))];
+            }
+            final int end = fastPath.read(bytes, open, length, tokens);
+            if (end > 0) {
+                if (rest.length < length) {
+                    rest = new byte[Math.max(length, 2 * rest.length)];
+                }
+                System.arraycopy(bytes, 0, rest, 0, open);
+                rest[open] = '[';
+                rest[open + 1] = ']';
+                System.arraycopy(bytes, end, rest, open + 2, length - end);
+                json = rest;
+                jsonLength = open + 2 + length - end;
+                preparsed = true;
+                preparsedCount = fastPath.count();
+            }
+        }
+        try (JsonParser p = FACTORY.createParser(json, 0, jsonLength)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 throw ApiException.badJson("body must be a JSON object");
             }
@@ -109,7 +149,14 @@ final class RequestBody {
     private void field(final JsonParser p, final String name) throws IOException {
         switch (name) {
             case "token_ids" -> {
-                readTokens(p, name);
+                if (preparsed && p.currentToken() == JsonToken.START_ARRAY) {
+                    // The [] left in the fast path's place: the ids are those it read.
+                    p.skipChildren();
+                    tokenCount = preparsedCount;
+                    preparsed = false;
+                } else {
+                    readTokens(p, name);
+                }
                 hasTokens = true;
             }
             case "block_hashes", "seq_hashes", "block_hash", "hashes" -> {
@@ -136,23 +183,31 @@ final class RequestBody {
             throw ApiException.invalid(name, "must be an array of token ids");
         }
         int n = 0;
-        JsonToken t;
-        while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
-            if (t != JsonToken.VALUE_NUMBER_INT || p.getNumberType() != JsonParser.NumberType.INT) {
+        int[] t = tokens;
+        while (true) {
+            final int v;
+            try {
+                // One call per element: the token and its int value, without asking for the number's type.
+                v = p.nextIntValue(-1);
+            } catch (final com.fasterxml.jackson.core.exc.InputCoercionException ex) {
                 throw ApiException.invalid(name, "must hold integers in [0, 2^31)");
             }
-            final int v = p.getIntValue();
             if (v < 0) {
-                throw ApiException.invalid(name, "must hold integers in [0, 2^31), got " + v);
+                if (p.currentToken() == JsonToken.END_ARRAY) {
+                    break;
+                }
+                throw ApiException.invalid(name, "must hold integers in [0, 2^31)"
+                    + (p.currentToken() == JsonToken.VALUE_NUMBER_INT ? ", got " + p.getText() : ""));
             }
-            if (n == tokens.length) {
+            if (n == t.length) {
                 if (n >= maxArrayLength) {
                     throw new ApiException(413, ApiException.TOO_MANY_TOKENS, "more than " + maxArrayLength
                         + " elements in '" + name + "'");
                 }
-                tokens = java.util.Arrays.copyOf(tokens, Math.min(maxArrayLength, n * 2));
+                t = java.util.Arrays.copyOf(t, Math.min(maxArrayLength, n * 2));
+                tokens = t;
             }
-            tokens[n++] = v;
+            t[n++] = v;
         }
         tokenCount = n;
     }
@@ -247,6 +302,7 @@ final class RequestBody {
     }
 
     private void reset() {
+        preparsed = false;
         tokenCount = 0;
         hasTokens = false;
         hashCount = 0;

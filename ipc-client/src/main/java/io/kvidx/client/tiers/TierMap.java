@@ -170,6 +170,23 @@ public final class TierMap implements CacheAffinityScorer.TierLookup, AutoClosea
     }
 
     /**
+     * @param slot pod slot.
+     * @return entries the tier map holds for the slot's pod (of the generation the caller names), 0 while no file is
+     * mapped: a pod with none has no tier recorded for any block, so every lookup would answer "unknown".
+     */
+    public int entryCount(final int slot) {
+        final TierMapReader r = reader();
+        if (r == null) {
+            return 0;
+        }
+        try {
+            return r.entryCount(slot, generationOf.applyAsInt(slot));
+        } catch (final IllegalStateException ex) {
+            return 0; // unmapped under us by close()
+        }
+    }
+
+    /**
      * @return true while a tier map file is mapped.
      */
     public boolean isAttached() {
