@@ -65,6 +65,11 @@ public final class DaemonCommand implements Callable<Integer> {
         + "); engines must use the same.")
     private Integer blockSize;
 
+    @Option(names = "--key-scheme", paramLabel = "kvidx|xxh3-chain", description = "How the cell keys blocks "
+        + "(default " + DaemonConfiguration.KEY_SCHEME_DEFAULT + "); xxh3-chain is Mooncake's standard chained XXH3-64, "
+        + "for routers that hash prompts themselves (POST /query_by_hash).")
+    private String keyScheme;
+
     @Option(names = {"--capacity-blocks", "--capacity"}, paramLabel = "BLOCKS", description = "Blocks held before "
         + "evicting (default " + DaemonConfiguration.CAPACITY_BLOCKS_DEFAULT + ").")
     private Long capacity;
@@ -334,6 +339,9 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (blockSize != null) {
             context.blockSize(blockSize);
+        }
+        if (keyScheme != null) {
+            context.keyScheme(keyScheme);
         }
         if (capacity != null) {
             context.capacityBlocks(capacity);

@@ -1,10 +1,12 @@
 package io.kvidx.daemon.cli;
 
 import io.kvidx.client.index.IndexBusyException;
+import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RequestExtras;
+import io.kvidx.client.keys.ChainedXxh3Hasher;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.tokenize.ChatRequest;
 import io.kvidx.tokenize.ChatTemplate;
@@ -102,10 +104,20 @@ public final class QueryCommand implements Callable<Integer> {
                 System.err.println("kvidx query: warning: block size " + bs + " differs from the index's "
                     + reader.blockSize() + "; no pod can match");
             }
-            final RouterKeyHasher hasher = new RouterKeyHasher(bs);
             final long[] keys = new long[Math.min(reader.maxChainLength(), tokens.length / bs)];
-            final int n = hasher.keys(RouterKeyHasher.chainSeed(model, loraName, MultiModalItems.salt(cacheSalt)),
-                tokens, tokens.length, extras, keys);
+            final int n;
+            if (reader.keyScheme() == IndexDescriptor.KEY_SCHEME_XXH3_CHAIN) {
+                if (extras != null && !extras.isEmpty()) {
+                    throw new IllegalArgumentException("the cell is keyed by the xxh3-chain scheme, which has no "
+                        + "keys for multimodal items");
+                }
+                final long seed = ChainedXxh3Hasher.seed(loraName);
+                n = new ChainedXxh3Hasher(bs).keys(seed, ChainedXxh3Hasher.firstSeed(seed,
+                    MultiModalItems.salt(cacheSalt)), tokens, tokens.length, keys);
+            } else {
+                n = new RouterKeyHasher(bs).keys(RouterKeyHasher.chainSeed(model, loraName,
+                    MultiModalItems.salt(cacheSalt)), tokens, tokens.length, extras, keys);
+            }
             final List<String[]> rows = rows(reader, keys, n);
             rows.sort(Comparator.<String[]>comparingInt(r -> -Integer.parseInt(r[1])).thenComparing(r -> r[0]));
             for (final String[] r : rows) {

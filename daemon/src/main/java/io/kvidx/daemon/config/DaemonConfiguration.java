@@ -212,6 +212,10 @@ public final class DaemonConfiguration {
     /** Largest accepted value of the largest request body. */
     public static final int HTTP_MAX_BODY_BYTES_MAX = 64 << 20;
 
+    /** Key scheme key: how the cell keys blocks ({@code kvidx} or {@code xxh3-chain}). */
+    public static final String KEY_SCHEME_PROP_NAME = "keyScheme";
+    /** Default key scheme: kvidx's router keys (model, LoRA, salt and multimodal items in every key). */
+    public static final String KEY_SCHEME_DEFAULT = "kvidx";
     /** Bound ZeroMQ SUB endpoint key (engines connect to it). */
     public static final String ZMQ_BIND_PROP_NAME = "zmqBind";
     /** Default: no bound SUB socket. */

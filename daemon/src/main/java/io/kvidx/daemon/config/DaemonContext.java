@@ -53,6 +53,7 @@ public final class DaemonContext {
     private String httpIdle = DaemonConfiguration.HTTP_IDLE_DEFAULT;
     private int httpMaxBodyBytes = DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT;
     private ConfigReload configReload;
+    private String keyScheme = DaemonConfiguration.KEY_SCHEME_DEFAULT;
     private String zmqBind = DaemonConfiguration.ZMQ_BIND_DEFAULT;
     private boolean concluded;
 
@@ -108,6 +109,12 @@ public final class DaemonContext {
                 throw new ConfigException(DaemonConfiguration.HTTP_PROP_NAME,
                     "must be HOST:PORT with a port in [0, 65535]: " + http);
             }
+        }
+        try {
+            IndexDescriptor.keySchemeOf(keyScheme);
+        } catch (final IllegalArgumentException ex) {
+            throw new ConfigException(DaemonConfiguration.KEY_SCHEME_PROP_NAME, "must be kvidx or xxh3-chain: "
+                + keyScheme);
         }
         if (zmqBind != null && !zmqBind.startsWith("tcp://") && !zmqBind.startsWith("ipc://")) {
             throw new ConfigException(DaemonConfiguration.ZMQ_BIND_PROP_NAME,
@@ -165,7 +172,7 @@ public final class DaemonContext {
     public IndexWriterContext indexContext() {
         return new IndexWriterContext().dir(dir).cell(cell).blockSize(blockSize).capacityBlocks(capacityBlocks)
             .shardCount(shardCount).maxPods(maxPods).maxChainLength(maxChainLength).deleteOnClose(deleteOnClose)
-            .files(sharedFiles).tierMapBlocks(tierMapBlocks);
+            .files(sharedFiles).tierMapBlocks(tierMapBlocks).keyScheme(IndexDescriptor.keySchemeOf(keyScheme));
     }
 
     /**
@@ -640,6 +647,24 @@ public final class DaemonContext {
      */
     public int httpMaxBodyBytes() {
         return httpMaxBodyBytes;
+    }
+
+    /**
+     * @param scheme how the cell keys blocks: {@code kvidx} (default: kvidx's router keys, docs/keys.md) or
+     *               {@code xxh3-chain} (Mooncake's standard chained XXH3-64, for routers that hash prompts
+     *               themselves; blocks with multimodal items are not keyed).
+     * @return this.
+     */
+    public DaemonContext keyScheme(final String scheme) {
+        this.keyScheme = scheme;
+        return this;
+    }
+
+    /**
+     * @return the key scheme's name.
+     */
+    public String keyScheme() {
+        return keyScheme;
     }
 
     /**

@@ -111,6 +111,8 @@ public final class DaemonSettings {
             DaemonContext::group),
         new Setting(BLOCK_SIZE_PROP_NAME, "--block-size", Kind.INT, (c, v) -> c.blockSize((Integer) v),
             DaemonContext::blockSize),
+        new Setting(DaemonConfiguration.KEY_SCHEME_PROP_NAME, "--key-scheme", Kind.STRING,
+            (c, v) -> c.keyScheme((String) v), DaemonContext::keyScheme),
         new Setting(CAPACITY_BLOCKS_PROP_NAME, "--capacity-blocks", Kind.LONG, (c, v) -> c.capacityBlocks((Long) v),
             DaemonContext::capacityBlocks),
         new Setting(SHARD_COUNT_PROP_NAME, "--shards", Kind.INT, (c, v) -> c.shardCount((Integer) v),

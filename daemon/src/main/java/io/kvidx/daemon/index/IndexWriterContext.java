@@ -296,6 +296,19 @@ public final class IndexWriterContext {
     }
 
     /**
+     * @param scheme the key scheme written into the header ({@link IndexDescriptor#KEY_SCHEME_ROUTER_V1} or
+     *               {@link IndexDescriptor#KEY_SCHEME_XXH3_CHAIN}): how the writer keys blocks.
+     * @return this.
+     */
+    public IndexWriterContext keyScheme(final int scheme) {
+        if (scheme != IndexDescriptor.KEY_SCHEME_ROUTER_V1 && scheme != IndexDescriptor.KEY_SCHEME_XXH3_CHAIN) {
+            throw new IllegalArgumentException("unknown key scheme " + scheme);
+        }
+        this.keyScheme = scheme;
+        return this;
+    }
+
+    /**
      * @return the key scheme written into the header.
      */
     public int keyScheme() {

@@ -1,10 +1,12 @@
 package io.kvidx.daemon.serve;
 
 import com.fasterxml.jackson.core.JsonGenerator;
+import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexException;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PodSet;
 import io.kvidx.client.index.PrefixResult;
+import io.kvidx.client.keys.ChainedXxh3Hasher;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.client.tiers.TierMap;
 import io.kvidx.client.tiers.TierMapDescriptor;
@@ -39,6 +41,8 @@ final class QueryHandler {
     private final TierMap tiers;
     private final PodStatsFile stats;
     private final RouterKeyHasher hasher;
+    /** The cell's xxh3-chain hasher, or null when it is keyed by kvidx's router keys. */
+    private final ChainedXxh3Hasher xxh3;
     private final int blockSize;
     private final int maxChain;
     private final long[] keys;
@@ -57,6 +61,8 @@ final class QueryHandler {
         this.stats = stats;
         this.blockSize = reader.blockSize();
         this.hasher = new RouterKeyHasher(blockSize);
+        this.xxh3 = reader.keyScheme() == IndexDescriptor.KEY_SCHEME_XXH3_CHAIN ? new ChainedXxh3Hasher(blockSize)
+            : null;
         this.maxChain = reader.maxChainLength();
         this.keys = new long[maxChain];
         this.result = new PrefixResult();
@@ -104,9 +110,18 @@ final class QueryHandler {
         if (byHash) {
             n = Math.min(body.hashCount, maxChain);
             System.arraycopy(body.hashes, 0, keys, 0, n);
+            if (xxh3 != null && body.hashesPerBlock) {
+                // Dynamo's per-block hashes: chained into the cell's keys.
+                xxh3.chainInPlace(keys, n);
+            }
         } else {
             final int tokens = Math.min(body.tokenCount, maxChain * blockSize);
-            n = hasher.keys(RouterKeyHasher.chainSeed(model, body.lora, body.salt), body.tokens, tokens, keys);
+            if (xxh3 != null) {
+                final long seed = ChainedXxh3Hasher.seed(body.lora);
+                n = xxh3.keys(seed, ChainedXxh3Hasher.firstSeed(seed, body.salt), body.tokens, tokens, keys);
+            } else {
+                n = hasher.keys(RouterKeyHasher.chainSeed(model, body.lora, body.salt), body.tokens, tokens, keys);
+            }
         }
         try {
             reader.query(keys, n, candidates, result);

@@ -53,6 +53,7 @@ final class RequestBody {
     long[] hashes = new long[64];
     int hashCount;
     boolean hasHashes;
+    boolean hashesPerBlock;
     String model;
     String lora;
     String salt;
@@ -162,6 +163,8 @@ final class RequestBody {
             case "block_hashes", "seq_hashes", "block_hash", "hashes" -> {
                 readHashes(p, name);
                 hasHashes = true;
+                // Dynamo sends per-block hashes as block_hashes; Mooncake sends chained ones under the other names.
+                hashesPerBlock = "block_hashes".equals(name);
             }
             case "model_name", "modelname", "model" -> model = string(p, name);
             case "lora_name" -> lora = string(p, name);
@@ -307,6 +310,7 @@ final class RequestBody {
         hasTokens = false;
         hashCount = 0;
         hasHashes = false;
+        hashesPerBlock = false;
         model = null;
         lora = null;
         salt = null;

@@ -1,6 +1,8 @@
 package io.kvidx.daemon.writer;
 
+import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.keys.BlockExtras;
+import io.kvidx.client.keys.ChainedXxh3Hasher;
 import io.kvidx.client.keys.RequestExtras;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.ingest.vllm.VllmEvent;
@@ -45,13 +47,29 @@ final class EventKeys {
     static final int BAD_ORDER = 5;
     /** Another number of entries than blocks (the decoder refuses these already; kept for other transports). */
     static final int BAD_COUNT = 6;
+    /** A multimodal item or prompt-embeds digest, which the cell's xxh3-chain key scheme cannot key. */
+    static final int BAD_SCHEME = 7;
 
     private final RouterKeyHasher hasher;
+    /** The cell's xxh3-chain hasher, or null when the cell is keyed by kvidx's router keys. */
+    private final ChainedXxh3Hasher xxh3;
     private final BlockExtras extras = new BlockExtras();
     private int badBlock;
+    private byte[] loraIdName = new byte[0];
+    private long loraIdNameId = -1;
 
     EventKeys(final RouterKeyHasher hasher) {
+        this(hasher, IndexDescriptor.KEY_SCHEME_ROUTER_V1);
+    }
+
+    /**
+     * @param hasher    kvidx's router-key hasher (the cell's block size).
+     * @param keyScheme the cell's key scheme.
+     */
+    EventKeys(final RouterKeyHasher hasher, final int keyScheme) {
         this.hasher = hasher;
+        this.xxh3 = keyScheme == IndexDescriptor.KEY_SCHEME_XXH3_CHAIN ? new ChainedXxh3Hasher(hasher.blockSize())
+            : null;
     }
 
     /**
@@ -64,6 +82,9 @@ final class EventKeys {
      * @return {@link #OK} or a {@code BAD_*} code (then {@link #badBlock()} names the block).
      */
     int keys(final PodState p, final VllmEvent e, final long parentKey, final long[] out) {
+        if (xxh3 != null) {
+            return xxh3Keys(e, parentKey, out);
+        }
         final int n = e.hashCount();
         final int bs = hasher.blockSize();
         final int[] tokens = e.tokens();
@@ -133,6 +154,75 @@ final class EventKeys {
     }
 
     /**
+     * Keys in the cell's xxh3-chain scheme ({@link ChainedXxh3Hasher}): the LoRA adapter (its name, or
+     * {@code lora-id:<id>} for vLLM's deprecated integer id) seeds every block's local hash, a cache salt (from the
+     * first block's extra keys, or SGLang's event-level salt) the chain's first block; extra keys are checked as in
+     * kvidx's scheme, and a block with a multimodal item or a prompt-embeds digest refuses the event
+     * ({@link #BAD_SCHEME}).
+     */
+    private int xxh3Keys(final VllmEvent e, final long parentKey, final long[] out) {
+        final int n = e.hashCount();
+        final int bs = xxh3.blockSize();
+        final int[] tokens = e.tokens();
+        final long seed;
+        if (e.hasLoraName()) {
+            seed = ChainedXxh3Hasher.seed(e.loraNameBytes(), 0, e.loraNameLength());
+        } else if (e.loraId() >= 0) {
+            if (e.loraId() != loraIdNameId) {
+                loraIdName = ("lora-id:" + e.loraId()).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                loraIdNameId = e.loraId();
+            }
+            seed = ChainedXxh3Hasher.seed(loraIdName, 0, loraIdName.length);
+        } else {
+            seed = ChainedXxh3Hasher.SEED;
+        }
+        long firstSeed = e.cacheSaltLength() > 0
+            ? ChainedXxh3Hasher.firstSeed(seed, e.cacheSaltBytes(), 0, e.cacheSaltLength()) : seed;
+        final VllmExtraKeys xk = e.extraKeys();
+        if (xk.present()) {
+            if (xk.blockCount() != n) {
+                badBlock = Math.min(n, xk.blockCount());
+                return BAD_COUNT;
+            }
+            final byte[] x = xk.bytes();
+            for (int b = 0; b < n; b++) {
+                badBlock = b;
+                int j = xk.start(b);
+                final int end = xk.end(b);
+                if (e.hasLoraName() && j < end) {
+                    if (xk.kind(j) != VllmExtraKeys.KIND_STR || !Arrays.equals(x, xk.offset(j),
+                        xk.offset(j) + xk.length(j), e.loraNameBytes(), 0, e.loraNameLength())) {
+                        return BAD_LORA;
+                    }
+                    j++;
+                }
+                if (j < end && (xk.kind(j) == VllmExtraKeys.KIND_MM || xk.kind(j) == VllmExtraKeys.KIND_BIN)) {
+                    return BAD_SCHEME;
+                }
+                if (j < end && xk.kind(j) == VllmExtraKeys.KIND_STR) {
+                    if (b != 0 || e.hasParent()) {
+                        return BAD_STRING;
+                    }
+                    firstSeed = ChainedXxh3Hasher.firstSeed(seed, x, xk.offset(j), xk.length(j));
+                    j++;
+                }
+                if (j < end) {
+                    return xk.kind(j) == VllmExtraKeys.KIND_MM || xk.kind(j) == VllmExtraKeys.KIND_BIN ? BAD_SCHEME
+                        : BAD_ORDER;
+                }
+            }
+        }
+        long key = parentKey;
+        for (int b = 0; b < n; b++) {
+            final boolean first = b == 0 && !e.hasParent();
+            final long local = xxh3.local(tokens, b * bs, first ? firstSeed : seed);
+            key = first ? local : xxh3.chain(key, local);
+            out[b] = key;
+        }
+        return OK;
+    }
+
+    /**
      * @return the block the last refused event was refused for.
      */
     int badBlock() {
@@ -152,6 +242,8 @@ final class EventKeys {
             case BAD_DIGEST -> "has a bin that is not a 32-byte prompt-embeds digest";
             case BAD_ORDER -> "has elements out of vLLM's order (LoRA name, items, salt, digest)";
             case BAD_COUNT -> "is missing or extra: extra_keys has another number of entries than block_hashes";
+            case BAD_SCHEME -> "has a multimodal item or prompt-embeds digest, which the cell's xxh3-chain key scheme "
+                + "cannot key (use the kvidx key scheme for multimodal models)";
             default -> "code " + code;
         };
     }

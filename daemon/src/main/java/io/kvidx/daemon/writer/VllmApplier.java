@@ -69,7 +69,7 @@ final class VllmApplier implements VllmEventListener {
     VllmApplier(final IndexWriter index, final IngestCounters counters, final IngestErrors errors) {
         this.index = index;
         this.blockSize = index.context().blockSize();
-        this.eventKeys = new EventKeys(new RouterKeyHasher(blockSize));
+        this.eventKeys = new EventKeys(new RouterKeyHasher(blockSize), index.context().keyScheme());
         this.errors = errors;
         this.eventsApplied = counters.get(CounterType.EVENTS_APPLIED);
         this.blocksStored = counters.get(CounterType.BLOCKS_STORED);

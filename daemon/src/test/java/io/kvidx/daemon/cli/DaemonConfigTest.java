@@ -96,6 +96,7 @@ class DaemonConfigTest {
         s.put("--metrics", new Sample(List.of("--metrics", "127.0.0.1:9464"), "metrics: '127.0.0.1:9464'"));
         s.put("--http", new Sample(List.of("--http", "127.0.0.1:8090"), "http: '127.0.0.1:8090'"));
         s.put("--zmq-bind", new Sample(List.of("--zmq-bind", "tcp://*:5557"), "zmqBind: 'tcp://*:5557'"));
+        s.put("--key-scheme", new Sample(List.of("--key-scheme", "xxh3-chain"), "keyScheme: xxh3-chain"));
         s.put("--http-idle", new Sample(List.of("--http-idle", "busy-spin"), "httpIdle: busy-spin"));
         s.put("--http-threads", new Sample(List.of("--http-threads", "4"), "httpThreads: 4"));
         s.put("--http-max-body-bytes", new Sample(List.of("--http-max-body-bytes", "65536"),

@@ -75,6 +75,36 @@ public final class IndexDescriptor {
 
     /** Key scheme 1: kvidx router keys (chained 64-bit hash of token ids). */
     public static final int KEY_SCHEME_ROUTER_V1 = 1;
+    /**
+     * Key scheme 2: "xxh3-chain", the chained XXH3-64 over little-endian u32 token ids of Mooncake's indexer API
+     * ({@link io.kvidx.client.keys.ChainedXxh3Hasher}).
+     */
+    public static final int KEY_SCHEME_XXH3_CHAIN = 2;
+
+    /**
+     * @param scheme a key scheme number.
+     * @return its name: {@code kvidx}, {@code xxh3-chain}, or {@code scheme-N} for one this version does not know.
+     */
+    public static String keySchemeName(final int scheme) {
+        return switch (scheme) {
+            case KEY_SCHEME_ROUTER_V1 -> "kvidx";
+            case KEY_SCHEME_XXH3_CHAIN -> "xxh3-chain";
+            default -> "scheme-" + scheme;
+        };
+    }
+
+    /**
+     * @param name {@code kvidx} or {@code xxh3-chain}.
+     * @return the key scheme number.
+     * @throws IllegalArgumentException for any other name.
+     */
+    public static int keySchemeOf(final String name) {
+        return switch (name == null ? "" : name) {
+            case "kvidx" -> KEY_SCHEME_ROUTER_V1;
+            case "xxh3-chain" -> KEY_SCHEME_XXH3_CHAIN;
+            default -> throw new IllegalArgumentException("key scheme must be kvidx or xxh3-chain: " + name);
+        };
+    }
 
     /** Length of the file header, including the alive bitmap. */
     public static final int HEADER_LENGTH = 256;

@@ -123,6 +123,15 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
                 .cell(attachContext.cell()).attachTimeoutMs(0).heartbeatTimeoutMs(attachContext.heartbeatTimeoutMs())
                 .readBoundNs(attachContext.readBoundNs()).prefetch(attachContext.prefetch());
             final IndexReader reader = IndexReader.attach(c);
+            if (reader.keyScheme() != IndexDescriptor.KEY_SCHEME_ROUTER_V1) {
+                reader.close();
+                // The decision layer keys prompts with kvidx's router keys (RouterKeysPreparer): another scheme's
+                // keys would match nothing, so the index is unavailable (fallback picks) and the reason is kept.
+                attachFailure = new IndexException("the cell " + attachContext.cell() + " is keyed by the "
+                    + IndexDescriptor.keySchemeName(reader.keyScheme()) + " scheme; the routing layer keys prompts "
+                    + "with kvidx router keys: run the cell's daemon with --key-scheme kvidx, or query it over HTTP");
+                return null;
+            }
             attachFailure = null;
             return new Mapping(reader, ++attachCount << ATTACH_SHIFT);
         } catch (final IndexException ex) {
