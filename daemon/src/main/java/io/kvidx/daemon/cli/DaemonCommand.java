@@ -66,8 +66,8 @@ public final class DaemonCommand implements Callable<Integer> {
     private Integer blockSize;
 
     @Option(names = "--key-scheme", paramLabel = "kvidx|xxh3-chain", description = "How the cell keys blocks "
-        + "(default " + DaemonConfiguration.KEY_SCHEME_DEFAULT + "); xxh3-chain is Mooncake's standard chained XXH3-64, "
-        + "for routers that hash prompts themselves (POST /query_by_hash).")
+        + "(default " + DaemonConfiguration.KEY_SCHEME_DEFAULT + "); xxh3-chain is Mooncake's standard chained "
+        + "XXH3-64, for routers that hash prompts themselves (POST /query_by_hash).")
     private String keyScheme;
 
     @Option(names = {"--capacity-blocks", "--capacity"}, paramLabel = "BLOCKS", description = "Blocks held before "

@@ -40,7 +40,8 @@ class RequestBodyTest {
     @Provide
     Arbitrary<String> bodies() {
         final Arbitrary<String> space = Arbitraries.of("", " ", "\n", "\t ", "\r\n");
-        final Arbitrary<String> number = Arbitraries.oneOf(Arbitraries.integers().between(0, 100_000).map(String::valueOf),
+        final Arbitrary<String> number = Arbitraries.oneOf(
+            Arbitraries.integers().between(0, 100_000).map(String::valueOf),
             Arbitraries.of("0", "2147483647", "2147483648", "99999999999", "-1", "01", "1.5", "1e3", "00", "-0", "7"));
         final Arbitrary<String> array = Combinators.combine(number.list().ofMaxSize(70), space).as((nums, sp) ->
             "[" + sp + String.join("," + sp, nums) + sp + "]");
