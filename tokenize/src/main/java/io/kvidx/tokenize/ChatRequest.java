@@ -1,6 +1,7 @@
 package io.kvidx.tokenize;
 
 
+import io.kvidx.client.json.JsonLimitException;
 import io.kvidx.client.json.MiniJson;
 
 import java.util.ArrayList;
@@ -35,8 +36,11 @@ import java.util.Objects;
  *       {@code add_generation_prompt}, {@code documents}, {@code reasoning_effort} and, when a reasoning effort is
  *       given and the kwargs have no {@code enable_thinking}, {@code enable_thinking = effort != "none"}.</li>
  * </ul>
- * JSON is read with Jackson: integers stay integers of any size, other numbers are doubles (as Python's
- * {@code json.loads}).
+ * JSON is read with {@link MiniJson} within {@link #LIMITS} (a body of at most {@link #MAX_BODY_CHARS}, nesting,
+ * string, number and element counts at {@link MiniJson.Limits#DEFAULT}): integers stay integers (up to 64 chars),
+ * other numbers are doubles (as Python's {@code json.loads}). A body over a limit, or a tool call's
+ * {@code arguments} string over one, is refused with an {@link IllegalArgumentException} whose message starts with
+ * {@code "chat request refused"} and whose cause is the {@link JsonLimitException}.
  *
  * <p><b>Note:</b> immutable after {@link #parse}; its maps and lists must not be changed by the caller.
  */
@@ -48,6 +52,12 @@ public final class ChatRequest {
         /** Content is a list of {@code {"type": "text", "text": ...}} parts. */
         OPENAI
     }
+
+    /** The longest body {@link #parse} reads, in chars: 8 Mi (about two million tokens of English text). */
+    public static final int MAX_BODY_CHARS = 8 << 20;
+
+    /** What {@link #parse} accepts: {@link MiniJson.Limits#DEFAULT} within a body of {@link #MAX_BODY_CHARS}. */
+    public static final MiniJson.Limits LIMITS = MiniJson.Limits.DEFAULT.withMaxInputChars(MAX_BODY_CHARS);
 
     private static final List<String> RESERVED_KWARGS = List.of("messages", "tools", "chat_template", "tokenize");
 
@@ -71,13 +81,16 @@ public final class ChatRequest {
      *
      * @param json an OpenAI chat-completion request ({@code {"messages": [...], "tools": [...], ...}}).
      * @return the request.
-     * @throws IllegalArgumentException when it is not such a request (the message says where).
+     * @throws IllegalArgumentException when it is not such a request (the message says where), or it exceeds
+     *                                  {@link #LIMITS} (the cause is the {@link JsonLimitException}).
      */
     public static ChatRequest parse(final String json) {
         Objects.requireNonNull(json, "json");
         final Object root;
         try {
-            root = MiniJson.parse(json);
+            root = MiniJson.parse(json, LIMITS);
+        } catch (final JsonLimitException ex) {
+            throw refused("", ex);
         } catch (final IllegalArgumentException ex) {
             throw new IllegalArgumentException("chat request is not valid JSON: " + ex.getMessage(), ex);
         }
@@ -85,6 +98,10 @@ public final class ChatRequest {
             throw new IllegalArgumentException("chat request must be a JSON object with \"messages\"");
         }
         return of(body);
+    }
+
+    private static IllegalArgumentException refused(final String where, final JsonLimitException ex) {
+        return new IllegalArgumentException("chat request refused: " + where + ex.getMessage(), ex);
     }
 
     /**
@@ -356,11 +373,16 @@ public final class ChatRequest {
         return out;
     }
 
-    /** vLLM's rule: a JSON string is parsed (invalid: {@code {}}); objects and arrays stay; anything else: {}. */
+    /**
+     * vLLM's rule: a JSON string is parsed (invalid: {@code {}}); objects and arrays stay; anything else: {}. A string
+     * over {@link #LIMITS} is refused.
+     */
     static Object arguments(final Object args) {
         if (args instanceof String s) {
             try {
-                return MiniJson.parse(s);
+                return MiniJson.parse(s, LIMITS);
+            } catch (final JsonLimitException ex) {
+                throw refused("tool call arguments: ", ex);
             } catch (final IllegalArgumentException ex) {
                 return new LinkedHashMap<String, Object>();
             }

@@ -30,7 +30,7 @@ import java.util.concurrent.TimeUnit;
  * {@code kvidx demo}: a writer fed by a synthetic fleet (pods storing and evicting blocks with shared prefixes)
  * in this process, and a router-side reader in a separate JVM mapping the same index read-only, which routes each
  * request through a cache-aware and a round-robin profile side by side; prints one line per second until Ctrl-C
- * or {@code --seconds}.
+ * or {@code --seconds} (counted from the reader's first report).
  *
  * <p>With {@code --tokenizer PATH} (a model's {@code tokenizer.json} or its directory) requests are text
  * ({@link TextWorkload}): the fleet tokenizes each prompt as an engine would and stores its blocks' router keys, and
@@ -122,7 +122,8 @@ public final class DemoCommand implements Callable<Integer> {
             child = startReader(indexDir);
             final BufferedReader childOut = new BufferedReader(new InputStreamReader(child.getInputStream(),
                 StandardCharsets.UTF_8));
-            final String[] lastStats = {null};
+            final java.util.concurrent.atomic.AtomicReference<String> lastStats =
+                new java.util.concurrent.atomic.AtomicReference<>();
             final Thread pump = new Thread(() -> pumpStats(childOut, lastStats), "kvidx-demo-reader-out");
             pump.setDaemon(true);
             pump.start();
@@ -130,7 +131,10 @@ public final class DemoCommand implements Callable<Integer> {
                 child.pid());
 
             final long startNs = System.nanoTime();
-            final long endNs = seconds > 0 ? startNs + seconds * 1_000_000_000L : Long.MAX_VALUE;
+            // --seconds counts from the reader's first report: on a loaded machine its JVM (and tokenizer) may take
+            // a while to start, and a demo that ends before the reader reports would show nothing.
+            final long readyDeadlineNs = startNs + READER_READY_TIMEOUT_NS;
+            long endNs = Long.MAX_VALUE;
             long nextReport = startNs + 1_000_000_000L;
             long lastStored = 0;
             long lastRemoved = 0;
@@ -138,6 +142,16 @@ public final class DemoCommand implements Callable<Integer> {
             long sliceBlocks = 0;
             final long blocksPerMs = Math.max(1, rate / 1000);
             while (!stop.get() && System.nanoTime() < endNs) {
+                if (seconds > 0 && endNs == Long.MAX_VALUE) {
+                    if (lastStats.get() != null) {
+                        endNs = System.nanoTime() + seconds * 1_000_000_000L;
+                    } else if (System.nanoTime() > readyDeadlineNs || !child.isAlive()) {
+                        out.printf("kvidx demo: the reader did not report within %d s%s; stopping%n",
+                            TimeUnit.NANOSECONDS.toSeconds(READER_READY_TIMEOUT_NS),
+                            child.isAlive() ? "" : " (it exited with " + child.exitValue() + ")");
+                        return 1;
+                    }
+                }
                 sliceBlocks += fleet.step();
                 if (sliceBlocks >= blocksPerMs) {
                     final long wait = 1_000_000L - (System.nanoTime() - sliceStart);
@@ -152,7 +166,7 @@ public final class DemoCommand implements Callable<Integer> {
                     final long elapsed = (now - startNs) / 1_000_000_000L;
                     out.printf("[%3ds] index %,10d blocks  stores/s %,10d  removes/s %,8d  evictions %,d | %s%n",
                         elapsed, writer.entryCount(), fleet.blocksStored() - lastStored,
-                        fleet.blocksRemoved() - lastRemoved, writer.evictions(), describe(lastStats[0]));
+                        fleet.blocksRemoved() - lastRemoved, writer.evictions(), describe(lastStats.get()));
                     lastStored = fleet.blocksStored();
                     lastRemoved = fleet.blocksRemoved();
                     nextReport += 1_000_000_000L;
@@ -179,6 +193,9 @@ public final class DemoCommand implements Callable<Integer> {
         }
         return 0;
     }
+
+    /** How long the reader JVM may take to report its first second before the demo gives up. */
+    static final long READER_READY_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(120);
 
     private Process startReader(final Path indexDir) throws java.io.IOException {
         final List<String> command = new ArrayList<>();
@@ -210,12 +227,13 @@ public final class DemoCommand implements Callable<Integer> {
         return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }
 
-    private static void pumpStats(final BufferedReader in, final String[] last) {
+    private static void pumpStats(final BufferedReader in,
+        final java.util.concurrent.atomic.AtomicReference<String> last) {
         try {
             String line;
             while ((line = in.readLine()) != null) {
                 if (line.startsWith("STATS ")) {
-                    last[0] = line;
+                    last.set(line);
                 } else {
                     System.out.println("reader: " + line);
                 }
