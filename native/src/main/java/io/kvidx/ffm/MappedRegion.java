@@ -131,6 +131,26 @@ public final class MappedRegion implements AutoCloseable {
     }
 
     /**
+     * Maps an existing shared file of a directory read-write, exactly {@code length} bytes from its start, without
+     * changing its length or contents: how a restarted writer re-attaches to the shared file its predecessor left.
+     * The file's owner, mode and group are checked and set first ({@link SharedFiles.Directory#openSharedFile}).
+     *
+     * @param directory the open directory.
+     * @param name      file name inside it.
+     * @param length    bytes to map; the file must be at least that long.
+     * @return the writable region.
+     * @throws ForeignOwnerException when the file belongs to another user.
+     * @throws IOException           when it is not a regular file, its mode or group cannot be set, or it cannot be
+     *                               mapped or is shorter than {@code length}.
+     */
+    public static MappedRegion attach(final SharedFiles.Directory directory, final String name, final long length)
+        throws IOException {
+        try (FileChannel channel = directory.openSharedFile(name)) {
+            return mapExisting(channel, directory.path().resolve(name), length, false);
+        }
+    }
+
+    /**
      * Maps an existing file read-write, exactly {@code length} bytes from its start, without changing its length or
      * contents: how a restarted writer re-attaches to the file its predecessor left. A symbolic link is not
      * followed: opening one fails.

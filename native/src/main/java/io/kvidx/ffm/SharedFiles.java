@@ -143,14 +143,17 @@ public final class SharedFiles {
             if (!opened.fileKey().equals(link.fileKey())) {
                 throw new IOException(absolute + " was replaced while being opened");
             }
-            if (!opened.owner().equals(owner)) {
-                throw new IOException(absolute + " belongs to user " + opened.owner().getName()
-                    + ", not to this process's user " + owner.getName() + ": refusing to use it");
-            }
+            requireOwner(opened, absolute);
             return new Directory(absolute, secure, opened.fileKey());
         } catch (final IOException | RuntimeException ex) {
             secure.close();
             throw ex;
+        }
+    }
+
+    private void requireOwner(final PosixFileAttributes attributes, final Path what) throws ForeignOwnerException {
+        if (!attributes.owner().equals(owner)) {
+            throw new ForeignOwnerException(what, attributes.owner().getName(), owner.getName());
         }
     }
 
@@ -295,12 +298,42 @@ public final class SharedFiles {
                 throw new IOException(path.resolve(name) + " is " + (attributes.isSymbolicLink()
                     ? "a symbolic link" : "not a regular file") + ": refusing to use it");
             }
-            if (!attributes.owner().equals(owner)) {
-                throw new IOException(path.resolve(name) + " belongs to user " + attributes.owner().getName()
-                    + ", not to " + owner.getName() + ": refusing to use it");
-            }
+            requireOwner(attributes, path.resolve(name));
             if (!attributes.permissions().equals(PRIVATE_FILE_PERMISSIONS)) {
                 view(name).setPermissions(PRIVATE_FILE_PERMISSIONS);
+            }
+            return open(name, Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS),
+                null);
+        }
+
+        /**
+         * Opens an existing shared file of this directory for reading and writing, as a writer re-attaching to the
+         * file its predecessor left: the file must be a regular file (not a symbolic link) owned by this user, and
+         * gets exactly {@link #FILE_PERMISSIONS} and the policy's group when it has another mode or group (changed
+         * behind the writer's back, or left by a writer with another {@code --group}). Mode and group are set
+         * through the name relative to this directory's descriptor, without following a link; only this user can
+         * replace a name in a directory it owns with mode 0750.
+         *
+         * @param name file name inside this directory.
+         * @return the file, open for reading and writing; the caller closes it.
+         * @throws NoSuchFileException    when there is no such file.
+         * @throws ForeignOwnerException when it belongs to another user.
+         * @throws IOException            when it is a link or not a regular file, or its mode or group cannot be set
+         *                                (e.g. the user is not a member of the group).
+         */
+        public FileChannel openSharedFile(final String name) throws IOException {
+            final PosixFileAttributeView view = view(name);
+            final PosixFileAttributes attributes = view.readAttributes();
+            if (attributes.isSymbolicLink() || !attributes.isRegularFile()) {
+                throw new IOException(path.resolve(name) + " is " + (attributes.isSymbolicLink()
+                    ? "a symbolic link" : "not a regular file") + ": refusing to use it");
+            }
+            requireOwner(attributes, path.resolve(name));
+            if (!attributes.permissions().equals(FILE_PERMISSIONS)) {
+                view.setPermissions(FILE_PERMISSIONS);
+            }
+            if (!attributes.group().equals(group)) {
+                setGroup(view, path.resolve(name));
             }
             return open(name, Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS),
                 null);

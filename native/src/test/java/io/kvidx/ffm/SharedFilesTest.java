@@ -231,6 +231,38 @@ class SharedFilesTest {
     }
 
     @Test
+    void shouldReopenASharedFileGivingItTheModeAndGroupAndRefusingALinkOrAnotherUsersFile() throws IOException {
+        final Path cell = tmp.resolve("cell");
+        final Path victim = Files.writeString(tmp.resolve("victim"), "precious");
+        final String victimMode = mode(victim);
+        final SharedFiles files = SharedFiles.forGroup(otherGroup());
+        try (SharedFiles.Directory dir = files.openDirectory(cell)) {
+            Files.writeString(cell.resolve("index"), "1234\n");
+            Files.setPosixFilePermissions(cell.resolve("index"), PosixFilePermissions.fromString("rw-rw-rw-"));
+            try (FileChannel channel = dir.openSharedFile("index")) {
+                assertEquals(5, channel.size(), "an existing file is opened, not truncated");
+            }
+            assertEquals("rw-r-----", mode(cell.resolve("index")));
+            assertEquals(files.group(), group(cell.resolve("index")));
+            Files.createSymbolicLink(cell.resolve("link"), victim);
+            final IOException link = assertThrows(IOException.class, () -> dir.openSharedFile("link"));
+            assertTrue(link.getMessage().contains("symbolic link"), link.getMessage());
+            if (new UnixSystem().getUid() == 0) {
+                final Path foreign = Files.writeString(cell.resolve("foreign"), "x");
+                Files.setAttribute(foreign, "unix:uid", 1);
+                Files.setPosixFilePermissions(foreign, PosixFilePermissions.fromString("rw-rw-rw-"));
+                final ForeignOwnerException ex = assertThrows(ForeignOwnerException.class,
+                    () -> dir.openSharedFile("foreign"));
+                assertEquals(foreign, ex.file());
+                assertTrue(ex.getMessage().contains("belongs to user"), ex.getMessage());
+                assertEquals("rw-rw-rw-", mode(foreign), "another user's file is left as it is");
+            }
+        }
+        assertEquals(victimMode, mode(victim));
+        assertEquals("precious", Files.readString(victim));
+    }
+
+    @Test
     void shouldRejectAnUnknownGroup() {
         final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class,
             () -> SharedFiles.forGroup("no-such-group-kvidx"));

@@ -140,8 +140,13 @@ public final class DaemonCommand implements Callable<Integer> {
     private Integer tierMapBlocks;
 
     @Option(names = "--metrics", paramLabel = "HOST:PORT", description = "Serve Prometheus metrics at "
-        + "http://HOST:PORT/metrics (default: off).")
+        + "http://HOST:PORT/metrics, e.g. 127.0.0.1:9464 (default: off). A loopback address unless "
+        + "--metrics-allow-remote: it exports pod ids and models, unauthenticated.")
     private String metrics;
+
+    @Option(names = "--metrics-allow-remote", negatable = true, description = "Accept a --metrics address that is a "
+        + "wildcard or not loopback (default " + DaemonConfiguration.METRICS_ALLOW_REMOTE_DEFAULT + ").")
+    private Boolean metricsAllowRemote;
 
     @Option(names = "--peer", paramLabel = "URL", description = "Catch up from a running daemon at start: when "
         + "this cell's index is created new, load the snapshot at URL/dump?format=kvidx (its HTTP API), then replay "
@@ -165,7 +170,8 @@ public final class DaemonCommand implements Callable<Integer> {
 
     @Option(names = "--http", paramLabel = "HOST:PORT", description = "Serve the indexer HTTP API (Dynamo standalone "
         + "indexer / Mooncake compatible: register, unregister, workers, query, query_by_hash, dump, health, metrics) "
-        + "at http://HOST:PORT/ (default: off; bind loopback unless the network is trusted).")
+        + "at http://HOST:PORT/ (default: off). Unauthenticated, and it registers engines: bind loopback "
+        + "(127.0.0.1) or put an authenticating proxy in front.")
     private String http;
 
     @Option(names = "--http-threads", paramLabel = "N", description = "HTTP event-loop threads (default "
@@ -182,9 +188,15 @@ public final class DaemonCommand implements Callable<Integer> {
     private Integer httpMaxBodyBytes;
 
     @Option(names = "--zmq-bind", paramLabel = "ENDPOINT", description = "Bind one ZeroMQ SUB socket that engines "
-        + "connect to (e.g. tcp://*:5557; llm-d's centralized mode); pods are named by each message's topic "
-        + "kv@POD@MODEL, and each topic's sequence is tracked on its own.")
+        + "connect to (e.g. tcp://127.0.0.1:5557; llm-d's centralized mode); pods are named by each message's topic "
+        + "kv@POD@MODEL, and each topic's sequence is tracked on its own. Anyone who reaches it can write the index: "
+        + "bind a private interface and set --zmq-topic-pod.")
     private String zmqBind;
+
+    @Option(names = "--zmq-topic-pod", paramLabel = "PATTERN", description = "Pod id or glob (* and ?) accepted "
+        + "from a topic kv@POD@MODEL (the --zmq-bind socket's, and --zmq endpoints with pod '*'); repeatable. Once "
+        + "any is given, messages naming other pods are dropped and counted (default: every pod).")
+    private List<String> zmqTopicPods = new ArrayList<>();
 
     @Option(names = {"--stats-interval-ms", "--stats-ms"}, paramLabel = "MS", description = "Print counters every MS "
         + "ms; 0 = only at exit (default " + DaemonConfiguration.STATS_INTERVAL_MS_DEFAULT + ").")
@@ -240,8 +252,19 @@ public final class DaemonCommand implements Callable<Integer> {
     private List<String> replay = new ArrayList<>();
 
     @Option(names = "--aeron", paramLabel = "CHANNEL",
-        description = "Aeron channel for kvidx SBE events (aeron:ipc, aeron:udp?endpoint=host:port); starts Aeron.")
+        description = "Aeron channel for kvidx SBE events (aeron:ipc, aeron:udp?endpoint=127.0.0.1:PORT); starts "
+            + "Aeron. UDP must bind loopback unless --aeron-allow-remote.")
     private List<String> aeron = new ArrayList<>();
+
+    @Option(names = "--aeron-allow-remote", negatable = true, description = "Accept --aeron UDP channels on a "
+        + "wildcard or non-loopback address: anyone who reaches them can write the index, so set --aeron-pod too "
+        + "(default " + DaemonConfiguration.AERON_ALLOW_REMOTE_DEFAULT + ").")
+    private Boolean aeronAllowRemote;
+
+    @Option(names = "--aeron-pod", paramLabel = "PATTERN", description = "Pod id or glob (* and ?) whose Aeron "
+        + "messages are accepted; repeatable. Once any is given, messages of other pods are dropped and counted "
+        + "(default: every pod).")
+    private List<String> aeronPods = new ArrayList<>();
 
     @Option(names = "--aeron-stream-id", paramLabel = "ID", description = "Aeron stream id of the events (default "
         + DaemonConfiguration.AERON_STREAM_ID_DEFAULT + ").")
@@ -412,6 +435,10 @@ public final class DaemonCommand implements Callable<Integer> {
         if (zmqBind != null) {
             context.zmqBind(zmqBind);
         }
+        zmqTopicPods.forEach(context.zmq()::addTopicPod);
+        if (metricsAllowRemote != null) {
+            context.metricsAllowRemote(metricsAllowRemote);
+        }
         if (httpThreads != null) {
             context.httpThreads(httpThreads);
         }
@@ -452,6 +479,10 @@ public final class DaemonCommand implements Callable<Integer> {
         if (aeronTermLength != null) {
             context.aeron().termLength(aeronTermLength);
         }
+        if (aeronAllowRemote != null) {
+            context.aeron().allowRemote(aeronAllowRemote);
+        }
+        aeronPods.forEach(context.aeron()::addPod);
     }
 
     private void applyAgents(final DaemonContext context) {

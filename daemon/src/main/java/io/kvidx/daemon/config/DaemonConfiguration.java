@@ -120,6 +120,17 @@ public final class DaemonConfiguration {
     public static final String AERON_TERM_LENGTH_PROP_NAME = "aeron.termLength";
     /** Default term buffer length: 1 MiB (Aeron's 64 MiB IPC default is far too large here). */
     public static final int AERON_TERM_LENGTH_DEFAULT = 1 << 20;
+    /**
+     * Allow-remote key (under {@code aeron}): accept UDP channels whose endpoint is a wildcard (0.0.0.0, ::, *) or
+     * not a loopback address. The pod id comes from the wire, so anyone who reaches such a channel writes the index.
+     */
+    public static final String AERON_ALLOW_REMOTE_PROP_NAME = "aeron.allowRemote";
+    /** Default: Aeron UDP channels must bind loopback. */
+    public static final boolean AERON_ALLOW_REMOTE_DEFAULT = false;
+    /** Aeron pod allow-list key (under {@code aeron}): pod ids or globs ({@code *}, {@code ?}) accepted. */
+    public static final String AERON_PODS_PROP_NAME = "aeron.pods";
+    /** Default Aeron pod allow-list: empty, every pod accepted (set one when Aeron is reachable over a network). */
+    public static final List<String> AERON_PODS_DEFAULT = List.of();
     /** Shortest term buffer (Aeron's minimum). */
     public static final int AERON_TERM_LENGTH_MIN = 64 * 1024;
     /** Longest term buffer (Aeron's maximum). */
@@ -149,6 +160,13 @@ public final class DaemonConfiguration {
     public static final String METRICS_PROP_NAME = "metrics";
     /** Default: no metrics endpoint. */
     public static final String METRICS_DEFAULT = null;
+    /**
+     * Metrics allow-remote key: accept a metrics endpoint on a wildcard or non-loopback address (it exports pod ids
+     * and models to anyone who reaches it).
+     */
+    public static final String METRICS_ALLOW_REMOTE_PROP_NAME = "metricsAllowRemote";
+    /** Default: the metrics endpoint must be on a loopback address. */
+    public static final boolean METRICS_ALLOW_REMOTE_DEFAULT = false;
     /** Peer key: the base URL of a running daemon's HTTP API whose snapshot a new cell loads at start. */
     public static final String PEER_PROP_NAME = "peer";
     /** Default: no peer (a new cell starts empty). */
@@ -220,6 +238,13 @@ public final class DaemonConfiguration {
     public static final String ZMQ_BIND_PROP_NAME = "zmqBind";
     /** Default: no bound SUB socket. */
     public static final String ZMQ_BIND_DEFAULT = null;
+    /**
+     * ZeroMQ topic pod allow-list key: pod ids or globs ({@code *}, {@code ?}) accepted from topics
+     * {@code kv@<pod>@<model>} (the bound SUB socket's, and those of endpoints without a configured pod).
+     */
+    public static final String ZMQ_TOPIC_PODS_PROP_NAME = "zmqTopicPods";
+    /** Default ZeroMQ topic pod allow-list: empty, every pod accepted. */
+    public static final List<String> ZMQ_TOPIC_PODS_DEFAULT = List.of();
 
     private DaemonConfiguration() {
     }

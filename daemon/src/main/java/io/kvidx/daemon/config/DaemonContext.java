@@ -43,6 +43,7 @@ public final class DaemonContext {
     private int podMaxBlocks = DaemonConfiguration.POD_MAX_BLOCKS_DEFAULT;
     private int tierMapBlocks = IndexWriterContext.Configuration.TIER_MAP_BLOCKS_DEFAULT;
     private String metrics = DaemonConfiguration.METRICS_DEFAULT;
+    private boolean metricsAllowRemote = DaemonConfiguration.METRICS_ALLOW_REMOTE_DEFAULT;
     private String peer = DaemonConfiguration.PEER_DEFAULT;
     private boolean peerOptional = DaemonConfiguration.PEER_OPTIONAL_DEFAULT;
     private long peerTimeoutMs = DaemonConfiguration.PEER_TIMEOUT_MS_DEFAULT;
@@ -100,6 +101,12 @@ public final class DaemonContext {
             } catch (final IllegalArgumentException ex) {
                 throw new ConfigException(DaemonConfiguration.METRICS_PROP_NAME,
                     "must be HOST:PORT with a port in [0, 65535]: " + metrics);
+            }
+            if (!metricsAllowRemote && !NetworkScope.isLoopback(NetworkScope.hostOf(metrics))) {
+                throw new ConfigException(DaemonConfiguration.METRICS_PROP_NAME, "must be on a loopback address "
+                    + "(127.0.0.1:PORT, [::1]:PORT, localhost:PORT) unless "
+                    + DaemonConfiguration.METRICS_ALLOW_REMOTE_PROP_NAME + " (--metrics-allow-remote) is set: it "
+                    + "exports pod ids and models to anyone who reaches it: " + metrics);
             }
         }
         if (http != null) {
@@ -581,6 +588,23 @@ public final class DaemonContext {
      */
     public String metrics() {
         return metrics;
+    }
+
+    /**
+     * @param allow true to accept a metrics endpoint on a wildcard or non-loopback address (it exports pod ids and
+     *              models, unauthenticated); false (default) refuses one at conclude.
+     * @return this.
+     */
+    public DaemonContext metricsAllowRemote(final boolean allow) {
+        this.metricsAllowRemote = allow;
+        return this;
+    }
+
+    /**
+     * @return whether the metrics endpoint may be reachable from other hosts.
+     */
+    public boolean metricsAllowRemote() {
+        return metricsAllowRemote;
     }
 
     /**

@@ -145,6 +145,8 @@ public final class DaemonSettings {
             (c, v) -> c.tierMapBlocks((Integer) v), DaemonContext::tierMapBlocks),
         new Setting(METRICS_PROP_NAME, "--metrics", Kind.NULLABLE_STRING, (c, v) -> c.metrics((String) v),
             DaemonContext::metrics),
+        new Setting(DaemonConfiguration.METRICS_ALLOW_REMOTE_PROP_NAME, "--metrics-allow-remote", Kind.BOOLEAN,
+            (c, v) -> c.metricsAllowRemote((Boolean) v), DaemonContext::metricsAllowRemote),
         new Setting(DaemonConfiguration.PEER_PROP_NAME, "--peer", Kind.NULLABLE_STRING,
             (c, v) -> c.peer((String) v), DaemonContext::peer),
         new Setting(DaemonConfiguration.PEER_OPTIONAL_PROP_NAME, "--peer-optional", Kind.BOOLEAN,
@@ -163,6 +165,11 @@ public final class DaemonSettings {
             (c, v) -> c.httpMaxBodyBytes((Integer) v), DaemonContext::httpMaxBodyBytes),
         new Setting(ZMQ_BIND_PROP_NAME, "--zmq-bind", Kind.NULLABLE_STRING, (c, v) -> c.zmqBind((String) v),
             DaemonContext::zmqBind),
+        new Setting(DaemonConfiguration.ZMQ_TOPIC_PODS_PROP_NAME, "--zmq-topic-pod", Kind.STRING_LIST, (c, v) -> {
+            for (final Object pattern : (List<?>) v) {
+                c.zmq().addTopicPod((String) pattern);
+            }
+        }, c -> new ArrayList<>(c.zmq().topicPods())),
         new Setting(STATS_INTERVAL_MS_PROP_NAME, "--stats-interval-ms", Kind.LONG,
             (c, v) -> c.statsIntervalMs((Long) v), DaemonContext::statsIntervalMs),
         new Setting(IDLE_STRATEGY_PROP_NAME, "--idle-strategy", Kind.STRING,
@@ -200,7 +207,14 @@ public final class DaemonSettings {
         new Setting(EMBEDDED_DRIVER_PROP_NAME, "--embedded-driver", Kind.BOOLEAN,
             (c, v) -> c.aeron().embeddedDriver((Boolean) v), c -> c.aeron().embeddedDriver()),
         new Setting(AERON_TERM_LENGTH_PROP_NAME, "--aeron-term-length", Kind.INT,
-            (c, v) -> c.aeron().termLength((Integer) v), c -> c.aeron().termLength()));
+            (c, v) -> c.aeron().termLength((Integer) v), c -> c.aeron().termLength()),
+        new Setting(DaemonConfiguration.AERON_ALLOW_REMOTE_PROP_NAME, "--aeron-allow-remote", Kind.BOOLEAN,
+            (c, v) -> c.aeron().allowRemote((Boolean) v), c -> c.aeron().allowRemote()),
+        new Setting(DaemonConfiguration.AERON_PODS_PROP_NAME, "--aeron-pod", Kind.STRING_LIST, (c, v) -> {
+            for (final Object pattern : (List<?>) v) {
+                c.aeron().addPod((String) pattern);
+            }
+        }, c -> new ArrayList<>(c.aeron().pods())));
 
     private static final Map<String, Setting> BY_KEY = byKey();
 

@@ -21,10 +21,11 @@ public final class ZmqSettings {
     private int handshakeTimeoutMs = DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT;
     private String replayGapPolicy = DaemonConfiguration.REPLAY_GAP_POLICY_DEFAULT;
     private long checkpointIntervalMs = DaemonConfiguration.CHECKPOINT_INTERVAL_MS_DEFAULT;
+    private final List<String> topicPods = new ArrayList<>(DaemonConfiguration.ZMQ_TOPIC_PODS_DEFAULT);
 
     /**
-     * Checks the replay timeout, the handshake timeout, the replay gap policy and the checkpoint interval, in that
-     * order.
+     * Checks the replay timeout, the handshake timeout, the replay gap policy, the checkpoint interval and the topic
+     * pod patterns, in that order.
      *
      * @throws ConfigException naming the key of the first value out of range.
      */
@@ -39,6 +40,12 @@ public final class ZmqSettings {
         }
         ConfigException.range(DaemonConfiguration.CHECKPOINT_INTERVAL_MS_PROP_NAME, checkpointIntervalMs, 1,
             Long.MAX_VALUE);
+        for (final String pattern : topicPods) {
+            if (pattern == null || pattern.isEmpty()) {
+                throw new ConfigException(DaemonConfiguration.ZMQ_TOPIC_PODS_PROP_NAME,
+                    "must be pod ids or globs (* and ?), none empty: " + topicPods);
+            }
+        }
     }
 
     /**
@@ -170,5 +177,24 @@ public final class ZmqSettings {
      */
     public long checkpointIntervalMs() {
         return checkpointIntervalMs;
+    }
+
+    /**
+     * @param pattern a pod id or glob ({@code *} any run of characters, {@code ?} one) accepted from a topic
+     *                {@code kv@<pod>@<model>} (the bound SUB socket's, and those of endpoints without a configured
+     *                pod); once any is added, messages naming other pods are dropped and counted. Endpoints with a
+     *                configured pod are not affected.
+     * @return this.
+     */
+    public ZmqSettings addTopicPod(final String pattern) {
+        topicPods.add(pattern);
+        return this;
+    }
+
+    /**
+     * @return the topic pod allow-list; empty accepts every pod.
+     */
+    public List<String> topicPods() {
+        return topicPods;
     }
 }

@@ -104,7 +104,12 @@ public enum CounterType {
      * Live batches of a publisher whose replay was in flight that did not fit its bounded hold buffer: dropped and
      * fetched by a follow-up replay.
      */
-    REPLAY_HOLD_OVERFLOWS(5051, "kvidx replay hold overflows");
+    REPLAY_HOLD_OVERFLOWS(5051, "kvidx replay hold overflows"),
+    /**
+     * Messages dropped because their pod id is not in the transport's allow-list ({@code aeron.pods} for Aeron,
+     * {@code zmqTopicPods} for pods named by a ZeroMQ topic); the pod is never registered.
+     */
+    PODS_NOT_ALLOWED(5100, "kvidx pods not allowed");
 
     private final int typeId;
     private final String label;

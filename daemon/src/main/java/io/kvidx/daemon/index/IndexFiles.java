@@ -2,9 +2,11 @@ package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexException;
+import io.kvidx.ffm.ForeignOwnerException;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
 import io.kvidx.ffm.PosixNative;
+import io.kvidx.ffm.SharedFiles;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -45,35 +47,42 @@ final class IndexFiles {
     }
 
     /**
-     * Re-attaches to the cell's index file when it matches the context, else creates a new one.
+     * Re-attaches to the cell's index file when it matches the context, else creates a new one. A re-attached file
+     * gets the mode and group of {@link IndexWriterContext#files()} (a restart with another {@code --group} hands
+     * the index to the new group's routers; a mode changed behind the writer's back is restored); one owned by
+     * another user is refused.
      *
      * @param context concluded writer context.
      * @return the mapped file; {@code attached} tells which happened and {@code reason} why.
+     * @throws IndexFileOwnerException when the existing file belongs to another user.
      */
     static Opened open(final IndexWriterContext context) {
         final Path file = context.indexFile();
         final String mismatch = mismatch(file, context);
         if (mismatch == null) {
-            try {
-                final long length = IndexDescriptor.fileLength(context.maxPods(), context.shardCount(),
-                    context.slotsPerShard());
-                final MappedRegion region = MappedRegion.mapReadWrite(file, length);
-                final MemorySegment s = region.segment();
-                advise(s, context);
-                s.set(ValueLayout.JAVA_LONG, IndexDescriptor.WRITER_PID_OFFSET, ProcessHandle.current().pid());
-                LONG.setRelease(s, (long) IndexDescriptor.HEARTBEAT_OFFSET, System.currentTimeMillis());
-                // An older minor version of the same major is upgraded in place: its new fields were reserved zeros,
-                // except the pod entries' flags (3.2), which held the end of a longer model name.
-                if (s.get(ValueLayout.JAVA_INT, IndexDescriptor.LAYOUT_VERSION_OFFSET)
-                    < IndexDescriptor.FLAGS_MIN_VERSION) {
-                    PodTable.upgradeToFlags(s, context.maxPods());
-                }
-                INT.setRelease(s, (long) IndexDescriptor.LAYOUT_VERSION_OFFSET, IndexDescriptor.LAYOUT_VERSION);
-                final long epoch = s.get(ValueLayout.JAVA_LONG, IndexDescriptor.EPOCH_OFFSET);
-                return new Opened(region, epoch, true, "layout and geometry match");
+            final long length = IndexDescriptor.fileLength(context.maxPods(), context.shardCount(),
+                context.slotsPerShard());
+            final MappedRegion region;
+            try (SharedFiles.Directory directory = context.files().openDirectory(file.toAbsolutePath().getParent())) {
+                region = MappedRegion.attach(directory, file.getFileName().toString(), length);
+            } catch (final ForeignOwnerException ex) {
+                throw new IndexFileOwnerException(ex);
             } catch (final IOException ex) {
                 return create(context, "cannot map the existing file (" + ex.getMessage() + ")");
             }
+            final MemorySegment s = region.segment();
+            advise(s, context);
+            s.set(ValueLayout.JAVA_LONG, IndexDescriptor.WRITER_PID_OFFSET, ProcessHandle.current().pid());
+            LONG.setRelease(s, (long) IndexDescriptor.HEARTBEAT_OFFSET, System.currentTimeMillis());
+            // An older minor version of the same major is upgraded in place: its new fields were reserved zeros,
+            // except the pod entries' flags (3.2), which held the end of a longer model name.
+            if (s.get(ValueLayout.JAVA_INT, IndexDescriptor.LAYOUT_VERSION_OFFSET)
+                < IndexDescriptor.FLAGS_MIN_VERSION) {
+                PodTable.upgradeToFlags(s, context.maxPods());
+            }
+            INT.setRelease(s, (long) IndexDescriptor.LAYOUT_VERSION_OFFSET, IndexDescriptor.LAYOUT_VERSION);
+            final long epoch = s.get(ValueLayout.JAVA_LONG, IndexDescriptor.EPOCH_OFFSET);
+            return new Opened(region, epoch, true, "layout and geometry match");
         }
         return create(context, mismatch);
     }

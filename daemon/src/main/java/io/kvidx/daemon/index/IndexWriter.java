@@ -2,10 +2,13 @@ package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.PodCapacityExceededException;
+import io.kvidx.daemon.lifecycle.CellLock;
+import io.kvidx.daemon.lifecycle.CellLockedException;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
 import io.kvidx.ffm.PosixNative;
 import io.kvidx.ffm.SharedFiles;
+import org.agrona.CloseHelper;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
@@ -40,7 +43,10 @@ import java.nio.file.Path;
  * <p><b>Note:</b> thread safe. Writer threads serialise per shard on a writer-private lock; readers never take
  * it. Calls that concern one pod ({@link #store}, {@link #remove}, {@link #clearPod}, {@link #podDown}) must come
  * from one thread (the pod's writer agent): the daemon's sticky pod assignment guarantees it. Every call is
- * idempotent. One writer per cell: the daemon holds the cell's lock before it opens the file.
+ * idempotent. One writer per cell: {@link #open} and {@link #create} take the cell's {@link CellLock} before they
+ * touch any file of the cell (a writer already holding it, e.g. the daemon, hands it in through
+ * {@link IndexWriterContext#cellLock(CellLock)}), so a second writer of the cell, in this process or another, fails
+ * with a {@link CellLockedException} naming the holder's pid and changes nothing.
  */
 public final class IndexWriter implements AutoCloseable {
     private static final VarHandle LONG = Layouts.LONG;
@@ -56,10 +62,12 @@ public final class IndexWriter implements AutoCloseable {
     private final EntryTable entries;
     private final PodTable pods;
     private final TierMapWriter tiers;
+    private final CellLock ownLock;
     private volatile boolean closed;
 
-    private IndexWriter(final IndexWriterContext context, final IndexFiles.Opened opened) {
+    private IndexWriter(final IndexWriterContext context, final CellLock ownLock, final IndexFiles.Opened opened) {
         this.context = context;
+        this.ownLock = ownLock;
         this.region = opened.region();
         this.segment = region.segment();
         this.epoch = opened.epoch();
@@ -68,7 +76,7 @@ public final class IndexWriter implements AutoCloseable {
         final IndexGeometry g = new IndexGeometry(context.shardCount, context.slotsPerShard, context.maxPods,
             context.maxLoadFactor);
         try {
-            this.meta = WriterMeta.open(metaFile(context), epoch, g.totalSlots());
+            this.meta = WriterMeta.open(context.files, metaFile(context), epoch, g.totalSlots());
         } catch (final RuntimeException ex) {
             region.close();
             throw ex;
@@ -95,11 +103,18 @@ public final class IndexWriter implements AutoCloseable {
      * of {@link IndexWriterContext#files(SharedFiles)}; a symbolic link for either is refused.
      *
      * @param context geometry and location; concluded here.
-     * @return the writer.
+     * @return the writer; closing it releases the cell's lock when it took it.
+     * @throws CellLockedException when another writer (a daemon, a demo, a benchmark) holds the cell's lock.
      */
     public static IndexWriter create(final IndexWriterContext context) {
         context.conclude();
-        return new IndexWriter(context, IndexFiles.create(context, "asked to create a new index"));
+        final CellLock lock = lock(context);
+        try {
+            return new IndexWriter(context, lock, IndexFiles.create(context, "asked to create a new index"));
+        } catch (final RuntimeException ex) {
+            CloseHelper.quietClose(lock);
+            throw ex;
+        }
     }
 
     /**
@@ -108,11 +123,35 @@ public final class IndexWriter implements AutoCloseable {
      * creates a new one. {@link #attached()} and {@link #openReason()} tell which and why.
      *
      * @param context geometry and location; concluded here.
-     * @return the writer.
+     * @return the writer; closing it releases the cell's lock when it took it.
+     * @throws CellLockedException     when another writer holds the cell's lock.
+     * @throws IndexFileOwnerException when the existing index file belongs to another user.
      */
     public static IndexWriter open(final IndexWriterContext context) {
         context.conclude();
-        return new IndexWriter(context, IndexFiles.open(context));
+        final CellLock lock = lock(context);
+        try {
+            return new IndexWriter(context, lock, IndexFiles.open(context));
+        } catch (final RuntimeException ex) {
+            CloseHelper.quietClose(lock);
+            throw ex;
+        }
+    }
+
+    /**
+     * @return the cell's lock, taken here; null when the caller handed in the one it holds.
+     */
+    private static CellLock lock(final IndexWriterContext context) {
+        final CellLock held = context.cellLock();
+        if (held == null) {
+            return CellLock.acquire(context.dir(), context.cell(), context.files());
+        }
+        final Path cellDirectory = context.indexFile().toAbsolutePath().normalize().getParent();
+        if (!held.file().toAbsolutePath().normalize().getParent().equals(cellDirectory)) {
+            throw new IllegalArgumentException("the handed-in lock " + held.file() + " is not the lock of cell "
+                + cellDirectory);
+        }
+        return null;
     }
 
     private static Path metaFile(final IndexWriterContext context) {
@@ -489,8 +528,9 @@ public final class IndexWriter implements AutoCloseable {
 
     /**
      * Unmaps the file, leaving it in place (readers keep their mappings; its heartbeat stops). With
-     * {@link IndexWriterContext#deleteOnClose(boolean)} the file and the writer's side table are also deleted, and
-     * the cell directory when that is empty.
+     * {@link IndexWriterContext#deleteOnClose(boolean)} the file and the writer's side table are also deleted (the
+     * cell directory stays with its lock file, see {@link CellLock}). Releases the cell's lock last when this
+     * writer took it.
      */
     @Override
     public void close() {
@@ -498,11 +538,15 @@ public final class IndexWriter implements AutoCloseable {
             return;
         }
         closed = true;
-        tiers.close();
-        meta.close();
-        region.close();
-        if (context.deleteOnClose) {
-            IndexFiles.delete(context.indexFile(), meta.path(), tiers.path());
+        try {
+            tiers.close();
+            meta.close();
+            region.close();
+            if (context.deleteOnClose) {
+                IndexFiles.delete(context.indexFile(), meta.path(), tiers.path());
+            }
+        } finally {
+            CloseHelper.close(ownLock);
         }
     }
 }

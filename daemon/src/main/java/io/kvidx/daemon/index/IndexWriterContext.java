@@ -3,6 +3,7 @@ package io.kvidx.daemon.index;
 import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.tiers.TierMapDescriptor;
+import io.kvidx.daemon.lifecycle.CellLock;
 import io.kvidx.ffm.SharedFiles;
 
 import java.nio.file.Path;
@@ -33,6 +34,7 @@ public final class IndexWriterContext {
     boolean prefetch = true;
     int tierMapBlocks = Configuration.TIER_MAP_BLOCKS_DEFAULT;
     SharedFiles files;
+    CellLock cellLock;
     boolean concluded;
 
     /**
@@ -237,6 +239,26 @@ public final class IndexWriterContext {
     public IndexWriterContext files(final SharedFiles files) {
         this.files = files;
         return this;
+    }
+
+    /**
+     * Hands the writer the cell's lock its caller already holds (the daemon takes it before anything else of the
+     * cell): the writer then neither takes nor releases it. Without one, {@link IndexWriter#open} and
+     * {@link IndexWriter#create} take the cell's lock themselves and the writer releases it when it closes.
+     *
+     * @param lock the held lock of this context's cell, or null.
+     * @return this.
+     */
+    public IndexWriterContext cellLock(final CellLock lock) {
+        this.cellLock = lock;
+        return this;
+    }
+
+    /**
+     * @return the cell's lock handed in by the caller, or null when the writer takes its own.
+     */
+    public CellLock cellLock() {
+        return cellLock;
     }
 
     /**

@@ -1,7 +1,9 @@
 package io.kvidx.daemon.index;
 
+import io.kvidx.ffm.ForeignOwnerException;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
+import io.kvidx.ffm.SharedFiles;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -9,7 +11,10 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFileAttributes;
 
 /**
  * The writer's private side table of the index, one record per table slot, in its own mapped file beside the index
@@ -60,15 +65,28 @@ final class WriterMeta implements AutoCloseable {
      * Maps the side table of an index, re-using the existing file when it belongs to that index (same epoch and
      * geometry), else creating it empty.
      *
+     * <p>An existing file owned by another user is refused, as the index is; a re-used one gets back its private
+     * mode ({@code 0600}) when it was changed.
+     *
+     * @param files the writer's file policy (its user).
      * @param file  the side table's file.
      * @param epoch the index's epoch.
      * @param slots table slots of the index.
      * @return the mapped table.
+     * @throws IndexFileOwnerException when the existing file belongs to another user.
      */
-    static WriterMeta open(final Path file, final long epoch, final int slots) {
+    static WriterMeta open(final SharedFiles files, final Path file, final long epoch, final int slots) {
         final long length = HEADER_LENGTH + (long) slots * RECORD_LENGTH;
         try {
-            if (Files.exists(file) && Files.size(file) == length) {
+            final PosixFileAttributes existing = attributes(file);
+            if (existing != null && !existing.owner().equals(files.owner())) {
+                throw new IndexFileOwnerException(new ForeignOwnerException(file, existing.owner().getName(),
+                    files.owner().getName()));
+            }
+            if (existing != null && existing.isRegularFile() && existing.size() == length) {
+                if (!existing.permissions().equals(SharedFiles.PRIVATE_FILE_PERMISSIONS)) {
+                    Files.setPosixFilePermissions(file, SharedFiles.PRIVATE_FILE_PERMISSIONS);
+                }
                 final MappedRegion region = MappedRegion.mapReadWrite(file, length);
                 final MemorySegment s = region.segment();
                 if (s.get(LONG_LAYOUT, 0) == MAGIC && s.get(LONG_LAYOUT, EPOCH_OFFSET) == epoch
@@ -85,6 +103,17 @@ final class WriterMeta implements AutoCloseable {
             return new WriterMeta(region, true);
         } catch (final IOException ex) {
             throw new UncheckedIOException("cannot open the writer's side table " + file, ex);
+        }
+    }
+
+    /**
+     * @return the file's attributes (a link's own, not its target's), or null when there is no such file.
+     */
+    private static PosixFileAttributes attributes(final Path file) throws IOException {
+        try {
+            return Files.readAttributes(file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        } catch (final NoSuchFileException ex) {
+            return null;
         }
     }
 

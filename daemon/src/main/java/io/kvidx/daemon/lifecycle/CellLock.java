@@ -22,9 +22,11 @@ import java.util.concurrent.locks.LockSupport;
  * One writer per cell: an exclusive OS lock on {@code <dir>/<cell>/writer.lock} ({@link FileChannel#tryLock()}, an
  * {@code fcntl} record lock on Linux), held for the daemon's whole life, with the holder's pid written in the file.
  *
- * <p>The daemon takes it before anything else of the cell (the Aeron directory, the index file): a second daemon for
- * the same directory and cell fails {@link #acquire} at once with a {@link CellLockedException} naming the holder's
- * pid, having changed nothing (except a lock file wider than {@code 0600}, which is tightened before the lock is
+ * <p>Every writer of a cell holds it: {@code IndexWriter.open} and {@code create} take it themselves (the demo, the
+ * benchmarks) and release it on close, unless handed one already held; the daemon takes it before anything else of
+ * the cell (the Aeron directory, the index file) and hands it to its writer. A second writer for the same directory
+ * and cell fails {@link #acquire} at once with a {@link CellLockedException} naming the holder's pid, having changed
+ * nothing (except a lock file wider than {@code 0600}, which is tightened before the lock is
  * tried, see below). The kernel drops the lock when the holding process dies, even by {@code kill -9}, so the next
  * daemon takes over without any cleanup. The file itself stays when the lock is released: only a held lock means
  * something, and deleting the file would let a daemon that opened it just before lock an orphan while the next one
@@ -77,7 +79,7 @@ public final class CellLock implements AutoCloseable {
      * @param files modes and group of the cell directory.
      * @param log   where the warning goes (null: nowhere).
      * @return the held lock; close it last.
-     * @throws CellLockedException when another daemon, in this JVM or another process, holds it.
+     * @throws CellLockedException when another writer, in this JVM or another process, holds it.
      * @throws UncheckedIOException when the cell directory or the lock file cannot be used (a symbolic link, another
      *                              user's, a group the user is not a member of, ...).
      */

@@ -3,7 +3,8 @@ package io.kvidx.daemon.lifecycle;
 import java.nio.file.Path;
 
 /**
- * Another daemon already writes this cell: it holds the cell's {@link CellLock}.
+ * Another writer (a daemon, a demo, a benchmark's index writer) already writes this cell: it holds the cell's
+ * {@link CellLock}.
  */
 public final class CellLockedException extends IllegalStateException {
     private static final long serialVersionUID = 1L;
@@ -17,14 +18,14 @@ public final class CellLockedException extends IllegalStateException {
      * @param holderPid pid written by the holder, -1 when unknown.
      */
     public CellLockedException(final String cell, final Path lockFile, final long holderPid) {
-        super("cell '" + cell + "' is already written by " + (holderPid > 0 ? "the kvidx daemon with pid " + holderPid
-            : "another kvidx daemon (pid unknown)") + ", which holds the lock on " + lockFile
-            + ": stop it first, or give this daemon another --cell or --dir");
+        super("cell '" + cell + "' is already written by " + (holderPid > 0 ? "the kvidx process with pid "
+            + holderPid : "another kvidx process (pid unknown)") + " (a daemon, demo or benchmark), which holds the"
+            + " lock on " + lockFile + ": stop it first, or use another --cell or --dir");
         this.holderPid = holderPid;
     }
 
     /**
-     * @return pid of the daemon holding the lock, -1 when unknown.
+     * @return pid of the process holding the lock, -1 when unknown.
      */
     public long holderPid() {
         return holderPid;

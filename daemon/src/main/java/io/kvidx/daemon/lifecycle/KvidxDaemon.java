@@ -117,7 +117,7 @@ public final class KvidxDaemon implements AutoCloseable {
             this.counters = IngestCounters.in(CountersFile.createLocal(context.sharedFiles(), cellDirectory,
                 CountersFile.MAX_COUNTERS_DEFAULT).manager());
         }
-        this.index = openIndex(context);
+        this.index = openIndex(context, lock);
         LOG.info("{} {} ({}; epoch {}); repair: {}", index.attached() ? "re-attached to" : "created",
             context.indexContext().indexFile(), index.openReason(), index.epoch(), index.repairSummary());
         if (context.mlockIndex()) {
@@ -207,10 +207,11 @@ public final class KvidxDaemon implements AutoCloseable {
 
     /**
      * Opens the cell's index; a cell whose catch-up from a peer did not finish ({@link SnapshotLoader}) gets a new
-     * index rather than the half-loaded one.
+     * index rather than the half-loaded one. The writers get the daemon's cell lock: they neither take nor release
+     * it.
      */
-    private static IndexWriter openIndex(final DaemonContext context) {
-        final IndexWriter opened = IndexWriter.open(context.indexContext());
+    private static IndexWriter openIndex(final DaemonContext context, final CellLock lock) {
+        final IndexWriter opened = IndexWriter.open(context.indexContext().cellLock(lock));
         final java.nio.file.Path state = context.indexContext().indexFile().resolveSibling(
             PodBlockMaps.STATE_DIR_NAME);
         if (!SnapshotLoader.unfinished(state)) {
@@ -218,7 +219,7 @@ public final class KvidxDaemon implements AutoCloseable {
         }
         LOG.warn("the cell's last catch-up from a peer did not finish: its index is replaced by a new one");
         CloseHelper.closeAll(opened);
-        final IndexWriter created = IndexWriter.create(context.indexContext());
+        final IndexWriter created = IndexWriter.create(context.indexContext().cellLock(lock));
         try {
             java.nio.file.Files.deleteIfExists(state.resolve(SnapshotLoader.MARKER_FILE_NAME));
         } catch (final java.io.IOException ex) {
@@ -311,7 +312,8 @@ public final class KvidxDaemon implements AutoCloseable {
             zmq = new ZmqIngestAgent(subscriptions, directory, writers, counters, errors, clock,
                 context.heartbeatIntervalMs(), context.zmq().replayTimeoutMs(), context.zmq().handshakeTimeoutMs(),
                 new ZmqIngestAgent.Recovery(progress, context.zmq().checkpointIntervalMs(),
-                    "clear".equals(context.zmq().replayGapPolicy())));
+                    "clear".equals(context.zmq().replayGapPolicy())))
+                .topicPods(context.zmq().topicPods());
             if (context.zmqBind() != null) {
                 // Engines that connect name their pods by topic; a registration of the same pod gives its replay.
                 zmq.bind(context.zmqBind(), podId -> {
@@ -347,7 +349,7 @@ public final class KvidxDaemon implements AutoCloseable {
         }
         if (aeron != null) {
             run(new AeronIngestAgent(aeron, context.aeron().channels(), context.aeron().streamId(), directory, writers,
-                counters, errors), agents.aeronIngestCpu(), agents.aeronIngestIdle());
+                counters, errors, context.aeron().pods()), agents.aeronIngestCpu(), agents.aeronIngestIdle());
         }
     }
 

@@ -94,6 +94,11 @@ class DaemonConfigTest {
         s.put("--engine", new Sample(List.of("--zmq", "pod-s=tcp://h:7557", "--engine", "pod-s=sglang"),
             "zmq: [{endpoint: 'tcp://h:7557', pod: pod-s, engine: sglang}]"));
         s.put("--metrics", new Sample(List.of("--metrics", "127.0.0.1:9464"), "metrics: '127.0.0.1:9464'"));
+        s.put("--metrics-allow-remote", new Sample(List.of("--metrics-allow-remote"), "metricsAllowRemote: true"));
+        s.put("--zmq-topic-pod", new Sample(List.of("--zmq-topic-pod", "pod-*", "--zmq-topic-pod", "10.0.0.?:8000"),
+            "zmqTopicPods: ['pod-*', '10.0.0.?:8000']"));
+        s.put("--aeron-allow-remote", new Sample(List.of("--aeron-allow-remote"), "aeron: {allowRemote: true}"));
+        s.put("--aeron-pod", new Sample(List.of("--aeron-pod", "pod-a"), "aeron: {pods: [pod-a]}"));
         s.put("--http", new Sample(List.of("--http", "127.0.0.1:8090"), "http: '127.0.0.1:8090'"));
         s.put("--zmq-bind", new Sample(List.of("--zmq-bind", "tcp://*:5557"), "zmqBind: 'tcp://*:5557'"));
         s.put("--key-scheme", new Sample(List.of("--key-scheme", "xxh3-chain"), "keyScheme: xxh3-chain"));
@@ -261,6 +266,12 @@ class DaemonConfigTest {
             {"zmq: [{endpoint: x, replai: y}]", "", "unknown zmq key 'replai'"},
             {"metrics: nohost", "", "metrics must be HOST:PORT with a port in [0, 65535]: nohost"},
             {"", "--metrics h:99999", "--metrics must be HOST:PORT with a port in [0, 65535]: h:99999"},
+            {"", "--metrics 0.0.0.0:9464", "--metrics must be on a loopback address (127.0.0.1:PORT, [::1]:PORT, "
+                + "localhost:PORT) unless metricsAllowRemote (--metrics-allow-remote) is set"},
+            {"aeron: {channels: ['aeron:udp?endpoint=0.0.0.0:40123']}", "", "aeron.channels must be aeron:ipc or UDP "
+                + "on a loopback address (aeron:udp?endpoint=127.0.0.1:PORT) unless aeron.allowRemote"},
+            {"", "--aeron aeron:udp?endpoint=10.0.0.7:40123", "--aeron must be aeron:ipc or UDP on a loopback "
+                + "address"},
             {"", "--engine p=sglang", "--engine p=...: no --zmq endpoint for pod or at address p"},
             {"writers: [", "", "not valid YAML: "},
             {"cell: a/b", "", "cell must be a plain non-empty name: a/b"},

@@ -1,5 +1,9 @@
 package io.kvidx.daemon.cli;
 
+import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.IndexReaderContext;
+import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.lifecycle.KvidxDaemon;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -9,6 +13,9 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.List;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -88,6 +95,42 @@ class DemoCommandTest {
         assertEquals(2, code);
         assertTrue(err.toString(StandardCharsets.UTF_8).contains("no readable tokenizer file"), err.toString());
         assertFalse(Files.exists(dir.resolve("demo")), "nothing was started");
+    }
+
+    @Test
+    void shouldRefuseACellADaemonWritesAndLeaveTheLiveIndexAlone() throws Exception {
+        try (KvidxDaemon daemon = KvidxDaemon.start(new DaemonContext().dir(dir).cell("live").shardCount(16)
+            .capacityBlocks(4096).idleStrategy("sleeping"))) {
+            final Path index = daemon.index().context().indexFile();
+            final Object key = Files.readAttributes(index, BasicFileAttributes.class).fileKey();
+            final List<String> names;
+            try (Stream<Path> files = Files.list(index.getParent())) {
+                names = files.map(f -> f.getFileName().toString()).sorted().toList();
+            }
+            final ByteArrayOutputStream err = new ByteArrayOutputStream();
+            final PrintStream original = System.err;
+            final int code;
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            try {
+                code = KvidxCli.run("demo", "--seconds=1", "--dir=" + dir, "--cell=live", "--pods=4",
+                    "--capacity=65536");
+            } finally {
+                System.setErr(original);
+            }
+            final String message = err.toString(StandardCharsets.UTF_8);
+            assertEquals(1, code, message);
+            assertTrue(message.contains("cell 'live' is already written by the kvidx process with pid "
+                + ProcessHandle.current().pid()), message);
+            assertEquals(key, Files.readAttributes(index, BasicFileAttributes.class).fileKey(),
+                "the live index is not replaced");
+            try (Stream<Path> files = Files.list(index.getParent())) {
+                assertEquals(names, files.map(f -> f.getFileName().toString()).sorted().toList(),
+                    "nothing was added to or removed from the live cell");
+            }
+            try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell("live"))) {
+                assertEquals(daemon.index().epoch(), reader.epoch(), "routers still read the daemon's index");
+            }
+        }
     }
 
     private static boolean cacheAwareWins(final String line) {

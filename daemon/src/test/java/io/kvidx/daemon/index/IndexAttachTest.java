@@ -133,10 +133,12 @@ class IndexAttachTest {
 
     @Test
     void shouldSeeANewEpochWhenTheWriterRecreatesTheIndex() {
-        try (IndexWriter first = IndexWriter.create(TestIndexes.small(dir).deleteOnClose(false));
-             IndexReader reader = IndexReader.attach(TestIndexes.reader(dir))) {
+        final IndexWriter first = IndexWriter.create(TestIndexes.small(dir).deleteOnClose(false));
+        try (IndexReader reader = IndexReader.attach(TestIndexes.reader(dir))) {
             final int slot = first.registerPod("p", "m");
             first.store(slot, new long[] {1, 2, 3}, 0, 3);
+            // One writer per cell: the next writer may take the cell once the first has let go.
+            first.close();
             try (IndexWriter second = IndexWriter.create(TestIndexes.small(dir))) {
                 assertNotEquals(first.epoch(), second.epoch());
                 assertTrue(reader.isReplaced());
@@ -146,6 +148,8 @@ class IndexAttachTest {
                 }
                 assertEquals(3, reader.entryCount(), "the old mapping stays valid until the reader lets go");
             }
+        } finally {
+            first.close();
         }
     }
 

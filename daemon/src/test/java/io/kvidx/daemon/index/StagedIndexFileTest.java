@@ -72,7 +72,7 @@ class StagedIndexFileTest {
             assertEquals("rwxrwxrwx", mode(dir), "the parent is never changed");
             assertEquals("rw-r-----", mode(writer.tiers().path()), "the host tier map beside it, same rules");
             assertEquals(files.group(), group(writer.tiers().path()));
-            assertEquals(List.of("index", "tiers"), names(cell), "no temporary file left");
+            assertEquals(List.of("index", "tiers", "writer.lock"), names(cell), "no temporary file left");
         }
     }
 
@@ -96,7 +96,7 @@ class StagedIndexFileTest {
         assertTrue(ex.getMessage().contains("symbolic link"), ex.getMessage());
         assertTrue(Files.isSymbolicLink(cell.resolve("index")));
         assertEquals("precious", Files.readString(victim));
-        assertEquals(List.of("index"), names(cell), "no temporary file left");
+        assertEquals(List.of("index", "writer.lock"), names(cell), "no temporary file left");
     }
 
     @Test

@@ -187,9 +187,9 @@ class IndexLifetimeRoutingTest {
                     Thread.onSpinWait();
                 }
                 for (int i = 0; i < refreshesPerRound; i++) {
-                    final IndexWriter next = newFile(a);
+                    // One writer per cell: the old writer lets go of the cell (its file stays) before the next one.
                     writer.close();
-                    writer = next;
+                    writer = newFile(a);
                     index.refresh();
                 }
                 index.close();

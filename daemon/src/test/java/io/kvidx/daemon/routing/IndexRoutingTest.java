@@ -188,6 +188,11 @@ class IndexRoutingTest {
                 assertEquals(0, s0);
                 writer.store(s1, a, 0, 8);
                 registry.load(s1, 0, 5, 0);
+                // The index's housekeeping thread attaches (never a deciding thread): within a retry interval.
+                final long deadline = System.currentTimeMillis() + 2_000;
+                while (!index.isAvailable() && System.currentTimeMillis() < deadline) {
+                    Thread.onSpinWait();
+                }
                 for (int i = 0; i < 5; i++) {
                     assertEquals(s1, router.routeKeys(ctx, a, a.length), "attached: cache-aware");
                     assertFalse(ctx.plan().isFallback());

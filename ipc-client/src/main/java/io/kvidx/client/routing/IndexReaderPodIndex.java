@@ -15,35 +15,45 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
  * {@link PodIndex} over the shared-memory {@link IndexReader}. It tolerates a missing index: while no index is
  * mapped (or its writer's heartbeat is stale) {@link #isAvailable()} is false and selectors use their fallback
- * picker; every {@code retryIntervalMs} a caller of {@link #isAvailable()} tries to attach again (and, while the
- * heartbeat is stale, checks whether the daemon re-created the file and follows it), so routing turns cache-aware
- * again by itself when the daemon comes back. {@link #refresh()} does the same on demand.
+ * picker. A housekeeping thread of its own (a daemon thread, started by the first {@link #isAvailable()},
+ * {@link #describe} or {@link #newCursor()}, stopped by {@link #close()}) tries to attach every {@code retryIntervalMs}
+ * while none is mapped, checks every {@link #REPLACED_CHECK_INTERVAL_MS} whether the daemon re-created the file
+ * (e.g. with another geometry) and follows it, and unmaps retired readers; so routing turns cache-aware again by
+ * itself, and follows a new file within about that interval. {@link #refresh()} does the same on demand.
  *
- * <p>Reader lifetime: {@link #refresh()} and {@link #close()} retire the current reader, and a retired reader is
- * unmapped only when no query is in flight on it. Each cursor announces the reader it queries in a slot of its own
- * (a hazard pointer: one uncontended volatile store per query, a release store after it) and checks that the
- * reader is still current; the retiring thread first replaces the current reader, then waits until no cursor
- * announces the old one. A query that loses the race sees the index as unavailable
- * ({@link IndexUnavailableException}, which selectors handle by falling back), never an unmapped segment. If a
- * cursor still announces the old reader after {@link #RETIRE_WAIT_MS} (its thread stalled mid-query), the reader
- * stays mapped and the next {@link #refresh()} or {@link #close()} tries again. The single-word reads outside
- * queries ({@link #isAvailable()}, {@link #aliveWord}, {@link #podTableVersion()}) do not pin ({@link #describe}, which
- * copies bytes, takes this object's lock instead):
- * one of them racing with the unmap fails inside the JDK (a closed shared arena makes the access throw rather than
- * touch unmapped memory) and is answered as "unavailable", so pinning each would cost an atomic for nothing.
+ * <p>Decision path: {@link #isAvailable()}, {@link #aliveWord}, {@link #podTableVersion()}, {@link #describe} and
+ * the cursors' queries read only volatile fields and the mapped file: no lock, no file-system call, no wait. Only
+ * the housekeeping thread, {@link #refresh()} and {@link #close()} attach, read the file's header and unmap.
+ *
+ * <p>Reader lifetime: the housekeeping thread, {@link #refresh()} and {@link #close()} retire the current reader,
+ * and a retired reader is unmapped only when no query is in flight on it. Each cursor announces the reader it
+ * queries in a slot of its own (a hazard pointer: one uncontended volatile store per query, a release store after
+ * it), {@link #describe} in a count on the reader (it copies bytes, so it must never overlap the unmap: a bulk copy
+ * racing the unmap of a shared arena crashed the JVM with SIGSEGV), and each checks that the reader is still
+ * current; the retiring thread first replaces the current reader, then waits until nothing announces the old one.
+ * A query that loses the race sees the index as unavailable ({@link IndexUnavailableException}, which selectors
+ * handle by falling back), never an unmapped segment. If the old reader is still announced after
+ * {@link #RETIRE_WAIT_MS} (its thread stalled mid-query), it stays mapped and the next round tries again. The
+ * single-word reads outside queries ({@link #isAvailable()}, {@link #aliveWord}, {@link #podTableVersion()}) do
+ * not announce: one of them racing with the unmap fails inside the JDK (a closed shared arena makes the access
+ * throw rather than touch unmapped memory) and is answered as "unavailable", so pinning each would cost an atomic
+ * for nothing.
  *
  * <p><b>Note:</b> thread safe; each thread queries through its own cursor. Attaching allocates and touches the
- * file system; it happens only while the index is missing, at most once per retry interval, on the thread that
- * notices. {@link #refresh()} and {@link #close()} may wait up to {@link #RETIRE_WAIT_MS} for queries in flight.
+ * file system on the housekeeping thread only. The housekeeping thread (and {@link #refresh()}, {@link #close()})
+ * may wait up to {@link #RETIRE_WAIT_MS} for queries in flight; deciding threads never wait for it.
  */
 public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
-    /** Longest {@link #refresh()} or {@link #close()} waits for queries in flight on a retired reader. */
+    /** Longest one retirement round waits for queries in flight on a retired reader. */
     public static final long RETIRE_WAIT_MS = 1_000;
+    /** How often the housekeeping thread checks whether the daemon re-created the file (one header read). */
+    public static final long REPLACED_CHECK_INTERVAL_MS = 100;
     /** Bit position of the attach count in {@link #podTableVersion()}: a file's own version stays below it. */
     static final int ATTACH_SHIFT = 40;
     private static final VarHandle PIN = MethodHandles.arrayElementVarHandle(Mapping[].class);
@@ -52,14 +62,24 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
     private static final int PIN_INDEX = 24;
     /** Times a query re-reads a reader that changed while it was pinning before it reports the index unavailable. */
     private static final int PIN_ATTEMPTS = 3;
+    /** Longest {@link #close()} waits for the housekeeping thread to finish its round. */
+    private static final long STOP_WAIT_MS = RETIRE_WAIT_MS + 1_000;
 
     private final IndexReaderContext attachContext;
     private final long retryIntervalMs;
+    /** The housekeeping thread's sleep between rounds. */
+    private final long tickNs;
     /** The reader queries use, null while none is mapped; replaced only under this object's monitor. */
     private volatile Mapping current;
-    private volatile long nextAttachMs;
     private volatile boolean closed;
     private volatile IndexException attachFailure;
+    /** The housekeeping thread once started; set once, under {@link #housekeeperLock}. */
+    private volatile Thread housekeeper;
+    private final Object housekeeperLock = new Object();
+    /** Guarded by this. */
+    private long nextAttachMs;
+    /** Guarded by this. */
+    private long nextReplacedCheckMs;
     /** Guarded by this. */
     private long attachCount;
     /** Retired readers not yet unmapped; guarded by this. */
@@ -79,7 +99,7 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
     }
 
     /**
-     * Attaches lazily: the index may not exist yet.
+     * Attaches lazily: the index may not exist yet (one attempt here, then on the housekeeping thread).
      *
      * @param context         where the index lives, its heartbeat timeout and read bound; its attach timeout is
      *                        ignored (attempts never wait).
@@ -96,22 +116,17 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
         }
         this.attachContext = context.conclude();
         this.retryIntervalMs = retryIntervalMs;
-        if (reader == null) {
-            tryAttach();
-        } else {
-            synchronized (this) {
+        this.tickNs = TimeUnit.MILLISECONDS.toNanos(Math.clamp(retryIntervalMs, 1, REPLACED_CHECK_INTERVAL_MS));
+        synchronized (this) {
+            nextReplacedCheckMs = System.currentTimeMillis() + REPLACED_CHECK_INTERVAL_MS;
+            if (reader == null) {
+                final Mapping fresh = attach();
+                if (fresh != null) {
+                    current = fresh;
+                }
+            } else {
                 current = new Mapping(reader, ++attachCount << ATTACH_SHIFT);
             }
-        }
-    }
-
-    private synchronized void tryAttach() {
-        if (current != null || closed) {
-            return;
-        }
-        final Mapping fresh = attach();
-        if (fresh != null) {
-            current = fresh;
         }
     }
 
@@ -140,6 +155,57 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
         }
     }
 
+    /** Starts the housekeeping thread unless it runs (or this index is closed): one volatile read once started. */
+    private void ensureHousekeeper() {
+        if (housekeeper != null || closed) {
+            return;
+        }
+        synchronized (housekeeperLock) {
+            if (housekeeper != null || closed) {
+                return;
+            }
+            final Thread t = new Thread(this::housekeep, "kvidx-index-housekeeper-" + attachContext.cell());
+            t.setDaemon(true);
+            housekeeper = t;
+            t.start();
+        }
+    }
+
+    /** The housekeeping thread's loop: a round, then a sleep of one tick, until {@link #close()}. */
+    private void housekeep() {
+        while (!closed) {
+            try {
+                housekeepingRound();
+            } catch (final RuntimeException ex) {
+                // Kept for diagnostics; the next round tries again (a reader's failures are typed IndexExceptions).
+                attachFailure = ex instanceof IndexException ie ? ie
+                    : new IndexException("housekeeping failed: " + ex, ex);
+            }
+            LockSupport.parkNanos(this, tickNs);
+        }
+    }
+
+    /** One round: attach when none is mapped and the retry interval passed, follow a re-created file, reclaim. */
+    private synchronized void housekeepingRound() {
+        if (closed) {
+            return;
+        }
+        final long now = System.currentTimeMillis();
+        final Mapping m = current;
+        if (m == null) {
+            if (now >= nextAttachMs) {
+                current = attach();
+            }
+        } else if (now >= nextReplacedCheckMs) {
+            nextReplacedCheckMs = now + REPLACED_CHECK_INTERVAL_MS;
+            if (m.reader.isReplaced()) {
+                current = attach();
+                retired.add(m);
+            }
+        }
+        reclaim();
+    }
+
     /**
      * @return the index file this view attaches to (its directory also holds the cell's other shared files, e.g.
      * the host tier map).
@@ -149,18 +215,23 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
     }
 
     /**
-     * Cold-path maintenance: replaces a reader whose file was re-created (or which cannot be checked) with one of
-     * the current file, attaches when none is mapped, and unmaps retired readers once no query is in flight on
-     * them (waiting up to {@link #RETIRE_WAIT_MS}). Call it from a housekeeping thread now and then.
+     * Cold-path maintenance on demand, what the housekeeping thread does on its own: replaces a reader whose file
+     * was re-created (or which cannot be checked) with one of the current file, attaches when none is mapped, and
+     * unmaps retired readers once no query is in flight on them (waiting up to {@link #RETIRE_WAIT_MS}). Never call
+     * it from a deciding thread: it reads the file system and may wait.
      */
     public synchronized void refresh() {
+        if (closed) {
+            return;
+        }
         final Mapping m = current;
         if (m == null) {
-            tryAttach();
+            current = attach();
         } else if (m.reader.isReplaced()) {
             current = attach();
             retired.add(m);
         }
+        nextReplacedCheckMs = System.currentTimeMillis() + REPLACED_CHECK_INTERVAL_MS;
         reclaim();
     }
 
@@ -181,29 +252,17 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
         return attachFailure;
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Two volatile reads and the heartbeat check (one load, one clock read); never attaches, reads the file
+     * system or waits: the housekeeping thread (started here the first time) does that.
+     */
     @Override
     public boolean isAvailable() {
-        Mapping m = current;
-        if (m == null) {
-            if (System.currentTimeMillis() < nextAttachMs) {
-                return false;
-            }
-            tryAttach();
-            m = current;
-            if (m == null) {
-                return false;
-            }
-        }
-        if (!m.isStale()) {
-            return true;
-        }
-        if (System.currentTimeMillis() >= nextAttachMs) {
-            nextAttachMs = System.currentTimeMillis() + retryIntervalMs;
-            refresh();
-            final Mapping fresh = current;
-            return fresh != null && !fresh.isStale();
-        }
-        return false;
+        ensureHousekeeper();
+        final Mapping m = current;
+        return m != null && !m.isStale();
     }
 
     @Override
@@ -249,14 +308,33 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
     /**
      * {@inheritDoc}
      *
-     * <p>Holds this object's lock, which {@link #refresh()} and {@link #close()} hold while they unmap: the pod entry
-     * is copied out with a bulk copy, which must never overlap an unmap (measured: a copy racing the unmap of a
-     * shared arena crashed the JVM with SIGSEGV). Cold path: it allocates anyway.
+     * <p>Takes no lock: it announces the reader it reads in the reader's count of describers, which retirement waits
+     * for like a cursor's pin (the pod entry is copied out with a bulk copy, which must never overlap an unmap).
+     * A reader retired meanwhile reads as unavailable (null). Allocates.
      */
     @Override
-    public synchronized PodDescription describe(final int slot) {
-        final Mapping m = current;
-        if (m == null || slot >= m.reader.maxPods()) {
+    public PodDescription describe(final int slot) {
+        ensureHousekeeper();
+        Mapping m = current;
+        for (int i = 0; i < PIN_ATTEMPTS && m != null; i++) {
+            final Mapping announced = m;
+            // A volatile read-modify-write, then a volatile read of current; retirement stores current, then reads
+            // the count: one of the two sees the other's write.
+            announced.describers.getAndIncrement();
+            try {
+                if (current == announced) {
+                    return describe(announced, slot);
+                }
+            } finally {
+                announced.describers.getAndDecrement();
+            }
+            m = current;
+        }
+        return null;
+    }
+
+    private static PodDescription describe(final Mapping m, final int slot) {
+        if (slot >= m.reader.maxPods()) {
             return null;
         }
         final IndexReader.PodInfo info;
@@ -274,6 +352,7 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
 
     @Override
     public Cursor newCursor() {
+        ensureHousekeeper();
         final ReaderCursor cursor = new ReaderCursor(this);
         synchronized (pins) {
             pins.removeIf(ref -> ref.get() == null);
@@ -283,24 +362,39 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
     }
 
     /**
-     * Unmaps the index once no query is in flight on it (waiting up to {@link #RETIRE_WAIT_MS}); later queries find
-     * it unavailable. Idempotent.
+     * Stops the housekeeping thread and unmaps the index once no query is in flight on it (waiting up to
+     * {@link #RETIRE_WAIT_MS}); later queries find it unavailable. Idempotent.
      */
     @Override
-    public synchronized void close() {
-        closed = true;
-        final Mapping m = current;
-        current = null;
-        if (m != null) {
-            retired.add(m);
+    public void close() {
+        final Thread t;
+        synchronized (housekeeperLock) {
+            closed = true;
+            t = housekeeper;
         }
-        reclaim();
+        if (t != null && t != Thread.currentThread()) {
+            LockSupport.unpark(t);
+            try {
+                t.join(STOP_WAIT_MS);
+            } catch (final InterruptedException ex) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        synchronized (this) {
+            final Mapping m = current;
+            current = null;
+            if (m != null) {
+                retired.add(m);
+            }
+            reclaim();
+        }
     }
 
     /**
-     * Unmaps every retired reader no cursor announces any more, waiting up to {@link #RETIRE_WAIT_MS} for the
-     * others. Holding this, after {@link #current} moved on: a cursor that announces a reader after this thread
-     * looked re-reads {@link #current}, finds another reader and leaves the retired one alone.
+     * Unmaps every retired reader no cursor or {@link #describe} announces any more, waiting up to
+     * {@link #RETIRE_WAIT_MS} for the others. Holding this, after {@link #current} moved on: a cursor that announces
+     * a reader after this thread looked re-reads {@link #current}, finds another reader and leaves the retired one
+     * alone. Never on a deciding thread: the housekeeping thread, {@link #refresh()} or {@link #close()}.
      */
     private void reclaim() {
         if (retired.isEmpty()) {
@@ -311,7 +405,7 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
         while (true) {
             for (final Iterator<Mapping> it = retired.iterator(); it.hasNext(); ) {
                 final Mapping m = it.next();
-                if (!isPinned(m)) {
+                if (m.describers.get() == 0 && !isPinned(m)) {
                     it.remove();
                     m.reader.close();
                 }
@@ -346,6 +440,8 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
     private static final class Mapping {
         final IndexReader reader;
         final long versionBase;
+        /** Calls of {@link #describe} reading this reader now (their announcements, see {@link #reclaim()}). */
+        final AtomicInteger describers = new AtomicInteger();
 
         Mapping(final IndexReader reader, final long versionBase) {
             this.reader = reader;

@@ -4,6 +4,7 @@ import java.net.URI;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * What the router knows about its pods beyond the index: which slots it routes to, each pod's role, model,
@@ -19,10 +20,13 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * and the pod table's generation of the slot then changes. The registry remembers the generation it learnt for
  * each slot and the index's pod table version it last learnt ({@link #podTableVersion()}); a {@link Selector}
  * compares that version with the index's on every decision and calls {@link #syncWithIndex} when they differ,
- * before it picks, so no request goes to a slot under the name of the pod that held it before.
+ * before it picks, so no request goes to a slot under the name of the pod that held it before. A deciding thread
+ * never waits for another one's sync: it only tries the registry's lock ({@link #trySyncWithIndex}) and falls back
+ * for that decision when another thread holds it.
  *
  * <p><b>Note:</b> thread safe. {@link #register}, {@link #unregister}, {@link #registerFromIndex} and
- * {@link #syncWithIndex} are cold (they may allocate); every getter and load setter is allocation-free.
+ * {@link #syncWithIndex} are cold (they may allocate) and take the registry's lock; every getter and load setter is
+ * allocation-free and lock-free.
  */
 public final class PodRegistry {
     /** Pod slots in a cell. */
@@ -41,6 +45,8 @@ public final class PodRegistry {
     private final PodTableSync table = new PodTableSync();
     private final PodLoad load = new PodLoad();
     private final LoraAdapters loras = new LoraAdapters();
+    /** Held while the pods' identity or the slot membership change (by {@link PodTableSync} too). */
+    private final ReentrantLock lock = new ReentrantLock();
 
     /**
      * Adds a pod by hand (or replaces what is known about its slot), its generation in the index not known yet: the
@@ -72,12 +78,17 @@ public final class PodRegistry {
      * @param generation the slot's generation in the pod table, or {@link #UNKNOWN_GENERATION}.
      * @return this.
      */
-    public synchronized PodRegistry register(final int slot, final String podId, final String model,
+    public PodRegistry register(final int slot, final String podId, final String model,
         final PodRole role, final URI endpoint, final int generation) {
         checkSlot(slot);
-        learn(slot, Objects.requireNonNull(podId, "podId"), model, Objects.requireNonNull(role, "role"), endpoint,
-            generation);
-        table.registeredByHand(slot);
+        lock.lock();
+        try {
+            learn(slot, Objects.requireNonNull(podId, "podId"), model, Objects.requireNonNull(role, "role"),
+                endpoint, generation);
+            table.registeredByHand(slot);
+        } finally {
+            lock.unlock();
+        }
         return this;
     }
 
@@ -103,9 +114,14 @@ public final class PodRegistry {
      * @param slot pod slot.
      * @return this.
      */
-    public synchronized PodRegistry unregister(final int slot) {
+    public PodRegistry unregister(final int slot) {
         checkSlot(slot);
-        table.release(slot);
+        lock.lock();
+        try {
+            table.release(slot);
+        } finally {
+            lock.unlock();
+        }
         return this;
     }
 
@@ -117,8 +133,13 @@ public final class PodRegistry {
      * @param index the index.
      * @return number of pods added.
      */
-    public synchronized int registerFromIndex(final PodIndex index) {
-        return table.registerFromIndex(index, this);
+    public int registerFromIndex(final PodIndex index) {
+        lock.lock();
+        try {
+            return table.registerFromIndex(index, this);
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**
@@ -140,8 +161,34 @@ public final class PodRegistry {
      * @return true when the registry is in step with the index's current pod table version; false when the index
      * is unavailable, or the table kept changing or stayed locked while being read (a later call tries again).
      */
-    public synchronized boolean syncWithIndex(final PodIndex index) {
-        return table.syncWithIndex(index, this);
+    public boolean syncWithIndex(final PodIndex index) {
+        lock.lock();
+        try {
+            return table.syncWithIndex(index, this);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * {@link #syncWithIndex} unless another thread holds the registry's lock (a sync, a registration): never waits.
+     * What a deciding thread calls; when it gets {@code false} it decides without the index (falls back) rather than
+     * queue behind the pod table re-read.
+     *
+     * @param index the index.
+     * @return false when the lock was busy and nothing was done; true once a sync ran (in step or not: the caller
+     * compares the pod table versions again).
+     */
+    boolean trySyncWithIndex(final PodIndex index) {
+        if (!lock.tryLock()) {
+            return false;
+        }
+        try {
+            table.syncWithIndex(index, this);
+            return true;
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**
@@ -215,13 +262,18 @@ public final class PodRegistry {
      * @param podId pod id.
      * @return its slot, or -1 when no registered pod has that id. Linear scan: cold path.
      */
-    public synchronized int slotOf(final String podId) {
-        for (int slot = 0; slot < MAX_PODS; slot++) {
-            if (isRegistered(slot) && podId.equals(podIds.get(slot))) {
-                return slot;
+    public int slotOf(final String podId) {
+        lock.lock();
+        try {
+            for (int slot = 0; slot < MAX_PODS; slot++) {
+                if (isRegistered(slot) && podId.equals(podIds.get(slot))) {
+                    return slot;
+                }
             }
+            return -1;
+        } finally {
+            lock.unlock();
         }
-        return -1;
     }
 
     /**

@@ -13,8 +13,8 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * {@link PodRegistry#registerFromIndex} and {@link PodRegistry#syncWithIndex}, which (re-)learn a slot through
  * {@link PodRegistry#learn}.
  *
- * <p><b>Note:</b> written only under the registry's lock (its synchronized methods, which call every method here
- * that writes); the routable and suspect bitmaps, generations and versions are read by any thread without locks,
+ * <p><b>Note:</b> written only under the registry's lock (held by its methods that call every method here that
+ * writes); the routable and suspect bitmaps, generations and versions are read by any thread without locks,
  * allocation-free. The claimed and taken-from-index bitmaps are plain arrays read only under that lock.
  */
 final class PodTableSync {

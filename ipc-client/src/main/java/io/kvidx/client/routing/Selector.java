@@ -24,7 +24,8 @@ import java.util.Objects;
  * read of the pass (the prefix query, the alive filter). Equal, no slot changed hands in between, so every slot's
  * answer belongs to the pod the registry names: one compare per decision. Different (cold): the registry re-learns
  * the pod table ({@link PodRegistry#syncWithIndex}) and the pass runs again before anything is picked; if the
- * table keeps changing, the decision falls back.
+ * table keeps changing, or another thread is re-learning it (the selector only tries the registry's lock, it never
+ * waits for it), the decision falls back.
  *
  * <p><b>Note:</b> thread safe: any number of threads may select concurrently, each with its own
  * {@link RoutingContext}. A decision allocates nothing.
@@ -97,9 +98,9 @@ public final class Selector {
             }
             // Cold: a slot may have changed hands since the registry learnt the pods; learn them again and redo the
             // pass, so that no answer is read under the name of the slot's previous pod.
+            // Another thread re-reading it already: decide without the index (redo the pass) rather than wait.
             counters.podTableResync();
-            registry.syncWithIndex(index);
-            indexed = ++passes < MAX_PASSES && index.isAvailable();
+            indexed = registry.trySyncWithIndex(index) && ++passes < MAX_PASSES && index.isAvailable();
         }
         if (ctx.candidateCount() == 0) {
             counters.countNoCandidate();

@@ -5,9 +5,11 @@ import io.aeron.FragmentAssembler;
 import io.aeron.Subscription;
 import io.aeron.logbuffer.FragmentHandler;
 import io.aeron.logbuffer.Header;
+import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.ingest.PodAllowList;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterMessages;
 import io.kvidx.daemon.writer.WriterPool;
@@ -41,6 +43,10 @@ import java.util.List;
  * cached handle is checked with {@link PodDirectory#isCurrent} before use, and the sequence tracked per number is
  * started again when the number holds another handle.
  *
+ * <p>The pod id comes from the wire: with an allow-list ({@code aeron.pods}), a message of a pod outside it is
+ * dropped before its pod is registered, counted ({@link CounterType#PODS_NOT_ALLOWED}) and logged once per pod id.
+ * The verdict is cached per pod id ({@link PodAllowList}); the last pod's own messages skip the check.
+ *
  * <p><b>Note:</b> run by one {@link org.agrona.concurrent.AgentRunner}.
  */
 public final class AeronIngestAgent implements Agent, FragmentHandler {
@@ -55,6 +61,7 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
     private final AtomicCounter decodeErrors;
     private final AtomicCounter gaps;
     private final AtomicCounter resets;
+    private final PodAllowList allowList;
     private final SbeEventFrame frame = new SbeEventFrame();
     private final FragmentAssembler assembler = new FragmentAssembler(this);
     private final List<Subscription> subscriptions = new ArrayList<>();
@@ -68,7 +75,7 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
 
     /**
      * @param aeron     Aeron client.
-     * @param channels  channels to subscribe to, e.g. {@code aeron:ipc} or {@code aeron:udp?endpoint=0.0.0.0:40456}.
+     * @param channels  channels to subscribe to, e.g. {@code aeron:ipc} or {@code aeron:udp?endpoint=127.0.0.1:40456}.
      * @param streamId  stream id.
      * @param directory pod ids.
      * @param writers   writer agents.
@@ -78,6 +85,23 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
     public AeronIngestAgent(final Aeron aeron, final List<String> channels, final int streamId,
         final PodDirectory directory, final WriterPool writers, final IngestCounters counters,
         final IngestErrors errors) {
+        this(aeron, channels, streamId, directory, writers, counters, errors, List.of());
+    }
+
+    /**
+     * @param aeron       Aeron client.
+     * @param channels    channels to subscribe to, e.g. {@code aeron:ipc} or
+     *                    {@code aeron:udp?endpoint=127.0.0.1:40456}.
+     * @param streamId    stream id.
+     * @param directory   pod ids.
+     * @param writers     writer agents.
+     * @param counters    counters.
+     * @param errors      error log.
+     * @param allowedPods pod ids or globs whose messages are accepted; empty accepts every pod.
+     */
+    public AeronIngestAgent(final Aeron aeron, final List<String> channels, final int streamId,
+        final PodDirectory directory, final WriterPool writers, final IngestCounters counters,
+        final IngestErrors errors, final List<String> allowedPods) {
         this.aeron = aeron;
         this.channels = List.copyOf(channels);
         this.streamId = streamId;
@@ -87,6 +111,9 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
         this.decodeErrors = counters.get(CounterType.DECODE_ERRORS);
         this.gaps = counters.get(CounterType.SEQUENCE_GAPS);
         this.resets = counters.get(CounterType.SEQUENCE_RESETS);
+        this.allowList = new PodAllowList("Aeron stream " + streamId, DaemonConfiguration.AERON_PODS_PROP_NAME,
+            allowedPods, counters.get(CounterType.PODS_NOT_ALLOWED), errors,
+            CounterType.PODS_NOT_ALLOWED.typeId() * 64);
         Arrays.fill(lastSequence, -1);
     }
 
@@ -181,6 +208,9 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
             if (same && directory.isCurrent(lastPod)) {
                 return lastPod;
             }
+        }
+        if (!allowList.allows(buffer, off, len)) {
+            return -1;
         }
         final byte[] id = new byte[len];
         buffer.getBytes(off, id);

@@ -2,6 +2,7 @@ package io.kvidx.daemon.ingest.zmq;
 
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.ingest.PodAllowList;
 import io.kvidx.daemon.writer.PodDirectory;
 import org.agrona.concurrent.status.AtomicCounter;
 import org.zeromq.SocketType;
@@ -24,6 +25,9 @@ import java.util.function.Function;
  * gets a {@link Publisher} of its own, without a socket, whose sequence the {@link Sequencer} tracks like any
  * subscribed publisher's (gaps, restarts, duplicates); when the pod is registered ({@code POST /register}) with a
  * replay endpoint, gaps are replayed through it.
+ *
+ * <p>Trust: anyone who reaches the socket can publish; with a topic pod allow-list ({@code zmqTopicPods}) a topic
+ * naming another pod is dropped (counted, logged once per pod id) before it gets a publisher or a pod.
  *
  * <p>Liveness: the socket cannot tell which engine is connected, so a topic's pods are kept alive by their events
  * only (an idle pod is taken down after the pod timeout, its identity freed); a topic whose pods all went down is
@@ -50,14 +54,16 @@ final class BoundSocket {
     private final IngestErrors errors;
     private final AtomicCounter framingErrors;
     private final Publishers publishers;
+    private final PodAllowList allowList;
     private final Map<String, Publisher> byTopic = new HashMap<>();
     private byte[] lastTopic = EMPTY;
     private Publisher last;
 
     BoundSocket(final String endpoint, final ZContext context, final PodDirectory directory,
         final Function<String, ZmqEndpoint> registered, final Sequencer sequencer, final IngestErrors errors,
-        final AtomicCounter framingErrors, final Publishers publishers) {
+        final AtomicCounter framingErrors, final Publishers publishers, final PodAllowList allowList) {
         this.endpoint = endpoint;
+        this.allowList = allowList;
         this.registered = registered;
         this.sequencer = sequencer;
         this.errors = errors;
@@ -100,6 +106,9 @@ final class BoundSocket {
     private Publisher publisherOf(final byte[] topic) {
         if (last != null && Arrays.equals(topic, lastTopic)) {
             return last;
+        }
+        if (!TopicPods.allowed(allowList, topic)) {
+            return null;
         }
         // SGLang appends "\0sgl-kv-epoch=<epoch>" to the topic: the publisher is what precedes the first NUL.
         int end = 0;

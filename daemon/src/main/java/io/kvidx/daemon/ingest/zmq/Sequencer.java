@@ -3,6 +3,7 @@ package io.kvidx.daemon.ingest.zmq;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.ingest.PodAllowList;
 import io.kvidx.daemon.state.PublisherProgress;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterMessages;
@@ -79,6 +80,13 @@ final class Sequencer implements MessageHandler {
         this.engineResyncs = counters.get(CounterType.ENGINE_RESYNCS);
         this.holdOverflows = counters.get(CounterType.REPLAY_HOLD_OVERFLOWS);
         this.rankedPods = new RankedPods(directory, counters, errors);
+    }
+
+    /**
+     * @param allow the topic pod allow-list, or null to accept every pod.
+     */
+    void topicPodAllowList(final PodAllowList allow) {
+        topicPods.allowList(allow);
     }
 
     void publishers(final Publisher[] all) {

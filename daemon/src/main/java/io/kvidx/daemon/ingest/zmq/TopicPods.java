@@ -2,6 +2,7 @@ package io.kvidx.daemon.ingest.zmq;
 
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.ingest.PodAllowList;
 import io.kvidx.daemon.writer.PodDirectory;
 import org.agrona.concurrent.status.AtomicCounter;
 
@@ -13,7 +14,9 @@ import java.util.Arrays;
  * {@code kv@<pod>@<model>} names (registered in the {@link PodDirectory} on first sight, remembered per publisher
  * so that a repeated topic costs one comparison and one {@link PodDirectory#isCurrent} read; a remembered handle
  * that is no longer current, its pod having gone down, is resolved again: a new handle). A topic that names no pod
- * is a framing error, counted and logged.
+ * is a framing error, counted and logged. With a topic pod allow-list ({@code zmqTopicPods}), a topic naming a pod
+ * outside it is dropped before its pod is registered (counted and logged by the {@link PodAllowList}, whose verdict
+ * per pod id is cached: a refused topic seen before allocates nothing).
  *
  * <p><b>Note:</b> used by the ZeroMQ ingest thread only (through its {@link Sequencer}).
  */
@@ -21,6 +24,7 @@ final class TopicPods {
     private final PodDirectory directory;
     private final AtomicCounter framingErrors;
     private final IngestErrors errors;
+    private PodAllowList allowList;
 
     TopicPods(final PodDirectory directory, final AtomicCounter framingErrors, final IngestErrors errors) {
         this.directory = directory;
@@ -38,6 +42,9 @@ final class TopicPods {
         }
         if (Arrays.equals(topic, p.lastTopic) && directory.isCurrent(p.lastTopicPod)) {
             return p.lastTopicPod;
+        }
+        if (!allowed(allowList, topic)) {
+            return -1;
         }
         // SGLang publishers with a snapshot endpoint append "\0sgl-kv-epoch=<epoch>" (and barrier markers) to the
         // topic: the pod and model are what precedes the first NUL.
@@ -95,6 +102,33 @@ final class TopicPods {
         p.lastTopicPodId = podId;
         p.lastTopicModel = model;
         return pod;
+    }
+
+    /**
+     * @param allow the topic pod allow-list, or null to accept every pod.
+     */
+    void allowList(final PodAllowList allow) {
+        this.allowList = allow;
+    }
+
+    /**
+     * Checks the pod a topic {@code kv@<pod>[@<model>][\0...]} names against an allow-list (without allocating for a
+     * pod id seen before); a topic of another shape passes, to be reported as a framing error by its parser.
+     *
+     * @return false (counted, logged) when the list refuses the pod.
+     */
+    static boolean allowed(final PodAllowList allow, final byte[] topic) {
+        if (allow == null || allow.allowsAll()) {
+            return true;
+        }
+        if (topic.length < 3 || topic[0] != 'k' || topic[1] != 'v' || topic[2] != '@') {
+            return true;
+        }
+        int end = 3;
+        while (end < topic.length && topic[end] != '@' && topic[end] != 0) {
+            end++;
+        }
+        return end == 3 || allow.allows(topic, 3, end - 3);
     }
 
     /** Counts a framing error of a publisher's message and logs it (once per distinct text, by the error log). */

@@ -3,6 +3,7 @@ package io.kvidx.daemon.ingest.zmq;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.ingest.PodAllowList;
 import io.kvidx.daemon.lifecycle.AgentErrorHandler;
 import io.kvidx.daemon.state.PublisherProgress;
 import io.kvidx.daemon.writer.PodDirectory;
@@ -93,6 +94,7 @@ public final class ZmqIngestAgent implements Agent {
     private String bindEndpoint;
     private java.util.function.Function<String, ZmqEndpoint> registered;
     private BoundSocket bound;
+    private PodAllowList topicPodAllowList;
 
     /**
      * How the agent survives a daemon restart.
@@ -152,6 +154,22 @@ public final class ZmqIngestAgent implements Agent {
         return this;
     }
 
+    /**
+     * Accepts, from topics {@code kv@<pod>@<model>} (the bound socket's, and those of endpoints without a configured
+     * pod), only the pods these patterns match; call before the agent starts. Messages naming other pods are
+     * dropped, counted ({@link CounterType#PODS_NOT_ALLOWED}) and logged once per pod id.
+     *
+     * @param patterns pod ids or globs ({@code *}, {@code ?}); empty accepts every pod.
+     * @return this.
+     */
+    public ZmqIngestAgent topicPods(final List<String> patterns) {
+        topicPodAllowList = patterns.isEmpty() ? null : new PodAllowList("ZeroMQ",
+            io.kvidx.daemon.config.DaemonConfiguration.ZMQ_TOPIC_PODS_PROP_NAME, patterns,
+            counters.get(CounterType.PODS_NOT_ALLOWED), errors, CounterType.PODS_NOT_ALLOWED.typeId() * 64 + 1);
+        sequencer.topicPodAllowList(topicPodAllowList);
+        return this;
+    }
+
     @Override
     public void onStart() {
         context = new ZContext(1);
@@ -169,7 +187,7 @@ public final class ZmqIngestAgent implements Agent {
                     public void remove(final Publisher p) {
                         uninstall(p);
                     }
-                });
+                }, topicPodAllowList);
         }
         for (final ZmqEndpoint e : endpoints) {
             add(e);
