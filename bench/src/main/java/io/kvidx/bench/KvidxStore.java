@@ -142,7 +142,13 @@ public final class KvidxStore implements QueryStore {
         }
     }
 
-    static void deleteTree(final Path dir) {
+    /**
+     * Deletes a directory and everything in it (a bench's scratch cell: its index, state and the cell's lock file,
+     * which a writer leaves behind on purpose).
+     *
+     * @param dir the directory; nothing happens when it does not exist.
+     */
+    public static void deleteTree(final Path dir) {
         TempDirs.LIVE.remove(dir);
         if (!Files.exists(dir)) {
             return;

@@ -130,7 +130,7 @@ public final class SbeIngestThroughput {
                 daemon.counters().value(CounterType.BLOCKS_REMOVED), daemon.index().evictions(),
                 daemon.counters().value(CounterType.UNKNOWN_PARENTS));
         }
-        // The daemon deleted its index and cell directory on close; remove the run's own directory too.
-        java.nio.file.Files.deleteIfExists(dir);
+        // The daemon deleted its index on close; the cell keeps its lock file by design: remove the run's directory.
+        io.kvidx.bench.KvidxStore.deleteTree(dir);
     }
 }

@@ -93,8 +93,8 @@ public final class ZmqVisibilityLatency {
                 baseline.getValueAtPercentile(99) / 1e3, baseline.getValueAtPercentile(99.9) / 1e3,
                 baseline.getMaxValue() / 1e3, baseline.getTotalCount());
         }
-        // The daemon deleted its index and cell directory on close; remove the run's own directory too.
-        java.nio.file.Files.deleteIfExists(dir);
+        // The daemon deleted its index on close; the cell keeps its lock file by design: remove the run's directory.
+        io.kvidx.bench.KvidxStore.deleteTree(dir);
     }
 
     /**

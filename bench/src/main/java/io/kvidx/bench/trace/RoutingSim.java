@@ -180,7 +180,8 @@ public final class RoutingSim {
                 writer.close();
             }
             if (dir != null) {
-                Files.deleteIfExists(dir);
+                // The index file went with the writer; the cell's lock file stays by design.
+                io.kvidx.bench.KvidxStore.deleteTree(dir);
             }
         }
     }
