@@ -33,7 +33,7 @@ import static io.kvidx.daemon.index.PodsWord.inlineRemoveAt;
  * <p><b>Note:</b> thread safe through per-shard writer locks ({@link ShardLocks}, never taken by readers): a thread
  * holds at most one shard lock at a time, so adjusting a parent's count in another shard happens after the child's
  * lock is released. A writer that throws while it holds a shard leaves it repaired ({@link IndexRepair#repairShard})
- * and even.
+ * and even; when the repair throws too, a {@link ShardRepairException} escapes and the writer thread stops.
  */
 final class EntryTable {
     private static final VarHandle LONG = Layouts.LONG;
@@ -119,7 +119,7 @@ final class EntryTable {
                             : refuseHolder(shard);
                     }
                 } catch (final RuntimeException | Error ex) {
-                    IndexRepair.repairShard(this, shard);
+                    repairAfter(shard, ex);
                     throw ex;
                 } finally {
                     locks.unlock(shard);
@@ -139,6 +139,19 @@ final class EntryTable {
             }
         }
         return added;
+    }
+
+    /**
+     * Repairs a shard after a change to it failed, with its writer lock held ({@link IndexRepair#repairShard}).
+     *
+     * @throws ShardRepairException when the repair fails too: the shard stays locked, the writer must stop.
+     */
+    private void repairAfter(final int shard, final Throwable change) {
+        try {
+            IndexRepair.repairShard(this, shard);
+        } catch (final RuntimeException | Error repairFailed) {
+            throw new ShardRepairException(shard, change, repairFailed);
+        }
     }
 
     private int refuseHolder(final int shard) {
@@ -224,7 +237,7 @@ final class EntryTable {
             try {
                 r = removeLocked(shard, k, g.homeSlot(h), slot);
             } catch (final RuntimeException | Error ex) {
-                IndexRepair.repairShard(this, shard);
+                repairAfter(shard, ex);
                 throw ex;
             } finally {
                 locks.unlock(shard);

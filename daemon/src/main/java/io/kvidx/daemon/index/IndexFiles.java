@@ -73,7 +73,9 @@ final class IndexFiles {
             final MemorySegment s = region.segment();
             advise(s, context);
             s.set(ValueLayout.JAVA_LONG, IndexDescriptor.WRITER_PID_OFFSET, ProcessHandle.current().pid());
-            LONG.setRelease(s, (long) IndexDescriptor.HEARTBEAT_OFFSET, System.currentTimeMillis());
+            // No beat until the repair has run (IndexWriter): a reader that finds a shard the crashed writer left
+            // locked sees a stale writer now, not a fresh one that never unlocks it.
+            LONG.setRelease(s, (long) IndexDescriptor.HEARTBEAT_OFFSET, 0L);
             // An older minor version of the same major is upgraded in place: its new fields were reserved zeros,
             // except the pod entries' flags (3.2), which held the end of a longer model name.
             if (s.get(ValueLayout.JAVA_INT, IndexDescriptor.LAYOUT_VERSION_OFFSET)

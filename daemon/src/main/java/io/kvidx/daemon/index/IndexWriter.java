@@ -94,6 +94,8 @@ public final class IndexWriter implements AutoCloseable {
             region.close();
             throw ex;
         }
+        // The first beat of a re-attached file (IndexFiles.open zeroed it): only once it is repaired.
+        heartbeat(System.currentTimeMillis());
     }
 
     /**

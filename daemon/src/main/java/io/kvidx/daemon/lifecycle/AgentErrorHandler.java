@@ -12,7 +12,9 @@ import java.io.StringWriter;
  * What an agent runner does with an exception that escapes an agent's duty cycle: counts it
  * ({@link CounterType#AGENT_ERRORS}) and records it, with its stack trace, in the daemon's distinct error log (once
  * per agent and exception class). The agent keeps running; the index writer has already repaired a shard it was
- * changing when the exception was thrown (see {@code EntryTable}).
+ * changing when the exception was thrown (see {@code EntryTable}). When that repair failed too, the writer agent
+ * throws an {@link org.agrona.concurrent.AgentTerminationException} instead: its runner stops it after this
+ * handler has logged why, and the index heartbeat stops with its duty cycle ({@code IndexMaintenanceAgent}).
  *
  * <p><b>Note:</b> thread safe: each runner's thread calls its own handler; the counter and the log are shared.
  */

@@ -292,8 +292,8 @@ public final class KvidxDaemon implements AutoCloseable {
             }
         }
         final EpochClock clock = SystemEpochClock.INSTANCE;
-        run(new IndexMaintenanceAgent(index, clock, context.heartbeatIntervalMs()), agents.maintenanceCpu(),
-            agents.maintenanceIdle());
+        run(new IndexMaintenanceAgent(index, clock, context.heartbeatIntervalMs(), writers.dutyCycles()),
+            agents.maintenanceCpu(), agents.maintenanceIdle());
         run(evictions, agents.maintenanceCpu(), agents.maintenanceIdle());
         if (catchUp != null && catchUp.membership().length > 0) {
             // The peer's registered engines: this replica subscribes to them too, and asks them to replay from the

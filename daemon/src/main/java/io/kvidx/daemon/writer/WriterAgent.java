@@ -5,6 +5,7 @@ import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
+import io.kvidx.daemon.index.ShardRepairException;
 import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.daemon.ingest.vllm.VllmDecodeException;
 import io.kvidx.daemon.ingest.sglang.SglangEventDecoder;
@@ -12,6 +13,7 @@ import io.kvidx.daemon.ingest.vllm.VllmEventDecoder;
 import io.kvidx.daemon.state.PodBlockMaps;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.AgentTerminationException;
 import org.agrona.concurrent.EpochClock;
 import org.agrona.concurrent.MessageHandler;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
@@ -68,6 +70,7 @@ public final class WriterAgent implements Agent, MessageHandler {
     private long nextRateTickMs;
     private PodStatsFile stats;
     private ApplyObserver observer = ApplyObserver.NONE;
+    private final DutyCycleCounter dutyCycles = new DutyCycleCounter();
 
     WriterAgent(final int id, final ManyToOneRingBuffer queue, final IndexWriter index, final PodBlockMaps blockMaps,
         final PodDirectory directory, final IngestCounters counters, final IngestErrors errors, final EpochClock clock,
@@ -91,19 +94,38 @@ public final class WriterAgent implements Agent, MessageHandler {
         this.staleMessages = counters.get(CounterType.STALE_POD_MESSAGES);
     }
 
+    /**
+     * One duty cycle: bumps {@link #dutyCycles()} first (the index heartbeat follows it), then applies queued
+     * messages and tasks and checks rates and timeouts.
+     *
+     * @throws AgentTerminationException when a shard was left locked ({@link ShardRepairException}): the runner
+     *                                   stops this agent, so its duty cycle and the index heartbeat stop.
+     */
     @Override
     public int doWork() {
+        dutyCycles.increment();
         now = clock.time();
-        int work = queue.read(this, READ_LIMIT);
-        work += tasks.step(pods, owned, ownedCount, queue.consumerPosition());
-        if (stats != null && now >= nextRateTickMs) {
-            work += tickRates();
+        try {
+            int work = queue.read(this, READ_LIMIT);
+            work += tasks.step(pods, owned, ownedCount, queue.consumerPosition());
+            if (stats != null && now >= nextRateTickMs) {
+                work += tickRates();
+            }
+            if (podTimeoutMs > 0 && now >= nextTimeoutCheckMs) {
+                nextTimeoutCheckMs = now + TIMEOUT_CHECK_INTERVAL_MS;
+                work += checkTimeouts();
+            }
+            return work;
+        } catch (final ShardRepairException ex) {
+            throw new AgentTerminationException(roleName() + " stopped: " + ex.getMessage(), ex);
         }
-        if (podTimeoutMs > 0 && now >= nextTimeoutCheckMs) {
-            nextTimeoutCheckMs = now + TIMEOUT_CHECK_INTERVAL_MS;
-            work += checkTimeouts();
-        }
-        return work;
+    }
+
+    /**
+     * @return the duty cycles this agent has begun, bumped by its thread at the start of each, busy or idle.
+     */
+    public DutyCycleCounter dutyCycles() {
+        return dutyCycles;
     }
 
     @Override

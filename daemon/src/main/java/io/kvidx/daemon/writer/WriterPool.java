@@ -23,6 +23,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -159,6 +160,18 @@ public final class WriterPool implements AutoCloseable {
          * @return a runner of it, not started.
          */
         AgentRunner runner(int writer, Agent agent);
+    }
+
+    /**
+     * @return each writer agent's duty cycle count ({@link WriterAgent#dutyCycles()}), for the index maintenance
+     * agent, which beats the index heartbeat only while they all move.
+     */
+    public LongSupplier[] dutyCycles() {
+        final LongSupplier[] counts = new LongSupplier[agents.length];
+        for (int i = 0; i < agents.length; i++) {
+            counts[i] = agents[i].dutyCycles()::get;
+        }
+        return counts;
     }
 
     /**

@@ -24,7 +24,7 @@ public final class IndexConfiguration {
     /** A writer heartbeat older than this makes the writer stale; 0 disables the check. */
     public static final String HEARTBEAT_TIMEOUT_PROP_NAME = "kvidx.heartbeat.timeout.ms";
     /** Default heartbeat timeout. */
-    public static final long HEARTBEAT_TIMEOUT_MS_DEFAULT = 10_000;
+    public static final long HEARTBEAT_TIMEOUT_MS_DEFAULT = 2_000;
     /** How often the writer updates its heartbeat. */
     public static final String HEARTBEAT_INTERVAL_PROP_NAME = "kvidx.heartbeat.interval.ms";
     /** Default heartbeat interval. */
