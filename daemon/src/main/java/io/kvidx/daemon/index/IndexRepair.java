@@ -27,8 +27,10 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
  *   its last increment is recounted;</li>
  *   <li>an overflow bitmap referenced by two entries, or an index outside the pool: the later entry is dropped;
  *   the pool's free list and in-use count are rebuilt from the entries;</li>
- *   <li>a pod table entry whose seqlock is odd (killed while registering it): the slot is taken down and swept
- *   (its owner is unknown), and every alive bit is made to agree with its slot's state.</li>
+ *   <li>a pod table entry whose seqlock is odd (killed while changing it): the entry is cleared (pod id, model and
+ *   flags zeroed, generation kept) and the slot is taken down and swept (its owner is unknown); every alive bit is
+ *   made to agree with its slot's state, and the pod table version is incremented before any alive bit is set
+ *   (the writer's registration order, see {@link PodTable}).</li>
  * </ul>
  * Pods words are checked against the cell's geometry: an inline slot at or beyond max pods, or an empty holder
  * set, drops the entry.
@@ -290,36 +292,75 @@ final class IndexRepair {
     }
 
     /**
-     * Pod entries with an odd seqlock become draining (swept, then freed); alive bits follow the slots' states.
+     * Makes the pod table consistent, in the writer's publication order ({@link PodTable}): pod entries and cleared
+     * alive bits first, then the pod table version (once, when anything changed), then the alive bits to set, so a
+     * reader that loads the alive words and then the version never sees a bit set under a version older than the
+     * repair.
      */
     private static void repairPodTable(final MemorySegment s, final int maxPods, final Report report) {
+        repairPodEntries(s, maxPods, report);
+        setAliveBits(s, maxPods, report);
+    }
+
+    /**
+     * First step of {@link #repairPodTable}: clears every pod entry whose seqlock is odd (a writer died inside a
+     * change of it), clears the alive bits of slots that are not alive, and increments the pod table version when
+     * anything changed or an alive bit is still to be set. It sets no alive bit.
+     *
+     * <p>A torn entry is cleared: its state becomes draining (its owner is unknown and the index may still hold its
+     * bits: the next writer sweeps the slot, then frees it), pod id, model, their lengths and flags are zeroed, and
+     * its seqlock ends even. The generation is kept, so the slot's next pod gets a generation no reader has seen
+     * for it before (the torn change never published another).
+     *
+     * @return true when the pod table version was incremented.
+     */
+    static boolean repairPodEntries(final MemorySegment s, final int maxPods, final Report report) {
         boolean changed = false;
         for (int slot = 0; slot < maxPods; slot++) {
             final long base = IndexDescriptor.podEntryOffset(slot);
             final long seq = (long) LONG.getAcquire(s, base + IndexDescriptor.POD_SEQ_OFFSET);
             if ((seq & 1) != 0) {
+                s.asSlice(base + IndexDescriptor.POD_STATE_OFFSET,
+                    IndexDescriptor.POD_ENTRY_LENGTH - IndexDescriptor.POD_STATE_OFFSET).fill((byte) 0);
                 s.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_STATE_OFFSET,
                     IndexDescriptor.POD_STATE_DRAINING);
                 LONG.setRelease(s, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 1);
                 report.podEntriesRepaired++;
                 changed = true;
             }
-            final boolean alive = s.get(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_STATE_OFFSET)
-                == IndexDescriptor.POD_STATE_ALIVE;
+            final boolean alive = isAliveEntry(s, slot);
             final long word = PodTable.aliveWordOffset(slot);
             final boolean bit = ((long) LONG.getAcquire(s, word) & (1L << slot)) != 0;
-            if (alive != bit) {
-                if (alive) {
-                    LONG.getAndBitwiseOr(s, word, 1L << slot);
-                } else {
-                    LONG.getAndBitwiseAnd(s, word, ~(1L << slot));
-                }
+            if (bit && !alive) {
+                LONG.getAndBitwiseAnd(s, word, ~(1L << slot));
                 report.aliveBitsFixed++;
                 changed = true;
+            } else if (alive && !bit) {
+                changed = true; // set by setAliveBits, after the version
             }
         }
         if (changed) {
             LONG.getAndAdd(s, (long) IndexDescriptor.POD_TABLE_VERSION_OFFSET, 1L);
         }
+        return changed;
+    }
+
+    /**
+     * Second step of {@link #repairPodTable}, after {@link #repairPodEntries} incremented the pod table version:
+     * sets the alive bit of every alive slot that lacks it.
+     */
+    static void setAliveBits(final MemorySegment s, final int maxPods, final Report report) {
+        for (int slot = 0; slot < maxPods; slot++) {
+            final long word = PodTable.aliveWordOffset(slot);
+            if (isAliveEntry(s, slot) && ((long) LONG.getAcquire(s, word) & (1L << slot)) == 0) {
+                LONG.getAndBitwiseOr(s, word, 1L << slot);
+                report.aliveBitsFixed++;
+            }
+        }
+    }
+
+    private static boolean isAliveEntry(final MemorySegment s, final int slot) {
+        return s.get(ValueLayout.JAVA_INT, IndexDescriptor.podEntryOffset(slot) + IndexDescriptor.POD_STATE_OFFSET)
+            == IndexDescriptor.POD_STATE_ALIVE;
     }
 }

@@ -36,7 +36,8 @@ import java.util.Set;
  *   <li>writer lag: {@code kvidx_writer_queue_bytes{writer}}, bytes queued and not yet applied;</li>
  *   <li>histograms: {@code kvidx_batch_apply_seconds} (decode and apply of one batch) and
  *   {@code kvidx_event_to_visible_seconds} (engine batch timestamp to visible in the index; engine and daemon
- *   clocks must agree).</li>
+ *   clocks must agree; live ZeroMQ batches only: replayed batches are not observed, and SBE events carry no
+ *   timestamp).</li>
  * </ul>
  * Values are read at scrape time from the cell's shared files ({@link CellStatus}), the same figures
  * {@code kvidx status} prints.
@@ -67,7 +68,8 @@ public final class DaemonMetrics implements AutoCloseable {
                 2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 1)
             .register(registry);
         this.eventToVisibleSeconds = Histogram.builder().name("kvidx_event_to_visible_seconds")
-            .help("From the engine's batch timestamp to the batch being visible in the index")
+            .help("From the engine's batch timestamp to the batch being visible in the index; live vLLM/SGLang "
+                + "batches only (replayed batches are not observed; SBE events carry no timestamp)")
             .classicOnly().classicUpperBounds(1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25,
                 0.5, 1, 2.5, 5, 10)
             .register(registry);

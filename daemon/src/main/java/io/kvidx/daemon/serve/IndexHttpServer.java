@@ -78,7 +78,8 @@ public final class IndexHttpServer implements AutoCloseable {
         final PodTableView.Source pods = new PodTableView.Source(reader, fleet.membership());
         // Tier lookups name the slot's generation as the pod table view saw it (no pod table read per lookup).
         final TierMap tiers = tierMapFile == null ? null : new TierMap(tierMapFile, pods::generation,
-            TierMap.RETRY_INTERVAL_MS_DEFAULT, io.kvidx.client.tiers.TierMapReader.READ_BOUND_NS_DEFAULT);
+            TierMap.RETRY_INTERVAL_MS_DEFAULT, io.kvidx.client.tiers.TierMapReader.READ_BOUND_NS_DEFAULT,
+            reader::isWriterStale);
         // Busy-spin: every turn of the loop is a selectNow (never a blocking select), so a request is read at once.
         final SelectStrategyFactory strategy = busySpin ? () -> (selectNow, hasTasks) -> selectNow.get()
             : DefaultSelectStrategyFactory.INSTANCE;

@@ -15,7 +15,9 @@ public interface ApplyObserver {
     /**
      * @param applyNanos        time spent decoding and applying the batch.
      * @param eventToVisibleMs  from the engine's batch timestamp to the batch's blocks being visible in the index,
-     *                          or -1 when the batch carries no timestamp.
+     *                          or -1 when there is none to observe: the batch carries no timestamp (SBE events:
+     *                          the kvidx schema has none) or was brought by a replay (its timestamp measures the
+     *                          gap or the daemon's downtime, not the index's lag).
      */
     void batchApplied(long applyNanos, long eventToVisibleMs);
 }

@@ -139,35 +139,14 @@ public final class WriterAgent implements Agent, MessageHandler {
         final int payloadLength = length - WriterMessages.POD_NUMBER_LENGTH;
         // SBE events were checked by the transport (SbeEventFrame) before they were queued.
         switch (msgTypeId) {
-            case WriterMessages.VLLM_BATCH -> {
-                if (ensureRegistered(pod)) {
-                    pod.lastHeardMs = now;
-                    vllm.pod(pod);
-                    final long start = System.nanoTime();
-                    final int events = decodeVllm(pod, buffer, payload, payloadLength);
-                    final double ts = vllm.batchTimestamp();
-                    observer.batchApplied(System.nanoTime() - start,
-                        ts > 0 ? Math.max(0, clock.time() - (long) (ts * 1000)) : -1);
-                    applied(pod, events);
-                }
-            }
-            case WriterMessages.SGLANG_BATCH -> {
-                if (ensureRegistered(pod)) {
-                    pod.lastHeardMs = now;
-                    vllm.pod(pod);
-                    final long start = System.nanoTime();
-                    final int events = decodeSglang(pod, buffer, payload, payloadLength);
-                    final double ts = vllm.batchTimestamp();
-                    observer.batchApplied(System.nanoTime() - start,
-                        ts > 0 ? Math.max(0, clock.time() - (long) (ts * 1000)) : -1);
-                    applied(pod, events);
-                }
-            }
+            case WriterMessages.VLLM_BATCH, WriterMessages.SGLANG_BATCH, WriterMessages.VLLM_BATCH_REPLAYED,
+                WriterMessages.SGLANG_BATCH_REPLAYED -> applyBatch(pod, msgTypeId, buffer, payload, payloadLength);
             case WriterMessages.SBE_EVENT -> {
                 if (ensureRegistered(pod)) {
                     pod.lastHeardMs = now;
                     final long start = System.nanoTime();
                     sbe.apply(pod, buffer, payload);
+                    // The kvidx SBE schema carries no timestamp: no event-to-visible time.
                     observer.batchApplied(System.nanoTime() - start, -1);
                     applied(pod, 1);
                 }
@@ -204,6 +183,27 @@ public final class WriterAgent implements Agent, MessageHandler {
             }
             default -> decodeErrors.increment();
         }
+    }
+
+    /**
+     * Decodes and applies one msgpack batch, live or replayed (one path for both), and observes its apply time; its
+     * event-to-visible time only when it is live ({@link WriterMessages#VLLM_BATCH_REPLAYED}).
+     */
+    private void applyBatch(final PodState pod, final int type, final DirectBuffer buffer, final int offset,
+        final int length) {
+        if (!ensureRegistered(pod)) {
+            return;
+        }
+        pod.lastHeardMs = now;
+        vllm.pod(pod);
+        final long start = System.nanoTime();
+        final boolean sglang = type == WriterMessages.SGLANG_BATCH || type == WriterMessages.SGLANG_BATCH_REPLAYED;
+        final int events = sglang ? decodeSglang(pod, buffer, offset, length) : decodeVllm(pod, buffer, offset, length);
+        final long applyNanos = System.nanoTime() - start;
+        final boolean live = type == WriterMessages.VLLM_BATCH || type == WriterMessages.SGLANG_BATCH;
+        final double ts = vllm.batchTimestamp();
+        observer.batchApplied(applyNanos, live && ts > 0 ? Math.max(0, clock.time() - (long) (ts * 1000)) : -1);
+        applied(pod, events);
     }
 
     private void endSuspicion(final PodState pod) {

@@ -5,7 +5,10 @@ package io.kvidx.daemon.writer;
  * pod's handle ({@link PodDirectory}: number and generation; int, little-endian) followed by the type's payload.
  */
 public final class WriterMessages {
-    /** A vLLM msgpack batch; payload = the msgpack bytes. */
+    /**
+     * A live vLLM msgpack batch (received live, or held while a replay was in flight and released after it);
+     * payload = the msgpack bytes. Its timestamp is observed as event-to-visible time.
+     */
     public static final int VLLM_BATCH = 1;
     /**
      * Remove every block of the pod (publisher restart, replay gap policy, engine resync); no payload. Ends the
@@ -23,13 +26,45 @@ public final class WriterMessages {
      * flag (layout 3.2) until a {@link #CLEAR_POD} or the pod going down.
      */
     public static final int MARK_SUSPECT = 6;
-    /** An SBE event (kvidx schema); payload = the SBE message with its header. */
+    /**
+     * An SBE event (kvidx schema); payload = the SBE message with its header. The schema carries no timestamp: no
+     * event-to-visible time is observed.
+     */
     public static final int SBE_EVENT = 7;
-    /** An SGLang msgpack batch (decoded by the SGLang decoder); payload = the msgpack bytes. */
+    /** A live SGLang msgpack batch (decoded by the SGLang decoder), as {@link #VLLM_BATCH}; payload = msgpack. */
     public static final int SGLANG_BATCH = 8;
+    /**
+     * A vLLM batch brought by a replay (catch-up, gap, recovery after a daemon restart, resync): applied exactly as
+     * {@link #VLLM_BATCH}, but its timestamp is not observed as event-to-visible time (it is as old as the gap or the
+     * daemon's downtime, not the index's lag).
+     */
+    public static final int VLLM_BATCH_REPLAYED = 9;
+    /** An SGLang batch brought by a replay: applied as {@link #SGLANG_BATCH}, not observed as event-to-visible. */
+    public static final int SGLANG_BATCH_REPLAYED = 10;
 
     /** Length of the pod handle prefix. */
     public static final int POD_NUMBER_LENGTH = 4;
+
+    /**
+     * @param type a message type.
+     * @return true for the types that carry engine events (batches of either engine, live or replayed; SBE events).
+     */
+    public static boolean carriesEvents(final int type) {
+        return type == VLLM_BATCH || type == SGLANG_BATCH || type == SBE_EVENT || type == VLLM_BATCH_REPLAYED
+            || type == SGLANG_BATCH_REPLAYED;
+    }
+
+    /**
+     * @param sglang   true for an SGLang batch, false for vLLM.
+     * @param replayed true when the batch was brought by a replay.
+     * @return the batch's message type.
+     */
+    public static int batchType(final boolean sglang, final boolean replayed) {
+        if (sglang) {
+            return replayed ? SGLANG_BATCH_REPLAYED : SGLANG_BATCH;
+        }
+        return replayed ? VLLM_BATCH_REPLAYED : VLLM_BATCH;
+    }
 
     private WriterMessages() {
     }

@@ -211,7 +211,7 @@ public final class WriterPool implements AutoCloseable {
                 + "largest message (" + queue.maxMsgLength() + " bytes); dropped. Raise the queue length");
             return false;
         }
-        if (type == WriterMessages.VLLM_BATCH || type == WriterMessages.SBE_EVENT) {
+        if (WriterMessages.carriesEvents(type)) {
             received.increment();
         }
         final IdleStrategy idleStrategy = offerIdle.get();

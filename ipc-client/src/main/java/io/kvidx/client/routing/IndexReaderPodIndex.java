@@ -265,6 +265,17 @@ public final class IndexReaderPodIndex implements PodIndex, AutoCloseable {
         return m != null && !m.isStale();
     }
 
+    /**
+     * Whether the current index's writer is stale (its heartbeat older than the context's heartbeat timeout, see
+     * {@link IndexReader#isWriterStale}); false while no index is mapped. One acquire load and one clock read.
+     *
+     * @return true when the writer's heartbeat has stopped.
+     */
+    public boolean isWriterStale() {
+        final Mapping m = current;
+        return m != null && m.isStale();
+    }
+
     @Override
     public long aliveWord(final int word) {
         final Mapping m = current;

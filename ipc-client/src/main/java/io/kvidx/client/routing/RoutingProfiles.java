@@ -93,7 +93,7 @@ public final class RoutingProfiles {
 
     /**
      * The stages both cache-aware profiles share once block keys are in the context: prefix query (plus overlay),
-     * alive filter, cache affinity + least load, max score.
+     * alive filter, cache affinity (suspect pods' depths not trusted) + least load, max score.
      */
     private static Profile cacheAwareStages(final Profile.Builder b, final PodIndex index, final PodRegistry registry,
         final PickOverlay overlay, final CacheAffinityScorer.TierLookup tiers) {
@@ -101,9 +101,9 @@ public final class RoutingProfiles {
                 overlay == null ? PrefixQueryPreparer.Mode.INDEX : PrefixQueryPreparer.Mode.INDEX_AND_OVERLAY,
                 overlay))
             .filter(new AliveFilter("alive", index))
-            .score(tiers == null ? new CacheAffinityScorer("cache-affinity") : new CacheAffinityScorer("cache-affinity",
-                tiers, CacheAffinityScorer.GPU_WEIGHT_DEFAULT, CacheAffinityScorer.CPU_WEIGHT_DEFAULT,
-                CacheAffinityScorer.DISK_WEIGHT_DEFAULT), CACHE_WEIGHT_DEFAULT)
+            .score(new CacheAffinityScorer("cache-affinity", tiers, CacheAffinityScorer.GPU_WEIGHT_DEFAULT,
+                CacheAffinityScorer.CPU_WEIGHT_DEFAULT, CacheAffinityScorer.DISK_WEIGHT_DEFAULT,
+                CacheAffinityScorer.TIER_CANDIDATES_DEFAULT, registry), CACHE_WEIGHT_DEFAULT)
             .score(new LeastLoadScorer("least-load", registry, LoadMetric.REQUESTS), LOAD_WEIGHT_DEFAULT)
             .pick(new MaxScorePicker("max-score"))
             .build(registry);

@@ -7,6 +7,7 @@ import io.kvidx.client.routing.plugins.CacheAffinityScorer;
 
 import java.nio.file.Path;
 import java.util.Objects;
+import java.util.function.BooleanSupplier;
 import java.util.function.IntUnaryOperator;
 
 /**
@@ -36,12 +37,15 @@ public final class TierMap implements CacheAffinityScorer.TierLookup, AutoClosea
     private final IntUnaryOperator generationOf;
     private final long retryIntervalMs;
     private final long readBoundNs;
+    private final BooleanSupplier writerStale;
     private volatile TierMapReader current;
     private volatile long nextAttachMs;
     private volatile IndexException attachFailure;
     private volatile boolean closed;
 
     /**
+     * A tier map without a stale-writer check: a region left locked reads as {@link TierMapReader#BUSY}.
+     *
      * @param file            the tier map file ({@code <dir>/<cell>/tiers}).
      * @param generationOf    slot to the generation the caller's answers belong to.
      * @param retryIntervalMs how often to try to attach while no current file is mapped, {@code >= 0}.
@@ -49,6 +53,20 @@ public final class TierMap implements CacheAffinityScorer.TierLookup, AutoClosea
      */
     public TierMap(final Path file, final IntUnaryOperator generationOf, final long retryIntervalMs,
         final long readBoundNs) {
+        this(file, generationOf, retryIntervalMs, readBoundNs, () -> false);
+    }
+
+    /**
+     * @param file            the tier map file ({@code <dir>/<cell>/tiers}).
+     * @param generationOf    slot to the generation the caller's answers belong to.
+     * @param retryIntervalMs how often to try to attach while no current file is mapped, {@code >= 0}.
+     * @param readBoundNs     how long one lookup may wait for the writer, {@code > 0}.
+     * @param writerStale     whether the daemon's heartbeat has stopped (the index's
+     *                        {@link io.kvidx.client.index.IndexReader#isWriterStale}): a lookup that finds its region
+     *                        locked then answers {@link TierMapReader#STALE}, see {@link TierMapReader}.
+     */
+    public TierMap(final Path file, final IntUnaryOperator generationOf, final long retryIntervalMs,
+        final long readBoundNs, final BooleanSupplier writerStale) {
         if (retryIntervalMs < 0 || readBoundNs <= 0) {
             throw new IllegalArgumentException("retry interval must be >= 0 and read bound > 0: " + retryIntervalMs
                 + " ms, " + readBoundNs + " ns");
@@ -57,12 +75,14 @@ public final class TierMap implements CacheAffinityScorer.TierLookup, AutoClosea
         this.generationOf = Objects.requireNonNull(generationOf, "generationOf");
         this.retryIntervalMs = retryIntervalMs;
         this.readBoundNs = readBoundNs;
+        this.writerStale = Objects.requireNonNull(writerStale, "writerStale");
         attachIfDue();
     }
 
     /**
      * The tier map beside an index: same directory and cell; slot generations from the registry (which learns them
-     * from the index's pod table).
+     * from the index's pod table); a region left locked by a daemon whose index heartbeat stopped answers
+     * {@link TierMapReader#STALE}.
      *
      * @param index    the index.
      * @param registry the router's pods.
@@ -70,14 +90,15 @@ public final class TierMap implements CacheAffinityScorer.TierLookup, AutoClosea
      */
     public static TierMap nextTo(final IndexReaderPodIndex index, final PodRegistry registry) {
         return new TierMap(index.indexFile().resolveSibling(TierMapDescriptor.FILE_NAME), registry::generation,
-            RETRY_INTERVAL_MS_DEFAULT, TierMapReader.READ_BOUND_NS_DEFAULT);
+            RETRY_INTERVAL_MS_DEFAULT, TierMapReader.READ_BOUND_NS_DEFAULT, index::isWriterStale);
     }
 
     /**
      * @param slot pod slot.
      * @param key  a router key the pod holds.
      * @return its tier bits (see {@link TierMapDescriptor}), or {@link TierMapReader#ABSENT},
-     * {@link TierMapReader#OTHER_GENERATION}, {@link TierMapReader#BUSY} or {@link #UNAVAILABLE}.
+     * {@link TierMapReader#OTHER_GENERATION}, {@link TierMapReader#BUSY}, {@link TierMapReader#STALE} or
+     * {@link #UNAVAILABLE}.
      */
     public int tierBits(final int slot, final long key) {
         final TierMapReader r = reader();
@@ -143,7 +164,7 @@ public final class TierMap implements CacheAffinityScorer.TierLookup, AutoClosea
         }
         nextAttachMs = System.currentTimeMillis() + retryIntervalMs;
         try {
-            final TierMapReader fresh = TierMapReader.attach(file, readBoundNs);
+            final TierMapReader fresh = TierMapReader.attach(file, readBoundNs, writerStale);
             if (fresh.isSuperseded()) {
                 // The newer file is not renamed into place yet: try again at the next attempt.
                 fresh.close();

@@ -17,7 +17,9 @@ import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.Objects;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BooleanSupplier;
 
 import static io.kvidx.client.tiers.TierMapDescriptor.ENTRY_KEY_OFFSET;
 import static io.kvidx.client.tiers.TierMapDescriptor.ENTRY_LENGTH;
@@ -36,6 +38,13 @@ import static io.kvidx.client.tiers.TierMapDescriptor.REGION_VERSION_OFFSET;
  * an uncontended read), then give up with {@link #BUSY} (counted). It never returns tiers that belonged to another
  * generation of the slot: the generation is read inside the same validated window as the entry.
  *
+ * <p>Stale writer, as the index's reads rule it: at each of those clock checks the wait first asks whether the
+ * writer's heartbeat has stopped, and answers {@link #STALE} at once when it has (a region left locked by a dead or
+ * hung daemon never reads as merely busy). The tier map file has no heartbeat of its own: its writers are the
+ * daemon's writer agents, the process that beats the index's heartbeat, so the check is the index's
+ * ({@link io.kvidx.client.index.IndexReader#isWriterStale}, passed to {@link #attach(Path, long, BooleanSupplier)}),
+ * with the index reader's heartbeat timeout.
+ *
  * <p><b>Note:</b> thread safe, allocation free after {@link #attach}. The daemon's writer agents are the only
  * writers of the file (one per pod region).
  */
@@ -46,6 +55,11 @@ public final class TierMapReader implements AutoCloseable {
     public static final int OTHER_GENERATION = -2;
     /** {@link #tierBits} result: the writer kept the region busy past the read bound. */
     public static final int BUSY = -3;
+    /**
+     * {@link #tierBits} result: the region stayed locked and the writer's heartbeat has stopped (the daemon died or
+     * hung inside a change): the index's {@link io.kvidx.client.index.StaleWriterException} as a result code.
+     */
+    public static final int STALE = -5;
     /** Default read bound: 50 us, as the index's. */
     public static final long READ_BOUND_NS_DEFAULT = 50_000;
 
@@ -62,9 +76,10 @@ public final class TierMapReader implements AutoCloseable {
     private final long regionLength;
     private final long epoch;
     private final long readBoundNs;
+    private final BooleanSupplier writerStale;
     private final LongAdder busy = new LongAdder();
 
-    private TierMapReader(final MappedRegion region, final long readBoundNs) {
+    private TierMapReader(final MappedRegion region, final long readBoundNs, final BooleanSupplier writerStale) {
         this.region = region;
         this.segment = region.segment();
         this.maxPods = segment.get(ValueLayout.JAVA_INT, TierMapDescriptor.MAX_PODS_OFFSET);
@@ -74,10 +89,13 @@ public final class TierMapReader implements AutoCloseable {
         this.regionLength = TierMapDescriptor.regionLength(slots);
         this.epoch = segment.get(ValueLayout.JAVA_LONG, TierMapDescriptor.EPOCH_OFFSET);
         this.readBoundNs = readBoundNs;
+        this.writerStale = writerStale;
     }
 
     /**
-     * Maps a tier map file read-only, once: no waiting (callers retry at their own pace).
+     * Maps a tier map file read-only without a stale-writer check: a region left locked always reads as
+     * {@link #BUSY} (as an index reader with heartbeat timeout 0). Tests and tools; routers use
+     * {@link #attach(Path, long, BooleanSupplier)}.
      *
      * @param file        the file ({@code <dir>/<cell>/tiers}).
      * @param readBoundNs how long one read may retry while the writer holds its region, {@code > 0}.
@@ -89,9 +107,29 @@ public final class TierMapReader implements AutoCloseable {
      * @throws IndexAccessDeniedException  when this process may not read it.
      */
     public static TierMapReader attach(final Path file, final long readBoundNs) {
+        return attach(file, readBoundNs, () -> false);
+    }
+
+    /**
+     * Maps a tier map file read-only, once: no waiting (callers retry at their own pace).
+     *
+     * @param file        the file ({@code <dir>/<cell>/tiers}).
+     * @param readBoundNs how long one read may retry while the writer holds its region, {@code > 0}.
+     * @param writerStale whether the writer's heartbeat has stopped: the index's
+     *                    {@link io.kvidx.client.index.IndexReader#isWriterStale} (the same daemon writes both files);
+     *                    asked only while a read waits for a locked region, at most once per clock check.
+     * @return the reader.
+     * @throws IndexNotFoundException      when the file does not exist or is not ready (layout version 0).
+     * @throws IndexFormatException        when it is not a tier map or its geometry is impossible.
+     * @throws IndexVersionException       when its layout major version differs.
+     * @throws IndexTruncatedException     when it is shorter than its header says.
+     * @throws IndexAccessDeniedException  when this process may not read it.
+     */
+    public static TierMapReader attach(final Path file, final long readBoundNs, final BooleanSupplier writerStale) {
         if (readBoundNs <= 0) {
             throw new IllegalArgumentException("read bound must be > 0 ns: " + readBoundNs);
         }
+        Objects.requireNonNull(writerStale, "writerStale");
         final MappedRegion region;
         try {
             final long size = Files.size(file);
@@ -109,7 +147,7 @@ public final class TierMapReader implements AutoCloseable {
         }
         boolean keep = false;
         try {
-            final TierMapReader reader = validate(region, file, readBoundNs);
+            final TierMapReader reader = validate(region, file, readBoundNs, writerStale);
             keep = true;
             return reader;
         } finally {
@@ -119,7 +157,8 @@ public final class TierMapReader implements AutoCloseable {
         }
     }
 
-    private static TierMapReader validate(final MappedRegion region, final Path file, final long readBoundNs) {
+    private static TierMapReader validate(final MappedRegion region, final Path file, final long readBoundNs,
+        final BooleanSupplier writerStale) {
         final MemorySegment s = region.segment();
         final int version = (int) Layouts.INT.getAcquire(s, (long) TierMapDescriptor.LAYOUT_VERSION_OFFSET);
         if (version == 0) {
@@ -153,7 +192,7 @@ public final class TierMapReader implements AutoCloseable {
             throw new IndexTruncatedException("tier map " + file + " is " + s.byteSize() + " bytes, shorter than the "
                 + declared + " bytes its header declares");
         }
-        return new TierMapReader(region, readBoundNs);
+        return new TierMapReader(region, readBoundNs, writerStale);
     }
 
     /**
@@ -164,7 +203,7 @@ public final class TierMapReader implements AutoCloseable {
      *                   table); tiers recorded for another generation are never returned.
      * @param key        router key.
      * @return the tier bits (media in bits 0..3, REMOTE flags in bits 4..7, see {@link TierMapDescriptor}), or
-     * {@link #ABSENT}, {@link #OTHER_GENERATION} or {@link #BUSY}.
+     * {@link #ABSENT}, {@link #OTHER_GENERATION}, {@link #BUSY} or {@link #STALE}.
      */
     public int tierBits(final int slot, final int generation, final long key) {
         if (slot < 0 || slot >= maxPods) {
@@ -207,6 +246,9 @@ public final class TierMapReader implements AutoCloseable {
             }
             Thread.onSpinWait();
             if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
+                if (writerStale.getAsBoolean()) {
+                    return STALE;
+                }
                 final long now = System.nanoTime();
                 if (waitStartNs == 0) {
                     waitStartNs = now;

@@ -28,6 +28,14 @@ class MapPodIndex implements PodIndex {
         return this;
     }
 
+    /** Sets or clears a pod's suspect flag (the pod table's, layout 3.2), bumping the pod table version. */
+    MapPodIndex suspect(final int slot, final boolean suspect) {
+        final PodDescription d = pods.get(slot);
+        pods.put(slot, new PodDescription(slot, d.podId(), d.model(), d.generation(), d.state(), suspect));
+        podTableVersion++;
+        return this;
+    }
+
     MapPodIndex down(final int slot) {
         alive[slot >>> 6] &= ~(1L << slot);
         return this;

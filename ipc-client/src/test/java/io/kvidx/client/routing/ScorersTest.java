@@ -45,6 +45,44 @@ class ScorersTest {
     }
 
     @Test
+    void shouldScoreASuspectPodAsHoldingNothingUnlessTrusted() {
+        final PodRegistry registry = PluginTestSupport.registry(3);
+        final MapPodIndex index = new MapPodIndex();
+        for (int s = 0; s < 3; s++) {
+            index.pod(s, "pod-" + s, "m");
+        }
+        index.suspect(1, true);
+        assertTrue(registry.syncWithIndex(index));
+        assertTrue(registry.isSuspect(1));
+        final RoutingContext ctx = withDepths(registry, 8, 8, 8, 4);
+        final double[] scores = new double[256];
+        final CacheAffinityScorer distrusting = new CacheAffinityScorer("c", registry);
+        assertTrue(distrusting.distrustsSuspects());
+        distrusting.score(ctx, scores);
+        assertArrayEquals(new double[] {1.0, 0, 0.5}, first(scores, 3), EPS);
+        new CacheAffinityScorer("c").score(ctx, scores);
+        assertArrayEquals(new double[] {1.0, 1.0, 0.5}, first(scores, 3), EPS, "trusted: depths as they are");
+
+        // Tier mode: a suspect pod is neither credited nor looked up.
+        final long[] keys = TestKeys.keys(5, 8);
+        ctx.keys(keys, 0, 8);
+        final int[] lookups = new int[3];
+        final CacheAffinityScorer.TierLookup tiers = (slot, key) -> {
+            lookups[slot]++;
+            return CacheAffinityScorer.TierLookup.GPU;
+        };
+        new CacheAffinityScorer("t", tiers, 1.0, 0.8, 0.5, 3, registry).score(ctx, scores);
+        assertArrayEquals(new double[] {1.0, 0, 0.5}, first(scores, 3), EPS);
+        assertArrayEquals(new int[] {8, 0, 4}, lookups);
+
+        // The flag cleared (the daemon resynced the pod): its depth counts again.
+        index.suspect(1, false);
+        assertTrue(registry.syncWithIndex(index));
+        distrusting.score(ctx, scores);
+        assertArrayEquals(new double[] {1.0, 1.0, 0.5}, first(scores, 3), EPS);
+    }
+
+    @Test
     void shouldWeightCachedBlocksByTier() {
         final PodRegistry registry = PluginTestSupport.registry(2);
         final RoutingContext ctx = withDepths(registry, 4, 4, 4);

@@ -68,6 +68,33 @@ class YamlRoutingTest {
     }
 
     @Test
+    void shouldPickTheNonSuspectPodOfTwoHoldingThePrefixUnlessSuspectsAreTrusted() {
+        final int[] prompt = TestKeys.tokens(6, 64);
+        index.store(2, TestKeys.chain(prompt), 16).store(3, TestKeys.chain(prompt), 16).suspect(2, true);
+        final String yaml = """
+            profiles:
+              p:
+                prepare: [block-keys, prefix-query]
+                filter: [alive]
+                score: [{type: cache-affinity%s}]
+                pick: max-score
+            workflow: {type: single, profile: p}
+            """;
+        final Router distrusting = YamlRouting.parse(yaml.formatted(""), env).router();
+        final RoutingContext ctx = distrusting.newContext();
+        for (int i = 0; i < 32; i++) {
+            assertEquals(3, distrusting.route(ctx, prompt, prompt.length), "the suspect pod's depth is not trusted");
+        }
+        final Router trusting = YamlRouting.parse(yaml.formatted(", trust-suspect: true"), env).router();
+        final RoutingContext tctx = trusting.newContext();
+        final boolean[] picked = new boolean[6];
+        for (int i = 0; i < 64; i++) {
+            picked[trusting.route(tctx, prompt, prompt.length)] = true;
+        }
+        assertTrue(picked[2] && picked[3], "trusted: both score alike, ties broken at random");
+    }
+
+    @Test
     void shouldBuildAPrefillDecodeWorkflow() {
         final YamlRouting.Loaded loaded = YamlRouting.parse("""
             profiles:

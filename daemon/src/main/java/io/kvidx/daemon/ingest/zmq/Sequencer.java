@@ -288,7 +288,7 @@ final class Sequencer implements MessageHandler {
                 framingError(p, "replayed batch without a pod (no topic, no pod configured)");
             }
         } else {
-            apply(p, pod, buffer, offset, length);
+            apply(p, pod, buffer, offset, length, true);
         }
         p.dispatched(seq, pod < 0 ? BatchFingerprint.NONE : BatchFingerprint.of(buffer, offset, length));
     }
@@ -359,7 +359,8 @@ final class Sequencer implements MessageHandler {
             final DirectBuffer b = h.buffer();
             final int offset = h.payloadOffset(pos);
             final int length = h.payloadLength(pos);
-            apply(p, h.pod(pos), b, offset, length);
+            // Held live batches: the replay delayed their visibility, which their event-to-visible time shows.
+            apply(p, h.pod(pos), b, offset, length, false);
             p.dispatched(seq, BatchFingerprint.of(b, offset, length));
             pos = h.next(pos);
         }
@@ -458,7 +459,7 @@ final class Sequencer implements MessageHandler {
 
     private void applyLive(final Publisher p, final int pod, final long seq, final byte[] payload) {
         payloadBuffer.wrap(payload);
-        apply(p, pod, payloadBuffer, 0, payload.length);
+        apply(p, pod, payloadBuffer, 0, payload.length, false);
         p.dispatched(seq, payload);
     }
 
@@ -466,10 +467,11 @@ final class Sequencer implements MessageHandler {
      * Queues one batch for the writer of its pod: the pod the topic or endpoint names, refined by the batch's
      * data-parallel rank ({@link RankedPods}: {@code <pod>#<r>} for rank r > 0, added to the publisher's pods),
      * decoded by the writer in the endpoint's engine format. A batch whose rank pod cannot be registered is dropped
-     * (counted there).
+     * (counted there). A replayed batch is queued as such ({@link WriterMessages#VLLM_BATCH_REPLAYED}): its timestamp
+     * is as old as the gap or the daemon's downtime, so the writer does not observe it as event-to-visible time.
      */
     private void apply(final Publisher p, final int pod, final DirectBuffer payload, final int offset,
-        final int length) {
+        final int length, final boolean replayed) {
         // An engine registered for one rank (its pod id names it) is that rank's pod, whatever the batch says.
         final String fixedId = p.config.podId();
         final int ranked = fixedId != null && io.kvidx.client.routing.DataParallelRanks.rankOf(fixedId) > 0 ? pod
@@ -481,7 +483,7 @@ final class Sequencer implements MessageHandler {
         if (ranked != pod && !p.pods.containsInt(ranked)) {
             p.pods.addInt(ranked);
         }
-        writers.offer(ranked, p.config.engine() == ZmqEndpoint.Engine.SGLANG ? WriterMessages.SGLANG_BATCH
-            : WriterMessages.VLLM_BATCH, payload, offset, length);
+        writers.offer(ranked, WriterMessages.batchType(p.config.engine() == ZmqEndpoint.Engine.SGLANG, replayed),
+            payload, offset, length);
     }
 }

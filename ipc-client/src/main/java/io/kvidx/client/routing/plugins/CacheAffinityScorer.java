@@ -1,6 +1,7 @@
 package io.kvidx.client.routing.plugins;
 
 import io.kvidx.client.routing.PodDepths;
+import io.kvidx.client.routing.PodRegistry;
 import io.kvidx.client.routing.RoutingContext;
 import io.kvidx.client.routing.Scorer;
 import io.kvidx.client.routing.Slot;
@@ -18,6 +19,13 @@ import java.util.Set;
  * by the lower slot), at one lookup per cached leading block; every other candidate scores its depth times the
  * lowest tier weight, a lower bound of its tier-weighted score, so a pod whose tiers were not read never outscores
  * one whose tiers were on cache affinity alone. Cost per decision: {@code tierCandidates x depth} lookups at most.
+ *
+ * <p>Suspect pods: given the registry ({@link #CacheAffinityScorer(String, PodRegistry)}, as the built-in profiles
+ * and YAML's {@code cache-affinity} do unless {@code trust-suspect: true}), the scorer does not trust the depth of a
+ * pod the index flagged suspect ({@link PodRegistry#isSuspect}: an event gap its engine could not replay, so its
+ * indexed blocks may be ones it no longer holds): it scores such a pod as holding 0 cached blocks, so it is picked
+ * for load, never for affinity, until the daemon resyncs it. This is the one place the routing layer reads the flag;
+ * other readers of the depths (the Dynamo cost, cache hints) take them as they are.
  *
  * <p>Reads {@link Slots#PREFIX_DEPTHS} (and {@link Slots#BLOCK_KEYS} in tier mode). A chain of length 0 scores 0.
  *
@@ -58,14 +66,27 @@ public final class CacheAffinityScorer implements Scorer {
     private final double[] tierWeights;
     private final double lowestWeight;
     private final int tierCandidates;
+    /** Whose suspect flags make depths untrusted; null: every depth is trusted. */
+    private final PodRegistry suspects;
 
     /**
-     * Depth mode.
+     * Depth mode, trusting every pod's depth (suspect pods' too).
      *
      * @param name plugin name.
      */
     public CacheAffinityScorer(final String name) {
-        this(name, null, GPU_WEIGHT_DEFAULT, CPU_WEIGHT_DEFAULT, DISK_WEIGHT_DEFAULT);
+        this(name, null);
+    }
+
+    /**
+     * Depth mode, scoring the pods the registry knows as suspect as holding nothing.
+     *
+     * @param name     plugin name.
+     * @param suspects the registry whose {@link PodRegistry#isSuspect} flags untrusted depths, or null to trust all.
+     */
+    public CacheAffinityScorer(final String name, final PodRegistry suspects) {
+        this(name, null, GPU_WEIGHT_DEFAULT, CPU_WEIGHT_DEFAULT, DISK_WEIGHT_DEFAULT, TIER_CANDIDATES_DEFAULT,
+            suspects);
     }
 
     /**
@@ -83,7 +104,8 @@ public final class CacheAffinityScorer implements Scorer {
     }
 
     /**
-     * Tier-weighted mode, reading the tiers of the {@code tierCandidates} best candidates by depth.
+     * Tier-weighted mode, reading the tiers of the {@code tierCandidates} best candidates by depth; trusts every
+     * pod's depth.
      *
      * @param name           plugin name.
      * @param tiers          tier of a held block (null for depth mode).
@@ -94,6 +116,23 @@ public final class CacheAffinityScorer implements Scorer {
      */
     public CacheAffinityScorer(final String name, final TierLookup tiers, final double gpuWeight,
         final double cpuWeight, final double diskWeight, final int tierCandidates) {
+        this(name, tiers, gpuWeight, cpuWeight, diskWeight, tierCandidates, null);
+    }
+
+    /**
+     * Depth or tier-weighted mode, scoring suspect pods as holding nothing.
+     *
+     * @param name           plugin name.
+     * @param tiers          tier of a held block (null for depth mode).
+     * @param gpuWeight      weight of a GPU block, in [0, 1].
+     * @param cpuWeight      weight of a CPU block, in [0, 1].
+     * @param diskWeight     weight of a disk block, in [0, 1].
+     * @param tierCandidates how many best candidates by depth get their tiers read, {@code >= 1}.
+     * @param suspects       the registry whose {@link PodRegistry#isSuspect} flags untrusted depths, or null to
+     *                       trust every pod's depth.
+     */
+    public CacheAffinityScorer(final String name, final TierLookup tiers, final double gpuWeight,
+        final double cpuWeight, final double diskWeight, final int tierCandidates, final PodRegistry suspects) {
         if (tierCandidates < 1) {
             throw new IllegalArgumentException("tier candidates must be >= 1: " + tierCandidates);
         }
@@ -102,6 +141,20 @@ public final class CacheAffinityScorer implements Scorer {
         this.tierWeights = new double[] {check(gpuWeight), check(cpuWeight), check(diskWeight)};
         this.lowestWeight = Math.min(gpuWeight, Math.min(cpuWeight, diskWeight));
         this.tierCandidates = tierCandidates;
+        this.suspects = suspects;
+    }
+
+    /**
+     * @return true when suspect pods score as holding nothing (a registry was given).
+     */
+    public boolean distrustsSuspects() {
+        return suspects != null;
+    }
+
+    /** The depth the scorer credits a pod with: none for a suspect pod when suspects are distrusted. */
+    private int depth(final int[] d, final int slot, final int n) {
+        final PodRegistry r = suspects;
+        return r != null && r.isSuspect(slot) ? 0 : Math.min(d[slot], n);
     }
 
     /**
@@ -144,7 +197,7 @@ public final class CacheAffinityScorer implements Scorer {
         if (tiers == null) {
             for (int ci = 0, cn = ctx.sealCandidates(); ci < cn; ci++) {
                 final int s = ctx.candidateSlot(ci);
-                scores[s] = Math.min(d[s], n) * inv;
+                scores[s] = depth(d, s, n) * inv;
             }
             return;
         }
@@ -152,7 +205,7 @@ public final class CacheAffinityScorer implements Scorer {
         final int cn = ctx.sealCandidates();
         for (int ci = 0; ci < cn; ci++) {
             final int s = ctx.candidateSlot(ci);
-            scores[s] = Math.min(d[s], n) * lowestWeight * inv;
+            scores[s] = depth(d, s, n) * lowestWeight * inv;
         }
         // The k best by (depth descending, slot ascending), one pass each: no scratch state, no allocation.
         int prevDepth = Integer.MAX_VALUE;
@@ -162,7 +215,7 @@ public final class CacheAffinityScorer implements Scorer {
             int bestDepth = 0;
             for (int ci = 0; ci < cn; ci++) {
                 final int s = ctx.candidateSlot(ci);
-                final int depth = Math.min(d[s], n);
+                final int depth = depth(d, s, n);
                 final boolean after = depth < prevDepth || (depth == prevDepth && s > prevSlot);
                 if (after && depth > 0 && (depth > bestDepth || (depth == bestDepth && s < best))) {
                     best = s;

@@ -147,14 +147,7 @@ final class PluginFactory {
     Scorer scorer(final PluginSpec s) {
         final PodRegistry r = env.registry;
         return switch (s.type) {
-            case "cache-affinity" -> s.bool("tiers", false)
-                ? new CacheAffinityScorer(s.name, need(env.tiersOrHostMap(), "a tier lookup (or a shared-memory"
-                    + " index, beside which the host tier map is opened)", s),
-                    s.dbl("gpu", CacheAffinityScorer.GPU_WEIGHT_DEFAULT),
-                    s.dbl("cpu", CacheAffinityScorer.CPU_WEIGHT_DEFAULT),
-                    s.dbl("disk", CacheAffinityScorer.DISK_WEIGHT_DEFAULT),
-                    s.integer("tier-candidates", CacheAffinityScorer.TIER_CANDIDATES_DEFAULT))
-                : new CacheAffinityScorer(s.name);
+            case "cache-affinity" -> cacheAffinity(s, r);
             case "least-load" -> new LeastLoadScorer(s.name, r,
                 s.enumOf("metric", LoadMetric.class, LoadMetric.REQUESTS));
             case "round-robin" -> new RoundRobinScorer(s.name);
@@ -169,6 +162,23 @@ final class PluginFactory {
                 + "' (cache-affinity, least-load, round-robin, session-affinity, lora-affinity, kv-utilization,"
                 + " lmcache, dynamo-cost)");
         };
+    }
+
+    /**
+     * {@code cache-affinity}: depth mode, or tier-weighted with {@code tiers: true} ({@code gpu}, {@code cpu},
+     * {@code disk}, {@code tier-candidates}); suspect pods score as holding nothing unless {@code trust-suspect: true}.
+     */
+    private Scorer cacheAffinity(final PluginSpec s, final PodRegistry r) {
+        final PodRegistry suspects = s.bool("trust-suspect", false) ? null : r;
+        if (!s.bool("tiers", false)) {
+            return new CacheAffinityScorer(s.name, suspects);
+        }
+        return new CacheAffinityScorer(s.name, need(env.tiersOrHostMap(), "a tier lookup (or a shared-memory"
+            + " index, beside which the host tier map is opened)", s),
+            s.dbl("gpu", CacheAffinityScorer.GPU_WEIGHT_DEFAULT),
+            s.dbl("cpu", CacheAffinityScorer.CPU_WEIGHT_DEFAULT),
+            s.dbl("disk", CacheAffinityScorer.DISK_WEIGHT_DEFAULT),
+            s.integer("tier-candidates", CacheAffinityScorer.TIER_CANDIDATES_DEFAULT), suspects);
     }
 
     /**
