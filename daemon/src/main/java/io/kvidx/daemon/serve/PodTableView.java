@@ -1,5 +1,6 @@
 package io.kvidx.daemon.serve;
 
+import io.kvidx.client.index.IndexException;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PodSet;
 import io.kvidx.client.routing.DataParallelRanks;
@@ -88,6 +89,9 @@ final class PodTableView {
 
     /** Publishes the current view and rebuilds it when the pod table or the membership table moved. */
     static final class Source {
+        /** Attempts at reading the pod table, each bounded by the reader's read bound per entry. */
+        static final int REBUILD_ATTEMPTS = 4;
+
         private final IndexReader reader;
         private final Membership membership;
         private volatile PodTableView current;
@@ -104,9 +108,21 @@ final class PodTableView {
                 && (membership == null || v.engines == membership.engines())) {
                 return v;
             }
-            final PodTableView fresh = new PodTableView(reader, membership, version);
-            current = fresh;
-            return fresh;
+            // A pod entry the writer is changing stays locked for microseconds, longer when its thread is preempted:
+            // a few bounded attempts, then the documented "unavailable" answer (never an internal error).
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    final PodTableView fresh = new PodTableView(reader, membership, version);
+                    current = fresh;
+                    return fresh;
+                } catch (final IndexException ex) {
+                    if (attempt == REBUILD_ATTEMPTS) {
+                        throw new ApiException(503, ApiException.UNAVAILABLE, "the pod table is changing: "
+                            + ex.getMessage());
+                    }
+                    Thread.onSpinWait();
+                }
+            }
         }
 
         /**

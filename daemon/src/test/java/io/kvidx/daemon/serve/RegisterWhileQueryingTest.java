@@ -27,7 +27,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Engines registered and unregistered while routers query: two real publishers hold the same chain; instance 1 stays
  * registered, instance 2 is registered and unregistered again and again while a client queries without pause over a
  * keep-alive connection. Every answer must be a 200 naming instance 1 at the full depth, and instance 2 only while it
- * is registered (at most the full depth); the metrics the API serves must pass promtool.
+ * is registered (at most the full depth), or the documented 503 "unavailable" (the pod table stayed locked past the
+ * read bounds: never an internal error); the metrics the API serves must pass promtool.
  */
 @Timeout(180)
 class RegisterWhileQueryingTest {
@@ -47,8 +48,7 @@ class RegisterWhileQueryingTest {
         final Capture base = Capture.load("kv_event_base.json");
         final String query = "{\"token_ids\":" + HttpApiClient.tokens(base.tokenIds(), base.tokenIds().length)
             + ",\"model_name\":\"" + base.model() + "\"}";
-        final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192).podTimeoutMs(0)
-            .heartbeatIntervalMs(50).idleStrategy("backoff").http("127.0.0.1:0");
+        final DaemonContext ctx = HttpApiClient.daemonContext(dir);
         try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
             PyPeer a = new PyPeer(PyPeer.VLLM, "--topic", "");
             PyPeer b = new PyPeer(PyPeer.VLLM, "--topic", "")) {
@@ -63,6 +63,7 @@ class RegisterWhileQueryingTest {
             final AtomicBoolean stop = new AtomicBoolean();
             final AtomicLong answers = new AtomicLong();
             final AtomicLong withTwo = new AtomicLong();
+            final AtomicLong unavailable = new AtomicLong();
             final List<String> wrong = new CopyOnWriteArrayList<>();
             final Thread router = new Thread(() -> {
                 final HttpApiClient client = new HttpApiClient(daemon.httpPort());
@@ -70,6 +71,11 @@ class RegisterWhileQueryingTest {
                     try {
                         final HttpApiClient.Reply r = client.post("/query", query);
                         answers.incrementAndGet();
+                        if (r.status() == 503 && r.body().endsWith("\"code\":\"unavailable\"}")) {
+                            // Documented: the pod table stayed locked past the read bounds (a preempted writer).
+                            unavailable.incrementAndGet();
+                            continue;
+                        }
                         final Matcher m = SCORES.matcher(r.body());
                         if (r.status() != 200 || !m.find()) {
                             wrong.add(r.status() + " " + r.body());
@@ -96,6 +102,9 @@ class RegisterWhileQueryingTest {
                     b.command("ping");
                     return http.post("/query", query).body().contains("\"2\":{\"0\":400}");
                 });
+                // The router has seen it too before it goes (a condition, not a clock: a starved thread waits).
+                final long seen = withTwo.get();
+                await("the router sees instance 2, round " + round, () -> withTwo.get() > seen);
                 assertEquals(200, http.post("/unregister", "{\"instance_id\":2}").status());
                 await("instance 2 gone, round " + round, () -> !http.post("/query", query).body()
                     .contains("\"2\":"));
@@ -103,7 +112,8 @@ class RegisterWhileQueryingTest {
             stop.set(true);
             router.join(TimeUnit.SECONDS.toMillis(20));
             assertEquals(List.of(), wrong.subList(0, Math.min(5, wrong.size())));
-            assertTrue(answers.get() > 100 && withTwo.get() > 0, answers + " answers, " + withTwo + " with 2");
+            assertTrue(withTwo.get() >= 5 && answers.get() > withTwo.get() + unavailable.get(), answers + " answers, "
+                + withTwo + " with 2, " + unavailable + " unavailable");
 
             final String metrics = http.get("/metrics").body();
             assertTrue(Files.isExecutable(PROMTOOL) || System.getenv("CI") == null,
