@@ -20,7 +20,7 @@ import java.util.concurrent.Executors;
  * daemon restart; configured ones come from the configuration again.
  *
  * <p>Changes run one at a time on the table's own thread (file writes included), so an HTTP event loop that
- * asks for one only waits on a future. Readers ({@link #engines()}, {@link #groupOf}) see an immutable snapshot
+ * asks for one only waits on a future. Readers ({@link #engines()}) see an immutable snapshot
  * through a volatile read.
  *
  * <p><b>Note:</b> written only by its own single thread; read by any thread.
@@ -217,16 +217,6 @@ public final class Membership implements AutoCloseable {
      */
     public Map<String, Engine> engines() {
         return snapshot;
-    }
-
-    /**
-     * @param podId a pod id.
-     * @return the routing group of the engine behind it, or {@link Engine#DEFAULT_GROUP} when it is not registered
-     * (pods named by topics or by the Aeron transport).
-     */
-    public String groupOf(final String podId) {
-        final Engine e = podId == null ? null : snapshot.get(podId);
-        return e == null ? Engine.DEFAULT_GROUP : e.routingGroup();
     }
 
     @Override

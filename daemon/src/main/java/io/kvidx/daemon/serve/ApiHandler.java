@@ -67,9 +67,6 @@ final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         };
     }
 
-    PodTableView.Source pods() {
-        return pods;
-    }
 
     @Override
     protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request) {

@@ -176,7 +176,12 @@ public final class FuzzSeeds {
         return p.toByteArray();
     }
 
-    private static byte[] blockStored(final Capture c, final String loraName) {
+    /**
+     * @param c        a capture.
+     * @param loraName its LoRA adapter name ("" for none).
+     * @return the capture as one SBE BlockStored message (header included) of pod "pod".
+     */
+    public static byte[] blockStored(final Capture c, final String loraName) {
         final UnsafeBuffer b = new UnsafeBuffer(new byte[8192]);
         final BlockStoredEncoder e = new BlockStoredEncoder().wrapAndApplyHeader(b, 0, new MessageHeaderEncoder())
             .sequence(3).dpRank(0).blockSize(16).medium(Medium.GPU).hasParent(BooleanType.F).parentHash(0);

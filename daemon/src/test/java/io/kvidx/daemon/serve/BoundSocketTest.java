@@ -45,8 +45,7 @@ class BoundSocketTest {
             port = s.getLocalPort();
         }
         final String bind = "tcp://127.0.0.1:" + port;
-        final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192).podTimeoutMs(0)
-            .heartbeatIntervalMs(50).idleStrategy("backoff").http("127.0.0.1:0").zmqBind(bind);
+        final DaemonContext ctx = HttpApiClient.daemonContext(dir).zmqBind(bind);
         try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
             PyPeer a = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-x@" + model, "--connect", bind);
             PyPeer b = new PyPeer(PyPeer.VLLM, "--topic", "kv@10.0.0.2:8000@" + model, "--connect", bind)) {

@@ -41,8 +41,7 @@ class ConfigReloadTest {
         try (PyPeer a = new PyPeer(PyPeer.VLLM, "--topic", "");
             PyPeer b = new PyPeer(PyPeer.VLLM, "--topic", "")) {
             Files.writeString(yaml, entry(a, "pod-a", model));
-            final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
-                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff").http("127.0.0.1:0");
+            final DaemonContext ctx = HttpApiClient.daemonContext(dir);
             DaemonConfigFile.load(yaml, ctx);
             ctx.configReload(new DaemonContext.ConfigReload(yaml,
                 () -> DaemonConfigFile.load(yaml, new DaemonContext()).conclude().zmq().endpoints()));

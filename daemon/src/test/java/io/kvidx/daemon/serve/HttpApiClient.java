@@ -33,6 +33,28 @@ final class HttpApiClient {
         return new Reply(r.statusCode(), r.body());
     }
 
+    /**
+     * @param dir the test's directory.
+     * @return the daemon the serve tests run: a small cell, no pod timeout, a 50 ms heartbeat, backoff idling, the
+     * HTTP API on a free loopback port.
+     */
+    static io.kvidx.daemon.config.DaemonContext daemonContext(final java.nio.file.Path dir) {
+        return new io.kvidx.daemon.config.DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192).podTimeoutMs(0)
+            .heartbeatIntervalMs(50).idleStrategy("backoff").http("127.0.0.1:0");
+    }
+
+    /**
+     * @param tokens token ids.
+     * @return them comma-separated (a Python client's argument).
+     */
+    static String csv(final int[] tokens) {
+        final StringBuilder b = new StringBuilder();
+        for (final int t : tokens) {
+            b.append(b.isEmpty() ? "" : ",").append(t);
+        }
+        return b.toString();
+    }
+
     static String tokens(final int[] tokens, final int count) {
         final StringBuilder b = new StringBuilder("[");
         for (int i = 0; i < count; i++) {

@@ -34,8 +34,7 @@ class IndexHttpApiTest {
     }
 
     private DaemonContext context() {
-        return new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192).podTimeoutMs(0)
-            .heartbeatIntervalMs(50).idleStrategy("backoff").http("127.0.0.1:0");
+        return HttpApiClient.daemonContext(dir);
     }
 
     @Test
@@ -89,12 +88,9 @@ class IndexHttpApiTest {
                 assertTrue(byHash.body().contains("\"scores\":{\"7\":{\"0\":400}}"), byHash.body());
 
                 // A Python router: the standard library's http.client on a keep-alive connection.
-                final StringBuilder csv = new StringBuilder();
-                for (final int t : base.tokenIds()) {
-                    csv.append(csv.isEmpty() ? "" : ",").append(t);
-                }
+                final String csv = HttpApiClient.csv(base.tokenIds());
                 final Process python = new ProcessBuilder(PyPeer.PYTHON.toString(), "src/test/python/query_client.py",
-                    Integer.toString(daemon.httpPort()), model, csv.toString()).redirectErrorStream(true).start();
+                    Integer.toString(daemon.httpPort()), model, csv).redirectErrorStream(true).start();
                 final String printed = new String(python.getInputStream().readAllBytes(),
                     java.nio.charset.StandardCharsets.UTF_8).trim();
                 assertTrue(python.waitFor(20, java.util.concurrent.TimeUnit.SECONDS));

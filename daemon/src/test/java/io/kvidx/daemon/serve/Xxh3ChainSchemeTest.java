@@ -38,8 +38,7 @@ class Xxh3ChainSchemeTest {
     void shouldAnswerRoutersThatHashPromptsThemselves() throws Exception {
         final Capture base = Capture.load("kv_event_base.json");
         final Capture lora = Capture.load("kv_event_lora.json");
-        final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192).podTimeoutMs(0)
-            .heartbeatIntervalMs(50).idleStrategy("backoff").http("127.0.0.1:0").keyScheme("xxh3-chain");
+        final DaemonContext ctx = HttpApiClient.daemonContext(dir).keyScheme("xxh3-chain");
         try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
             PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "")) {
             final HttpApiClient http = new HttpApiClient(daemon.httpPort());
@@ -92,15 +91,12 @@ class Xxh3ChainSchemeTest {
     }
 
     private static String hashClient(final int port, final Capture c, final String loraName) throws Exception {
-        final StringBuilder csv = new StringBuilder();
-        for (final int t : c.tokenIds()) {
-            csv.append(csv.isEmpty() ? "" : ",").append(t);
-        }
+        final String csv = HttpApiClient.csv(c.tokenIds());
         final ProcessBuilder pb = loraName == null
             ? new ProcessBuilder(PyPeer.PYTHON.toString(), "src/test/python/hash_client.py", Integer.toString(port),
-                c.model(), "16", csv.toString())
+                c.model(), "16", csv)
             : new ProcessBuilder(PyPeer.PYTHON.toString(), "src/test/python/hash_client.py", Integer.toString(port),
-                c.model(), "16", csv.toString(), loraName);
+                c.model(), "16", csv, loraName);
         final Process p = pb.redirectErrorStream(true).start();
         final String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
         assertTrue(p.waitFor(20, TimeUnit.SECONDS));

@@ -30,6 +30,8 @@ final class Publisher {
     final ZMQ.Socket monitor;
     /** The endpoint's configured pod (pinned), or -1 when its topics name the pods. */
     final int fixedPod;
+    /** The configured pod id names a data-parallel rank: the endpoint's batches are that rank's, whatever they say. */
+    final boolean rankFixed;
     /** Handles of the pods its batches went to (stale ones are pruned every heartbeat interval). */
     final IntArrayList pods = new IntArrayList();
     byte[] lastTopic = EMPTY;
@@ -94,6 +96,7 @@ final class Publisher {
         this.monitor = context.createSocket(SocketType.PAIR);
         monitor.connect(monitorAddress);
         sub.connect(config.endpoint());
+        rankFixed = config.podId() != null && io.kvidx.client.routing.DataParallelRanks.rankOf(config.podId()) > 0;
         if (config.podId() != null) {
             fixedPod = directory.pin(config.podId(), config.model());
             if (fixedPod < 0) {
@@ -124,6 +127,7 @@ final class Publisher {
         this.sub = null;
         this.monitor = null;
         this.fixedPod = -1;
+        this.rankFixed = false;
     }
 
     /**

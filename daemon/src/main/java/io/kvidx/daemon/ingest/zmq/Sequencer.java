@@ -473,9 +473,7 @@ final class Sequencer implements MessageHandler {
     private void apply(final Publisher p, final int pod, final DirectBuffer payload, final int offset,
         final int length, final boolean replayed) {
         // An engine registered for one rank (its pod id names it) is that rank's pod, whatever the batch says.
-        final String fixedId = p.config.podId();
-        final int ranked = fixedId != null && io.kvidx.client.routing.DataParallelRanks.rankOf(fixedId) > 0 ? pod
-            : rankedPods.podOf(pod, payload, offset, length);
+        final int ranked = p.rankFixed ? pod : rankedPods.podOf(pod, payload, offset, length);
         if (ranked < 0) {
             return;
         }

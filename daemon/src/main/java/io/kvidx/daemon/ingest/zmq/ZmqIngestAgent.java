@@ -18,7 +18,6 @@ import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.zeromq.ZContext;
 
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -422,10 +421,4 @@ public final class ZmqIngestAgent implements Agent {
         return "kvidx-zmq-ingest";
     }
 
-    /**
-     * @return the endpoints subscribed to (for tests and the CLI).
-     */
-    public List<ZmqEndpoint> endpoints() {
-        return new ArrayList<>(endpoints);
-    }
 }
