@@ -219,7 +219,15 @@ public final class YamlRouting {
         return parse(yaml, env, null);
     }
 
-    private static Loaded parse(final String yaml, final Environment env, final Path baseDir) {
+    /**
+     * @param yaml    a YAML document.
+     * @param env     what plugins are built over.
+     * @param baseDir directory relative file names in the document (tokenizers) resolve against, or null for the
+     *                working directory.
+     * @return profiles and workflow.
+     * @throws ProfileValidationException when the document is invalid.
+     */
+    public static Loaded parse(final String yaml, final Environment env, final Path baseDir) {
         if (env.registry == null) {
             throw new IllegalArgumentException("the environment needs a pod registry");
         }

@@ -1,0 +1,178 @@
+package io.kvidx.router;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code kvidx router}: runs the OpenAI-compatible router until stopped (SIGTERM or SIGINT close it cleanly). Options
+ * given on the command line override the YAML file's.
+ */
+@Command(name = "router", mixinStandardHelpOptions = true, sortOptions = false,
+    description = {"Cache-aware, OpenAI-compatible router in front of vLLM and SGLang pods: serves POST "
+        + "/v1/completions and /v1/chat/completions (streaming or not), GET /v1/models, /health and /metrics; routes "
+        + "each request with the host's kvidx index (read-only) and the routing profile, and proxies it.",
+        "",
+        "  kvidx router --listen 127.0.0.1:8080 --pod pod-a=http://10.0.0.1:8000 --pod pod-b=http://10.0.0.2:8000",
+        "  kvidx router --config router.yaml"})
+public final class RouterCommand implements Callable<Integer> {
+    @Option(names = "--config", description = "Router YAML (listen, index, pods, profiles, ...; docs/router.md).")
+    private Path config;
+
+    @Option(names = "--listen", description = "HOST:PORT to serve on (default " + RouterConfig.LISTEN_DEFAULT + ").")
+    private String listen;
+
+    @Option(names = "--pod", description = "ID=URL of a pod's OpenAI server (repeatable); ID as the index knows it.")
+    private List<String> pods = new ArrayList<>();
+
+    @Option(names = "--pod-url-template", description = "URL for pods the index knows and --pod does not name,"
+        + " e.g. http://{pod}:8000.")
+    private String urlTemplate;
+
+    @Option(names = "--dir", description = "Index directory (default " + RouterConfig.DIR_DEFAULT + ").")
+    private String dir;
+
+    @Option(names = "--cell", description = "Index cell (default " + RouterConfig.CELL_DEFAULT + ").")
+    private String cell;
+
+    @Option(names = "--policy", description = "Routing when the YAML has no profiles: cache-aware (default),"
+        + " approximate, round-robin, least-load.")
+    private String policy;
+
+    @Option(names = "--tokenizer", description = "tokenizer.json (or its directory, with tokenizer_config.json for"
+        + " chats) for text and chat requests.")
+    private Path tokenizer;
+
+    @Option(names = "--threads", description = "Event-loop threads (default " + RouterConfig.THREADS_DEFAULT + ").")
+    private Integer threads;
+
+    @Option(names = "--attempts", description = "Calls per stage before giving up (default "
+        + RouterConfig.ATTEMPTS_DEFAULT + ").")
+    private Integer attempts;
+
+    @Option(names = "--connect-ms", description = "Connect timeout to a pod (default "
+        + RouterConfig.CONNECT_MS_DEFAULT + ").")
+    private Integer connectMs;
+
+    @Option(names = "--first-byte-ms", description = "Time to a pod's response headers (default "
+        + RouterConfig.FIRST_BYTE_MS_DEFAULT + ").")
+    private Integer firstByteMs;
+
+    @Option(names = "--request-ms", description = "Time a whole request may take (default "
+        + RouterConfig.REQUEST_MS_DEFAULT + ").")
+    private Integer requestMs;
+
+    @Option(names = "--session-header", description = "Header carrying the session id (default "
+        + RouterConfig.SESSION_HEADER_DEFAULT + ").")
+    private String sessionHeader;
+
+    @Option(names = "--lora-adapter", description = "NAME=BASE_MODEL: requests whose model is NAME use that adapter"
+        + " of BASE_MODEL (repeatable).")
+    private List<String> loraAdapters = new ArrayList<>();
+
+    @Option(names = "--health-interval-ms", description = "Pod health checks (0: off; default "
+        + RouterConfig.HEALTH_INTERVAL_MS_DEFAULT + ").")
+    private Integer healthIntervalMs;
+
+    @Option(names = "--scrape-interval-ms", description = "Read each engine's /metrics for its load (0: off, the"
+        + " default).")
+    private Integer scrapeIntervalMs;
+
+    @Option(names = "--response-headers", description = "Add x-kvidx-pod and x-kvidx-predicted-tokens to answers.")
+    private Boolean responseHeaders;
+
+    @Option(names = "--max-body-bytes", description = "Largest request body (default "
+        + RouterConfig.MAX_BODY_BYTES_DEFAULT + ").")
+    private Integer maxBodyBytes;
+
+    @Option(names = "--block-size", description = "Tokens per block when the index is not mapped at start (default "
+        + RouterConfig.BLOCK_SIZE_DEFAULT + "; else the index's).")
+    private Integer blockSize;
+
+    @Override
+    public Integer call() throws Exception {
+        final RouterConfig c;
+        try {
+            c = build();
+        } catch (final IllegalArgumentException ex) {
+            System.err.println("kvidx router: " + ex.getMessage());
+            return 2;
+        }
+        final RouterServer server;
+        try {
+            server = RouterServer.start(c);
+        } catch (final RuntimeException ex) {
+            System.err.println("kvidx router: " + ex.getMessage());
+            return 1;
+        }
+        Runtime.getRuntime().addShutdownHook(new Thread(server::close, "kvidx-router-shutdown"));
+        System.out.printf("kvidx router listening on %s:%d (%s, %d pod(s) listed, index %s/%s, block size %d)%n",
+            c.listenAddress().getHostString(), server.port(),
+            c.routingYaml != null ? "profiles from " + config : "policy " + c.policy, c.pods.size(), c.dir, c.cell,
+            server.blockSize());
+        System.out.flush();
+        server.awaitClose();
+        return 0;
+    }
+
+    RouterConfig build() throws java.io.IOException {
+        final RouterConfig c = config == null ? new RouterConfig()
+            : RouterConfig.fromYaml(Files.readString(config), config.toAbsolutePath().getParent());
+        if (listen != null) {
+            c.listen = listen;
+        }
+        for (final String p : pods) {
+            c.podSpec(p);
+        }
+        if (urlTemplate != null) {
+            c.urlTemplate = urlTemplate;
+        }
+        if (dir != null) {
+            c.dir = dir;
+        }
+        if (cell != null) {
+            c.cell = cell;
+        }
+        if (policy != null) {
+            if (c.routingYaml != null) {
+                throw new IllegalArgumentException("--policy and a YAML with profiles: choose one");
+            }
+            c.policy = policy;
+        }
+        if (tokenizer != null) {
+            c.tokenizer = tokenizer;
+        }
+        c.threads = threads != null ? threads : c.threads;
+        c.attempts = attempts != null ? attempts : c.attempts;
+        c.connectMs = connectMs != null ? connectMs : c.connectMs;
+        c.firstByteMs = firstByteMs != null ? firstByteMs : c.firstByteMs;
+        c.requestMs = requestMs != null ? requestMs : c.requestMs;
+        c.sessionHeader = sessionHeader != null ? sessionHeader : c.sessionHeader;
+        c.healthIntervalMs = healthIntervalMs != null ? healthIntervalMs : c.healthIntervalMs;
+        c.scrapeIntervalMs = scrapeIntervalMs != null ? scrapeIntervalMs : c.scrapeIntervalMs;
+        c.responseHeaders = responseHeaders != null ? responseHeaders : c.responseHeaders;
+        c.maxBodyBytes = maxBodyBytes != null ? maxBodyBytes : c.maxBodyBytes;
+        c.blockSize = blockSize != null ? blockSize : c.blockSize;
+        for (final String a : loraAdapters) {
+            final int eq = a.indexOf('=');
+            if (eq <= 0 || eq == a.length() - 1) {
+                throw new IllegalArgumentException("--lora-adapter expects NAME=BASE_MODEL, got '" + a + "'");
+            }
+            c.loraAdapters.put(a.substring(0, eq), a.substring(eq + 1));
+        }
+        return c.validate();
+    }
+
+    /**
+     * @param args command line.
+     */
+    public static void main(final String[] args) {
+        System.exit(new CommandLine(new RouterCommand()).execute(args));
+    }
+}

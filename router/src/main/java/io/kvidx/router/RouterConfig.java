@@ -1,0 +1,425 @@
+package io.kvidx.router;
+
+import io.kvidx.client.routing.PodRole;
+import org.snakeyaml.engine.v2.api.Dump;
+import org.snakeyaml.engine.v2.api.DumpSettings;
+import org.snakeyaml.engine.v2.api.Load;
+import org.snakeyaml.engine.v2.api.LoadSettings;
+import org.snakeyaml.engine.v2.exceptions.YamlEngineException;
+
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Everything {@code kvidx router} is told: where it listens, the index it reads, its pods and their URLs, bounds and
+ * timeouts, and the routing document (profiles and workflow, as {@link io.kvidx.client.routing.yaml.YamlRouting}
+ * reads them). The one place for the router's defaults. Built from the YAML file ({@link #fromYaml}) and/or the
+ * command line, then frozen by {@link #validate()}.
+ *
+ * <pre>
+ * listen: 127.0.0.1:8080
+ * index: {dir: /dev/shm/kvidx, cell: default}
+ * pods:
+ *   - {id: pod-a, url: http://10.0.0.1:8000, model: Qwen/Qwen3-0.6B, role: both}
+ * pod-url-template: http://{pod}:8000      # pods the index knows and the list does not name
+ * policy: cache-aware                       # when the file has no profiles: cache-aware | approximate |
+ *                                           #   round-robin | least-load
+ * tokenizer: /models/qwen3                  # text and chat requests (the default profiles' tokenize stage)
+ * timeouts: {connect-ms: 1000, first-byte-ms: 60000, request-ms: 600000}
+ * attempts: 3
+ * session-header: x-session-id
+ * lora-adapters: {my-adapter: Qwen/Qwen3-0.6B}
+ * health: {interval-ms: 2000, path: /health}
+ * scrape: {interval-ms: 0}                  # engines' /metrics (0: off)
+ * response-headers: false                   # x-kvidx-pod, x-kvidx-predicted-tokens on every answer
+ * max-body-bytes: 8388608
+ * threads: 2
+ * block-size: 16                           # when the index is not mapped at start (else the index's)
+ * profiles: {...}                           # optional: as docs/routing.md
+ * workflow: {...}
+ * </pre>
+ *
+ * <p><b>Note:</b> not thread safe while being built; read-only once validated.
+ */
+public final class RouterConfig {
+    /** Default listen address. */
+    public static final String LISTEN_DEFAULT = "127.0.0.1:8080";
+    /** Default index directory (the daemon's). */
+    public static final String DIR_DEFAULT = "/dev/shm/kvidx";
+    /** Default cell (the daemon's). */
+    public static final String CELL_DEFAULT = "default";
+    /** Default connect timeout to a pod. */
+    public static final int CONNECT_MS_DEFAULT = 1_000;
+    /** Default time from sending a request to a pod to its response headers (prefill included). */
+    public static final int FIRST_BYTE_MS_DEFAULT = 60_000;
+    /** Default time a whole request may take, streaming included. */
+    public static final int REQUEST_MS_DEFAULT = 600_000;
+    /** Default attempts per stage (the first plus retries before anything was sent to the client). */
+    public static final int ATTEMPTS_DEFAULT = 3;
+    /** Default body limit. */
+    public static final int MAX_BODY_BYTES_DEFAULT = 8 << 20;
+    /** Default largest prefill answer the router holds to pass to the decode pod. */
+    public static final int MAX_PREFILL_ANSWER_BYTES = 1 << 20;
+    /** Default health check interval. */
+    public static final int HEALTH_INTERVAL_MS_DEFAULT = 2_000;
+    /** Default health check path. */
+    public static final String HEALTH_PATH_DEFAULT = "/health";
+    /** Default event-loop threads. */
+    public static final int THREADS_DEFAULT = 2;
+    /** Default routing policy when the document has no profiles. */
+    public static final String POLICY_DEFAULT = "cache-aware";
+    /** Default tokens per block, when the index is not mapped at start (else the index's). */
+    public static final int BLOCK_SIZE_DEFAULT = 16;
+    /** Default session header. */
+    public static final String SESSION_HEADER_DEFAULT = "x-session-id";
+
+    /** The policies {@link #policy} names. */
+    public static final List<String> POLICIES = List.of("cache-aware", "approximate", "round-robin", "least-load");
+
+    /** A pod named in the configuration. */
+    public record Pod(String id, URI url, String model, PodRole role) {
+    }
+
+    String listen = LISTEN_DEFAULT;
+    String dir = DIR_DEFAULT;
+    String cell = CELL_DEFAULT;
+    final List<Pod> pods = new ArrayList<>();
+    String urlTemplate;
+    String policy = POLICY_DEFAULT;
+    Path tokenizer;
+    int connectMs = CONNECT_MS_DEFAULT;
+    int firstByteMs = FIRST_BYTE_MS_DEFAULT;
+    int requestMs = REQUEST_MS_DEFAULT;
+    int attempts = ATTEMPTS_DEFAULT;
+    String sessionHeader = SESSION_HEADER_DEFAULT;
+    final Map<String, String> loraAdapters = new LinkedHashMap<>();
+    int healthIntervalMs = HEALTH_INTERVAL_MS_DEFAULT;
+    String healthPath = HEALTH_PATH_DEFAULT;
+    int scrapeIntervalMs;
+    boolean responseHeaders;
+    int maxBodyBytes = MAX_BODY_BYTES_DEFAULT;
+    int threads = THREADS_DEFAULT;
+    int blockSize = BLOCK_SIZE_DEFAULT;
+    /** The profiles/workflow part of the document as YAML, or null: the {@link #policy}'s profile. */
+    String routingYaml;
+    /** Directory relative paths in the document resolve against. */
+    Path baseDir;
+
+    /**
+     * Reads a router document.
+     *
+     * @param yaml    the document.
+     * @param baseDir directory of the file (relative paths), or null.
+     * @return the configuration (not validated yet).
+     * @throws IllegalArgumentException naming the key when the document is invalid.
+     */
+    public static RouterConfig fromYaml(final String yaml, final Path baseDir) {
+        final Object doc;
+        try {
+            doc = new Load(LoadSettings.builder().setLabel("router configuration").build()).loadFromString(yaml);
+        } catch (final YamlEngineException ex) {
+            throw new IllegalArgumentException("not valid YAML: " + ex.getMessage(), ex);
+        }
+        final RouterConfig c = new RouterConfig();
+        c.baseDir = baseDir;
+        if (doc == null) {
+            return c;
+        }
+        if (!(doc instanceof Map<?, ?> root)) {
+            throw new IllegalArgumentException("the router configuration must be a mapping");
+        }
+        final Map<String, Object> routing = new LinkedHashMap<>();
+        for (final Map.Entry<?, ?> e : root.entrySet()) {
+            final String key = String.valueOf(e.getKey());
+            final Object v = e.getValue();
+            switch (key) {
+                case "listen" -> c.listen = str(key, v);
+                case "index" -> {
+                    final Map<?, ?> m = map(key, v, Set.of("dir", "cell"));
+                    if (m.get("dir") != null) {
+                        c.dir = str("index.dir", m.get("dir"));
+                    }
+                    if (m.get("cell") != null) {
+                        c.cell = str("index.cell", m.get("cell"));
+                    }
+                }
+                case "pods" -> {
+                    if (!(v instanceof List<?> list)) {
+                        throw new IllegalArgumentException("pods: expected a list of {id, url, model, role}");
+                    }
+                    for (final Object p : list) {
+                        final Map<?, ?> m = map("pods[]", p, Set.of("id", "url", "model", "role"));
+                        c.pod(str("pods[].id", m.get("id")), str("pods[].url", m.get("url")),
+                            m.get("model") == null ? null : str("pods[].model", m.get("model")),
+                            m.get("role") == null ? null : str("pods[].role", m.get("role")));
+                    }
+                }
+                case "pod-url-template" -> c.urlTemplate = str(key, v);
+                case "policy" -> c.policy = str(key, v);
+                case "tokenizer" -> c.tokenizer = resolve(baseDir, str(key, v));
+                case "timeouts" -> {
+                    final Map<?, ?> m = map(key, v, Set.of("connect-ms", "first-byte-ms", "request-ms"));
+                    c.connectMs = integer("timeouts.connect-ms", m.get("connect-ms"), c.connectMs);
+                    c.firstByteMs = integer("timeouts.first-byte-ms", m.get("first-byte-ms"), c.firstByteMs);
+                    c.requestMs = integer("timeouts.request-ms", m.get("request-ms"), c.requestMs);
+                }
+                case "attempts" -> c.attempts = integer(key, v, c.attempts);
+                case "session-header" -> c.sessionHeader = str(key, v);
+                case "lora-adapters" -> {
+                    for (final Map.Entry<?, ?> a : map(key, v, null).entrySet()) {
+                        c.loraAdapters.put(String.valueOf(a.getKey()), str("lora-adapters." + a.getKey(),
+                            a.getValue()));
+                    }
+                }
+                case "health" -> {
+                    final Map<?, ?> m = map(key, v, Set.of("interval-ms", "path"));
+                    c.healthIntervalMs = integer("health.interval-ms", m.get("interval-ms"), c.healthIntervalMs);
+                    if (m.get("path") != null) {
+                        c.healthPath = str("health.path", m.get("path"));
+                    }
+                }
+                case "scrape" -> c.scrapeIntervalMs = integer("scrape.interval-ms",
+                    map(key, v, Set.of("interval-ms")).get("interval-ms"), 0);
+                case "response-headers" -> c.responseHeaders = bool(key, v);
+                case "max-body-bytes" -> c.maxBodyBytes = integer(key, v, c.maxBodyBytes);
+                case "threads" -> c.threads = integer(key, v, c.threads);
+                case "block-size" -> c.blockSize = integer(key, v, c.blockSize);
+                case "profiles", "workflow" -> routing.put(key, v);
+                default -> throw new IllegalArgumentException("unknown key '" + key + "' (listen, index, pods,"
+                    + " pod-url-template, policy, tokenizer, timeouts, attempts, session-header, lora-adapters,"
+                    + " health, scrape, response-headers, max-body-bytes, threads, block-size, profiles, workflow)");
+            }
+        }
+        if (!routing.isEmpty()) {
+            c.routingYaml = new Dump(DumpSettings.builder().build()).dumpToString(routing);
+        }
+        return c;
+    }
+
+    /**
+     * Adds a pod.
+     *
+     * @param id    pod id (as the index knows it: the engine's publisher id).
+     * @param url   base URL of its OpenAI server.
+     * @param model its model, or null for any.
+     * @param role  {@code both}, {@code prefill} or {@code decode}, or null for both.
+     * @return this.
+     */
+    public RouterConfig pod(final String id, final String url, final String model, final String role) {
+        final URI uri = url(id, url);
+        final PodRole r;
+        try {
+            r = role == null ? PodRole.BOTH : PodRole.valueOf(role.trim().toUpperCase(Locale.ROOT));
+        } catch (final IllegalArgumentException ex) {
+            throw new IllegalArgumentException("pod " + id + ": role must be both, prefill or decode, not '" + role
+                + "'", ex);
+        }
+        for (final Pod p : pods) {
+            if (p.id().equals(id)) {
+                throw new IllegalArgumentException("pod " + id + " is listed twice");
+            }
+        }
+        pods.add(new Pod(id, uri, model, r));
+        return this;
+    }
+
+    /**
+     * Parses {@code ID=URL} as the command line gives a pod.
+     *
+     * @param spec the option's value.
+     * @return this.
+     */
+    public RouterConfig podSpec(final String spec) {
+        final int eq = spec.indexOf('=');
+        if (eq <= 0 || eq == spec.length() - 1) {
+            throw new IllegalArgumentException("--pod expects ID=URL, got '" + spec + "'");
+        }
+        return pod(spec.substring(0, eq), spec.substring(eq + 1), null, null);
+    }
+
+    /**
+     * Checks every bound; call once built.
+     *
+     * @return this.
+     * @throws IllegalArgumentException naming the setting that is wrong.
+     */
+    public RouterConfig validate() {
+        listenAddress();
+        positive("timeouts.connect-ms", connectMs);
+        positive("timeouts.first-byte-ms", firstByteMs);
+        positive("timeouts.request-ms", requestMs);
+        if (attempts < 1 || attempts > 16) {
+            throw new IllegalArgumentException("attempts must be 1..16: " + attempts);
+        }
+        if (maxBodyBytes < 1024 || maxBodyBytes > (256 << 20)) {
+            throw new IllegalArgumentException("max-body-bytes must be 1 KiB..256 MiB: " + maxBodyBytes);
+        }
+        if (threads < 1 || threads > 256) {
+            throw new IllegalArgumentException("threads must be 1..256: " + threads);
+        }
+        if (blockSize < 1 || blockSize > 4096) {
+            throw new IllegalArgumentException("block-size must be 1..4096: " + blockSize);
+        }
+        if (healthIntervalMs < 0 || scrapeIntervalMs < 0) {
+            throw new IllegalArgumentException("health.interval-ms and scrape.interval-ms must be >= 0");
+        }
+        if (routingYaml == null && !POLICIES.contains(policy)) {
+            throw new IllegalArgumentException("policy must be one of " + POLICIES + ": '" + policy + "'");
+        }
+        if (urlTemplate != null && !urlTemplate.contains("{pod}")) {
+            throw new IllegalArgumentException("pod-url-template must contain {pod}: '" + urlTemplate + "'");
+        }
+        if (sessionHeader == null || sessionHeader.isBlank()) {
+            throw new IllegalArgumentException("session-header must name a header");
+        }
+        return this;
+    }
+
+    /**
+     * @return the listen address.
+     */
+    public InetSocketAddress listenAddress() {
+        final int colon = listen.lastIndexOf(':');
+        if (colon <= 0) {
+            throw new IllegalArgumentException("listen must be HOST:PORT, got '" + listen + "'");
+        }
+        final String host = listen.substring(0, colon).replace("[", "").replace("]", "");
+        try {
+            final int port = Integer.parseInt(listen.substring(colon + 1));
+            if (port < 0 || port > 65_535) {
+                throw new NumberFormatException();
+            }
+            return InetSocketAddress.createUnresolved(host, port);
+        } catch (final NumberFormatException ex) {
+            throw new IllegalArgumentException("listen must be HOST:PORT with a port 0..65535, got '" + listen + "'",
+                ex);
+        }
+    }
+
+    /**
+     * The routing document: the file's profiles and workflow, or the {@link #policy}'s profile.
+     *
+     * @return YAML for {@link io.kvidx.client.routing.yaml.YamlRouting}.
+     */
+    public String routingDocument() {
+        if (routingYaml != null) {
+            return routingYaml;
+        }
+        final String tokenize = tokenizer == null ? ""
+            : "      - {type: tokenize, tokenizer: \"" + escape(tokenizer.toAbsolutePath().toString())
+            + "\", add-special-tokens: true}\n";
+        final String keys = tokenize + "      - router-keys\n";
+        return switch (policy) {
+            case "cache-aware" -> "profiles:\n  cache-aware:\n    prepare:\n" + keys
+                + "      - prefix-query\n"
+                + "    filter: [alive]\n"
+                + "    score:\n"
+                + "      - {type: cache-affinity, weight: 2}\n"
+                + "      - {type: least-load, weight: 1, metric: requests}\n"
+                + "    pick: max-score\n"
+                + "    fallback: power-of-two\n"
+                + "workflow: {type: single, profile: cache-aware}\n";
+            case "approximate" -> "profiles:\n  approximate:\n    prepare:\n" + keys
+                + "      - {type: prefix-query, mode: approximate}\n"
+                + "    score:\n"
+                + "      - {type: cache-affinity, weight: 2}\n"
+                + "      - {type: least-load, weight: 1, metric: requests}\n"
+                + "    pick: max-score\n"
+                + "    fallback: power-of-two\n"
+                + "workflow: {type: single, profile: approximate}\n";
+            case "round-robin" -> "profiles:\n  round-robin:\n"
+                + "    score: [{type: round-robin, weight: 1}]\n"
+                + "    pick: max-score\n"
+                + "workflow: {type: single, profile: round-robin}\n";
+            case "least-load" -> "profiles:\n  least-load:\n"
+                + "    score: [{type: least-load, weight: 1, metric: requests}]\n"
+                + "    pick: max-score\n"
+                + "    fallback: power-of-two\n"
+                + "workflow: {type: single, profile: least-load}\n";
+            default -> throw new IllegalArgumentException("unknown policy '" + policy + "'");
+        };
+    }
+
+    private static String escape(final String s) {
+        return s.replace("\\", "\\\\").replace("\"", "\\\"");
+    }
+
+    private static URI url(final String id, final String url) {
+        if (id == null || id.isBlank()) {
+            throw new IllegalArgumentException("a pod needs an id");
+        }
+        try {
+            final URI u = URI.create(url);
+            if (!"http".equals(u.getScheme()) || u.getHost() == null) {
+                throw new IllegalArgumentException("pod " + id + ": url must be http://HOST[:PORT][/base], got '"
+                    + url + "'");
+            }
+            return u;
+        } catch (final IllegalArgumentException ex) {
+            if (ex.getMessage() != null && ex.getMessage().startsWith("pod ")) {
+                throw ex;
+            }
+            throw new IllegalArgumentException("pod " + id + ": not a URL: '" + url + "'", ex);
+        }
+    }
+
+    private static void positive(final String key, final int v) {
+        if (v <= 0) {
+            throw new IllegalArgumentException(key + " must be > 0: " + v);
+        }
+    }
+
+    private static Path resolve(final Path baseDir, final String p) {
+        final Path path = Path.of(p);
+        return path.isAbsolute() || baseDir == null ? path : baseDir.resolve(path);
+    }
+
+    private static String str(final String key, final Object v) {
+        if (!(v instanceof String) && !(v instanceof Number)) {
+            throw new IllegalArgumentException(key + ": expected a string, got " + (v == null ? "nothing" : v));
+        }
+        return String.valueOf(v);
+    }
+
+    private static boolean bool(final String key, final Object v) {
+        if (!(v instanceof Boolean b)) {
+            throw new IllegalArgumentException(key + ": expected true or false, got " + v);
+        }
+        return b;
+    }
+
+    private static int integer(final String key, final Object v, final int absent) {
+        if (v == null) {
+            return absent;
+        }
+        if (!(v instanceof Integer) && !(v instanceof Long)) {
+            throw new IllegalArgumentException(key + ": expected an integer, got " + v);
+        }
+        final long l = ((Number) v).longValue();
+        if (l < Integer.MIN_VALUE || l > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(key + ": out of range: " + v);
+        }
+        return (int) l;
+    }
+
+    private static Map<?, ?> map(final String key, final Object v, final Set<String> allowed) {
+        if (!(v instanceof Map<?, ?> m)) {
+            throw new IllegalArgumentException(key + ": expected a mapping, got " + v);
+        }
+        if (allowed != null) {
+            for (final Object k : m.keySet()) {
+                if (!allowed.contains(String.valueOf(k))) {
+                    throw new IllegalArgumentException(key + ": unknown key '" + k + "' (allowed: " + allowed + ")");
+                }
+            }
+        }
+        return m;
+    }
+}

@@ -1,0 +1,98 @@
+package io.kvidx.router;
+
+import io.kvidx.client.routing.RoutingCounters;
+import io.kvidx.client.routing.Selector;
+import io.kvidx.client.routing.Workflow;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
+import io.prometheus.metrics.core.metrics.Gauge;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+
+import java.io.IOException;
+import java.io.OutputStream;
+
+/**
+ * The router's Prometheus metrics ({@code GET /metrics}): requests by endpoint and status, upstream failures and
+ * retries, decisions (with the index or by the fallback picker), time to first byte, the router's own time per
+ * request before the pod was called, in-flight requests, routable pods. Written by event loops and deciding
+ * threads (each metric is thread safe), read by the scrape.
+ */
+final class RouterMetrics {
+    private static final PrometheusTextFormatWriter TEXT = PrometheusTextFormatWriter.create();
+
+    private final PrometheusRegistry registry = new PrometheusRegistry();
+    final Counter requests;
+    final Counter upstreamFailures;
+    final Counter retries;
+    final Counter clientDisconnects;
+    final Counter brokenStreams;
+    final Counter tokenizeRejected;
+    final Counter noPod;
+    final Histogram firstByteSeconds;
+    final Histogram routerSeconds;
+    final Gauge inFlight;
+
+    RouterMetrics(final Workflow workflow, final PodBook pods) {
+        requests = Counter.builder().name("kvidx_router_requests_total")
+            .help("Requests answered, by endpoint and HTTP status").labelNames("endpoint", "status")
+            .register(registry);
+        upstreamFailures = Counter.builder().name("kvidx_router_upstream_failures_total")
+            .help("Calls to a pod that failed, by stage (single, prefill, decode) and reason")
+            .labelNames("stage", "reason").register(registry);
+        retries = Counter.builder().name("kvidx_router_retries_total")
+            .help("Requests sent to another pod after a failure before anything reached the client")
+            .register(registry);
+        clientDisconnects = Counter.builder().name("kvidx_router_client_disconnects_total")
+            .help("Clients that went away before their answer ended (the upstream request was cancelled)")
+            .register(registry);
+        brokenStreams = Counter.builder().name("kvidx_router_broken_streams_total")
+            .help("Answers a pod broke off after the router had started sending them (not retried)")
+            .register(registry);
+        tokenizeRejected = Counter.builder().name("kvidx_router_tokenize_rejected_total")
+            .help("Text or chat requests refused (503) because the tokenizing threads' queue was full")
+            .register(registry);
+        noPod = Counter.builder().name("kvidx_router_no_pod_total")
+            .help("Requests refused because no pod could take them").register(registry);
+        firstByteSeconds = Histogram.builder().name("kvidx_router_time_to_first_byte_seconds")
+            .help("From the request's arrival to the first byte of the pod's answer sent to the client")
+            .classicOnly().classicUpperBounds(1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5,
+                10, 30, 60)
+            .register(registry);
+        routerSeconds = Histogram.builder().name("kvidx_router_decision_seconds")
+            .help("The router's own time per request before calling a pod: parsing, tokenizing, deciding")
+            .classicOnly().classicUpperBounds(1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2, 0.1)
+            .register(registry);
+        inFlight = Gauge.builder().name("kvidx_router_in_flight").help("Requests being proxied now")
+            .register(registry);
+        CounterWithCallback.builder().name("kvidx_router_decisions_total")
+            .help("Routing decisions by outcome: scored with the index, or picked by the fallback picker (index"
+                + " unavailable, busy or failing)")
+            .labelNames("outcome")
+            .callback(cb -> {
+                long decisions = 0;
+                long fallbacks = 0;
+                for (final Selector s : workflow.selectors()) {
+                    final RoutingCounters c = s.counters();
+                    decisions += c.decisions();
+                    fallbacks += c.fallbacks();
+                }
+                cb.call(Math.max(0, decisions - fallbacks), "indexed");
+                cb.call(fallbacks, "fallback");
+            }).register(registry);
+        GaugeWithCallback.builder().name("kvidx_router_pods_routable")
+            .help("Pods that may be routed to now (registered, with a URL, not down)")
+            .callback(cb -> cb.call(pods.routable())).register(registry);
+        CounterWithCallback.builder().name("kvidx_router_health_check_failures_total")
+            .help("Health checks a pod failed").callback(cb -> cb.call(pods.healthFailures())).register(registry);
+        CounterWithCallback.builder().name("kvidx_router_scrape_failures_total")
+            .help("Engine /metrics pages that could not be read").callback(cb -> cb.call(pods.scrapeFailures()))
+            .register(registry);
+    }
+
+    void write(final OutputStream out) throws IOException {
+        TEXT.write(out, registry.scrape());
+    }
+}
