@@ -84,6 +84,9 @@ public final class DemoCommand implements Callable<Integer> {
         }
         final Path indexDir = dir != null ? dir : IndexConfiguration.dir();
         // Load the tokenizer first: a bad path fails before any index or process is made.
+        if (tokenizer != null) {
+            TokenizerJar.require("--tokenizer");
+        }
         final HfTokenizer fleetTokenizer = tokenizer == null ? null : HfTokenizer.load(tokenizer, true);
         final PrintStream out = System.out;
         final CountDownLatch stopped = new CountDownLatch(1);

@@ -151,6 +151,7 @@ public final class QueryCommand implements Callable<Integer> {
             throw new IllegalArgumentException((text != null ? "--text" : "--messages") + " needs --tokenizer PATH"
                 + " (the model's tokenizer.json or its directory)");
         }
+        TokenizerJar.require(text != null ? "--text" : "--messages");
         if (text != null) {
             try (HfTokenizer t = HfTokenizer.load(tokenizer, addSpecialTokens)) {
                 return t.encode(text);
