@@ -6,7 +6,6 @@ import io.kvidx.client.routing.RoutingContext;
 import io.kvidx.client.routing.RoutingPlan;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufOutputStream;
-import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -98,19 +97,10 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         final boolean keepAlive, final long arrived) {
         final String label = path.endsWith("chat/completions") ? "chat" : "completions";
         final ByteBuf content = request.content();
-        final byte[] bytes;
-        final int offset;
-        if (content.hasArray()) {
-            bytes = content.array();
-            offset = content.arrayOffset() + content.readerIndex();
-        } else {
-            bytes = ByteBufUtil.getBytes(content);
-            offset = 0;
-        }
         final boolean chatEndpoint = "chat".equals(label);
         final OpenAiRequest parsed = PARSERS.get();
         try {
-            parsed.parse(bytes, offset, content.readableBytes(), chatEndpoint);
+            parsed.parse(content, chatEndpoint);
         } catch (final OpenAiRequest.BadRequest ex) {
             request.release();
             server.metrics.requests.labelValues(label, "400").inc();
@@ -120,7 +110,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         busy = true;
         ctx.channel().config().setAutoRead(false);
         final RoutingContext rc = server.contexts.acquire();
-        fill(rc, parsed, request, bytes, offset, content.readableBytes());
+        fill(rc, parsed, request);
         final int promptTokens = Math.max(0, parsed.tokenCount);
         if (parsed.tokenCount >= 0 || !server.tokenizes) {
             final RoutingPlan plan = server.router.plan(rc);
@@ -163,8 +153,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     }
 
     /** Fills the request's routing inputs: model or adapter, salt, session header, and its prompt. */
-    private void fill(final RoutingContext rc, final OpenAiRequest parsed, final FullHttpRequest request,
-        final byte[] bytes, final int offset, final int length) {
+    private void fill(final RoutingContext rc, final OpenAiRequest parsed, final FullHttpRequest request) {
         final RequestMeta meta = rc.request();
         final String model = parsed.model;
         final String base = model == null ? null : server.config.loraAdapters.get(model);
@@ -184,7 +173,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             meta.promptTokens(parsed.tokenCount);
             rc.tokens(parsed.tokens, 0, parsed.tokenCount);
         } else if (parsed.chat) {
-            meta.chat(new String(bytes, offset, length, StandardCharsets.UTF_8));
+            meta.chat(request.content().toString(StandardCharsets.UTF_8));
         } else if (parsed.text != null) {
             meta.prompt(parsed.text);
         }

@@ -315,7 +315,9 @@ public final class RouterConfig {
         final String tokenize = tokenizer == null ? ""
             : "      - {type: tokenize, tokenizer: \"" + escape(tokenizer.toAbsolutePath().toString())
             + "\", add-special-tokens: true}\n";
-        final String keys = tokenize + "      - router-keys\n";
+        final String keys = tokenize + "      - router-keys\n"
+            + "      - {type: session-key, header: \"" + escape(sessionHeader) + "\"}\n";
+        final String session = "      - {type: session-affinity, weight: 1}\n";
         return switch (policy) {
             case "cache-aware" -> "profiles:\n  cache-aware:\n    prepare:\n" + keys
                 + "      - prefix-query\n"
@@ -323,6 +325,7 @@ public final class RouterConfig {
                 + "    score:\n"
                 + "      - {type: cache-affinity, weight: 2}\n"
                 + "      - {type: least-load, weight: 1, metric: requests}\n"
+                + session
                 + "    pick: max-score\n"
                 + "    fallback: power-of-two\n"
                 + "workflow: {type: single, profile: cache-aware}\n";
@@ -331,6 +334,7 @@ public final class RouterConfig {
                 + "    score:\n"
                 + "      - {type: cache-affinity, weight: 2}\n"
                 + "      - {type: least-load, weight: 1, metric: requests}\n"
+                + session
                 + "    pick: max-score\n"
                 + "    fallback: power-of-two\n"
                 + "workflow: {type: single, profile: approximate}\n";

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
+import io.kvidx.client.json.TokenIdsFastPath;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
@@ -42,7 +43,7 @@ final class RequestBody {
     private final int maxArrayLength;
     private byte[] bytes = new byte[4096];
     private byte[] rest = new byte[4096];
-    private final TokenIdsFastPath fastPath = new TokenIdsFastPath();
+    private final TokenIdsFastPath fastPath = new TokenIdsFastPath("token_ids");
     private final boolean useFastPath;
     /** The fast path read the token ids; jackson sees [] in their place (once). */
     private boolean preparsed;
@@ -104,7 +105,7 @@ final class RequestBody {
         int jsonLength = length;
         // The token ids, which grow with the prompt, are read by a plain scan; jackson reads the rest with [] in
         // their place (and the whole body when the scan gives up).
-        final int open = useFastPath ? TokenIdsFastPath.find(bytes, length) : -1;
+        final int open = useFastPath ? fastPath.find(bytes, length) : -1;
         if (open >= 0) {
             if (tokens.length < Math.min(maxArrayLength, length / 2 + 1)) {
                 tokens = new int[Math.min(maxArrayLength, Math.max(length / 2 + 1, 2 * tokens.length))];

@@ -1,8 +1,8 @@
-package io.kvidx.daemon.serve;
+package io.kvidx.client.json;
 
 /**
- * The one part of a query body that grows with the prompt, read without the general parser: the top-level
- * {@code "token_ids"} array of a JSON object, scanned for its key (outside strings, at depth 1) and read as plain
+ * The one part of a request body that grows with the prompt, read without the general parser: a top-level array of
+ * token ids in a JSON object (the daemon's {@code "token_ids"}, the router's {@code "prompt"}), scanned for its key (outside strings, at depth 1) and read as plain
  * decimal integers in [0, 2^31) separated by commas and JSON whitespace. The body handed on to jackson-core holds
  * {@code []} in its place, so jackson still validates the whole document and reads every other field; the scan
  * only ever accepts what jackson would read as the same integers.
@@ -10,14 +10,21 @@ package io.kvidx.daemon.serve;
  * <p>Anything this scan does not recognise exactly — a key it cannot find, an escape in a key, a sign, a leading
  * zero, a fraction or exponent, a number past 2^31 - 1, a nested value — makes it give up (return -1), and the body
  * goes to jackson unchanged, which reads it or names the fault. Measured: jackson-core spends about 20 ns per token
- * id (tokenising and converting); this scan about 2 ns (ADR 0013).
+ * id (tokenising and converting); this scan about 2 ns (ADR 0013). Used by the daemon's HTTP API and by
+ * {@code kvidx router}, each with a JSON parser of its own for the rest of the body.
  *
- * <p><b>Note:</b> one per {@link RequestBody} (an event-loop thread's); the caller owns the arrays.
+ * <p><b>Note:</b> one per parsing thread; the caller owns the arrays.
  */
-final class TokenIdsFastPath {
-    private static final byte[] KEY = "token_ids".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-
+public final class TokenIdsFastPath {
+    private final byte[] key;
     private int count;
+
+    /**
+     * @param key the top-level key whose array value holds the token ids (ASCII, no escapes).
+     */
+    public TokenIdsFastPath(final String key) {
+        this.key = key.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    }
 
     /**
      * @param b   the body.
@@ -25,7 +32,7 @@ final class TokenIdsFastPath {
      * @return the offset of the {@code [} opening the top-level {@code token_ids} value, or -1 when there is none
      * the scan can see.
      */
-    static int find(final byte[] b, final int len) {
+    public int find(final byte[] b, final int len) {
         int depth = 0;
         int i = 0;
         while (i < len) {
@@ -42,7 +49,7 @@ final class TokenIdsFastPath {
                 if (j >= len) {
                     return -1;
                 }
-                if (depth == 1 && j - start == KEY.length && java.util.Arrays.equals(b, start, j, KEY, 0, KEY.length)) {
+                if (depth == 1 && j - start == key.length && java.util.Arrays.equals(b, start, j, key, 0, key.length)) {
                     int k = skipSpace(b, j + 1, len);
                     if (k < len && b[k] == ':') {
                         k = skipSpace(b, k + 1, len);
@@ -71,7 +78,7 @@ final class TokenIdsFastPath {
      * @param out  receives the values (at most {@code (len - open) / 2 + 1}; more than it holds: the scan gives up).
      * @return the offset just past the closing {@code ]}, or -1 when the array is not one the scan reads exactly.
      */
-    int read(final byte[] b, final int open, final int len, final int[] out) {
+    public int read(final byte[] b, final int open, final int len, final int[] out) {
         int i = skipSpace(b, open + 1, len);
         int n = 0;
         if (i < len && b[i] == ']') {
@@ -111,7 +118,7 @@ final class TokenIdsFastPath {
     /**
      * @return values the last successful {@link #read} wrote.
      */
-    int count() {
+    public int count() {
         return count;
     }
 
