@@ -471,12 +471,15 @@ final class ProxyCall {
         }
     }
 
-    /** Copies headers except hop-by-hop ones (and those the Connection header names), Host and Content-Length. */
+    /**
+     * Copies headers except hop-by-hop ones (and those the Connection header names), Host, Content-Length and Expect
+     * (the router answered the client's 100-continue itself).
+     */
     static void copyHeaders(final HttpHeaders from, final HttpHeaders to) {
         final String connection = from.get(HttpHeaderNames.CONNECTION);
         for (final var e : from) {
             final String name = e.getKey().toLowerCase(Locale.ROOT);
-            if (isHopByHop(name) || "host".equals(name) || "content-length".equals(name)
+            if (isHopByHop(name) || "host".equals(name) || "content-length".equals(name) || "expect".equals(name)
                 || (connection != null && connectionNames(connection, name))) {
                 continue;
             }
