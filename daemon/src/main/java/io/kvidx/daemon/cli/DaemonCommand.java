@@ -305,6 +305,7 @@ public final class DaemonCommand implements Callable<Integer> {
                 + (context.aeron().channels().isEmpty() ? "" : " in " + context.aeron().dir())
                 + (daemon.httpPort() < 0 ? "" : ", HTTP API on port " + daemon.httpPort()) + "; Ctrl-C to stop");
             System.out.flush();
+            daemon.onFatal(message -> barrier.signal());
             if (statsMs > 0) {
                 final Thread stats = Thread.ofPlatform().daemon().name("kvidx-stats").start(() -> {
                     try {
@@ -322,9 +323,17 @@ public final class DaemonCommand implements Callable<Integer> {
             } else {
                 barrier.await();
             }
-            System.out.println("kvidx daemon: stopping");
+            final String fatal = daemon.fatalError();
+            if (fatal != null) {
+                System.err.println("kvidx daemon: stopping after a fatal error: " + fatal);
+            } else {
+                System.out.println("kvidx daemon: stopping");
+            }
             System.out.print(daemon.counters().describe());
             System.out.flush();
+            if (fatal != null) {
+                return 1;
+            }
         }
         return 0;
     }

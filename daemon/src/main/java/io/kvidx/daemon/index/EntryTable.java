@@ -52,6 +52,8 @@ final class EntryTable {
     private final Eviction eviction;
     /** Test hook: run inside every deletion while the shard's version is odd (null in production). */
     Runnable deleteFault;
+    /** Test hook: run before a failed change's shard repair (null in production). */
+    Runnable repairFault;
 
     EntryTable(final IndexGeometry g, final MemorySegment segment, final WriterMeta meta, final boolean prefetch) {
         this.g = g;
@@ -148,6 +150,10 @@ final class EntryTable {
      */
     private void repairAfter(final int shard, final Throwable change) {
         try {
+            final Runnable fault = repairFault;
+            if (fault != null) {
+                fault.run();
+            }
             IndexRepair.repairShard(this, shard);
         } catch (final RuntimeException | Error repairFailed) {
             throw new ShardRepairException(shard, change, repairFailed);

@@ -453,6 +453,15 @@ public final class IndexWriter implements AutoCloseable {
     }
 
     /**
+     * Test hook: runs before the repair of a shard whose change failed, to fail the repair too.
+     *
+     * @param fault what to run, or null.
+     */
+    void repairFault(final Runnable fault) {
+        entries.repairFault = fault;
+    }
+
+    /**
      * Test hook: runs inside every deletion while the shard's version is odd, to fail a writer mid-change.
      *
      * @param fault what to run, or null.

@@ -17,15 +17,26 @@ import org.agrona.concurrent.AgentRunner;
 public final class AgentThreads {
     private final IngestErrors errors;
     private final IngestCounters counters;
+    private final java.util.function.Consumer<String> fatal;
 
     /**
      * @param errors   the distinct error log.
      * @param counters the counters (agent errors, pin failures).
-     * @param log      where successful pins are reported (null: nowhere).
      */
     public AgentThreads(final IngestErrors errors, final IngestCounters counters) {
+        this(errors, counters, null);
+    }
+
+    /**
+     * @param errors   the daemon's distinct error log.
+     * @param counters its counters (agent errors, pin failures).
+     * @param fatal    told when an agent stops because it left a shard locked (the daemon stops), or null.
+     */
+    public AgentThreads(final IngestErrors errors, final IngestCounters counters,
+        final java.util.function.Consumer<String> fatal) {
         this.errors = errors;
         this.counters = counters;
+        this.fatal = fatal;
     }
 
     /**
@@ -36,7 +47,7 @@ public final class AgentThreads {
      */
     public AgentRunner runner(final Agent agent, final int cpu, final String idle) {
         return new AgentRunner(IdleStrategies.supplier(idle).get(), AgentErrorHandler.of(agent.roleName(), errors,
-            counters.get(CounterType.AGENT_ERRORS)), null, PinnedAgent.of(agent, cpu, errors,
+            counters.get(CounterType.AGENT_ERRORS), fatal), null, PinnedAgent.of(agent, cpu, errors,
             counters.get(CounterType.PIN_FAILURES)));
     }
 }

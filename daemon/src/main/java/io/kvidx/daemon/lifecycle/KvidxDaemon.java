@@ -86,6 +86,9 @@ public final class KvidxDaemon implements AutoCloseable {
     private final DaemonMetrics metrics;
     private static final Logger LOG = LoggerFactory.getLogger(KvidxDaemon.class);
     private final AgentThreads threads;
+    private final Object fatalLock = new Object();
+    private String fatalError;
+    private java.util.function.Consumer<String> fatalListener;
     private final PodBlockMaps blockMaps;
     private final SnapshotService snapshots;
     private SnapshotLoader.Loaded catchUp;
@@ -123,7 +126,7 @@ public final class KvidxDaemon implements AutoCloseable {
         if (context.mlockIndex()) {
             mlockIndex();
         }
-        this.threads = new AgentThreads(errors, counters);
+        this.threads = new AgentThreads(errors, counters, this::fatal);
         if (index.attached()) {
             counters.get(CounterType.WARM_RESTARTS).increment();
         }
@@ -461,6 +464,50 @@ public final class KvidxDaemon implements AutoCloseable {
      */
     public int metricsPort() {
         return metrics == null ? -1 : metrics.port();
+    }
+
+    /**
+     * Records a fatal error (a writer stopped with a shard left locked) and tells the listener: the daemon's command
+     * stops the daemon with the message and a non-zero status. Any thread; the first error wins.
+     *
+     * @param message what stopped.
+     */
+    void fatal(final String message) {
+        final java.util.function.Consumer<String> l;
+        synchronized (fatalLock) {
+            if (fatalError != null) {
+                return;
+            }
+            fatalError = message;
+            l = fatalListener;
+        }
+        LOG.error("fatal: {}; the daemon stops (a restart repairs the shard)", message);
+        if (l != null) {
+            l.accept(message);
+        }
+    }
+
+    /**
+     * @param listener told once, on any thread, when a fatal error stops the daemon (at once if one already did).
+     */
+    public void onFatal(final java.util.function.Consumer<String> listener) {
+        final String already;
+        synchronized (fatalLock) {
+            fatalListener = listener;
+            already = fatalError;
+        }
+        if (already != null) {
+            listener.accept(already);
+        }
+    }
+
+    /**
+     * @return the fatal error that stopped the daemon, or null.
+     */
+    public String fatalError() {
+        synchronized (fatalLock) {
+            return fatalError;
+        }
     }
 
     /**
