@@ -19,7 +19,8 @@ public final class ShardRepairException extends IndexException {
      */
     ShardRepairException(final int shard, final Throwable change, final Throwable repairFailed) {
         super("shard " + shard + " left locked: a change failed (" + change + ") and its repair failed too ("
-            + repairFailed + "); the writer and the daemon stop, readers see the heartbeat stop, a restart repairs the shard",
+            + repairFailed + "); the writer and the daemon stop, readers see the heartbeat stop, a restart repairs"
+            + " the shard",
             change);
         addSuppressed(repairFailed);
     }

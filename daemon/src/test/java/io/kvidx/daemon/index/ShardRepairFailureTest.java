@@ -42,7 +42,8 @@ class ShardRepairFailureTest {
             writer.repairFault(() -> {
                 throw new IllegalStateException("injected: the repair failed");
             });
-            final ShardRepairException ex = assertThrows(ShardRepairException.class, () -> writer.remove(a, keys, 8, 1));
+            final ShardRepairException ex = assertThrows(ShardRepairException.class,
+                () -> writer.remove(a, keys, 8, 1));
             assertTrue(ex.getMessage().contains("left locked"), ex.getMessage());
 
             final List<String> fatal = new ArrayList<>();
