@@ -26,13 +26,14 @@ import io.netty.util.concurrent.FastThreadLocal;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.concurrent.RejectedExecutionException;
 
 /**
  * The client side of one connection: answers {@code GET /health}, {@code /metrics}, {@code /v1/models} itself, and
  * turns {@code POST /v1/completions} and {@code /v1/chat/completions} into a routing decision and a
- * {@link ProxyCall}. One request at a time per connection: reading stops while a call is in flight (a pipelining
- * client's next request waits in the socket), so answers leave in order.
+ * {@link ProxyCall}. One request at a time per connection: requests a client pipelines wait here while a call is
+ * in flight, so answers leave in order; reading goes on, so a client that goes away is seen at once.
  *
  * <p>Deciding: a request given as token ids is parsed, keyed and decided on the event loop (microseconds; the index
  * read is bounded and never waits); a text or chat request whose profile tokenizes goes to the tokenizing threads
@@ -49,7 +50,21 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         }
     };
 
+    /** Requests a pipelining client may send ahead of its answers before the router stops reading. */
+    static final int MAX_PIPELINED = 16;
+
+    /** What {@link RouterServer}'s body limit passes on, in order, for a request it refused. */
+    static final class Oversized {
+        final int maxBodyBytes;
+
+        Oversized(final int maxBodyBytes) {
+            this.maxBodyBytes = maxBodyBytes;
+        }
+    }
+
     private final RouterServer server;
+    private final ArrayDeque<Object> pending = new ArrayDeque<>();
+    private ChannelHandlerContext connection;
     private ProxyCall call;
     private boolean busy;
 
@@ -58,7 +73,34 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     }
 
     @Override
-    public void channelRead(final ChannelHandlerContext ctx, final Object msg) {
+    public void handlerAdded(final ChannelHandlerContext context) {
+        this.connection = context;
+    }
+
+    /**
+     * Reads go on while a call is in flight, so that a client that goes away is seen at once (its call cancelled,
+     * even during a long prefill); requests it pipelines meanwhile wait here, in order, and reading stops once
+     * {@link #MAX_PIPELINED} wait.
+     */
+    @Override
+    public void channelRead(final ChannelHandlerContext context, final Object msg) {
+        if (busy) {
+            pending.add(msg);
+            if (pending.size() >= MAX_PIPELINED) {
+                context.channel().config().setAutoRead(false);
+            }
+            return;
+        }
+        handle(context, msg);
+    }
+
+    private void handle(final ChannelHandlerContext ctx, final Object msg) {
+        if (msg instanceof Oversized o) {
+            server.metrics.requests.labelValues("any", "413").inc();
+            sendError(ctx, false, 413, "invalid_request_error", "request body exceeds " + o.maxBodyBytes
+                + " bytes (max-body-bytes)");
+            return;
+        }
         if (!(msg instanceof FullHttpRequest request)) {
             ReferenceCountUtil.release(msg);
             return;
@@ -108,8 +150,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         busy = true;
-        ctx.channel().config().setAutoRead(false);
         final RoutingContext rc = server.contexts.acquire();
+        server.pods.excludeUnroutable(rc); // pods down (refused a connection, failed a health check) or without URL
         fill(rc, parsed, request);
         final int promptTokens = Math.max(0, parsed.tokenCount);
         if (parsed.tokenCount >= 0 || !server.tokenizes) {
@@ -133,9 +175,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                     if (decided == null) {
                         server.contexts.release(rc);
                         request.release();
-                        busy = false;
-                        ctx.channel().config().setAutoRead(true);
                         sendError(ctx, keepAlive, 500, "internal_error", "routing failed");
+                        callFinished(null);
                         return;
                     }
                     startCall(ctx, request, path, rc, decided, keepAlive, arrived, Math.max(0, tokens), label);
@@ -144,11 +185,10 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         } catch (final RejectedExecutionException ex) {
             server.contexts.release(rc);
             request.release();
-            busy = false;
-            ctx.channel().config().setAutoRead(true);
             server.metrics.tokenizeRejected.inc();
             server.metrics.requests.labelValues(label, "503").inc();
             sendError(ctx, keepAlive, 503, "overloaded", "the router's tokenizing queue is full; retry later");
+            callFinished(null);
         }
     }
 
@@ -186,6 +226,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             server.contexts.release(rc);
             request.release();
             server.metrics.clientDisconnects.inc();
+            callFinished(null);
             return;
         }
         final ByteBuf body = request.content().retain();
@@ -196,20 +237,34 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         call.start();
     }
 
-    /** The call ended (answered, failed or cancelled): read the connection's next request. */
+    /**
+     * The call ended (answered, failed or cancelled): the connection's next request may start. Deferred to a later
+     * task of the event loop, so that this answer's last bytes are written before a waiting request's.
+     *
+     * @param finished the call, or null when the request ended before its call started.
+     */
     void callFinished(final ProxyCall finished) {
         if (call == finished) {
             call = null;
         }
         busy = false;
+        if (!pending.isEmpty()) {
+            connection.executor().execute(this::drain);
+        }
+    }
+
+    private void drain() {
+        while (!busy && !pending.isEmpty() && connection.channel().isActive()) {
+            handle(connection, pending.poll());
+        }
+        if (pending.size() < MAX_PIPELINED && !connection.channel().config().isAutoRead()) {
+            connection.channel().config().setAutoRead(true);
+        }
     }
 
     @Override
-    public void channelReadComplete(final ChannelHandlerContext ctx) {
-        ctx.flush();
-        if (!busy && !ctx.channel().config().isAutoRead()) {
-            ctx.channel().config().setAutoRead(true);
-        }
+    public void channelReadComplete(final ChannelHandlerContext context) {
+        context.flush();
     }
 
     @Override
@@ -221,11 +276,15 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     }
 
     @Override
-    public void channelInactive(final ChannelHandlerContext ctx) {
+    public void channelInactive(final ChannelHandlerContext context) {
         if (call != null) {
             call.onClientClosed();
         }
-        ctx.fireChannelInactive();
+        Object waiting;
+        while ((waiting = pending.poll()) != null) {
+            ReferenceCountUtil.release(waiting);
+        }
+        context.fireChannelInactive();
     }
 
     @Override

@@ -80,6 +80,8 @@ final class ProxyCall {
     private boolean headSent;
     private boolean done;
     private boolean upstreamKeepAlive;
+    /** x-kvidx-predicted-tokens: the chosen pod's cached prefix per the index when it was called. */
+    private long predictedTokens;
     private CompositeByteBuf prefillAnswer;
     private ScheduledFuture<?> firstByteTimer;
     private ScheduledFuture<?> requestTimer;
@@ -142,6 +144,10 @@ final class ProxyCall {
         if (url == null) {
             failed("no-url", "pod " + server.registry.podId(slot) + " has no URL");
             return;
+        }
+        if (server.config.responseHeaders) {
+            // Probed before the pod is called: once called, it stores the prompt's blocks and the index shows them.
+            predictedTokens = Math.max(0, server.router.heldDepth(ctx, slot)) * (long) server.blockSize;
         }
         final URI target = url;
         final ChannelFuture f = server.upstreams.acquire(client.channel().eventLoop(), target);
@@ -235,8 +241,7 @@ final class ProxyCall {
         }
         if (server.config.responseHeaders) {
             out.headers().set("x-kvidx-pod", String.valueOf(server.registry.podId(slot)));
-            out.headers().set("x-kvidx-predicted-tokens",
-                Math.max(0, server.router.heldDepth(ctx, slot)) * (long) server.blockSize);
+            out.headers().set("x-kvidx-predicted-tokens", predictedTokens);
             out.headers().set("x-kvidx-fallback", plan.isFallback());
             if (prefillSlot != RoutingPlan.NO_POD) {
                 out.headers().set("x-kvidx-prefill-pod", String.valueOf(server.registry.podId(prefillSlot)));

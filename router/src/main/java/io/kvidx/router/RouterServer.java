@@ -134,7 +134,7 @@ public final class RouterServer implements AutoCloseable {
                         ch.pipeline()
                             .addLast(new IdleStateHandler(0, 0, IDLE_TIMEOUT_S, TimeUnit.SECONDS))
                             .addLast(new HttpServerCodec(4096, 16384, 65536))
-                            .addLast(new BodyLimit(RouterServer.this, config.maxBodyBytes))
+                            .addLast(new BodyLimit(config.maxBodyBytes))
                             .addLast(new FrontHandler(RouterServer.this));
                     }
                 })
@@ -233,23 +233,19 @@ public final class RouterServer implements AutoCloseable {
         index.close();
     }
 
-    /** The body limit: an oversized request gets the OpenAI-shaped 413 and the connection is closed. */
+    /** The body limit: an oversized request gets the OpenAI-shaped 413 (from {@link FrontHandler}), then closing. */
     private static final class BodyLimit extends HttpObjectAggregator {
-        private final RouterServer server;
         private final int maxBodyBytes;
 
-        BodyLimit(final RouterServer server, final int maxBodyBytes) {
+        BodyLimit(final int maxBodyBytes) {
             super(maxBodyBytes);
-            this.server = server;
             this.maxBodyBytes = maxBodyBytes;
         }
 
+        /** Passed on as a message, so that the 413 leaves after the answers to the requests before it. */
         @Override
         protected void handleOversizedMessage(final ChannelHandlerContext ctx, final HttpMessage oversized) {
-            server.metrics.requests.labelValues("any", "413").inc();
-            final FrontHandler front = ctx.pipeline().get(FrontHandler.class);
-            front.sendError(ctx, false, 413, "invalid_request_error", "request body exceeds " + maxBodyBytes
-                + " bytes (max-body-bytes)");
+            ctx.fireChannelRead(new FrontHandler.Oversized(maxBodyBytes));
         }
     }
 }
