@@ -195,7 +195,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     /** Fills the request's routing inputs: model or adapter, salt, session header, and its prompt. */
     private void fill(final RoutingContext rc, final OpenAiRequest parsed, final FullHttpRequest request) {
         final RequestMeta meta = rc.request();
-        final String model = parsed.model;
+        final String model = parsed.model != null ? parsed.model : server.pods.defaultModel();
         final String base = model == null ? null : server.config.loraAdapters.get(model);
         if (base != null) {
             meta.model(base).lora(model);

@@ -55,6 +55,8 @@ final class PodBook {
     private final LongAdder healthFailures = new LongAdder();
     private final LongAdder scrapeFailures = new LongAdder();
     private boolean indexSeen;
+    /** The one model every routable pod serves, or null (none known, or several). */
+    private volatile String defaultModel;
     private long nextHealthMs;
     private long nextScrapeMs;
 
@@ -92,11 +94,19 @@ final class PodBook {
         } else if (!indexSeen) {
             registerListedByHand();
         }
+        String only = null;
+        boolean several = false;
         for (int slot = 0; slot < PodRegistry.MAX_PODS; slot++) {
             final URI url = registry.isRegistered(slot) || hand[slot] ? urlOf(slot) : null;
             urls.set(slot, url);
             setBit(noUrl, slot, url == null);
+            final String model = url == null ? null : registry.model(slot);
+            if (model != null) {
+                several |= only != null && !only.equals(model);
+                only = model;
+            }
         }
+        defaultModel = several ? null : only;
         if (config.healthIntervalMs > 0 && nowMs >= nextHealthMs) {
             nextHealthMs = nowMs + config.healthIntervalMs;
             checkHealth();
@@ -286,6 +296,14 @@ final class PodBook {
 
     boolean isDown(final int slot) {
         return (down.get(slot >>> 6) & (1L << slot)) != 0;
+    }
+
+    /**
+     * @return the model of a request that names none: the one model the routable pods serve, or null when they serve
+     * several (or none is known). The index keys a prompt by its model, so a request without one would match nothing.
+     */
+    String defaultModel() {
+        return defaultModel;
     }
 
     /**

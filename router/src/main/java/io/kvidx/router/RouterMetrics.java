@@ -68,19 +68,26 @@ final class RouterMetrics {
         inFlight = Gauge.builder().name("kvidx_router_in_flight").help("Requests being proxied now")
             .register(registry);
         CounterWithCallback.builder().name("kvidx_router_decisions_total")
-            .help("Routing decisions by outcome: scored with the index, or picked by the fallback picker (index"
-                + " unavailable, busy or failing)")
+            .help("Routing decisions by outcome: scored with the index (indexed), picked by the fallback picker"
+                + " (index unavailable, busy or failing), or made by a profile that does not read the index"
+                + " (without_index: round robin, least load)")
             .labelNames("outcome")
             .callback(cb -> {
-                long decisions = 0;
+                long indexed = 0;
                 long fallbacks = 0;
+                long without = 0;
                 for (final Selector s : workflow.selectors()) {
                     final RoutingCounters c = s.counters();
-                    decisions += c.decisions();
                     fallbacks += c.fallbacks();
+                    if (s.profile().needsIndex()) {
+                        indexed += Math.max(0, c.decisions() - c.fallbacks());
+                    } else {
+                        without += Math.max(0, c.decisions() - c.fallbacks());
+                    }
                 }
-                cb.call(Math.max(0, decisions - fallbacks), "indexed");
+                cb.call(indexed, "indexed");
                 cb.call(fallbacks, "fallback");
+                cb.call(without, "without_index");
             }).register(registry);
         GaugeWithCallback.builder().name("kvidx_router_pods_routable")
             .help("Pods that may be routed to now (registered, with a URL, not down)")
