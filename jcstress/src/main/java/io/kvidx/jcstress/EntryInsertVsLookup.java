@@ -1,0 +1,52 @@
+package io.kvidx.jcstress;
+
+import org.openjdk.jcstress.annotations.Actor;
+import org.openjdk.jcstress.annotations.Arbiter;
+import org.openjdk.jcstress.annotations.JCStressTest;
+import org.openjdk.jcstress.annotations.Outcome;
+import org.openjdk.jcstress.annotations.State;
+import org.openjdk.jcstress.infra.results.I_Result;
+
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
+import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
+
+/**
+ * Entry insert vs lookup ({@link EntryInsertRace}): the daemon stores a new key (pods word, then the key with a
+ * release store) while the router looks it up. The router may see the key absent, then present with its pod, and
+ * nothing else: never the key without its pod (bit 4).
+ */
+@JCStressTest
+@Outcome(id = "2", expect = ACCEPTABLE, desc = "only the state after the change (the reader came late)")
+@Outcome(id = "3", expect = ACCEPTABLE, desc = "the state before the change, then the state after it")
+@Outcome(id = "(8|9|10|11)", expect = ACCEPTABLE, desc = "a read gave up (writer descheduled); nothing illegal seen")
+@Outcome(expect = FORBIDDEN, desc = "torn: the key without its pod, or with another pod")
+@State
+public class EntryInsertVsLookup {
+    private final EntryInsertRace race = new EntryInsertRace(EntryLanes.GENERAL);
+
+    /** The writer actor. */
+    @Actor
+    public void writer() {
+        race.store();
+    }
+
+    /**
+     * The reader actor.
+     *
+     * @param r what it saw ({@link Seen}).
+     */
+    @Actor
+    public void reader(final I_Result r) {
+        r.r1 = race.observe(EntryRead.REAL);
+    }
+
+    /**
+     * Frees the lane.
+     *
+     * @param r unused.
+     */
+    @Arbiter
+    public void reset(final I_Result r) {
+        race.reset();
+    }
+}

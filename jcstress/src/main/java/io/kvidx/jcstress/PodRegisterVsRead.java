@@ -1,0 +1,52 @@
+package io.kvidx.jcstress;
+
+import org.openjdk.jcstress.annotations.Actor;
+import org.openjdk.jcstress.annotations.Arbiter;
+import org.openjdk.jcstress.annotations.JCStressTest;
+import org.openjdk.jcstress.annotations.Outcome;
+import org.openjdk.jcstress.annotations.State;
+import org.openjdk.jcstress.infra.results.I_Result;
+
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
+import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
+
+/**
+ * Pod table register vs read ({@link PodRegisterRace}): the daemon registers a pod into its freed slot (generation,
+ * state, id, model written under the entry's seqlock) while the router reads the entry. The router sees the old
+ * entry, then the new one, never a mix (bit 4).
+ */
+@JCStressTest
+@Outcome(id = "2", expect = ACCEPTABLE, desc = "only the state after the change (the reader came late)")
+@Outcome(id = "3", expect = ACCEPTABLE, desc = "the state before the change, then the state after it")
+@Outcome(id = "(8|9|10|11)", expect = ACCEPTABLE, desc = "a read gave up (writer descheduled); nothing illegal seen")
+@Outcome(expect = FORBIDDEN, desc = "torn: an entry mixing two registrations")
+@State
+public class PodRegisterVsRead {
+    private final PodRegisterRace race = new PodRegisterRace();
+
+    /** The writer actor. */
+    @Actor
+    public void writer() {
+        race.register();
+    }
+
+    /**
+     * The reader actor.
+     *
+     * @param r what it saw ({@link Seen}).
+     */
+    @Actor
+    public void reader(final I_Result r) {
+        r.r1 = race.observe(PodRead.REAL);
+    }
+
+    /**
+     * Frees the lane.
+     *
+     * @param r unused.
+     */
+    @Arbiter
+    public void reset(final I_Result r) {
+        race.reset();
+    }
+}

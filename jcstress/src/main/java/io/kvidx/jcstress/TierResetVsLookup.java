@@ -1,0 +1,52 @@
+package io.kvidx.jcstress;
+
+import org.openjdk.jcstress.annotations.Actor;
+import org.openjdk.jcstress.annotations.Arbiter;
+import org.openjdk.jcstress.annotations.JCStressTest;
+import org.openjdk.jcstress.annotations.Outcome;
+import org.openjdk.jcstress.annotations.State;
+import org.openjdk.jcstress.infra.results.I_Result;
+
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
+import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
+
+/**
+ * Tier map region reset vs lookup ({@link TierRace.Change#RESET}): the daemon gives a region to the slot's next
+ * generation (entries zeroed, then the generation, inside an odd region version) while the router looks up a key
+ * of the old generation: DISK, then "other generation", never "absent" for the old generation (bit 4).
+ */
+@JCStressTest
+@Outcome(id = "2", expect = ACCEPTABLE, desc = "only the state after the change (the reader came late)")
+@Outcome(id = "3", expect = ACCEPTABLE, desc = "the state before the change, then the state after it")
+@Outcome(id = "(8|9|10|11)", expect = ACCEPTABLE, desc = "a read gave up (writer descheduled); nothing illegal seen")
+@Outcome(expect = FORBIDDEN, desc = "torn: old generation, entries already zeroed (absent)")
+@State
+public class TierResetVsLookup {
+    private final TierRace race = new TierRace(TierRace.Change.RESET);
+
+    /** The writer actor. */
+    @Actor
+    public void writer() {
+        race.write();
+    }
+
+    /**
+     * The reader actor.
+     *
+     * @param r what it saw ({@link Seen}).
+     */
+    @Actor
+    public void reader(final I_Result r) {
+        r.r1 = race.observe(TierRead.REAL);
+    }
+
+    /**
+     * Frees the lane.
+     *
+     * @param r unused.
+     */
+    @Arbiter
+    public void reset(final I_Result r) {
+        race.reset();
+    }
+}

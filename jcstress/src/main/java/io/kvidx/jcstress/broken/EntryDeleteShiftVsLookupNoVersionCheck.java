@@ -1,0 +1,54 @@
+package io.kvidx.jcstress.broken;
+
+import io.kvidx.jcstress.EntryLanes;
+import io.kvidx.jcstress.EntryShiftRace;
+import io.kvidx.jcstress.Seen;
+import org.openjdk.jcstress.annotations.Actor;
+import org.openjdk.jcstress.annotations.Arbiter;
+import org.openjdk.jcstress.annotations.JCStressTest;
+import org.openjdk.jcstress.annotations.Outcome;
+import org.openjdk.jcstress.annotations.State;
+import org.openjdk.jcstress.infra.results.I_Result;
+
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
+
+/**
+ * Broken twin of {@link io.kvidx.jcstress.EntryDeleteShiftVsLookup}: the reader ignores the shard's seqlock
+ * version ({@link BrokenReads#lookupNoVersionCheck}); the daemon's delete and shift are unchanged.
+ */
+@JCStressTest
+@Outcome(id = "2", expect = ACCEPTABLE, desc = "only the state after the change (the reader came late)")
+@Outcome(id = "3", expect = ACCEPTABLE, desc = "the state before the change, then the state after it")
+@Outcome(id = "(8|9|10|11)", expect = ACCEPTABLE, desc = "a read gave up (writer descheduled); nothing illegal seen")
+@Outcome(expect = ACCEPTABLE_INTERESTING, desc = "torn (4): deleted key, wrong pods; 16: moved key lost")
+@State
+public class EntryDeleteShiftVsLookupNoVersionCheck {
+    private final EntryShiftRace race = new EntryShiftRace(EntryLanes.GENERAL);
+
+    /** The writer actor. */
+    @Actor
+    public void writer() {
+        race.delete();
+    }
+
+    /**
+     * The reader actor.
+     *
+     * @param r what it saw ({@link Seen}).
+     */
+    @Actor
+    public void reader(final I_Result r) {
+        r.r1 = race.observe(BrokenReads::lookupNoVersionCheck);
+    }
+
+    /**
+     * Frees the lane.
+     *
+     * @param r unused.
+     */
+    @Arbiter
+    public void reset(final I_Result r) {
+        race.reset();
+    }
+}

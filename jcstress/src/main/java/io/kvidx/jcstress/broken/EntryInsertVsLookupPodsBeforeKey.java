@@ -1,0 +1,55 @@
+package io.kvidx.jcstress.broken;
+
+import io.kvidx.jcstress.EntryInsertRace;
+import io.kvidx.jcstress.EntryLanes;
+import io.kvidx.jcstress.Seen;
+import org.openjdk.jcstress.annotations.Actor;
+import org.openjdk.jcstress.annotations.Arbiter;
+import org.openjdk.jcstress.annotations.JCStressTest;
+import org.openjdk.jcstress.annotations.Outcome;
+import org.openjdk.jcstress.annotations.State;
+import org.openjdk.jcstress.infra.results.I_Result;
+
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
+
+/**
+ * Broken twin of {@link io.kvidx.jcstress.EntryInsertVsLookup}: the reader loads each entry's pods word before its
+ * key ({@link BrokenReads#lookupPodsBeforeKey}), the order the writer's release store and the reader's acquire fence
+ * exist to forbid. The daemon's store is unchanged.
+ */
+@JCStressTest
+@Outcome(id = "2", expect = ACCEPTABLE, desc = "only the state after the change (the reader came late)")
+@Outcome(id = "3", expect = ACCEPTABLE, desc = "the state before the change, then the state after it")
+@Outcome(id = "(8|9|10|11)", expect = ACCEPTABLE, desc = "a read gave up (writer descheduled); nothing illegal seen")
+@Outcome(expect = ACCEPTABLE_INTERESTING, desc = "torn: the new key with the empty entry's pods word")
+@State
+public class EntryInsertVsLookupPodsBeforeKey {
+    private final EntryInsertRace race = new EntryInsertRace(EntryLanes.GENERAL);
+
+    /** The writer actor. */
+    @Actor
+    public void writer() {
+        race.store();
+    }
+
+    /**
+     * The reader actor.
+     *
+     * @param r what it saw ({@link Seen}).
+     */
+    @Actor
+    public void reader(final I_Result r) {
+        r.r1 = race.observe(BrokenReads::lookupPodsBeforeKey);
+    }
+
+    /**
+     * Frees the lane.
+     *
+     * @param r unused.
+     */
+    @Arbiter
+    public void reset(final I_Result r) {
+        race.reset();
+    }
+}

@@ -1,0 +1,53 @@
+package io.kvidx.jcstress.broken;
+
+import io.kvidx.jcstress.PodRegisterRace;
+import io.kvidx.jcstress.Seen;
+import org.openjdk.jcstress.annotations.Actor;
+import org.openjdk.jcstress.annotations.Arbiter;
+import org.openjdk.jcstress.annotations.JCStressTest;
+import org.openjdk.jcstress.annotations.Outcome;
+import org.openjdk.jcstress.annotations.State;
+import org.openjdk.jcstress.infra.results.I_Result;
+
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
+
+/**
+ * Broken twin of {@link io.kvidx.jcstress.PodRegisterVsRead}: the reader does not re-check the pod entry's seqlock
+ * after copying it ({@link BrokenReads#podNoSeqCheck}); the daemon's registration is unchanged.
+ */
+@JCStressTest
+@Outcome(id = "2", expect = ACCEPTABLE, desc = "only the state after the change (the reader came late)")
+@Outcome(id = "3", expect = ACCEPTABLE, desc = "the state before the change, then the state after it")
+@Outcome(id = "(8|9|10|11)", expect = ACCEPTABLE, desc = "a read gave up (writer descheduled); nothing illegal seen")
+@Outcome(expect = ACCEPTABLE_INTERESTING, desc = "torn: an entry mixing two registrations")
+@State
+public class PodRegisterVsReadNoSeqCheck {
+    private final PodRegisterRace race = new PodRegisterRace();
+
+    /** The writer actor. */
+    @Actor
+    public void writer() {
+        race.register();
+    }
+
+    /**
+     * The reader actor.
+     *
+     * @param r what it saw ({@link Seen}).
+     */
+    @Actor
+    public void reader(final I_Result r) {
+        r.r1 = race.observe(BrokenReads::podNoSeqCheck);
+    }
+
+    /**
+     * Frees the lane.
+     *
+     * @param r unused.
+     */
+    @Arbiter
+    public void reset(final I_Result r) {
+        race.reset();
+    }
+}
