@@ -72,6 +72,8 @@ public final class TraceBench {
         boolean json;
         @Option(names = "--no-replay")
         boolean skipReplay;
+        @Option(names = "--daemon-arg")
+        List<String> daemonArgs = new ArrayList<>();
         @Option(names = "--out")
         Path out = defaultResults();
         @Option(names = {"-h", "--help"})
@@ -127,7 +129,7 @@ public final class TraceBench {
     public static String usage() {
         return "usage: kvidx bench trace [--trace FILE] [--pods N] [--quick] [--json] [--transport zmq|aeron]"
             + " [--aeron-channel CHANNEL] [--block-size B] [--budget BLOCKS] [--requests N] [--windows-ms W,W,...]"
-            + " [--sockets N] [--seed S] [--out DIR] [--no-replay]";
+            + " [--sockets N] [--seed S] [--out DIR] [--no-replay] [--daemon-arg ARG]...";
     }
 
     /**
@@ -170,7 +172,8 @@ public final class TraceBench {
             if (!o.skipReplay) {
                 int run = 0;
                 for (final long w : o.windowsMs) {
-                    final TraceReplay.Point p = TraceReplay.run(plan, w, o.choice, scratch, run++, out);
+                    final TraceReplay.Point p = TraceReplay.run(plan, w, o.choice, scratch, run++, out,
+                        o.daemonArgs);
                     points.add(p);
                     out.printf("window %6d ms: offered %.2f M ops/s, achieved %.2f M ops/s, writer lag %.0f ms, "
                             + "publisher lag %.0f ms, %s; router %s%n", w, p.offeredOpsPerS() / 1e6,
@@ -180,13 +183,19 @@ public final class TraceBench {
             }
             final Json json = json(o, trace.size(), plan, points, routing);
             json.put("seconds", Math.round((System.nanoTime() - started) / 1e8) / 10.0);
+            // The JSON line first: a chart that fails to draw must not lose the figures.
+            if (o.json) {
+                out.println(json);
+                out.flush();
+            }
+            if (points.isEmpty()) {
+                out.println("report: none (--no-replay: no sweep to chart)");
+                return json;
+            }
             final Path report = TraceReport.write(o.out, traceName + ", " + trace.size() + " requests, " + o.pods
                 + " pods, " + o.choice.kind() + ", " + LocalDate.now() + ", "
                 + Runtime.getRuntime().availableProcessors() + " CPUs", points, routing, json.toString());
             out.println("report: " + report.toAbsolutePath());
-            if (o.json) {
-                out.println(json);
-            }
             return json;
         } finally {
             try (var files = Files.walk(scratch)) {

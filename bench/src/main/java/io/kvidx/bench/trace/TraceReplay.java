@@ -107,6 +107,22 @@ final class TraceReplay {
      */
     static Point run(final TracePlan plan, final long windowMs, final TransportChoice transport, final Path base,
         final int run, final java.io.PrintStream log) throws Exception {
+        return run(plan, windowMs, transport, base, run, log, List.of());
+    }
+
+    /**
+     * @param plan       the replay.
+     * @param windowMs   replay window.
+     * @param transport  how events reach the daemon (the plan was encoded for it).
+     * @param base       run directory (index, logs, files).
+     * @param run        point number (names the subdirectory).
+     * @param log        progress output.
+     * @param daemonArgs extra options for the daemon (after the bench's own: e.g. {@code --writers=4}).
+     * @return the point.
+     * @throws Exception when a process fails to start or answer in time.
+     */
+    static Point run(final TracePlan plan, final long windowMs, final TransportChoice transport, final Path base,
+        final int run, final java.io.PrintStream log, final List<String> daemonArgs) throws Exception {
         final Path runDir = base.resolve("run-" + run);
         java.nio.file.Files.createDirectories(runDir);
         final Path indexDir = runDir.resolve("index");
@@ -131,6 +147,7 @@ final class TraceReplay {
                 CELL, "--block-size", Integer.toString(plan.blockSize()), "--max-pods", Integer.toString(pods),
                 "--capacity-blocks", Long.toString(Math.max(1L << 20, 4L * plan.blocksStored() / 3))));
             args.addAll(events.daemonArgs());
+            args.addAll(daemonArgs);
             daemon = start(java("io.kvidx.daemon.cli.KvidxCli", args), runDir.resolve("daemon.log"));
             events.connect(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ATTACH_LIMIT_MS));
             try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(indexDir).cell(CELL)
