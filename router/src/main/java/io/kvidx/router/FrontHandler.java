@@ -230,7 +230,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         final ByteBuf body = request.content().retain();
-        final var headers = request.headers().copy();
+        // The headers are heap objects: they outlive the release of the request's content (no copy).
+        final var headers = request.headers();
         request.release();
         call = new ProxyCall(server, this, ctx, headers, path, body, rc, plan, keepAlive, arrived, promptTokens,
             label);

@@ -23,12 +23,15 @@ import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.util.AsciiString;
 import io.netty.util.concurrent.ScheduledFuture;
 
 import java.net.ConnectException;
 import java.net.URI;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 
@@ -52,8 +55,12 @@ import java.util.concurrent.TimeUnit;
 final class ProxyCall {
     private enum Stage { SINGLE, PREFILL, DECODE }
 
-    private static final String[] HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate",
-        "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "proxy-connection"};
+    /** Hop-by-hop headers (RFC 9110 7.6.1 and the usual extras), and those the router sets itself. */
+    private static final AsciiString[] SKIPPED = {HttpHeaderNames.CONNECTION, AsciiString.cached("keep-alive"),
+        HttpHeaderNames.PROXY_AUTHENTICATE, HttpHeaderNames.PROXY_AUTHORIZATION, HttpHeaderNames.TE,
+        HttpHeaderNames.TRAILER, HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderNames.UPGRADE,
+        AsciiString.cached("proxy-connection"), HttpHeaderNames.HOST, HttpHeaderNames.CONTENT_LENGTH,
+        HttpHeaderNames.EXPECT};
 
     private final RouterServer server;
     private final FrontHandler front;
@@ -478,32 +485,34 @@ final class ProxyCall {
 
     /**
      * Copies headers except hop-by-hop ones (and those the Connection header names), Host, Content-Length and Expect
-     * (the router answered the client's 100-continue itself).
+     * (the router answered the client's 100-continue itself). Names are compared in place, case-insensitively, as
+     * Netty's {@link AsciiString}s: nothing is allocated per header but the copy.
      */
     static void copyHeaders(final HttpHeaders from, final HttpHeaders to) {
         final String connection = from.get(HttpHeaderNames.CONNECTION);
-        for (final var e : from) {
-            final String name = e.getKey().toLowerCase(Locale.ROOT);
-            if (isHopByHop(name) || "host".equals(name) || "content-length".equals(name) || "expect".equals(name)
-                || (connection != null && connectionNames(connection, name))) {
+        final Iterator<Map.Entry<CharSequence, CharSequence>> it = from.iteratorCharSequence();
+        while (it.hasNext()) {
+            final Map.Entry<CharSequence, CharSequence> e = it.next();
+            final CharSequence name = e.getKey();
+            if (isSkipped(name) || (connection != null && connectionNames(connection, name))) {
                 continue;
             }
-            to.add(e.getKey(), e.getValue());
+            to.add(name, e.getValue());
         }
     }
 
-    private static boolean isHopByHop(final String lower) {
-        for (final String h : HOP_BY_HOP) {
-            if (h.equals(lower)) {
+    private static boolean isSkipped(final CharSequence name) {
+        for (final AsciiString h : SKIPPED) {
+            if (h.contentEqualsIgnoreCase(name)) {
                 return true;
             }
         }
         return false;
     }
 
-    private static boolean connectionNames(final String connection, final String lower) {
+    private static boolean connectionNames(final String connection, final CharSequence name) {
         for (final String token : connection.split(",")) {
-            if (token.trim().toLowerCase(Locale.ROOT).equals(lower)) {
+            if (AsciiString.contentEqualsIgnoreCase(token.trim(), name)) {
                 return true;
             }
         }
