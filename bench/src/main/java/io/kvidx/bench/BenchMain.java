@@ -7,7 +7,8 @@ import java.util.Arrays;
  * replays a request trace through the daemon and a router process ({@link io.kvidx.bench.trace.TraceBench}), {@code restart}
  * times a writer's re-attach to a large index ({@link RestartBench}), {@code http} times {@code POST /query}
  * against an in-process daemon ({@link HttpQueryBench}), {@code tokenize} runs the text-to-router-keys
- * JMH benchmark and summarises it ({@link io.kvidx.bench.tokenize.TokenizeBench}); anything
+ * JMH benchmark and summarises it ({@link io.kvidx.bench.tokenize.TokenizeBench}), {@code router} measures
+ * {@code kvidx router} end to end and its added latency ({@link io.kvidx.bench.router.RouterBench}); anything
  * else is handed to JMH's {@code org.openjdk.jmh.Main} (benchmark names, -prof gc, -h, ...).
  */
 public final class BenchMain {
@@ -76,6 +77,21 @@ public final class BenchMain {
                     return;
                 } catch (final java.io.IOException ex) {
                     System.err.println("kvidx bench trace: cannot read the trace: " + ex);
+                    System.exit(1);
+                    return;
+                }
+                System.exit(0);
+            }
+            case "router" -> {
+                try {
+                    io.kvidx.bench.router.RouterBench.run(rest, System.out);
+                } catch (final IllegalArgumentException ex) {
+                    System.err.println("kvidx bench router: " + ex.getMessage());
+                    System.err.println(io.kvidx.bench.router.RouterBench.usage());
+                    System.exit(2);
+                    return;
+                } catch (final java.io.IOException ex) {
+                    System.err.println("kvidx bench router: " + ex.getMessage());
                     System.exit(1);
                     return;
                 }

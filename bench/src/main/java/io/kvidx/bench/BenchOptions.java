@@ -86,6 +86,8 @@ public final class BenchOptions {
                    kvidx bench xproc [options] [--json]   kvidx queried from a second JVM under writer churn
                    kvidx bench trace [--trace FILE] [--pods N] [--quick] [--json]   Mooncake trace replay (-h: options)
                    kvidx bench tokenize [--quick] [--json]   text of 2,048 tokens -> router keys (-h: options)
+                   kvidx bench router [--engines N] [--requests N] [--skip-e2e] [--skip-overhead]   kvidx router
+                                                          end to end and its added latency (-h: options)
                    kvidx bench restart [--blocks N] [--pods P] [--rounds R]   writer re-attach time (-h: options)
                    kvidx bench <JMH args>                 JMH (e.g. IndexQueryBenchmark -prof gc; -h for help)
             options: --pods P (64) --chain N (32) --blocks B (1048576) --seed S --warmup-ms (1500)

@@ -154,7 +154,10 @@ final class ProxyCall {
         }
         if (server.config.responseHeaders) {
             // Probed before the pod is called: once called, it stores the prompt's blocks and the index shows them.
-            predictedTokens = Math.max(0, server.router.heldDepth(ctx, slot)) * (long) server.blockSize;
+            // Capped as vLLM caps a hit: never the block holding the prompt's last token (it is recomputed).
+            final long blocks = Math.max(0, server.router.heldDepth(ctx, slot));
+            final long hittable = promptTokens > 0 ? (promptTokens - 1) / server.blockSize : blocks;
+            predictedTokens = Math.min(blocks, hittable) * (long) server.blockSize;
         }
         final URI target = url;
         final ChannelFuture f = server.upstreams.acquire(client.channel().eventLoop(), target);
