@@ -60,7 +60,6 @@ final class OpenAiRequest {
     int tokenCount;
     private final TokenIdsFastPath fastPath = new TokenIdsFastPath("prompt");
     private byte[] bytes = new byte[4096];
-    private byte[] rest = new byte[4096];
     private boolean preparsed;
 
     /**
@@ -84,26 +83,16 @@ final class OpenAiRequest {
         byte[] json = bytes;
         int jsonLength = length;
         preparsed = false;
-        final int open = fastPath.find(bytes, length);
-        if (open >= 0) {
-            final int room = Math.min(MAX_TOKENS, length / 2 + 1);
-            if (tokens.length < room) {
-                tokens = new int[Math.max(room, Math.min(MAX_TOKENS, 2 * tokens.length))];
-            }
-            final int end = fastPath.read(bytes, open, length, tokens);
-            if (end > 0) {
-                if (rest.length < length) {
-                    rest = new byte[Math.max(length, 2 * rest.length)];
-                }
-                System.arraycopy(bytes, 0, rest, 0, open);
-                rest[open] = '[';
-                rest[open + 1] = ']';
-                System.arraycopy(bytes, end, rest, open + 2, length - end);
-                json = rest;
-                jsonLength = open + 2 + length - end;
-                preparsed = true;
-                tokenCount = fastPath.count();
-            }
+        final int room = Math.min(MAX_TOKENS, length / 2 + 1);
+        if (tokens.length < room) {
+            tokens = new int[Math.max(room, Math.min(MAX_TOKENS, 2 * tokens.length))];
+        }
+        final int spliced = fastPath.splice(bytes, length, tokens);
+        if (spliced >= 0) {
+            json = fastPath.rest();
+            jsonLength = spliced;
+            preparsed = true;
+            tokenCount = fastPath.count();
         }
         try (JsonParser p = FACTORY.createParser(json, 0, jsonLength)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {

@@ -42,7 +42,6 @@ final class RequestBody {
 
     private final int maxArrayLength;
     private byte[] bytes = new byte[4096];
-    private byte[] rest = new byte[4096];
     private final TokenIdsFastPath fastPath = new TokenIdsFastPath("token_ids");
     private final boolean useFastPath;
     /** The fast path read the token ids; jackson sees [] in their place (once). */
@@ -105,22 +104,14 @@ final class RequestBody {
         int jsonLength = length;
         // The token ids, which grow with the prompt, are read by a plain scan; jackson reads the rest with [] in
         // their place (and the whole body when the scan gives up).
-        final int open = useFastPath ? fastPath.find(bytes, length) : -1;
-        if (open >= 0) {
+        if (useFastPath) {
             if (tokens.length < Math.min(maxArrayLength, length / 2 + 1)) {
                 tokens = new int[Math.min(maxArrayLength, Math.max(length / 2 + 1, 2 * tokens.length))];
             }
-            final int end = fastPath.read(bytes, open, length, tokens);
-            if (end > 0) {
-                if (rest.length < length) {
-                    rest = new byte[Math.max(length, 2 * rest.length)];
-                }
-                System.arraycopy(bytes, 0, rest, 0, open);
-                rest[open] = '[';
-                rest[open + 1] = ']';
-                System.arraycopy(bytes, end, rest, open + 2, length - end);
-                json = rest;
-                jsonLength = open + 2 + length - end;
+            final int spliced = fastPath.splice(bytes, length, tokens);
+            if (spliced >= 0) {
+                json = fastPath.rest();
+                jsonLength = spliced;
                 preparsed = true;
                 preparsedCount = fastPath.count();
             }

@@ -18,6 +18,7 @@ package io.kvidx.client.json;
 public final class TokenIdsFastPath {
     private final byte[] key;
     private int count;
+    private byte[] rest = new byte[4096];
 
     /**
      * @param key the top-level key whose array value holds the token ids (ASCII, no escapes).
@@ -113,6 +114,42 @@ public final class TokenIdsFastPath {
             i = skipSpace(b, i + 1, len);
         }
         return -1;
+    }
+
+    /**
+     * Finds the array ({@link #find}), reads it into {@code out} ({@link #read}), and writes the body with {@code []}
+     * in its place into {@link #rest()}, for a general parser to read the rest of the body.
+     *
+     * @param b   the body.
+     * @param len its length.
+     * @param out receives the values (room for {@code len / 2 + 1} reads any array the body can hold).
+     * @return the length of the rewritten body in {@link #rest()}, or -1 when there is no array the scan reads
+     * exactly (then the body goes to the general parser whole).
+     */
+    public int splice(final byte[] b, final int len, final int[] out) {
+        final int open = find(b, len);
+        if (open < 0) {
+            return -1;
+        }
+        final int end = read(b, open, len, out);
+        if (end < 0) {
+            return -1;
+        }
+        if (rest.length < len) {
+            rest = new byte[Math.max(len, 2 * rest.length)];
+        }
+        System.arraycopy(b, 0, rest, 0, open);
+        rest[open] = '[';
+        rest[open + 1] = ']';
+        System.arraycopy(b, end, rest, open + 2, len - end);
+        return open + 2 + len - end;
+    }
+
+    /**
+     * @return the body the last successful {@link #splice} rewrote (valid up to the length it returned).
+     */
+    public byte[] rest() {
+        return rest;
     }
 
     /**
