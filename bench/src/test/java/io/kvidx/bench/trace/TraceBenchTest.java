@@ -27,6 +27,33 @@ class TraceBenchTest {
         replayTinyTrace(TransportChoice.AERON);
     }
 
+    /**
+     * {@code --no-replay}: the routing simulation only; the JSON line is printed and no report is drawn (drawing the
+     * empty sweep failed with "Y-Axis data cannot be empty" before). Options reach nothing they should not: a daemon
+     * option given with {@code --daemon-arg} is accepted and unused without a replay.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void shouldSimulateRoutingAloneWithNoReplay() throws Exception {
+        final Path dir = Path.of("target", "trace-bench-test-no-replay");
+        Files.createDirectories(dir);
+        final Path trace = dir.resolve("tiny.jsonl");
+        final StringBuilder lines = new StringBuilder();
+        for (final TraceRequest r : RoutingSimTest.sharedPrefixTrace(60)) {
+            lines.append("{\"timestamp\": ").append(r.timestampMs()).append(", \"input_length\": ")
+                .append(r.inputLength()).append(", \"output_length\": ").append(r.outputLength())
+                .append(", \"hash_ids\": ").append(java.util.Arrays.toString(r.hashIds())).append("}\n");
+        }
+        Files.writeString(trace, lines);
+        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        TraceBench.run(new String[] {"--trace", trace.toString(), "--pods", "8", "--no-replay", "--json",
+            "--daemon-arg=--writers=2", "--out", dir.resolve("results").toString()},
+            new PrintStream(bytes, true, StandardCharsets.UTF_8));
+        final String out = bytes.toString(StandardCharsets.UTF_8);
+        assertTrue(out.lines().anyMatch(l -> l.startsWith("{\"valid\": false") && l.contains("\"routing\"")), out);
+        assertTrue(out.contains("report: none"), out);
+    }
+
     private static void replayTinyTrace(final String transport) throws Exception {
         final Path dir = Path.of("target", "trace-bench-test-" + transport);
         Files.createDirectories(dir);
@@ -44,7 +71,10 @@ class TraceBenchTest {
             new PrintStream(bytes, true, StandardCharsets.UTF_8));
         final String out = bytes.toString(StandardCharsets.UTF_8);
         final List<String> outLines = out.lines().toList();
-        final String json = outLines.get(outLines.size() - 1);
+        // The JSON line comes before the report's path (a chart that fails to draw must not lose it).
+        final String json = outLines.stream().filter(l -> l.startsWith("{\"valid\": ")).reduce((x, y) -> y)
+            .orElse("");
+        assertTrue(outLines.get(outLines.size() - 1).startsWith("report: "), out);
         assertTrue(json.startsWith("{\"valid\": ") && json.endsWith("}"), out);
         assertTrue(json.contains("\"transport\": \"" + transport + "\""), json);
 
