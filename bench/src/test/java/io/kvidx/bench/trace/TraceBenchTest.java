@@ -36,15 +36,7 @@ class TraceBenchTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void shouldSimulateRoutingAloneWithNoReplay() throws Exception {
         final Path dir = Path.of("target", "trace-bench-test-no-replay");
-        Files.createDirectories(dir);
-        final Path trace = dir.resolve("tiny.jsonl");
-        final StringBuilder lines = new StringBuilder();
-        for (final TraceRequest r : RoutingSimTest.sharedPrefixTrace(60)) {
-            lines.append("{\"timestamp\": ").append(r.timestampMs()).append(", \"input_length\": ")
-                .append(r.inputLength()).append(", \"output_length\": ").append(r.outputLength())
-                .append(", \"hash_ids\": ").append(java.util.Arrays.toString(r.hashIds())).append("}\n");
-        }
-        Files.writeString(trace, lines);
+        final Path trace = tinyTrace(dir, 60);
         final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         TraceBench.run(new String[] {"--trace", trace.toString(), "--pods", "8", "--no-replay", "--json",
             "--daemon-arg=--writers=2", "--out", dir.resolve("results").toString()},
@@ -54,17 +46,23 @@ class TraceBenchTest {
         assertTrue(out.contains("report: none"), out);
     }
 
-    private static void replayTinyTrace(final String transport) throws Exception {
-        final Path dir = Path.of("target", "trace-bench-test-" + transport);
+    /** Writes a trace of {@code n} requests with shared prefixes, in Mooncake's format, into {@code dir}. */
+    private static Path tinyTrace(final Path dir, final int n) throws Exception {
         Files.createDirectories(dir);
         final Path trace = dir.resolve("tiny.jsonl");
         final StringBuilder lines = new StringBuilder();
-        for (final TraceRequest r : RoutingSimTest.sharedPrefixTrace(120)) {
+        for (final TraceRequest r : RoutingSimTest.sharedPrefixTrace(n)) {
             lines.append("{\"timestamp\": ").append(r.timestampMs()).append(", \"input_length\": ")
                 .append(r.inputLength()).append(", \"output_length\": ").append(r.outputLength())
                 .append(", \"hash_ids\": ").append(java.util.Arrays.toString(r.hashIds())).append("}\n");
         }
         Files.writeString(trace, lines);
+        return trace;
+    }
+
+    private static void replayTinyTrace(final String transport) throws Exception {
+        final Path dir = Path.of("target", "trace-bench-test-" + transport);
+        final Path trace = tinyTrace(dir, 120);
         final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         TraceBench.run(new String[] {"--trace", trace.toString(), "--pods", "8", "--windows-ms", "3000",
             "--sockets", "2", "--transport", transport, "--json", "--out", dir.resolve("results").toString()},
