@@ -1,5 +1,9 @@
 package io.kvidx.bench;
 
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
 /**
  * JVM flags the benchmarks need on JDK 25, as compile-time constants so that JMH's {@code @Fork(jvmArgsAppend)}
  * can use them. Chronicle Map needs the most (shared/FACTS.md); kvidx itself needs only native access (for
@@ -51,5 +55,30 @@ public final class BenchFlags {
         if (System.getProperty("chronicle.analytics.disable") == null) {
             System.setProperty("chronicle.analytics.disable", "true");
         }
+    }
+
+    /**
+     * The command line of a kvidx child JVM: this JVM's java, the flags kvidx needs (not Chronicle's), this class
+     * path. The one builder for the harness's child processes (trace replay, router bench).
+     *
+     * @param main main class.
+     * @param jvm  extra JVM flags (heap, ...).
+     * @param args program arguments.
+     * @return the command line.
+     */
+    public static List<String> javaCommand(final String main, final List<String> jvm,
+        final List<String> args) {
+        final List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("-XX:+IgnoreUnrecognizedVMOptions");
+        cmd.add(F7);
+        cmd.add(F11);
+        cmd.add(F12);
+        cmd.addAll(jvm);
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(main);
+        cmd.addAll(args);
+        return cmd;
     }
 }

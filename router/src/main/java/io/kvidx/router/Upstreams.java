@@ -18,7 +18,7 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * Connections to the pods, kept alive and reused: each event loop keeps its own idle connections per pod address
+ * Connections to the pods, kept alive and reused: each event loop keeps its own idle connections per pod URL
  * (so a request's client and pod connections live on one thread and nothing is shared between loops), at most
  * {@link #MAX_IDLE_PER_POD} each. A connection goes back only after a whole answer was read from it on a keep-alive
  * exchange; anything else closes it.
@@ -32,9 +32,10 @@ final class Upstreams {
     /** The exchange a pod connection currently serves (set while a request is in flight on it). */
     static final AttributeKey<ProxyCall> CALL = AttributeKey.valueOf("kvidx.router.call");
 
-    private final FastThreadLocal<Map<String, ArrayDeque<Channel>>> idle = new FastThreadLocal<>() {
+    /** Idle connections by pod URL (one {@link URI} per pod, from {@link PodBook}: its hash is computed once). */
+    private final FastThreadLocal<Map<URI, ArrayDeque<Channel>>> idle = new FastThreadLocal<>() {
         @Override
-        protected Map<String, ArrayDeque<Channel>> initialValue() {
+        protected Map<URI, ArrayDeque<Channel>> initialValue() {
             return new HashMap<>();
         }
     };
@@ -42,14 +43,6 @@ final class Upstreams {
 
     Upstreams(final int connectMs) {
         this.connectMs = connectMs;
-    }
-
-    /**
-     * @param url a pod's base URL.
-     * @return the key its connections are kept under.
-     */
-    static String key(final URI url) {
-        return url.getHost() + ':' + port(url);
     }
 
     static int port(final URI url) {
@@ -64,7 +57,7 @@ final class Upstreams {
      * @return a future for the connection, on {@code loop}.
      */
     ChannelFuture acquire(final EventLoop loop, final URI url) {
-        final ArrayDeque<Channel> q = idle.get().get(key(url));
+        final ArrayDeque<Channel> q = idle.get().get(url);
         if (q != null) {
             Channel ch;
             while ((ch = q.pollLast()) != null) {
@@ -98,7 +91,7 @@ final class Upstreams {
             return;
         }
         ch.config().setAutoRead(true);
-        final ArrayDeque<Channel> q = idle.get().computeIfAbsent(key(url), k -> new ArrayDeque<>());
+        final ArrayDeque<Channel> q = idle.get().computeIfAbsent(url, k -> new ArrayDeque<>());
         if (q.size() >= MAX_IDLE_PER_POD) {
             ch.close();
         } else {

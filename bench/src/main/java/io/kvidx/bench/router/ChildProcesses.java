@@ -176,18 +176,7 @@ final class ChildProcesses implements AutoCloseable {
      * @return the command line.
      */
     static List<String> java(final String main, final List<String> jvm, final List<String> args) {
-        final List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("-XX:+IgnoreUnrecognizedVMOptions");
-        cmd.add(BenchFlags.F7);
-        cmd.add(BenchFlags.F11);
-        cmd.add(BenchFlags.F12);
-        cmd.addAll(jvm);
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        cmd.add(main);
-        cmd.addAll(args);
-        return cmd;
+        return BenchFlags.javaCommand(main, jvm, args);
     }
 
     /**

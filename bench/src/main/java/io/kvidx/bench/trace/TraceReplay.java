@@ -265,17 +265,7 @@ final class TraceReplay {
     }
 
     private static List<String> java(final String main, final List<String> args) {
-        final List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("-XX:+IgnoreUnrecognizedVMOptions");
-        cmd.add(BenchFlags.F7);
-        cmd.add(BenchFlags.F11);
-        cmd.add(BenchFlags.F12);
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        cmd.add(main);
-        cmd.addAll(args);
-        return cmd;
+        return BenchFlags.javaCommand(main, List.of(), args);
     }
 
     private static Process start(final List<String> cmd, final Path log) throws IOException {
