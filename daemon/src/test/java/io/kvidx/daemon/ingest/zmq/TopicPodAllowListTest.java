@@ -90,15 +90,17 @@ class TopicPodAllowListTest {
                 assertEquals(0, depth(reader, "whatever", base, null));
 
                 // The bound socket: an engine that connects names its pod by topic; the list applies there too.
-                final long[] seq = {0};
+                // One sequence per topic, as the daemon keeps them: a counter shared by both topics would make every
+                // message a gap for each (the pod cleared each time), and the depth a race with the writer.
+                final long[] seq = {0, 0};
                 await("bound socket: allowed llm-d pod indexed", () -> {
                     send(pub, "kv@10.0.0.2:8000@" + MODEL, seq[0]++, store);
-                    send(pub, "kv@10.0.0.12:8000@" + MODEL, seq[0]++, store);
+                    send(pub, "kv@10.0.0.12:8000@" + MODEL, seq[1]++, store);
                     return depth(reader, "10.0.0.2:8000", base, null) == 25;
                 });
                 await("bound socket: stranger counted", () -> {
                     final long before = daemon.counters().value(CounterType.PODS_NOT_ALLOWED);
-                    send(pub, "kv@10.0.0.12:8000@" + MODEL, seq[0]++, store);
+                    send(pub, "kv@10.0.0.12:8000@" + MODEL, seq[1]++, store);
                     return daemon.counters().value(CounterType.PODS_NOT_ALLOWED) > before;
                 });
                 assertEquals(0, depth(reader, "10.0.0.12:8000", base, null));
