@@ -21,7 +21,9 @@ import static io.kvidx.daemon.state.PodBlockMapDescriptor.ENTRY_STAMP_OFFSET;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.GENERATION_OFFSET;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.HEADER_LENGTH;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.LONG_LAYOUT;
+import static io.kvidx.daemon.state.PodBlockMapDescriptor.MAGIC;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.MAIN_GROUP_OFFSET;
+import static io.kvidx.daemon.state.PodBlockMapDescriptor.MEDIA_TIERED;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.POD_ID_MAX;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.entry;
 
@@ -54,6 +56,9 @@ public final class PodBlockMap implements AutoCloseable {
     private final boolean restored;
     private boolean lastReleaseRemoved;
     private long lastMedia;
+    private boolean lastTiered;
+    /** The entry the last {@link #store} wrote (its offset in the table's segment), -1 after a release. */
+    private long lastEntry = -1;
 
     private PodBlockMap(final Path file, final MappedRegion region, final int slots, final int maxBlocks,
         final boolean restored) {
@@ -114,6 +119,7 @@ public final class PodBlockMap implements AutoCloseable {
                 if (PodBlockMapDescriptor.matches(region.segment(), slots, maxBlocks, generation, id)) {
                     final PodBlockMap map = new PodBlockMap(file, region, slots, maxBlocks, true);
                     map.table.reinsertAll(maxBlocks);
+                    region.segment().set(LONG_LAYOUT, 0, MAGIC);
                     return map;
                 }
                 region.close();
@@ -196,7 +202,7 @@ public final class PodBlockMap implements AutoCloseable {
     public long media(final long hash) {
         final MemorySegment s = table.segment();
         final int i = table.find(hash);
-        return i < 0 ? 0 : s.get(LONG_LAYOUT, entry(i) + ENTRY_MEDIA_OFFSET);
+        return i < 0 ? 0 : s.get(LONG_LAYOUT, entry(i) + ENTRY_MEDIA_OFFSET) & ~MEDIA_TIERED;
     }
 
     /**
@@ -244,6 +250,8 @@ public final class PodBlockMap implements AutoCloseable {
             s.set(LONG_LAYOUT, e + ENTRY_KEY_OFFSET, routerKey);
             s.set(ValueLayout.JAVA_INT, COUNT_OFFSET, count + 1);
             lastMedia = mediumBit;
+            lastTiered = false;
+            lastEntry = e;
             return 0;
         }
         final long e = entry(i);
@@ -252,7 +260,9 @@ public final class PodBlockMap implements AutoCloseable {
         s.set(LONG_LAYOUT, e + ENTRY_KEY_OFFSET, routerKey);
         s.set(LONG_LAYOUT, e + ENTRY_STAMP_OFFSET, clock);
         s.set(LONG_LAYOUT, e + ENTRY_MEDIA_OFFSET, media);
-        lastMedia = media;
+        lastMedia = media & ~MEDIA_TIERED;
+        lastTiered = (media & MEDIA_TIERED) != 0;
+        lastEntry = e;
         return key;
     }
 
@@ -268,6 +278,8 @@ public final class PodBlockMap implements AutoCloseable {
         final MemorySegment s = table.segment();
         lastReleaseRemoved = false;
         lastMedia = 0;
+        lastTiered = false;
+        lastEntry = -1;
         final int i = table.find(hash);
         if (i < 0) {
             return 0;
@@ -275,8 +287,9 @@ public final class PodBlockMap implements AutoCloseable {
         final long e = entry(i);
         final long key = s.get(LONG_LAYOUT, e + ENTRY_KEY_OFFSET);
         final long left = s.get(LONG_LAYOUT, e + ENTRY_MEDIA_OFFSET) & ~mediumBit;
-        lastMedia = left;
-        if (left != 0) {
+        lastMedia = left & ~MEDIA_TIERED;
+        lastTiered = (left & MEDIA_TIERED) != 0;
+        if (lastMedia != 0) {
             s.set(LONG_LAYOUT, e + ENTRY_MEDIA_OFFSET, left);
             return key;
         }
@@ -291,6 +304,55 @@ public final class PodBlockMap implements AutoCloseable {
      */
     public long lastMedia() {
         return lastMedia;
+    }
+
+    /**
+     * @return true when the block the last {@link #store} or {@link #release} changed is marked as having an entry
+     * in the host tier map (as it was before the change; {@link #markTiered} changes it).
+     */
+    public boolean lastTiered() {
+        return lastTiered;
+    }
+
+    /**
+     * Marks or unmarks the block the last {@link #store} changed as having an entry in the host tier map (the
+     * writer's record of which blocks the tier map holds, so that a block held on the GPU alone costs it no
+     * lookup). Call it right after that store, before any other change of the map.
+     *
+     * @param tiered whether the tier map now holds an entry for the block.
+     */
+    public void markTiered(final boolean tiered) {
+        final long e = lastEntry;
+        if (e < 0) {
+            throw new IllegalStateException("no stored block to mark");
+        }
+        final MemorySegment s = table.segment();
+        final long media = s.get(LONG_LAYOUT, e + ENTRY_MEDIA_OFFSET);
+        s.set(LONG_LAYOUT, e + ENTRY_MEDIA_OFFSET, tiered ? media | MEDIA_TIERED : media & ~MEDIA_TIERED);
+        lastTiered = tiered;
+    }
+
+    /**
+     * Visits every mapping and records, from the visitor's answer, whether the host tier map holds an entry for it
+     * (cold: a restarted daemon refilling its fresh tier map).
+     *
+     * @param visitor receives engine hash, router key and media bits, and answers whether the tier map now holds
+     *                an entry for the block.
+     */
+    public void retier(final TierVisitor visitor) {
+        table.retier(visitor);
+    }
+
+    /** Decides a mapping's tier entry. */
+    @FunctionalInterface
+    public interface TierVisitor {
+        /**
+         * @param hash      engine hash.
+         * @param routerKey router key.
+         * @param media     media bits.
+         * @return true when the host tier map now holds an entry for the block.
+         */
+        boolean visit(long hash, long routerKey, long media);
     }
 
     /**
@@ -328,7 +390,7 @@ public final class PodBlockMap implements AutoCloseable {
             return 0;
         }
         final long e = entry(i);
-        return (s.get(LONG_LAYOUT, e + ENTRY_MEDIA_OFFSET) & ~mediumBit) == 0
+        return (s.get(LONG_LAYOUT, e + ENTRY_MEDIA_OFFSET) & ~mediumBit & ~MEDIA_TIERED) == 0
             ? s.get(LONG_LAYOUT, e + ENTRY_KEY_OFFSET) : 0;
     }
 

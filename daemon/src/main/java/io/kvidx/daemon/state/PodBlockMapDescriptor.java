@@ -16,7 +16,7 @@ import java.util.Arrays;
  *
  * <pre>
  *   0 +---------------------------------------------------------------+
- *     | magic u64 = "KVIDXPB1"                                        |
+ *     | magic u64 = "KVIDXPB2" ("KVIDXPB1" before 2026-11-27)          |
  *   8 | table slots i32 (power of two)   | max blocks i32             |
  *  16 | pod generation i32               | pod id length i32          |
  *  24 | pod id, UTF-8, 112 bytes (whose slot and generation own it)   |
@@ -27,7 +27,13 @@ import java.util.Arrays;
  *     | entries, 32 bytes each: engine hash u64 | router key u64      |
  *     |   (0 = empty) | store stamp u64 | media bits u64             |
  *     +---------------------------------------------------------------+
+ *   media bits: 1 GPU, 2 CPU, 4 disk, 8 other medium; bit 62 ({@link #MEDIA_TIERED}): the host tier map
+ *   holds an entry for the block (a block held on the GPU alone, locally, has none: readers take a missing
+ *   entry as exactly that)
  * </pre>
+ * Versions: files of layout "KVIDXPB1" (before 2026-11-27) never set bit 62 and are re-used, their magic rewritten
+ * to "KVIDXPB2" when re-used; a daemon older than that date does not recognise "KVIDXPB2" and starts the pod's map
+ * empty, rather than read bit 62 as a medium.
  * The file is private to the daemon's writer (mode 0600): no other process reads it.
  *
  * <p><b>Note:</b> stateless.
@@ -35,8 +41,12 @@ import java.util.Arrays;
 final class PodBlockMapDescriptor {
     /** Native-order 64-bit loads and stores without the alignment check (every field is 8-byte aligned). */
     static final ValueLayout.OfLong LONG_LAYOUT = ValueLayout.JAVA_LONG_UNALIGNED;
-    /** "KVIDXPB1" read as a little-endian u64. */
-    static final long MAGIC = 0x3142_5058_4449_564BL;
+    /** "KVIDXPB2" read as a little-endian u64. */
+    static final long MAGIC = 0x3242_5058_4449_564BL;
+    /** "KVIDXPB1" read as a little-endian u64: the layout before 2026-11-27, re-used and rewritten as MAGIC. */
+    static final long MAGIC_V1 = 0x3142_5058_4449_564BL;
+    /** The media bits' flag: the host tier map holds an entry for the block. */
+    static final long MEDIA_TIERED = 1L << 62;
     /** Length of the header; the entries follow it. */
     static final int HEADER_LENGTH = 256;
     /** Length of an entry. */
@@ -125,7 +135,8 @@ final class PodBlockMapDescriptor {
      */
     static boolean matches(final MemorySegment m, final int slots, final int maxBlocks, final int generation,
         final byte[] id) {
-        return m.get(LONG_LAYOUT, 0) == MAGIC && m.get(ValueLayout.JAVA_INT, SLOTS_OFFSET) == slots
+        final long magic = m.get(LONG_LAYOUT, 0);
+        return (magic == MAGIC || magic == MAGIC_V1) && m.get(ValueLayout.JAVA_INT, SLOTS_OFFSET) == slots
             && m.get(ValueLayout.JAVA_INT, MAX_BLOCKS_OFFSET) == maxBlocks
             && m.get(ValueLayout.JAVA_INT, GENERATION_OFFSET) == generation
             && m.get(ValueLayout.JAVA_INT, POD_ID_LENGTH_OFFSET) == id.length

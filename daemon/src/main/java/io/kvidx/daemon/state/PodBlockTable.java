@@ -225,7 +225,19 @@ final class PodBlockTable {
             final long key = s.get(LONG_LAYOUT, e + ENTRY_KEY_OFFSET);
             if (key != 0) {
                 visitor.visit(s.get(LONG_LAYOUT, e + ENTRY_HASH_OFFSET), key,
-                    s.get(LONG_LAYOUT, e + ENTRY_MEDIA_OFFSET));
+                    s.get(LONG_LAYOUT, e + ENTRY_MEDIA_OFFSET) & ~PodBlockMapDescriptor.MEDIA_TIERED);
+            }
+        }
+    }
+
+    void retier(final PodBlockMap.TierVisitor visitor) {
+        for (int i = 0; i < slots; i++) {
+            final long e = entry(i);
+            final long key = s.get(LONG_LAYOUT, e + ENTRY_KEY_OFFSET);
+            if (key != 0) {
+                final long media = s.get(LONG_LAYOUT, e + ENTRY_MEDIA_OFFSET) & ~PodBlockMapDescriptor.MEDIA_TIERED;
+                final boolean tiered = visitor.visit(s.get(LONG_LAYOUT, e + ENTRY_HASH_OFFSET), key, media);
+                s.set(LONG_LAYOUT, e + ENTRY_MEDIA_OFFSET, tiered ? media | PodBlockMapDescriptor.MEDIA_TIERED : media);
             }
         }
     }

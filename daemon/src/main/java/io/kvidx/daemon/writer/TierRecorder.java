@@ -1,5 +1,6 @@
 package io.kvidx.daemon.writer;
 
+import io.kvidx.client.tiers.TierMapDescriptor;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
@@ -13,6 +14,11 @@ import org.agrona.concurrent.status.AtomicCounter;
  * of a block's media in the {@link PodBlockMap} (which stays the authority on media), the block's tier entry gets
  * the media it now has and the locality the event gave for its medium; a block that left every medium leaves the
  * tier map. Clears and pod removal are the index writer's ({@code IndexWriter.clearPod}, {@code podDown}).
+ *
+ * <p>A block held on the GPU alone, locally (vLLM's default, and nearly every block of a fleet without offloading),
+ * gets no entry: readers take a missing entry as exactly that. The block map marks the blocks that have one
+ * ({@link PodBlockMap#markTiered}), so that the others cost the tier map no lookup when they are stored or
+ * removed (measured in docs/perf.md, "Write path": the lookups were a third of a block's cost).
  *
  * <p>Locality: {@code REMOTE} sets the medium's REMOTE flag, {@code LOCAL} clears it, an absent locality leaves it
  * as recorded (a new entry is local: vLLM never infers locality, and a pod's own GPU and CPU copies are local).
@@ -58,30 +64,42 @@ final class TierRecorder {
     }
 
     /**
-     * A block of the pod is now held on {@code media} (its block map's media after the store of one medium).
+     * A block of the pod is now held on one more medium: call right after {@code map.store} stored it.
      *
      * @param slot      pod slot.
      * @param key       router key.
-     * @param media     every medium holding it now.
+     * @param map       the pod's block map, whose last store was this block's.
      * @param mediumBit the medium the event stored it on.
      * @param locality  the event's {@code VllmEvent.LOCALITY_*}.
      */
-    void stored(final int slot, final long key, final long media, final long mediumBit, final int locality) {
+    void stored(final int slot, final long key, final PodBlockMap map, final long mediumBit, final int locality) {
+        final long media = map.lastMedia();
+        if (!map.lastTiered()) {
+            if (media == TierMapDescriptor.MEDIUM_GPU && locality != VllmEvent.LOCALITY_REMOTE) {
+                // No entry, and none needed: a missing entry reads as held on the GPU alone, locally.
+                return;
+            }
+            map.markTiered(true);
+        }
         final int bit = (int) mediumBit;
         tiers.update(slot, key, (int) media, locality == VllmEvent.LOCALITY_UNSPECIFIED ? 0 : bit,
             locality == VllmEvent.LOCALITY_REMOTE ? bit : 0);
     }
 
     /**
-     * A block of the pod left one medium.
+     * A block of the pod left one medium: call right after {@code map.release} released it.
      *
-     * @param slot    pod slot.
-     * @param key     router key.
-     * @param removed true when no medium holds it any more (the block map dropped its mapping).
-     * @param media   the media still holding it.
+     * @param slot pod slot.
+     * @param key  router key.
+     * @param map  the pod's block map, whose last release was this block's.
      */
-    void released(final int slot, final long key, final boolean removed, final long media) {
-        if (removed) {
+    void released(final int slot, final long key, final PodBlockMap map) {
+        if (!map.lastTiered()) {
+            // It had no entry, so it was held on the GPU alone, locally: what is left needs none either.
+            return;
+        }
+        final long media = map.lastMedia();
+        if (map.lastReleaseRemoved()) {
             tiers.remove(slot, key);
         } else {
             tiers.update(slot, key, (int) media, 0, 0);
@@ -103,6 +121,7 @@ final class TierRecorder {
      * @param blocks the pod's restored block map.
      */
     void refill(final int slot, final PodBlockMap blocks) {
-        blocks.forEach((hash, key, media) -> tiers.update(slot, key, (int) media, 0, 0));
+        blocks.retier((hash, key, media) -> media != TierMapDescriptor.MEDIUM_GPU
+            && tiers.update(slot, key, (int) media, 0, 0) != 0);
     }
 }

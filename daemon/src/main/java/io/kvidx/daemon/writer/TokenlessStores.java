@@ -59,7 +59,7 @@ final class TokenlessStores {
                 continue;
             }
             map.store(hashes[i], key, bit);
-            tiers.stored(p.slot, key, map.lastMedia(), bit, e.locality());
+            tiers.stored(p.slot, key, map, bit, e.locality());
             k[m++] = key;
         }
         if (m < n) {

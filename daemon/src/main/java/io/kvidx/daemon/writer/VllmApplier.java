@@ -194,7 +194,7 @@ final class VllmApplier implements VllmEventListener {
                 }
             }
             map.store(hashes[i], k[i], bit);
-            tiers.stored(p.slot, k[i], map.lastMedia(), bit, e.locality());
+            tiers.stored(p.slot, k[i], map, bit, e.locality());
         }
         int added = n == 0 ? 0 : index.store(p.slot, k, 0, n, indexParent);
         // A batch larger than the map's room evicts the mappings of its own first blocks above, before the index
@@ -285,7 +285,7 @@ final class VllmApplier implements VllmEventListener {
             if (key == PodState.MISSING) {
                 unknown++;
             } else {
-                tiers.released(p.slot, key, map.lastReleaseRemoved(), map.lastMedia());
+                tiers.released(p.slot, key, map);
             }
         }
         if (unknown > 0) {

@@ -112,8 +112,9 @@ class TierMapCrossProcessTest {
         final TierMapWriter tiers = daemon.index().tiers();
         final int gpuSlot = daemon.index().slotOf("gpu");
         final int cpuSlot = daemon.index().slotOf("cpu");
-        await("GPU tiers recorded", () -> allTiers(tiers, cpuSlot, keys, n, GPU) && allTiers(tiers, gpuSlot, keys, n,
-            GPU));
+        // Held on the GPU alone, locally: no tier entry (a missing entry reads as exactly that).
+        await("no tier entries for GPU-only blocks", () -> allTiers(tiers, cpuSlot, keys, n, -1)
+            && allTiers(tiers, gpuSlot, keys, n, -1));
 
         // Offload to CPU memory, then the GPU copies go: the CPU pod keeps the blocks on the CPU only.
         cpu.command("offload kv_event_base.json 0 25 CPU " + mode + " LOCAL", 10_000);

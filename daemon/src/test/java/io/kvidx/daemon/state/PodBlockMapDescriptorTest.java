@@ -27,7 +27,9 @@ class PodBlockMapDescriptorTest {
 
     @Test
     void shouldPinEveryOffset() {
-        assertEquals(0x3142_5058_4449_564BL, PodBlockMapDescriptor.MAGIC);
+        assertEquals(0x3242_5058_4449_564BL, PodBlockMapDescriptor.MAGIC);
+        assertEquals(0x3142_5058_4449_564BL, PodBlockMapDescriptor.MAGIC_V1);
+        assertEquals(1L << 62, PodBlockMapDescriptor.MEDIA_TIERED);
         assertEquals(256, PodBlockMapDescriptor.HEADER_LENGTH);
         assertEquals(32, PodBlockMapDescriptor.ENTRY_LENGTH);
         assertEquals(8, PodBlockMapDescriptor.SLOTS_OFFSET);

@@ -93,6 +93,64 @@ class PodBlockMapTest {
     }
 
     @Test
+    void shouldKeepTheTierMarkOutOfTheMediaAndAcrossGrowthAndReopen() {
+        final Path file = dir.resolve("t.blocks");
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 1, 1 << 16)) {
+            for (long h = 1; h <= 10_000; h++) {
+                map.store(h, h + 100, 1);
+                assertFalse(map.lastTiered(), "a new mapping has no tier entry");
+                if (h % 3 == 0) {
+                    map.markTiered(true);
+                }
+            }
+            map.store(3, 103, 2);
+            assertTrue(map.lastTiered());
+            assertEquals(3, map.lastMedia(), "the mark is not a medium");
+            assertEquals(3, map.media(3));
+            assertEquals(103, map.release(3, 1));
+            assertTrue(map.lastTiered());
+            assertFalse(map.lastReleaseRemoved());
+            assertEquals(2, map.lastMedia());
+            assertEquals(103, map.keyIfLastMedium(3, 2), "only the mark is left besides the medium");
+            assertEquals(103, map.release(3, 2));
+            assertTrue(map.lastReleaseRemoved(), "the mark alone does not keep a mapping");
+            assertEquals(0, map.lastMedia());
+        }
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 1, 1 << 16)) {
+            assertTrue(map.restored());
+            final int[] marked = new int[1];
+            map.forEach((hash, key, media) -> assertEquals(1, media, "forEach gives media without the mark"));
+            map.retier((hash, key, media) -> {
+                marked[0]++;
+                return hash % 2 == 0;
+            });
+            assertEquals(9_999, marked[0]);
+            map.store(4, 104, 1);
+            assertTrue(map.lastTiered(), "retier marked the even hashes");
+            map.store(5, 105, 1);
+            assertFalse(map.lastTiered());
+        }
+    }
+
+    @Test
+    void shouldReuseAFileOfTheFirstLayoutAndRewriteItsMagic() throws Exception {
+        final Path file = dir.resolve("v1.blocks");
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 2, 64)) {
+            map.store(7, 70, 1);
+        }
+        try (MappedRegion r = MappedRegion.mapReadWrite(file, Files.size(file))) {
+            r.segment().set(ValueLayout.JAVA_LONG_UNALIGNED, 0, PodBlockMapDescriptor.MAGIC_V1);
+        }
+        try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 2, 64)) {
+            assertTrue(map.restored());
+            assertEquals(70, map.get(7));
+        }
+        try (MappedRegion r = MappedRegion.mapReadWrite(file, Files.size(file))) {
+            assertEquals(PodBlockMapDescriptor.MAGIC, r.segment().get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
+        }
+    }
+
+    @Test
     void shouldSurviveAReopenByTheSamePodAndGenerationOnly() {
         final Path file = dir.resolve("p.blocks");
         try (PodBlockMap map = PodBlockMap.open(file, "pod-a", 3, 64)) {

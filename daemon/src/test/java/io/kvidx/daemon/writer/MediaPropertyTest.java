@@ -4,6 +4,7 @@ import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RouterKeyHasher;
+import io.kvidx.client.tiers.TierMapDescriptor;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
@@ -31,7 +32,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * Stores and removals of the capture's blocks on random media (GPU, CPU, DISK, none given) against a plain model:
- * a block stays indexed while some medium holds it. Runs the writer agent by hand (no thread).
+ * a block stays indexed while some medium holds it, and the host tier map records its media, except for a block
+ * held on the GPU alone, which may have no entry (a missing entry reads as GPU). Runs the writer agent by hand (no
+ * thread).
  */
 class MediaPropertyTest {
     private static final String[] MEDIA = {null, "GPU", "CPU", "DISK"};
@@ -84,12 +87,43 @@ class MediaPropertyTest {
                     expected++;
                 }
                 assertEquals(expected, depth(reader, c), "after " + op);
+                assertTiers(index, c, model, op);
             }
             pool.close();
         }
         try (var files = Files.walk(dir)) {
             files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
         }
+    }
+
+    private static void assertTiers(final IndexWriter index, final Capture c, final List<Set<Integer>> model,
+        final Op op) {
+        final int slot = index.slotOf("p");
+        if (slot < 0) {
+            return;
+        }
+        final long[] keys = keys(c);
+        for (int i = 0; i < 25; i++) {
+            int media = 0;
+            for (final int m : model.get(i)) {
+                media |= m == 1 ? TierMapDescriptor.MEDIUM_GPU : m == 2 ? TierMapDescriptor.MEDIUM_CPU
+                    : TierMapDescriptor.MEDIUM_DISK;
+            }
+            final int bits = index.tiers().tierBits(slot, keys[i]);
+            if (bits < 0) {
+                assertEquals(0, media & ~TierMapDescriptor.MEDIUM_GPU, "block " + i + " has no tier entry after "
+                    + op + ", yet is held on " + media);
+            } else {
+                assertEquals(media, bits & TierMapDescriptor.MEDIA_MASK, "block " + i + " after " + op);
+            }
+        }
+    }
+
+    private static long[] keys(final Capture c) {
+        final long[] keys = new long[25];
+        new RouterKeyHasher(16).keys(RouterKeyHasher.chainSeed("m", null, null), c.tokenIds(), c.tokenIds().length,
+            keys);
+        return keys;
     }
 
     private static int depth(final IndexReader reader, final Capture c) {

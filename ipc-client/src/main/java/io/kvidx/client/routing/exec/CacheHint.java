@@ -5,6 +5,7 @@ import io.kvidx.client.routing.RoutingContext;
 import io.kvidx.client.routing.Slots;
 import io.kvidx.client.routing.plugins.CacheAffinityScorer;
 import io.kvidx.client.tiers.TierMap;
+import io.kvidx.client.tiers.TierMapReader;
 
 import java.util.Locale;
 import java.util.Objects;
@@ -18,8 +19,10 @@ import java.util.Objects;
  *   x-kvidx-cache-hint: tier=cpu; blocks=16; gpu=12; cpu=4; disk=0; unknown=0
  * </pre>
  * {@code tier} is {@code gpu}, {@code cpu} or {@code disk} (disk also stands for storage, other media and remote
- * copies), {@code none} when the pod holds no leading block, {@code unknown} when none of the matched blocks has a
- * recorded tier; {@code unknown} counts blocks the tier map has no entry for (evicted, tier map missing).
+ * copies), {@code none} when the pod holds no leading block, {@code unknown} when no matched block's tier could be
+ * read. A block the tier map has no entry for counts as {@code gpu} (the daemon records only blocks held elsewhere
+ * than on the local GPU); {@code unknown} counts the lookups that found no current tier map, another generation of
+ * the slot, or the writer busy.
  *
  * <p>It reads the tier map for the winner only, after the decision: at most one lookup per matched block.
  *
@@ -67,6 +70,11 @@ public final class CacheHint {
         int unknown = 0;
         for (int i = 0; i < depth; i++) {
             final int bits = tiers.tierBits(slot, keys[i]);
+            if (bits == TierMapReader.ABSENT) {
+                // No entry: held on the GPU alone, locally (the writer records only the other blocks).
+                gpu++;
+                continue;
+            }
             if (bits < 0) {
                 unknown++;
                 continue;
