@@ -119,7 +119,9 @@ public final class KvFieldDecoder {
             return;
         }
         final int[] tokens = e.tokensForWrite(n);
-        for (int i = 0; i < n; i++) {
+        // The common forms in bulk; any other form (negative, int64, pairs, a bad type) and the last few bytes of
+        // the payload one by one below, with their checks.
+        for (int i = in.readUnsignedInts(tokens, 0, n); i < n; i++) {
             final int t = in.peekType();
             if (t == TYPE_INT) {
                 tokens[i] = readToken(e);

@@ -256,6 +256,46 @@ public final class MsgpackCursor {
     }
 
     /**
+     * Reads a run of unsigned integers in the forms msgpack writers choose for small non-negative values (positive
+     * fixint, uint8, uint16, uint32: every token id) into {@code dst[from..to)}, as {@code (int)} of the value like
+     * {@code (int) readLong()}. One 8-byte load and one bounds check per value instead of one per byte read: the
+     * decoder's token-id loop, which {@link #readLong()} made a quarter of the writer's time. Stops, consuming nothing
+     * more, at a value of another form or within 8 bytes of the region's end; the caller reads the rest one by one.
+     *
+     * @param dst  receives the values.
+     * @param from first index to fill.
+     * @param to   index after the last to fill.
+     * @return the index after the last value read ({@code from} when none).
+     */
+    public int readUnsignedInts(final int[] dst, final int from, final int to) {
+        final DirectBuffer b = buffer;
+        final int end = limit - Long.BYTES;
+        int p = position;
+        int i = from;
+        while (i < to && p <= end) {
+            final long w = b.getLong(p, BE);
+            final int type = (int) (w >>> 56);
+            if (type <= 0x7f) {
+                dst[i++] = type;
+                p += 1;
+            } else if (type == 0xcd) {
+                dst[i++] = (int) (w >>> 40) & 0xFFFF;
+                p += 3;
+            } else if (type == 0xce) {
+                dst[i++] = (int) (w >>> 24);
+                p += 5;
+            } else if (type == 0xcc) {
+                dst[i++] = (int) (w >>> 48) & 0xFF;
+                p += 2;
+            } else {
+                break;
+            }
+        }
+        position = p;
+        return i;
+    }
+
+    /**
      * @return a float32/float64 or integer value as a double.
      */
     public double readDouble() {
