@@ -2,6 +2,7 @@ package io.kvidx.bench.trace;
 
 import io.kvidx.bench.BenchOptions;
 import io.kvidx.bench.Json;
+import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.index.IndexWriterContext;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -19,6 +20,11 @@ import java.util.List;
  * simulated engines, the real daemon and a router process ({@link TraceReplay}, swept over replay windows to find
  * the knee), plus the routing policies' hit rates on the same trace ({@link RoutingSim}); writes a report under
  * {@code bench/results/} ({@link TraceReport}) and, with {@code --json}, ends with one JSON line.
+ *
+ * <p>{@code --transport inproc} applies the same plan in this process, to a writer pool with no transport, daemon or
+ * router process ({@link InprocReplay}); {@code --writers N} sets the writer threads, of that pool or of the daemon
+ * ({@code --writers=N}). {@code --scale K} replays K copies of the trace in disjoint hash spaces and pods
+ * ({@link TracePlan}): K times the load in the same windows.
  */
 public final class TraceBench {
     /** Default simulated engines. */
@@ -37,8 +43,10 @@ public final class TraceBench {
     public static final long[] WINDOWS_MS_QUICK = {8_000, 4_000, 2_000, 1_000};
     /** PUB sockets the pods are spread over. */
     public static final int SOCKETS_DEFAULT = 4;
-    /** Most pods a replay may have (the daemon's largest cell width). */
+    /** Most pods a replay may have (the daemon's largest cell width), all copies of {@code --scale} together. */
     public static final int PODS_MAX = 256;
+    /** Default writer threads (the daemon's default). */
+    public static final int WRITERS_DEFAULT = DaemonConfiguration.WRITERS_DEFAULT;
 
     private TraceBench() {
     }
@@ -74,6 +82,10 @@ public final class TraceBench {
         boolean skipReplay;
         @Option(names = "--daemon-arg")
         List<String> daemonArgs = new ArrayList<>();
+        @Option(names = "--writers")
+        int writers = WRITERS_DEFAULT;
+        @Option(names = "--scale")
+        int scale = 1;
         @Option(names = "--out")
         Path out = defaultResults();
         @Option(names = {"-h", "--help"})
@@ -81,6 +93,15 @@ public final class TraceBench {
         TransportChoice choice;
 
         static Options parse(final String[] args) {
+            for (int i = 0; i < args.length; i++) {
+                // Checked before parsing: picocli would refuse the value (it looks like this command's --writers).
+                final String value = args[i].startsWith("--daemon-arg=") ? args[i].substring(13)
+                    : args[i].equals("--daemon-arg") && i + 1 < args.length ? args[i + 1] : "";
+                if (value.equals("--writers") || value.startsWith("--writers=")) {
+                    throw new IllegalArgumentException("give the daemon's writers with --writers N, not --daemon-arg "
+                        + value + " (--writers N reaches the daemon as --writers=N, or sizes the in-process pool)");
+                }
+            }
             final Options o = BenchOptions.parseInto(new Options(), args);
             if (o.help) {
                 throw new IllegalArgumentException("options");
@@ -93,6 +114,14 @@ public final class TraceBench {
             }
             if (o.requests < 0) {
                 throw new IllegalArgumentException("--requests must be >= 0: " + o.requests);
+            }
+            if (o.writers < 1 || o.writers > DaemonConfiguration.WRITERS_MAX) {
+                throw new IllegalArgumentException("--writers must be in 1.." + DaemonConfiguration.WRITERS_MAX + ": "
+                    + o.writers);
+            }
+            if (o.scale < 1 || (long) o.scale * o.pods > PODS_MAX) {
+                throw new IllegalArgumentException("--scale must be >= 1 and --scale x --pods at most " + PODS_MAX
+                    + " (copy c's pod p is pod c x pods + p): --scale " + o.scale + ", --pods " + o.pods);
             }
             o.choice = new TransportChoice(o.transport, Math.min(o.sockets, o.pods), o.aeronChannel);
             if (o.windowsMs == null) {
@@ -127,9 +156,10 @@ public final class TraceBench {
 
     /** @return usage text. */
     public static String usage() {
-        return "usage: kvidx bench trace [--trace FILE] [--pods N] [--quick] [--json] [--transport zmq|aeron]"
+        return "usage: kvidx bench trace [--trace FILE] [--pods N] [--quick] [--json] [--transport zmq|aeron|inproc]"
             + " [--aeron-channel CHANNEL] [--block-size B] [--budget BLOCKS] [--requests N] [--windows-ms W,W,...]"
-            + " [--sockets N] [--seed S] [--out DIR] [--no-replay] [--daemon-arg ARG]...";
+            + " [--sockets N] [--seed S] [--out DIR] [--no-replay] [--daemon-arg ARG]... [--writers N]"
+            + " [--scale K]";
     }
 
     /**
@@ -150,8 +180,9 @@ public final class TraceBench {
         }
         final String traceName = o.trace == null ? "mooncake-conversation (committed)" : o.trace.toString();
         out.printf("kvidx bench trace: %s, %d requests, %d pods, engine block %d tokens, budget %d blocks/pod, "
-                + "seed %d, events: %s, %d CPUs%n", traceName, trace.size(), o.pods, o.blockSize, o.budget, o.seed,
-            o.choice.describe(), Runtime.getRuntime().availableProcessors());
+                + "seed %d, events: %s, %d writer%s, scale %d, %d CPUs%n", traceName, trace.size(), o.pods,
+            o.blockSize, o.budget, o.seed, o.choice.describe(), o.writers, o.writers == 1 ? "" : "s", o.scale,
+            Runtime.getRuntime().availableProcessors());
         final Path scratch = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
             : Path.of(System.getProperty("java.io.tmpdir")), "kvidx-trace-");
         try {
@@ -163,22 +194,31 @@ public final class TraceBench {
                     policy, r.hitRate(), r.tokensSaved(), r.maxPodRequests(), r.seconds());
             }
             final TracePlan plan = TracePlan.build(trace, o.pods, o.blockSize, o.budget,
-                IndexWriterContext.Configuration.MAX_CHAIN_LENGTH_DEFAULT, o.seed, o.choice.encoder());
-            out.printf("replay plan (random split): %,d block ops = %,d queried + %,d stored + %,d removed; "
-                    + "%.1f MB of %s batches; trace span %.1f s%n", plan.blockOps(), plan.blocksQueried(),
-                plan.blocksStored(), plan.blocksRemoved(), plan.payloadBytes() / 1e6,
-                TransportChoice.AERON.equals(o.transport) ? "SBE" : "vLLM", plan.spanMs() / 1e3);
+                IndexWriterContext.Configuration.MAX_CHAIN_LENGTH_DEFAULT, o.seed, o.choice.encoder(), o.scale);
+            out.printf("replay plan (random split%s): %,d requests over %d pods, %,d block ops = %,d queried + %,d "
+                    + "stored + %,d removed; %.1f MB of %s batches; trace span %.1f s%n", o.scale == 1 ? ""
+                    : ", " + o.scale + " copies in disjoint hash spaces", plan.requests(), plan.pods(),
+                plan.blockOps(), plan.blocksQueried(), plan.blocksStored(), plan.blocksRemoved(),
+                plan.payloadBytes() / 1e6, TransportChoice.AERON.equals(o.transport) ? "SBE" : "vLLM",
+                plan.spanMs() / 1e3);
+            if (o.choice.inproc() && !o.daemonArgs.isEmpty()) {
+                out.println("--transport inproc starts no daemon: --daemon-arg " + o.daemonArgs + " not used");
+            }
+            final List<String> daemonArgs = new ArrayList<>();
+            daemonArgs.add("--writers=" + o.writers);
+            daemonArgs.addAll(o.daemonArgs);
             final List<TraceReplay.Point> points = new ArrayList<>();
             if (!o.skipReplay) {
                 int run = 0;
                 for (final long w : o.windowsMs) {
-                    final TraceReplay.Point p = TraceReplay.run(plan, w, o.choice, scratch, run++, out,
-                        o.daemonArgs);
+                    final TraceReplay.Point p = o.choice.inproc()
+                        ? InprocReplay.run(plan, w, o.writers, scratch, run++, out)
+                        : TraceReplay.run(plan, w, o.choice, scratch, run++, out, daemonArgs);
                     points.add(p);
                     out.printf("window %6d ms: offered %.2f M ops/s, achieved %.2f M ops/s, writer lag %.0f ms, "
-                            + "publisher lag %.0f ms, %s; router %s%n", w, p.offeredOpsPerS() / 1e6,
+                            + "publisher lag %.0f ms, %s; %s %s%n", w, p.offeredOpsPerS() / 1e6,
                         p.blockOpsPerS() / 1e6, p.writerLagMs(), p.publisherLagMs(), p.valid() ? "valid" : "INVALID",
-                        p.router());
+                        o.choice.inproc() ? "in-process" : "router", p.router());
                 }
             }
             final Json json = json(o, trace.size(), plan, points, routing);
@@ -193,7 +233,9 @@ public final class TraceBench {
                 return json;
             }
             final Path report = TraceReport.write(o.out, traceName + ", " + trace.size() + " requests, " + o.pods
-                + " pods, " + o.choice.kind() + ", " + LocalDate.now() + ", "
+                + " pods" + (o.scale == 1 ? "" : ", scale " + o.scale + " (" + plan.requests() + " requests over "
+                + plan.pods() + " pods)") + ", " + o.choice.describe() + ", " + o.writers + " writer"
+                + (o.writers == 1 ? "" : "s") + ", " + LocalDate.now() + ", "
                 + Runtime.getRuntime().availableProcessors() + " CPUs", points, routing, json.toString());
             out.println("report: " + report.toAbsolutePath());
             return json;
@@ -224,7 +266,9 @@ public final class TraceBench {
                 }
             }
         }
-        final Json json = new Json().put("valid", valid).put("transport", o.choice.kind());
+        final boolean routed = !o.choice.inproc();
+        final Json json = new Json().put("valid", valid).put("transport", o.choice.kind()).put("writers", o.writers)
+            .put("scale", o.scale);
         if (head != null) {
             final String r = head.router();
             json.put("block_ops_per_s", Math.round(head.blockOpsPerS()))
@@ -232,11 +276,12 @@ public final class TraceBench {
                 .put("window_ms", head.windowMs())
                 .put("index", new Json().put("entries_at_end", (long) TraceReport.num(r, "index_entries"))
                     .put("file_bytes", (long) TraceReport.num(r, "index_bytes")))
-                .put("query", new Json().put("p50_ns", (long) TraceReport.num(r, "query_p50_ns"))
+                // In-process: no router process, so no query or event-to-visible timing (null, not 0).
+                .put("query", !routed ? null : new Json().put("p50_ns", (long) TraceReport.num(r, "query_p50_ns"))
                     .put("p99_ns", (long) TraceReport.num(r, "query_p99_ns"))
                     .put("busy", (long) TraceReport.num(r, "busy"))
                     .put("keys", (long) TraceReport.num(r, "keys_queried")))
-                .put("event_to_visible", new Json().put("p50_us", TraceReport.num(r, "e2v_p50_us"))
+                .put("event_to_visible", !routed ? null : new Json().put("p50_us", TraceReport.num(r, "e2v_p50_us"))
                     .put("p99_us", TraceReport.num(r, "e2v_p99_us"))
                     .put("samples", (long) TraceReport.num(r, "e2v_samples"))
                     .put("lost", (long) TraceReport.num(r, "probes_lost")))
@@ -252,17 +297,20 @@ public final class TraceBench {
             if (sweep.length() > 1) {
                 sweep.append(", ");
             }
-            sweep.append(new Json().put("window_ms", p.windowMs())
+            sweep.append(new Json().put("window_ms", p.windowMs()).put("transport", o.choice.kind())
+                .put("writers", o.writers)
                 .put("offered_ops_per_s", Math.round(p.offeredOpsPerS()))
                 .put("block_ops_per_s", Math.round(p.blockOpsPerS()))
                 .put("writer_lag_ms", p.writerLagMs()).put("publisher_lag_ms", p.publisherLagMs())
                 .put("valid", p.valid())
-                .put("query_p99_ns", (long) TraceReport.num(p.router(), "query_p99_ns"))
-                .put("e2v_p99_us", TraceReport.num(p.router(), "e2v_p99_us"))
+                .put("query_p99_ns", routed ? (Object) (long) TraceReport.num(p.router(), "query_p99_ns") : null)
+                .put("e2v_p99_us", routed ? TraceReport.num(p.router(), "e2v_p99_us") : null)
                 .put("daemon", p.daemon().json()));
         }
         json.putRaw("sweep", sweep.append(']').toString());
-        json.put("workload", new Json().put("requests", requests).put("pods", o.pods).put("block_size", o.blockSize)
+        json.put("workload", new Json().put("requests", plan.requests()).put("trace_requests", requests)
+            .put("scale", plan.copies()).put("pods", plan.pods()).put("pods_per_copy", plan.podsPerCopy())
+            .put("block_size", o.blockSize)
             .put("budget_blocks", o.budget).put("seed", o.seed).put("blocks_queried", plan.blocksQueried())
             .put("blocks_stored", plan.blocksStored()).put("blocks_removed", plan.blocksRemoved())
             .put("block_ops", plan.blockOps())

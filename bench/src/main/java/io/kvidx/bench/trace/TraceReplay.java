@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.ToLongFunction;
 
 /**
  * One point of the rate sweep, through the real ingestion path: a {@code kvidx daemon} in its own JVM receives
@@ -40,7 +41,8 @@ final class TraceReplay {
     /** Allowed lag, as a fraction of the window. */
     static final double LAG_LIMIT = 0.10;
     private static final long ATTACH_LIMIT_MS = 60_000;
-    private static final long DRAIN_LIMIT_MS = 60_000;
+    /** How long after the last batch the writers have to apply everything. */
+    static final long DRAIN_LIMIT_MS = 60_000;
 
     /**
      * Outcome of one point.
@@ -76,14 +78,23 @@ final class TraceReplay {
         static DaemonCounts read(final Path indexDir) {
             try (CountersFile.Reader c = CountersFile.open(IndexConfiguration.indexFile(indexDir, CELL)
                 .getParent())) {
-                long errors = 0;
-                for (final CounterType t : ERRORS) {
-                    errors += Math.max(0, c.value(t.typeId()));
-                }
-                return new DaemonCounts(c.value(CounterType.BLOCKS_STORED.typeId())
-                    + c.value(CounterType.DUPLICATE_BLOCKS.typeId()), c.value(CounterType.BLOCKS_REMOVED.typeId())
-                    + c.value(CounterType.UNKNOWN_REMOVALS.typeId()), errors);
+                return of(t -> c.value(t.typeId()));
             }
+        }
+
+        /**
+         * @param value a counter's value: the daemon's counters file, or the counters an in-process writer pool
+         *              was given ({@link InprocReplay}); the same sums either way.
+         * @return the counts.
+         */
+        static DaemonCounts of(final ToLongFunction<CounterType> value) {
+            long errors = 0;
+            for (final CounterType t : ERRORS) {
+                errors += Math.max(0, value.applyAsLong(t));
+            }
+            return new DaemonCounts(value.applyAsLong(CounterType.BLOCKS_STORED)
+                + value.applyAsLong(CounterType.DUPLICATE_BLOCKS), value.applyAsLong(CounterType.BLOCKS_REMOVED)
+                + value.applyAsLong(CounterType.UNKNOWN_REMOVALS), errors);
         }
 
         /** @return the counts as JSON. */
@@ -93,6 +104,15 @@ final class TraceReplay {
     }
 
     private TraceReplay() {
+    }
+
+    /**
+     * @param plan the replay.
+     * @return the index capacity a point's writer gets (the daemon's {@code --capacity-blocks}, or the in-process
+     * index's): room for every block the plan stores, and at least 1M.
+     */
+    static long capacityBlocks(final TracePlan plan) {
+        return Math.max(1L << 20, 4L * plan.blocksStored() / 3);
     }
 
     /**
@@ -145,7 +165,7 @@ final class TraceReplay {
         try (EventTransport events = transport.open(runDir)) {
             final List<String> args = new ArrayList<>(List.of("daemon", "--dir", indexDir.toString(), "--cell",
                 CELL, "--block-size", Integer.toString(plan.blockSize()), "--max-pods", Integer.toString(pods),
-                "--capacity-blocks", Long.toString(Math.max(1L << 20, 4L * plan.blocksStored() / 3))));
+                "--capacity-blocks", Long.toString(capacityBlocks(plan))));
             args.addAll(events.daemonArgs());
             args.addAll(daemonArgs);
             daemon = start(java("io.kvidx.daemon.cli.KvidxCli", args), runDir.resolve("daemon.log"));

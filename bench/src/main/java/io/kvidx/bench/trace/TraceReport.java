@@ -21,7 +21,8 @@ import java.util.List;
 /**
  * The report of {@code bench trace}: one self-contained HTML page (charts as embedded PNGs drawn with XChart, the
  * run's parameters and the JSON line) plus the PNGs beside it: query and event-to-visible latency vs offered load,
- * achieved vs offered throughput (invalid points marked), and prefix hit rate per routing policy.
+ * achieved vs offered throughput (invalid points marked), and prefix hit rate per routing policy. A sweep with no
+ * latency at all ({@code --transport inproc}: no router process) gets a line saying so instead of the latency chart.
  */
 final class TraceReport {
     private static final int WIDTH = 720;
@@ -95,8 +96,13 @@ final class TraceReport {
             .append("<style>body{font-family:sans-serif;max-width:760px;margin:2em auto}pre{white-space:pre-wrap;")
             .append("font-size:12px;background:#f4f4f4;padding:1em}</style></head><body>\n<h1>kvidx bench trace</h1>\n")
             .append("<p>").append(escape(title)).append("</p>\n");
-        for (final Object[] chart : new Object[][] {{"latency", latency}, {"throughput", throughput},
-            {"hit-rate", hits}}) {
+        final boolean timed = latency.getSeriesMap().size() > 0;
+        if (!timed) {
+            html.append("<p>No query or event-to-visible latency in this sweep: the events were applied in-process "
+                + "(<code>--transport inproc</code>), with no router process.</p>\n");
+        }
+        for (final Object[] chart : timed ? new Object[][] {{"latency", latency}, {"throughput", throughput},
+            {"hit-rate", hits}} : new Object[][] {{"throughput", throughput}, {"hit-rate", hits}}) {
             final Path png = dir.resolve("trace-" + chart[0] + ".png");
             BitmapEncoder.saveBitmap((org.knowm.xchart.internal.chartpart.Chart<?, ?>) chart[1], png.toString(),
                 BitmapEncoder.BitmapFormat.PNG);

@@ -30,7 +30,9 @@ class TraceBenchTest {
     /**
      * {@code --no-replay}: the routing simulation only; the JSON line is printed and no report is drawn (drawing the
      * empty sweep failed with "Y-Axis data cannot be empty" before). Options reach nothing they should not: a daemon
-     * option given with {@code --daemon-arg} is accepted and unused without a replay.
+     * option given with {@code --daemon-arg} is accepted and unused without a replay, and so is {@code --writers};
+     * the daemon's writers given as {@code --daemon-arg=--writers=N} are refused with a message naming
+     * {@code --writers N}.
      */
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -39,11 +41,134 @@ class TraceBenchTest {
         final Path trace = tinyTrace(dir, 60);
         final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         TraceBench.run(new String[] {"--trace", trace.toString(), "--pods", "8", "--no-replay", "--json",
-            "--daemon-arg=--writers=2", "--out", dir.resolve("results").toString()},
+            "--daemon-arg=--idle=busy-spin", "--writers", "2", "--out", dir.resolve("results").toString()},
             new PrintStream(bytes, true, StandardCharsets.UTF_8));
         final String out = bytes.toString(StandardCharsets.UTF_8);
         assertTrue(out.lines().anyMatch(l -> l.startsWith("{\"valid\": false") && l.contains("\"routing\"")), out);
         assertTrue(out.contains("report: none"), out);
+        final IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class, () -> TraceBench.run(new String[] {"--trace", trace.toString(),
+                "--no-replay", "--daemon-arg=--writers=2"}, new PrintStream(new ByteArrayOutputStream(), true,
+                StandardCharsets.UTF_8)));
+        assertTrue(refused.getMessage().contains("--writers N"), refused.getMessage());
+    }
+
+    /**
+     * {@code --transport inproc}: the plan's vLLM batches offered to a writer pool in the test's own process (2
+     * writers), with a small engine budget so that the plan evicts too. Every store and removal of the plan must be
+     * counted applied (exactly: no warm-up or end markers in this mode), with no error, and the light load kept up
+     * with; no router, so no query or event-to-visible figures.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldApplyEveryBlockOfThePlanInProcess() throws Exception {
+        final Path dir = Path.of("target", "trace-bench-test-inproc");
+        final Path trace = tinyTrace(dir, 120);
+        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        TraceBench.run(new String[] {"--trace", trace.toString(), "--pods", "8", "--budget", "512", "--windows-ms",
+            "3000,1000", "--transport", "inproc", "--writers", "2", "--json", "--out",
+            dir.resolve("results").toString()},
+            new PrintStream(bytes, true, StandardCharsets.UTF_8));
+        final String out = bytes.toString(StandardCharsets.UTF_8);
+        final String json = out.lines().filter(l -> l.startsWith("{\"valid\": ")).reduce((x, y) -> y).orElse("");
+        assertTrue(json.startsWith("{\"valid\": true, \"transport\": \"inproc\", \"writers\": 2, \"scale\": 1"),
+            out);
+        final long queried = (long) TraceReport.num(json, "workload", "blocks_queried");
+        final long stored = (long) TraceReport.num(json, "workload", "blocks_stored");
+        final long removed = (long) TraceReport.num(json, "workload", "blocks_removed");
+        assertEquals(120 * 6 * 32, queried, json);
+        assertTrue(stored > 120 * 2 * 32 && removed > 0, "the plan stores and evicts: " + json);
+        assertEquals(queried + stored + removed, (long) TraceReport.num(json, "workload", "block_ops"), json);
+        // The pool's counters: exactly the plan, no error (the headline point and both sweep points).
+        assertEquals(stored, (long) TraceReport.num(json, "daemon", "blocks_stored"), json);
+        assertEquals(removed, (long) TraceReport.num(json, "daemon", "blocks_removed"), json);
+        assertEquals(0, TraceReport.num(json, "daemon", "errors"), json);
+        final String sweep = json.substring(json.indexOf("\"sweep\": ["), json.indexOf("\"workload\""));
+        final String point = "\"transport\": \"inproc\", \"writers\": 2, ";
+        assertEquals(2, sweep.split(java.util.regex.Pattern.quote(point), -1).length - 1, sweep);
+        assertEquals(2, sweep.split(java.util.regex.Pattern.quote("\"daemon\": {\"blocks_stored\": " + stored
+            + ", \"blocks_removed\": " + removed + ", \"errors\": 0}"), -1).length - 1, sweep);
+        assertTrue(TraceReport.num(json, "index", "entries_at_end") > 0, json);
+        assertEquals((double) 1000, TraceReport.num(json, "window_ms"), "1 s (0.6 M ops/s) is kept up with: " + json);
+        assertTrue(TraceReport.num(json, "block_ops_per_s") > 0.9 * TraceReport.num(json, "offered_ops_per_s"), json);
+        // No router process: no query or event-to-visible timing, and the report says so.
+        assertTrue(json.contains("\"query\": null, \"event_to_visible\": null"), json);
+        assertTrue(sweep.contains("\"query_p99_ns\": null, \"e2v_p99_us\": null"), sweep);
+        assertTrue(Files.readString(dir.resolve("results").resolve("trace-report.html")).contains("no router process"));
+    }
+
+    /**
+     * {@code --scale 2}: two copies of the trace in disjoint hash spaces and pods, interleaved by timestamp: twice
+     * the pods and twice every block count of {@code --scale 1}, copy 0 the unscaled plan itself, copy 1 on pods
+     * 8..15 with router keys no request of copy 0 has. Then replayed in-process: every block of both copies applied.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldScaleTheTraceIntoDisjointCopies() throws Exception {
+        final List<TraceRequest> requests = RoutingSimTest.sharedPrefixTrace(120);
+        final TracePlan one = TracePlan.build(requests, 8, 16, 512, 4_096, 42, new VllmEventEncoder(), 1);
+        final TracePlan two = TracePlan.build(requests, 8, 16, 512, 4_096, 42, new VllmEventEncoder(), 2);
+        assertEquals(2 * one.pods(), two.pods());
+        assertEquals(2 * one.requests(), two.requests());
+        assertEquals(2 * one.blockOps(), two.blockOps());
+        assertEquals(2 * one.blocksStored(), two.blocksStored());
+        assertEquals(2 * one.blocksRemoved(), two.blocksRemoved());
+        assertTrue(one.blocksRemoved() > 0, "the plan evicts");
+        // Same work; other token ids (msgpack writes small ones shorter), so about the same bytes.
+        assertEquals(2.0 * one.payloadBytes(), two.payloadBytes(), 0.01 * two.payloadBytes());
+        final org.agrona.collections.LongHashSet copy0 = new org.agrona.collections.LongHashSet();
+        final org.agrona.collections.LongHashSet copy1 = new org.agrona.collections.LongHashSet();
+        for (int m = 0; m < two.requests(); m++) {
+            final int copy = m % 2;
+            final int r = m / 2;
+            assertEquals(one.offsetMs(r), two.offsetMs(m), "interleaved by timestamp");
+            assertEquals(copy * 8 + one.pod(r), two.pod(m), "copy c's pod p is pod c x 8 + p");
+            final long[] keys = two.routerKeys(m);
+            assertEquals(one.routerKeys(r).length, keys.length);
+            if (copy == 0) {
+                assertTrue(java.util.Arrays.equals(one.routerKeys(r), keys), "copy 0 is the unscaled plan");
+                assertTrue(java.util.Arrays.equals(one.payload(r), two.payload(m)), "copy 0 is the unscaled plan");
+            }
+            for (final long k : keys) {
+                (copy == 0 ? copy0 : copy1).add(k);
+            }
+        }
+        assertTrue(copy0.size() > 1_000 && copy1.size() == copy0.size(), copy0.size() + " / " + copy1.size());
+        for (final long k : copy1) {
+            assertTrue(!copy0.contains(k), "router key " + k + " in both copies");
+        }
+
+        final Path dir = Path.of("target", "trace-bench-test-scale");
+        final Path trace = tinyTrace(dir, 120);
+        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        TraceBench.run(new String[] {"--trace", trace.toString(), "--pods", "8", "--budget", "512", "--windows-ms",
+            "3000", "--transport", "inproc", "--scale", "2", "--json", "--out", dir.resolve("results").toString()},
+            new PrintStream(bytes, true, StandardCharsets.UTF_8));
+        final String out = bytes.toString(StandardCharsets.UTF_8);
+        final String json = out.lines().filter(l -> l.startsWith("{\"valid\": ")).reduce((x, y) -> y).orElse("");
+        assertTrue(json.startsWith("{\"valid\": true, \"transport\": \"inproc\", \"writers\": 1, \"scale\": 2"),
+            out);
+        assertEquals(16, TraceReport.num(json, "workload", "pods"), json);
+        assertEquals(240, TraceReport.num(json, "workload", "requests"), json);
+        assertEquals(two.blockOps(), (long) TraceReport.num(json, "workload", "block_ops"), json);
+        assertEquals(two.blocksStored(), (long) TraceReport.num(json, "daemon", "blocks_stored"), json);
+        assertEquals(two.blocksRemoved(), (long) TraceReport.num(json, "daemon", "blocks_removed"), json);
+        assertEquals(0, TraceReport.num(json, "daemon", "errors"), json);
+        assertTrue(TraceReport.num(json, "index", "entries_at_end") > 0, json);
+    }
+
+    /** A scaled plan that cannot fit the heap fails with a clear message, before it is built, not out of memory. */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldRefuseAScaleThatDoesNotFitTheHeap() {
+        final List<TraceRequest> requests = RoutingSimTest.sharedPrefixTrace(120);
+        final long copy = TracePlan.build(requests, 8, 16, 512, 4_096, 42, new VllmEventEncoder(), 1).payloadBytes();
+        // More copies than the whole heap holds in batches alone.
+        final int copies = (int) (Runtime.getRuntime().maxMemory() / copy + 2);
+        final IllegalArgumentException ex = org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class, () -> TracePlan.build(requests, 8, 16, 512, 4_096, 42,
+                new VllmEventEncoder(), copies));
+        assertTrue(ex.getMessage().startsWith("--scale " + copies + " does not fit the heap"), ex.getMessage());
     }
 
     /** Writes a trace of {@code n} requests with shared prefixes, in Mooncake's format, into {@code dir}. */
