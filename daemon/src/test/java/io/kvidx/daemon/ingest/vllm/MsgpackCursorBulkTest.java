@@ -11,17 +11,19 @@ import org.msgpack.core.MessagePack;
 
 import java.io.IOException;
 import java.util.List;
+import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
- * The bulk integer read ({@link MsgpackCursor#readUnsignedInts}) against the one-by-one read it shortcuts: every
- * value of every form, written by an independent encoder (msgpack-core, which picks the shortest form, and by hand in
- * the forms other writers choose: int32/int64 for small values, negative fixint), reads the same, and a truncated
- * region still ends in a typed exception, never an out-of-bounds read.
+ * The cursor's bulk paths against an independent encoder (msgpack-core): the bulk integer read
+ * ({@link MsgpackCursor#readUnsignedInts}) reads every value of every form as the one-by-one read does (msgpack-core
+ * picks the shortest form; int32/int64 for small values are written by hand, as other writers choose them), and
+ * {@link MsgpackCursor#skipValue()} (which the transport threads use to find a batch's rank) ends exactly after any
+ * nested value of every type. A truncated region still ends in a typed exception, never an out-of-bounds read.
  */
-class MsgpackCursorBulkIntsTest {
+class MsgpackCursorBulkTest {
     /** A value and the msgpack form to write it in. */
     record Value(long v, int form) {
     }
@@ -65,6 +67,64 @@ class MsgpackCursorBulkIntsTest {
                     got[i] = (int) c.readLong();
                 }
             }, "cut at " + cut);
+        }
+    }
+
+    @Property(tries = 300)
+    void shouldSkipExactlyOneValueOfAnyShape(@ForAll final long seed) throws IOException {
+        final SplittableRandom random = new SplittableRandom(seed);
+        final byte[] bytes;
+        final int valueLength;
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            packRandom(p, random, 0);
+            p.flush();
+            valueLength = (int) p.getTotalWrittenBytes();
+            p.packString("after");
+            bytes = p.toByteArray();
+        }
+        final MsgpackCursor c = new MsgpackCursor().wrap(new UnsafeBuffer(bytes), 0, bytes.length);
+        c.skipValue();
+        assertEquals(valueLength, c.position(), "seed " + seed);
+        for (int cut = 0; cut < valueLength; cut++) {
+            final MsgpackCursor t = new MsgpackCursor().wrap(new UnsafeBuffer(bytes), 0, cut);
+            assertThrows(VllmDecodeException.class, t::skipValue, "seed " + seed + " cut at " + cut);
+        }
+    }
+
+    private static void packRandom(final MessageBufferPacker p, final SplittableRandom r, final int depth)
+        throws IOException {
+        final int kind = r.nextInt(depth >= 3 ? 9 : 11);
+        switch (kind) {
+            case 0 -> p.packNil();
+            case 1 -> p.packBoolean(r.nextBoolean());
+            case 2 -> p.packLong(r.nextLong() >> r.nextInt(64));
+            case 3 -> p.packLong(r.nextInt(-40, 70_000));
+            case 4 -> p.packFloat(r.nextFloat());
+            case 5 -> p.packDouble(r.nextDouble());
+            case 6 -> p.packString("x".repeat(r.nextInt(0, 300)));
+            case 7 -> {
+                final byte[] b = new byte[r.nextInt(0, 300)];
+                p.packBinaryHeader(b.length).writePayload(b);
+            }
+            case 8 -> {
+                final int[] sizes = {1, 2, 4, 8, 16, 3, 200};
+                final int n = sizes[r.nextInt(sizes.length)];
+                p.packExtensionTypeHeader((byte) 1, n).writePayload(new byte[n]);
+            }
+            case 9 -> {
+                final int n = r.nextInt(0, 20);
+                p.packArrayHeader(n);
+                for (int i = 0; i < n; i++) {
+                    packRandom(p, r, depth + 1);
+                }
+            }
+            default -> {
+                final int n = r.nextInt(0, 18);
+                p.packMapHeader(n);
+                for (int i = 0; i < 2 * n; i++) {
+                    packRandom(p, r, depth + 1);
+                }
+            }
         }
     }
 
