@@ -34,8 +34,10 @@ import java.util.Set;
  *   <li>index: {@code kvidx_index_entries}, {@code kvidx_index_capacity_entries}, {@code kvidx_index_fill_ratio},
  *   {@code kvidx_index_evictions_total}, {@code kvidx_writer_heartbeat_age_seconds};</li>
  *   <li>writer lag: {@code kvidx_writer_queue_bytes{writer}}, bytes queued and not yet applied;</li>
- *   <li>histograms: {@code kvidx_batch_apply_seconds} (decode and apply of one batch) and
- *   {@code kvidx_event_to_visible_seconds} (engine batch timestamp to visible in the index; engine and daemon
+ *   <li>histograms, a batch's stages on its way into the index: {@code kvidx_batch_ingest_seconds} (transport
+ *   receive to the writer's queue: sequencing and the batch's rank, on the transport thread),
+ *   {@code kvidx_batch_queue_seconds} (waiting in the writer's queue), {@code kvidx_batch_apply_seconds} (decode and
+ *   apply of one batch, after which its blocks are visible) and {@code kvidx_event_to_visible_seconds} (engine batch timestamp to visible in the index; engine and daemon
  *   clocks must agree; live ZeroMQ batches only: replayed batches are not observed, and SBE events carry no
  *   timestamp).</li>
  * </ul>
@@ -52,7 +54,13 @@ public final class DaemonMetrics implements AutoCloseable {
     private static final io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter TEXT_FORMAT =
         io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter.create();
 
+    /** Bucket bounds of the per-batch stage histograms: 1 µs to 1 s. */
+    private static final double[] STAGE_BOUNDS = {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4,
+        1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 1};
+
     private final PrometheusRegistry registry = new PrometheusRegistry();
+    private final Histogram ingestSeconds;
+    private final Histogram queueSeconds;
     private final Histogram applySeconds;
     private final Histogram eventToVisibleSeconds;
     private HTTPServer server;
@@ -62,11 +70,15 @@ public final class DaemonMetrics implements AutoCloseable {
      * Creates the histograms (before the writers start, so that they observe from the first batch).
      */
     public DaemonMetrics() {
+        this.ingestSeconds = Histogram.builder().name("kvidx_batch_ingest_seconds")
+            .help("From the transport thread receiving a batch to its commit to the writer's queue")
+            .classicOnly().classicUpperBounds(STAGE_BOUNDS).register(registry);
+        this.queueSeconds = Histogram.builder().name("kvidx_batch_queue_seconds")
+            .help("Time a batch waited in its writer's queue")
+            .classicOnly().classicUpperBounds(STAGE_BOUNDS).register(registry);
         this.applySeconds = Histogram.builder().name("kvidx_batch_apply_seconds")
             .help("Time a writer took to decode and apply one batch of events")
-            .classicOnly().classicUpperBounds(1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
-                2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 1)
-            .register(registry);
+            .classicOnly().classicUpperBounds(STAGE_BOUNDS).register(registry);
         this.eventToVisibleSeconds = Histogram.builder().name("kvidx_event_to_visible_seconds")
             .help("From the engine's batch timestamp to the batch being visible in the index; live vLLM/SGLang "
                 + "batches only (replayed batches are not observed; SBE events carry no timestamp)")
@@ -79,7 +91,9 @@ public final class DaemonMetrics implements AutoCloseable {
      * @return the observer the writers feed the histograms through.
      */
     public ApplyObserver observer() {
-        return (applyNanos, eventToVisibleMs) -> {
+        return (ingestNanos, queueNanos, applyNanos, eventToVisibleMs) -> {
+            ingestSeconds.observe(ingestNanos / 1e9);
+            queueSeconds.observe(queueNanos / 1e9);
             applySeconds.observe(applyNanos / 1e9);
             if (eventToVisibleMs >= 0) {
                 eventToVisibleSeconds.observe(eventToVisibleMs / 1e3);

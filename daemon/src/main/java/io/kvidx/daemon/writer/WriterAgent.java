@@ -131,23 +131,23 @@ public final class WriterAgent implements Agent, MessageHandler {
     @Override
     public void onMessage(final int msgTypeId, final org.agrona.MutableDirectBuffer buffer, final int index,
         final int length) {
-        final PodState pod = pod(buffer.getInt(index, ByteOrder.LITTLE_ENDIAN), msgTypeId);
+        final PodState pod = pod(buffer.getInt(index + WriterMessages.POD_OFFSET, ByteOrder.LITTLE_ENDIAN), msgTypeId);
         if (pod == null) {
             return;
         }
-        final int payload = index + WriterMessages.POD_NUMBER_LENGTH;
-        final int payloadLength = length - WriterMessages.POD_NUMBER_LENGTH;
+        final int payload = index + WriterMessages.HEADER_LENGTH;
+        final int payloadLength = length - WriterMessages.HEADER_LENGTH;
         // SBE events were checked by the transport (SbeEventFrame) before they were queued.
         switch (msgTypeId) {
             case WriterMessages.VLLM_BATCH, WriterMessages.SGLANG_BATCH, WriterMessages.VLLM_BATCH_REPLAYED,
-                WriterMessages.SGLANG_BATCH_REPLAYED -> applyBatch(pod, msgTypeId, buffer, payload, payloadLength);
+                WriterMessages.SGLANG_BATCH_REPLAYED -> applyBatch(pod, msgTypeId, buffer, index, payloadLength);
             case WriterMessages.SBE_EVENT -> {
                 if (ensureRegistered(pod)) {
                     pod.lastHeardMs = now;
                     final long start = System.nanoTime();
                     sbe.apply(pod, buffer, payload);
                     // The kvidx SBE schema carries no timestamp: no event-to-visible time.
-                    observer.batchApplied(System.nanoTime() - start, -1);
+                    observeStages(buffer, index, start, System.nanoTime() - start, -1);
                     applied(pod, 1);
                 }
             }
@@ -189,11 +189,12 @@ public final class WriterAgent implements Agent, MessageHandler {
      * Decodes and applies one msgpack batch, live or replayed (one path for both), and observes its apply time; its
      * event-to-visible time only when it is live ({@link WriterMessages#VLLM_BATCH_REPLAYED}).
      */
-    private void applyBatch(final PodState pod, final int type, final DirectBuffer buffer, final int offset,
+    private void applyBatch(final PodState pod, final int type, final DirectBuffer buffer, final int message,
         final int length) {
         if (!ensureRegistered(pod)) {
             return;
         }
+        final int offset = message + WriterMessages.HEADER_LENGTH;
         pod.lastHeardMs = now;
         vllm.pod(pod);
         final long start = System.nanoTime();
@@ -202,8 +203,18 @@ public final class WriterAgent implements Agent, MessageHandler {
         final long applyNanos = System.nanoTime() - start;
         final boolean live = type == WriterMessages.VLLM_BATCH || type == WriterMessages.SGLANG_BATCH;
         final double ts = vllm.batchTimestamp();
-        observer.batchApplied(applyNanos, live && ts > 0 ? Math.max(0, clock.time() - (long) (ts * 1000)) : -1);
+        observeStages(buffer, message, start, applyNanos,
+            live && ts > 0 ? Math.max(0, clock.time() - (long) (ts * 1000)) : -1);
         applied(pod, events);
+    }
+
+    /** Tells the observer a batch's stages: its message's header times, then the writer's own. */
+    private void observeStages(final DirectBuffer buffer, final int message, final long dequeuedNanos,
+        final long applyNanos, final long eventToVisibleMs) {
+        final long received = buffer.getLong(message + WriterMessages.RECEIVED_NANOS_OFFSET, ByteOrder.LITTLE_ENDIAN);
+        final long queued = buffer.getLong(message + WriterMessages.QUEUED_NANOS_OFFSET, ByteOrder.LITTLE_ENDIAN);
+        observer.batchApplied(Math.max(0, queued - received), Math.max(0, dequeuedNanos - queued), applyNanos,
+            eventToVisibleMs);
     }
 
     private void endSuspicion(final PodState pod) {

@@ -1,8 +1,18 @@
 package io.kvidx.daemon.writer;
 
 /**
- * Message types on a writer agent's queue (an Agrona many-to-one ring buffer). Every message starts with the
- * pod's handle ({@link PodDirectory}: number and generation; int, little-endian) followed by the type's payload.
+ * Message types on a writer agent's queue (an Agrona many-to-one ring buffer). Every message starts with a
+ * {@value #HEADER_LENGTH}-byte header, then the type's payload:
+ * <pre>
+ *   0 +-------------------------------+-------------------------------+
+ *     | pod handle i32 ({@link PodDirectory}: number and generation) | reserved i32 |
+ *   8 | received: System.nanoTime() when the transport thread got the message (i64)      |
+ *  16 | queued: System.nanoTime() when the message was committed to the queue (i64)      |
+ *  24 +---------------------------------------------------------------+
+ *     | payload                                                       |
+ * </pre>
+ * All little-endian. The two times are the first two stages of a batch's event-to-visible time (transport receive
+ * to queue, queue wait), observed by the writer beside its decode and apply ({@link ApplyObserver}).
  */
 public final class WriterMessages {
     /**
@@ -42,8 +52,14 @@ public final class WriterMessages {
     /** An SGLang batch brought by a replay: applied as {@link #SGLANG_BATCH}, not observed as event-to-visible. */
     public static final int SGLANG_BATCH_REPLAYED = 10;
 
-    /** Length of the pod handle prefix. */
-    public static final int POD_NUMBER_LENGTH = 4;
+    /** Offset of the pod handle in a message. */
+    public static final int POD_OFFSET = 0;
+    /** Offset of the transport's receive time in a message. */
+    public static final int RECEIVED_NANOS_OFFSET = 8;
+    /** Offset of the queue commit time in a message. */
+    public static final int QUEUED_NANOS_OFFSET = 16;
+    /** Length of the header before a message's payload. */
+    public static final int HEADER_LENGTH = 24;
 
     /**
      * @param type a message type.

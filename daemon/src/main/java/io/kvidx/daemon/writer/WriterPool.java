@@ -201,9 +201,27 @@ public final class WriterPool implements AutoCloseable {
      */
     public boolean offer(final int pod, final int type, final DirectBuffer src, final int offset,
         final int length) {
+        return offer(pod, type, src, offset, length, System.nanoTime());
+    }
+
+    /**
+     * Queues a message for a pod's writer, waiting while the queue is full.
+     *
+     * @param pod           pod handle ({@link PodDirectory}); the writer drops the message when it is no longer
+     *                      current.
+     * @param type          a {@link WriterMessages} type.
+     * @param src           payload buffer.
+     * @param offset        payload offset.
+     * @param length        payload length (0 for none).
+     * @param receivedNanos {@code System.nanoTime()} when the transport thread received the message (the start of
+     *                      its first stage, {@link ApplyObserver}).
+     * @return false when the message is too large for the queue (counted, logged) or the pool is closed.
+     */
+    public boolean offer(final int pod, final int type, final DirectBuffer src, final int offset,
+        final int length, final long receivedNanos) {
         final int number = PodDirectory.number(pod);
         final RingBuffer queue = queues[number % queues.length];
-        final int total = WriterMessages.POD_NUMBER_LENGTH + length;
+        final int total = WriterMessages.HEADER_LENGTH + length;
         if (total > queue.maxMsgLength()) {
             oversized.increment();
             errors.report(CounterType.OVERSIZED_MESSAGES.typeId(), number, () -> "pod "
@@ -220,10 +238,12 @@ public final class WriterPool implements AutoCloseable {
             final int claim = queue.tryClaim(type, total);
             if (claim > 0) {
                 final var b = queue.buffer();
-                b.putInt(claim, pod, ByteOrder.LITTLE_ENDIAN);
+                b.putInt(claim + WriterMessages.POD_OFFSET, pod, ByteOrder.LITTLE_ENDIAN);
+                b.putLong(claim + WriterMessages.RECEIVED_NANOS_OFFSET, receivedNanos, ByteOrder.LITTLE_ENDIAN);
                 if (length > 0) {
-                    b.putBytes(claim + WriterMessages.POD_NUMBER_LENGTH, src, offset, length);
+                    b.putBytes(claim + WriterMessages.HEADER_LENGTH, src, offset, length);
                 }
+                b.putLong(claim + WriterMessages.QUEUED_NANOS_OFFSET, System.nanoTime(), ByteOrder.LITTLE_ENDIAN);
                 queue.commit(claim);
                 return true;
             }

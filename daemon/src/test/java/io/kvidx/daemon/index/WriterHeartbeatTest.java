@@ -62,7 +62,7 @@ class WriterHeartbeatTest {
              Arena arena = Arena.ofShared()) {
             final WriterPool pool = new WriterPool(2, 1 << 16, writer, directory, counters, new IngestErrors(),
                 SystemEpochClock.INSTANCE, 0, YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1))
-                .observe(null, (applyNanos, visibleMs) -> {
+                .observe(null, (ingestNanos, queueNanos, applyNanos, visibleMs) -> {
                     hung.countDown();
                     awaitQuietly(release);
                 }).start();

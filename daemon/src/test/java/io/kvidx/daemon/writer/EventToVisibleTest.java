@@ -61,7 +61,8 @@ class EventToVisibleTest {
         clock.update(BATCH_TS_MS + HOUR_MS);
         pool = new WriterPool(1, 1 << 16, index, directory, counters, new IngestErrors(), clock, 0,
             YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1))
-            .observe(null, (applyNanos, eventToVisibleMs) -> observed.add(eventToVisibleMs)).start();
+            .observe(null, (ingestNanos, queueNanos, applyNanos, eventToVisibleMs) -> observed.add(eventToVisibleMs))
+            .start();
     }
 
     @AfterEach
@@ -83,6 +84,30 @@ class EventToVisibleTest {
         while (!pool.isIdle()) {
             Thread.sleep(1);
         }
+    }
+
+    @Test
+    void shouldObserveEachStageOfABatch() throws InterruptedException {
+        pool.close();
+        final List<long[]> stages = new java.util.concurrent.CopyOnWriteArrayList<>();
+        pool = new WriterPool(1, 1 << 16, index, directory, counters, new IngestErrors(), clock, 0,
+            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1))
+            .observe(null, (ingest, queue, apply, visible) -> stages.add(new long[] {ingest, queue, apply}));
+        final int pod = directory.podNumber("pod-s", MODEL);
+        final byte[] payload = batch(0, 10);
+        // Received 40 ms before it was queued; then it waits in the queue until the writer starts, 40 ms on.
+        assertTrue(pool.offer(pod, WriterMessages.VLLM_BATCH, new UnsafeBuffer(payload), 0, payload.length,
+            System.nanoTime() - 40_000_000L));
+        Thread.sleep(40);
+        pool.start();
+        while (stages.isEmpty()) {
+            Thread.sleep(1);
+        }
+        final long[] s = stages.get(0);
+        assertTrue(s[0] >= 40_000_000L && s[0] < 10_000_000_000L, "receive to queued: " + s[0]);
+        assertTrue(s[1] >= 40_000_000L && s[1] < 10_000_000_000L, "queue wait: " + s[1]);
+        assertTrue(s[2] > 0 && s[2] < 10_000_000_000L, "decode and apply: " + s[2]);
+        assertEquals(10, counters.value(CounterType.BLOCKS_STORED));
     }
 
     @Test

@@ -136,6 +136,7 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
 
     @Override
     public void onFragment(final DirectBuffer buffer, final int offset, final int length, final Header header) {
+        final long received = System.nanoTime();
         final int problem = frame.check(buffer, offset, length);
         if (problem != SbeEventFrame.OK) {
             decodeErrors.increment();
@@ -151,7 +152,7 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
         track(pod, frame.sequence());
         switch (frame.templateId()) {
             case BlockStoredDecoder.TEMPLATE_ID, BlockRemovedDecoder.TEMPLATE_ID, AllBlocksClearedDecoder.TEMPLATE_ID ->
-                writers.offer(pod, WriterMessages.SBE_EVENT, buffer, offset, length);
+                writers.offer(pod, WriterMessages.SBE_EVENT, buffer, offset, length, received);
             case PodRegisterDecoder.TEMPLATE_ID -> writers.offer(pod, WriterMessages.REGISTER);
             case PodHeartbeatDecoder.TEMPLATE_ID -> writers.offer(pod, WriterMessages.HEARTBEAT);
             case PodDownDecoder.TEMPLATE_ID -> {

@@ -53,6 +53,8 @@ final class Sequencer implements MessageHandler {
     private final AtomicCounter replayGapClears;
     private final AtomicCounter engineResyncs;
     private final AtomicCounter holdOverflows;
+    /** When the transport thread took the message being handled (live or replayed), for the writer's stages. */
+    private long receivedNanos;
     private final UnsafeBuffer payloadBuffer = new UnsafeBuffer(new byte[0]);
     private final RankedPods rankedPods;
     private final UnsafeBuffer scratch = new UnsafeBuffer(new byte[0]);
@@ -101,6 +103,7 @@ final class Sequencer implements MessageHandler {
      * A live message {@code [topic, seq, payload]}.
      */
     void onLive(final Publisher p, final byte[] topic, final long seq, final byte[] payload) {
+        receivedNanos = System.nanoTime();
         final int pod = topicPods.podOf(p, topic);
         if (pod < 0) {
             return;
@@ -261,6 +264,7 @@ final class Sequencer implements MessageHandler {
     /** A replayed batch ({@code length} -1: dropped as too large by the replay thread). */
     private void onReplayed(final Publisher p, final long seq, final DirectBuffer buffer, final int topic,
         final int topicLength, final int offset, final int length) {
+        receivedNanos = System.nanoTime();
         if (p.replayFirst < 0) {
             p.replayFirst = seq;
             if (seq == p.replayVerify && length >= 0) {
@@ -482,6 +486,6 @@ final class Sequencer implements MessageHandler {
             p.pods.addInt(ranked);
         }
         writers.offer(ranked, WriterMessages.batchType(p.config.engine() == ZmqEndpoint.Engine.SGLANG, replayed),
-            payload, offset, length);
+            payload, offset, length, receivedNanos);
     }
 }

@@ -161,8 +161,10 @@ class OperationsCommandsTest {
                 assertTrue(lines.contains("kvidx_pod_blocks{pod=\"" + pod + "\",slot=\"0\"} 20.0"), body);
                 assertTrue(lines.contains("kvidx_index_entries 25.0") || lines.contains("kvidx_index_entries 20.0"),
                     body);
-                assertTrue(lines.stream().anyMatch(l -> l.startsWith("kvidx_batch_apply_seconds_count ")
-                    && Double.parseDouble(l.substring(l.indexOf(' ') + 1)) >= 2), body);
+                for (final String stage : List.of("ingest", "queue", "apply")) {
+                    assertTrue(lines.stream().anyMatch(l -> l.startsWith("kvidx_batch_" + stage + "_seconds_count ")
+                        && Double.parseDouble(l.substring(l.indexOf(' ') + 1)) >= 2), stage + ": " + body);
+                }
                 assertTrue(lines.stream().anyMatch(l -> l.startsWith("kvidx_event_to_visible_seconds_count ")
                     && Double.parseDouble(l.substring(l.indexOf(' ') + 1)) >= 2), body);
                 assertTrue(lines.stream().anyMatch(l -> l.startsWith("kvidx_writer_queue_bytes{writer=\"0\"}")),
