@@ -7,6 +7,7 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
+import io.kvidx.daemon.ops.DaemonMetrics;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterMessages;
 import io.kvidx.daemon.writer.WriterPool;
@@ -16,6 +17,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
@@ -66,6 +68,8 @@ final class InprocReplay {
         Files.createDirectories(runDir);
         final int pods = plan.pods();
         final IngestCounters counters = IngestCounters.local();
+        // The daemon's own histograms, observed by the pool as in the daemon, read without a server.
+        final DaemonMetrics metrics = new DaemonMetrics();
         IndexWriter index = null;
         WriterPool pool = null;
         try {
@@ -83,7 +87,7 @@ final class InprocReplay {
             pool = new WriterPool(writers, DaemonConfiguration.WRITER_QUEUE_LENGTH_DEFAULT, index, directory,
                 counters, new IngestErrors(), SystemEpochClock.INSTANCE, 0,
                 IdleStrategies.supplier(IdleStrategies.BACKOFF), IdleStrategies.supplier(IdleStrategies.BACKOFF))
-                .start();
+                .observe(null, metrics.observer()).start();
             final UnsafeBuffer buffer = new UnsafeBuffer(new byte[0]);
             final long t0 = System.nanoTime() + START_LEAD_NS;
             final long windowNs = windowMs * 1_000_000L;
@@ -117,6 +121,9 @@ final class InprocReplay {
                 drainEnd = System.nanoTime();
             }
             final TraceReplay.DaemonCounts counts = TraceReplay.DaemonCounts.of(counters::value);
+            final java.io.ByteArrayOutputStream scraped = new java.io.ByteArrayOutputStream();
+            metrics.scrape(scraped);
+            final StageLatencies stages = StageLatencies.parse(scraped.toString(StandardCharsets.UTF_8));
             // Exactly the plan went in (no warm-up or end markers here): every store and removal applied.
             final boolean applied = drained && refused == 0 && counts.errors() == 0
                 && counts.removed() == plan.blocksRemoved() && counts.stored() >= plan.blocksStored();
@@ -134,9 +141,9 @@ final class InprocReplay {
                 .put("index_entries", index.entryCount())
                 .put("index_bytes", Files.size(index.context().indexFile())).toString();
             return new TraceReplay.Point(windowMs, plan.blockOps() / (windowMs / 1e3), plan.blockOps() / elapsed,
-                writerLagMs, publisherLag / 1e6, valid, result, counts);
+                writerLagMs, publisherLag / 1e6, valid, result, counts, stages);
         } finally {
-            CloseHelper.closeAll(pool, index, counters);
+            CloseHelper.closeAll(pool, index, counters, metrics);
             try (Stream<Path> files = Files.walk(runDir)) {
                 files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
             }

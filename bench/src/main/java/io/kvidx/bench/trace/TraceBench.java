@@ -216,9 +216,9 @@ public final class TraceBench {
                         : TraceReplay.run(plan, w, o.choice, scratch, run++, out, daemonArgs);
                     points.add(p);
                     out.printf("window %6d ms: offered %.2f M ops/s, achieved %.2f M ops/s, writer lag %.0f ms, "
-                            + "publisher lag %.0f ms, %s; %s %s%n", w, p.offeredOpsPerS() / 1e6,
+                            + "publisher lag %.0f ms, %s; %s; %s %s%n", w, p.offeredOpsPerS() / 1e6,
                         p.blockOpsPerS() / 1e6, p.writerLagMs(), p.publisherLagMs(), p.valid() ? "valid" : "INVALID",
-                        o.choice.inproc() ? "in-process" : "router", p.router());
+                        p.stages().describe(), o.choice.inproc() ? "in-process" : "router", p.router());
                 }
             }
             final Json json = json(o, trace.size(), plan, points, routing);
@@ -285,7 +285,8 @@ public final class TraceBench {
                     .put("p99_us", TraceReport.num(r, "e2v_p99_us"))
                     .put("samples", (long) TraceReport.num(r, "e2v_samples"))
                     .put("lost", (long) TraceReport.num(r, "probes_lost")))
-                .put("daemon", head.daemon().json());
+                .put("daemon", head.daemon().json())
+                .put("stages", head.stages().json());
         }
         final Json policies = new Json();
         for (final RoutingSim.Result r : routing) {
@@ -305,7 +306,7 @@ public final class TraceBench {
                 .put("valid", p.valid())
                 .put("query_p99_ns", routed ? (Object) (long) TraceReport.num(p.router(), "query_p99_ns") : null)
                 .put("e2v_p99_us", routed ? TraceReport.num(p.router(), "e2v_p99_us") : null)
-                .put("daemon", p.daemon().json()));
+                .put("daemon", p.daemon().json()).put("stages", p.stages().json()));
         }
         json.putRaw("sweep", sweep.append(']').toString());
         json.put("workload", new Json().put("requests", plan.requests()).put("trace_requests", requests)

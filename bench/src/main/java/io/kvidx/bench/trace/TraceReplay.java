@@ -55,9 +55,10 @@ final class TraceReplay {
      * @param valid           within the lag limits, every marker seen, every batch applied without an error.
      * @param router          the router process's JSON result.
      * @param daemon          what the daemon's counters say it applied.
+     * @param stages          the writers' per-stage times of the replay's batches ({@link StageLatencies}).
      */
     record Point(long windowMs, double offeredOpsPerS, double blockOpsPerS, double writerLagMs, double publisherLagMs,
-        boolean valid, String router, DaemonCounts daemon) {
+        boolean valid, String router, DaemonCounts daemon, StageLatencies stages) {
     }
 
     /**
@@ -163,9 +164,10 @@ final class TraceReplay {
         Process daemon = null;
         Process router = null;
         try (EventTransport events = transport.open(runDir)) {
+            final int metricsPort = freePort();
             final List<String> args = new ArrayList<>(List.of("daemon", "--dir", indexDir.toString(), "--cell",
                 CELL, "--block-size", Integer.toString(plan.blockSize()), "--max-pods", Integer.toString(pods),
-                "--capacity-blocks", Long.toString(capacityBlocks(plan))));
+                "--capacity-blocks", Long.toString(capacityBlocks(plan)), "--metrics", "127.0.0.1:" + metricsPort));
             args.addAll(events.daemonArgs());
             args.addAll(daemonArgs);
             daemon = start(java("io.kvidx.daemon.cli.KvidxCli", args), runDir.resolve("daemon.log"));
@@ -174,6 +176,7 @@ final class TraceReplay {
                 .attachTimeoutMs(ATTACH_LIMIT_MS))) {
                 warmUp(reader, events, encoder, plan, run);
             }
+            final StageLatencies warmedUp = StageLatencies.scrape(metricsPort);
             router = new ProcessBuilder(java(BenchMain.class.getName(), List.of(TraceRouter.COMMAND,
                 indexDir.toString(), CELL, queries.toString(), sendFile.toString(), Long.toString(windowMs),
                 Long.toString(DRAIN_LIMIT_MS)))).redirectError(runDir.resolve("router.err").toFile()).start();
@@ -224,6 +227,7 @@ final class TraceReplay {
                     + runDir.resolve("router.err") + ")");
             }
             final DaemonCounts counts = DaemonCounts.read(indexDir);
+            final StageLatencies stages = StageLatencies.scrape(metricsPort).minus(warmedUp);
             final long drainEnd = field(result, "drain_end_ns");
             final boolean allMarkers = field(result, "markers_seen") == field(result, "markers");
             // Every stored and removed block reached the writer (warm-up markers may add stores, never removals).
@@ -242,7 +246,7 @@ final class TraceReplay {
             final boolean valid = allMarkers && applied && field(result, "probes_lost") == 0
                 && writerLagMs <= LAG_LIMIT * windowMs && publisherLag / 1e6 <= LAG_LIMIT * windowMs;
             return new Point(windowMs, plan.blockOps() / (windowMs / 1e3), plan.blockOps() / elapsed, writerLagMs,
-                publisherLag / 1e6, valid, result, counts);
+                publisherLag / 1e6, valid, result, counts, stages);
         } finally {
             stop(router);
             stop(daemon);
@@ -282,6 +286,13 @@ final class TraceReplay {
             throw new IllegalStateException("router result has no " + name + ": " + json);
         }
         return (long) v;
+    }
+
+    /** A loopback port free now, for the daemon's metrics server (the daemon fails loudly if it was taken since). */
+    private static int freePort() throws IOException {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
     }
 
     private static List<String> java(final String main, final List<String> args) {

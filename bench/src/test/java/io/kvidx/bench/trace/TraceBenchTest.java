@@ -93,6 +93,7 @@ class TraceBenchTest {
         assertTrue(TraceReport.num(json, "block_ops_per_s") > 0.9 * TraceReport.num(json, "offered_ops_per_s"), json);
         // No router process: no query or event-to-visible timing, and the report says so.
         assertTrue(json.contains("\"query\": null, \"event_to_visible\": null"), json);
+        assertStages(json, 0);
         assertTrue(sweep.contains("\"query_p99_ns\": null, \"e2v_p99_us\": null"), sweep);
         assertTrue(Files.readString(dir.resolve("results").resolve("trace-report.html")).contains("no router process"));
     }
@@ -222,6 +223,9 @@ class TraceBenchTest {
         assertTrue(TraceReport.num(json, "query", "p50_ns") > 0, json);
         assertTrue(TraceReport.num(json, "event_to_visible", "p99_us")
             >= TraceReport.num(json, "event_to_visible", "p50_us"), json);
+        // The daemon's stage histograms cover the replay's batches (the warm-up's subtracted): one observation per
+        // batch sent (requests that stored or evicted nothing send none) plus the 8 end markers.
+        assertStages(json, 8);
 
         // Routing: every policy present, hit rates in [0, 1], the index beats round robin on shared prefixes.
         final double[] rates = new double[RoutingSim.POLICIES.size()];
@@ -233,5 +237,17 @@ class TraceBenchTest {
         }
         assertTrue(rates[0] > rates[2] + 0.1, "cache-aware " + rates[0] + " vs round robin " + rates[2]);
         assertTrue(Files.size(dir.resolve("results").resolve("trace-report.html")) > 10_000, "report written");
+    }
+
+    /** The stage histograms of the headline point observed each applied batch, and their quantiles are ordered. */
+    private static void assertStages(final String json, final int markers) {
+        final double batches = TraceReport.num(json, "stages", "batch_apply", "batches");
+        assertTrue(batches > 60 + markers && batches <= 120 + markers, "one per batch: " + json);
+        for (final String stage : List.of("batch_ingest", "batch_queue", "batch_apply")) {
+            assertEquals(batches, TraceReport.num(json, "stages", stage, "batches"), stage + ": " + json);
+            final double p50 = TraceReport.num(json, "stages", stage, "p50_us");
+            final double p99 = TraceReport.num(json, "stages", stage, "p99_us");
+            assertTrue(p50 >= 0 && p99 >= p50 && p99 < 1e6, stage + " " + p50 + "/" + p99 + ": " + json);
+        }
     }
 }
