@@ -15,16 +15,19 @@ import java.util.TreeMap;
 /**
  * A point's per-stage times, from the daemon's own histograms (docs/operations.md, metrics): transport receive to
  * the writer's queue ({@code kvidx_batch_ingest_seconds}), the wait in the queue ({@code kvidx_batch_queue_seconds}),
- * decode and apply ({@code kvidx_batch_apply_seconds}, after which the batch's blocks are visible), and the engine's
- * timestamp to visible ({@code kvidx_event_to_visible_seconds}, millisecond clock). Scraped before the replay and
- * after it and subtracted, so warm-up batches do not count; quantiles are interpolated within the buckets as
- * PromQL's {@code histogram_quantile} does (so they are as coarse as the buckets: 1, 2.5, 5 per decade).
+ * and decode and apply ({@code kvidx_batch_apply_seconds}, after which the batch's blocks are visible). Scraped before
+ * the replay and after it and subtracted, so warm-up batches do not count; quantiles are interpolated within the
+ * buckets as PromQL's {@code histogram_quantile} does (so they are as coarse as the buckets: 1, 2.5, 5 per decade).
  *
  * <p><b>Note:</b> immutable.
  */
 final class StageLatencies {
-    /** The stages, in order, by the metric's middle name. */
-    static final String[] STAGES = {"batch_ingest", "batch_queue", "batch_apply", "event_to_visible"};
+    /**
+     * The stages, in order, by the metric's middle name. The daemon's {@code kvidx_event_to_visible_seconds} is left
+     * out: it starts at the batch's own timestamp, which in a replay is the trace's, not a clock (the router process
+     * times event to visible from the send instead).
+     */
+    static final String[] STAGES = {"batch_ingest", "batch_queue", "batch_apply"};
     private static final Duration SCRAPE_TIMEOUT = Duration.ofSeconds(10);
 
     /** Per stage: bucket upper bound to cumulative count. */
