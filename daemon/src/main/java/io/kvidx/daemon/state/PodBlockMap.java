@@ -367,6 +367,31 @@ public final class PodBlockMap implements AutoCloseable {
     }
 
     /**
+     * Chooses the least recently stored mappings for a batch eviction, without removing them: each choice is
+     * {@link #selectOldest()}'s, whose hand moves on past at least its samples, so the choices are distinct while
+     * they sample less than the whole table. The caller removes their blocks from the index, then each mapping
+     * ({@link #remove}), in that order (a crash in between leaves mappings, not indexed blocks no mapping reaches).
+     *
+     * @param count  mappings wanted.
+     * @param keys   receives their router keys.
+     * @param hashes receives their engine hashes.
+     * @param tiered receives whether each has a host tier map entry.
+     * @return mappings chosen: {@code count}, or 0 when the map is too small for distinct choices (then evict one at
+     * a time).
+     */
+    public int selectOldest(final int count, final long[] keys, final long[] hashes, final boolean[] tiered) {
+        if ((long) count * 2 * SampledEviction.SAMPLES > table.size()) {
+            return 0;
+        }
+        for (int i = 0; i < count; i++) {
+            keys[i] = eviction.selectOldest();
+            hashes[i] = eviction.evictedHash();
+            tiered[i] = eviction.evictedTiered();
+        }
+        return count;
+    }
+
+    /**
      * @param hash engine hash.
      * @return the router key it mapped to, or 0 when absent.
      */
@@ -433,6 +458,13 @@ public final class PodBlockMap implements AutoCloseable {
      */
     public long evictedHash() {
         return eviction.evictedHash();
+    }
+
+    /**
+     * @return whether the mapping {@link #selectOldest()} chose last has a host tier map entry.
+     */
+    public boolean evictedTiered() {
+        return eviction.evictedTiered();
     }
 
     /**

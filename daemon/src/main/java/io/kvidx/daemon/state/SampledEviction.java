@@ -5,9 +5,11 @@ import java.lang.foreign.ValueLayout;
 
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.ENTRY_HASH_OFFSET;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.ENTRY_KEY_OFFSET;
+import static io.kvidx.daemon.state.PodBlockMapDescriptor.ENTRY_MEDIA_OFFSET;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.ENTRY_STAMP_OFFSET;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.HAND_OFFSET;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.LONG_LAYOUT;
+import static io.kvidx.daemon.state.PodBlockMapDescriptor.MEDIA_TIERED;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.entry;
 
 /**
@@ -18,10 +20,12 @@ import static io.kvidx.daemon.state.PodBlockMapDescriptor.entry;
  * <p><b>Note:</b> one writer: the pod's writer agent, through its {@link PodBlockMap}. No other thread reads it.
  */
 final class SampledEviction {
-    private static final int EVICTION_SAMPLES = 8;
+    /** Mappings sampled per choice. */
+    static final int SAMPLES = 8;
 
     private final PodBlockTable table;
     private long evictedHash;
+    private boolean evictedTiered;
     private int selected = -1;
 
     /**
@@ -44,7 +48,7 @@ final class SampledEviction {
         int victim = -1;
         long oldest = Long.MAX_VALUE;
         int seen = 0;
-        for (int n = 0; n < slots && seen < EVICTION_SAMPLES; n++) {
+        for (int n = 0; n < slots && seen < SAMPLES; n++) {
             final long e = entry(hand);
             if (s.get(LONG_LAYOUT, e + ENTRY_KEY_OFFSET) != 0) {
                 seen++;
@@ -62,6 +66,7 @@ final class SampledEviction {
             return 0;
         }
         evictedHash = s.get(LONG_LAYOUT, entry(victim) + ENTRY_HASH_OFFSET);
+        evictedTiered = (s.get(LONG_LAYOUT, entry(victim) + ENTRY_MEDIA_OFFSET) & MEDIA_TIERED) != 0;
         return s.get(LONG_LAYOUT, entry(victim) + ENTRY_KEY_OFFSET);
     }
 
@@ -80,5 +85,12 @@ final class SampledEviction {
      */
     long evictedHash() {
         return evictedHash;
+    }
+
+    /**
+     * @return whether the mapping {@link #selectOldest()} chose last has a host tier map entry.
+     */
+    boolean evictedTiered() {
+        return evictedTiered;
     }
 }

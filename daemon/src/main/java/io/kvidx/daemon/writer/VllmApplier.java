@@ -180,6 +180,7 @@ final class VllmApplier implements VllmEventListener {
         final long[] hashes = e.hashes();
         final long bit = mediumBit(e.medium());
         touch(map, hashes, n);
+        makeRoom(p, map, hashes, n);
         int evictions = 0;
         for (int i = 0; i < n; i++) {
             if (map.isFull() && map.get(hashes[i]) == PodState.MISSING) {
@@ -212,6 +213,50 @@ final class VllmApplier implements VllmEventListener {
         eventsApplied.increment();
     }
 
+    /** Most mappings evicted in one batch. */
+    private static final int EVICTION_BATCH = 256;
+    private final long[] victimKeys = new long[EVICTION_BATCH];
+    private final long[] victimHashes = new long[EVICTION_BATCH];
+    private final boolean[] victimTiered = new boolean[EVICTION_BATCH];
+
+    /**
+     * Before a BlockStored is applied, evicts as many mappings as its new hashes need beyond the map's room, in
+     * batches: their blocks leave the index in one {@code remove} (its misses overlapped by the batch prefetch),
+     * then their mappings go (index first, as {@link #evictMapping}). A map too small for distinct batch choices,
+     * and an event larger than the map, fall back to {@link #evictMapping} one block at a time.
+     */
+    private void makeRoom(final PodState p, final PodBlockMap map, final long[] hashes, final int n) {
+        final int room = map.maxBlocks() - map.size();
+        if (n <= room) {
+            return;
+        }
+        int fresh = 0;
+        for (int i = 0; i < n; i++) {
+            if (map.get(hashes[i]) == PodState.MISSING) {
+                fresh++;
+            }
+        }
+        int need = Math.min(fresh - room, map.size());
+        while (need > 0) {
+            final int k = map.selectOldest(Math.min(need, EVICTION_BATCH), victimKeys, victimHashes, victimTiered);
+            if (k == 0) {
+                return;
+            }
+            index.remove(p.slot, victimKeys, 0, k);
+            for (int j = 0; j < k; j++) {
+                map.remove(victimHashes[j]);
+                if (victimTiered[j]) {
+                    tiers.forget(p.slot, victimKeys[j]);
+                }
+            }
+            mapEvictions.getAndAdd(k);
+            errors.report(CounterType.BLOCK_MAP_EVICTIONS.typeId(), p.podNumber, () -> "pod " + p.podId
+                + ": more than " + map.maxBlocks() + " blocks held (removals lost, or --pod-max-blocks too small);"
+                + " its least recently stored blocks leave the index");
+            need -= k;
+        }
+    }
+
     /**
      * Makes room in a full block map: its least recently stored mapping goes, and so does that block from the
      * index for this pod (the pod's removal of it could no longer be applied).
@@ -223,10 +268,13 @@ final class VllmApplier implements VllmEventListener {
         // reaches any more.
         final long key = map.selectOldest();
         if (key != PodState.MISSING) {
+            final boolean tiered = map.evictedTiered();
             evicted[0] = key;
             index.remove(p.slot, evicted, 0, 1);
             map.evictSelected();
-            tiers.forget(p.slot, key);
+            if (tiered) {
+                tiers.forget(p.slot, key);
+            }
             mapEvictions.increment();
             errors.report(CounterType.BLOCK_MAP_EVICTIONS.typeId(), p.podNumber, () -> "pod " + p.podId
                 + ": more than " + map.maxBlocks() + " blocks held (removals lost, or --pod-max-blocks too small);"

@@ -247,6 +247,32 @@ class CrashPointTest {
     }
 
     @Test
+    void shouldNotLeakBlocksWhoseBatchEvictionWasKilled() throws Exception {
+        // A map large enough for batch choices (VllmApplier.makeRoom): the five victims leave the index in one
+        // remove, then their mappings go; killed inside that remove.
+        extraArgs.addAll(List.of("--pod-max-blocks", "200"));
+        final TestEngine.Chain a = TestEngine.Chain.random(9, 200);
+        final TestEngine.Chain b = TestEngine.Chain.random(10, 5);
+        final Daemon daemon = stored(a, true);
+        final Debugger.Point point = daemon.debugger().breakAtMethod(INDEX_WRITER, "remove", 1);
+        killAt(daemon, point, () -> engine.store(b, 0, 5));
+        restartAndExpect(b, 5, "at IndexWriter.remove while a full block map evicted a batch of mappings");
+        try (IndexReader reader = reader()) {
+            final int slot = TestEngine.slotOf(reader, POD);
+            final long[] words = new long[4];
+            int held = 0;
+            for (final TestEngine.Chain chain : List.of(a, b)) {
+                for (final long key : chain.keys()) {
+                    io.kvidx.daemon.index.TestIndexes.unbusy(() -> reader.lookup(key, words));
+                    held += (int) (words[slot >>> 6] >>> slot) & 1;
+                }
+            }
+            assertEquals(200, held, "blocks of the pod indexed: its block map holds 200 mappings; more would be"
+                + " blocks no removal can reach");
+        }
+    }
+
+    @Test
     void shouldIndexOnlyWhatTheBlockMapHoldsWhenOneBatchOverflowsIt() throws Exception {
         extraArgs.addAll(List.of("--pod-max-blocks", "20"));
         final TestEngine.Chain chain = TestEngine.Chain.random(8, 25);
