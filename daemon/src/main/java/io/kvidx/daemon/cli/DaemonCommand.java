@@ -118,6 +118,10 @@ public final class DaemonCommand implements Callable<Integer> {
         + DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT + ").")
     private Integer zmqHandshakeTimeoutMs;
 
+    @Option(names = "--zmq-io-threads", paramLabel = "N", description = "ZeroMQ I/O threads reading the engines' "
+        + "streams (default " + DaemonConfiguration.ZMQ_IO_THREADS_DEFAULT + "; more for many busy engines).")
+    private Integer zmqIoThreads;
+
     @Option(names = "--replay-gap-policy", paramLabel = "clear|keep", description = "When an engine no longer "
         + "buffers the batches a restart or gap missed: clear the pod and rebuild it from the replay, or "
         + "keep its blocks and mark it suspect (default " + DaemonConfiguration.REPLAY_GAP_POLICY_DEFAULT + ").")
@@ -404,6 +408,9 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (replayTimeoutMs != null) {
             context.zmq().replayTimeoutMs(replayTimeoutMs);
+        }
+        if (zmqIoThreads != null) {
+            context.zmq().ioThreads(zmqIoThreads);
         }
         if (zmqHandshakeTimeoutMs != null) {
             context.zmq().handshakeTimeoutMs(zmqHandshakeTimeoutMs);

@@ -80,6 +80,16 @@ public final class DaemonConfiguration {
      * round trips, well under a second on any network an engine and its router share.
      */
     public static final int ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT = 1_000;
+    /** ZeroMQ I/O threads key. */
+    public static final String ZMQ_IO_THREADS_PROP_NAME = "zmqIoThreads";
+    /**
+     * Default ZeroMQ I/O threads of the subscription sockets' context: one (JeroMQ's default), which reads and
+     * frames every engine's stream; more spread the engines' connections over that many threads, for hosts whose
+     * engines publish more than one thread can frame (docs/perf.md, "Write path").
+     */
+    public static final int ZMQ_IO_THREADS_DEFAULT = 1;
+    /** Most ZeroMQ I/O threads. */
+    public static final int ZMQ_IO_THREADS_MAX = 64;
     /** Idle strategy key: the ingest and writer agents' unless they name their own. */
     public static final String IDLE_STRATEGY_PROP_NAME = "idleStrategy";
     /** Default idle strategy: backoff (spin, yield, then park up to 1 ms). */

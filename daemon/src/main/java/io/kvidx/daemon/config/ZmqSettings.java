@@ -19,13 +19,14 @@ public final class ZmqSettings {
     private final List<ZmqEndpoint> endpoints = new ArrayList<>();
     private int replayTimeoutMs = DaemonConfiguration.REPLAY_TIMEOUT_MS_DEFAULT;
     private int handshakeTimeoutMs = DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT;
+    private int ioThreads = DaemonConfiguration.ZMQ_IO_THREADS_DEFAULT;
     private String replayGapPolicy = DaemonConfiguration.REPLAY_GAP_POLICY_DEFAULT;
     private long checkpointIntervalMs = DaemonConfiguration.CHECKPOINT_INTERVAL_MS_DEFAULT;
     private final List<String> topicPods = new ArrayList<>(DaemonConfiguration.ZMQ_TOPIC_PODS_DEFAULT);
 
     /**
-     * Checks the replay timeout, the handshake timeout, the replay gap policy, the checkpoint interval and the topic
-     * pod patterns, in that order.
+     * Checks the replay timeout, the handshake timeout, the replay gap policy, the checkpoint interval, the I/O
+     * threads and the topic pod patterns, in that order.
      *
      * @throws ConfigException naming the key of the first value out of range.
      */
@@ -40,6 +41,8 @@ public final class ZmqSettings {
         }
         ConfigException.range(DaemonConfiguration.CHECKPOINT_INTERVAL_MS_PROP_NAME, checkpointIntervalMs, 1,
             Long.MAX_VALUE);
+        ConfigException.range(DaemonConfiguration.ZMQ_IO_THREADS_PROP_NAME, ioThreads, 1,
+            DaemonConfiguration.ZMQ_IO_THREADS_MAX);
         for (final String pattern : topicPods) {
             if (pattern == null || pattern.isEmpty()) {
                 throw new ConfigException(DaemonConfiguration.ZMQ_TOPIC_PODS_PROP_NAME,
@@ -143,6 +146,22 @@ public final class ZmqSettings {
      */
     public int handshakeTimeoutMs() {
         return handshakeTimeoutMs;
+    }
+
+    /**
+     * @param threads I/O threads of the subscription sockets' ZeroMQ context, 1..64.
+     * @return this.
+     */
+    public ZmqSettings ioThreads(final int threads) {
+        this.ioThreads = threads;
+        return this;
+    }
+
+    /**
+     * @return I/O threads of the subscription sockets' ZeroMQ context.
+     */
+    public int ioThreads() {
+        return ioThreads;
     }
 
     /**

@@ -56,6 +56,8 @@ public final class TierMapWriter implements AutoCloseable {
     private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
     private static final SecureRandom RANDOM = new SecureRandom();
     static final int EVICTION_SAMPLES = 8;
+    /** Longs per slot in {@code clocks} (128 bytes: two lines, for the adjacent-line prefetcher). */
+    private static final int STRIDE = 16;
 
     private final Path file;
     private final MappedRegion region;
@@ -66,8 +68,10 @@ public final class TierMapWriter implements AutoCloseable {
     private final int slotBits;
     private final int maxEntries;
     private final long regionLength;
-    /** Per slot: the eviction clock hand and the store clock; each element written by the slot's writer only. */
-    private final int[] hands;
+    /**
+     * Per slot, at {@code slot * }{@value #STRIDE}: the store clock, then the eviction clock hand; written by the
+     * slot's writer only, one cache line apart so that writers of neighbouring slots share none.
+     */
     private final long[] clocks;
     private final LongAdder evictions = new LongAdder();
 
@@ -81,8 +85,7 @@ public final class TierMapWriter implements AutoCloseable {
         this.slotBits = Integer.numberOfTrailingZeros(slots);
         this.maxEntries = TierMapDescriptor.maxEntries(slots);
         this.regionLength = TierMapDescriptor.regionLength(slots);
-        this.hands = new int[maxPods];
-        this.clocks = new long[maxPods];
+        this.clocks = new long[maxPods * STRIDE];
     }
 
     /**
@@ -194,7 +197,7 @@ public final class TierMapWriter implements AutoCloseable {
         s.asSlice(base + REGION_HEADER_LENGTH, (long) slots * ENTRY_LENGTH).fill((byte) 0);
         s.set(ValueLayout.JAVA_INT, base + REGION_GENERATION_OFFSET, generation);
         INT.setOpaque(s, base + REGION_COUNT_OFFSET, 0);
-        hands[slot] = 0;
+        clocks[slot * STRIDE + 1] = 0;
         LONG.setRelease(s, base + REGION_VERSION_OFFSET, v + 2);
     }
 
@@ -219,7 +222,7 @@ public final class TierMapWriter implements AutoCloseable {
         }
         final long entries = regionOffset(slot) + REGION_HEADER_LENGTH;
         final long k = TierMapDescriptor.stored(key);
-        final long stamp = ++clocks[slot] << STAMP_SHIFT;
+        final long stamp = ++clocks[slot * STRIDE] << STAMP_SHIFT;
         int i = home(k);
         for (int n = 0; n <= mask; n++) {
             final long e = entries + (long) i * ENTRY_LENGTH;
@@ -325,7 +328,7 @@ public final class TierMapWriter implements AutoCloseable {
     }
 
     private void evictOne(final int slot) {
-        int hand = hands[slot] & mask;
+        int hand = (int) clocks[slot * STRIDE + 1] & mask;
         int victim = -1;
         long oldest = Long.MAX_VALUE;
         int seen = 0;
@@ -341,7 +344,7 @@ public final class TierMapWriter implements AutoCloseable {
             }
             hand = (hand + 1) & mask;
         }
-        hands[slot] = hand;
+        clocks[slot * STRIDE + 1] = hand;
         if (victim >= 0) {
             delete(slot, victim);
             evictions.increment();

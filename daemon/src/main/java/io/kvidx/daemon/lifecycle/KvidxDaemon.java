@@ -316,7 +316,7 @@ public final class KvidxDaemon implements AutoCloseable {
                 context.heartbeatIntervalMs(), context.zmq().replayTimeoutMs(), context.zmq().handshakeTimeoutMs(),
                 new ZmqIngestAgent.Recovery(progress, context.zmq().checkpointIntervalMs(),
                     "clear".equals(context.zmq().replayGapPolicy())))
-                .topicPods(context.zmq().topicPods());
+                .topicPods(context.zmq().topicPods()).ioThreads(context.zmq().ioThreads());
             if (context.zmqBind() != null) {
                 // Engines that connect name their pods by topic; a registration of the same pod gives its replay.
                 zmq.bind(context.zmqBind(), podId -> {

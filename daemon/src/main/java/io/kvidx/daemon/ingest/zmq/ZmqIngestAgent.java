@@ -94,6 +94,7 @@ public final class ZmqIngestAgent implements Agent {
     private java.util.function.Function<String, ZmqEndpoint> registered;
     private BoundSocket bound;
     private PodAllowList topicPodAllowList;
+    private int ioThreads = 1;
 
     /**
      * How the agent survives a daemon restart.
@@ -169,9 +170,31 @@ public final class ZmqIngestAgent implements Agent {
         return this;
     }
 
+    /**
+     * Sets the I/O threads of the subscription sockets' ZeroMQ context (default 1); call before the agent starts.
+     *
+     * @param threads 1 or more.
+     * @return this.
+     */
+    public ZmqIngestAgent ioThreads(final int threads) {
+        if (threads < 1) {
+            throw new IllegalArgumentException("ZeroMQ I/O threads must be >= 1: " + threads);
+        }
+        this.ioThreads = threads;
+        return this;
+    }
+
+    /**
+     * @return the I/O threads of the running agent's ZeroMQ context, 0 before it started.
+     */
+    int contextIoThreads() {
+        final ZContext c = context;
+        return c == null ? 0 : c.getContext().getIOThreads();
+    }
+
     @Override
     public void onStart() {
-        context = new ZContext(1);
+        context = new ZContext(ioThreads);
         if (bindEndpoint != null) {
             bound = new BoundSocket(bindEndpoint, context, directory, registered, sequencer, errors,
                 counters.get(CounterType.FRAMING_ERRORS), new BoundSocket.Publishers() {

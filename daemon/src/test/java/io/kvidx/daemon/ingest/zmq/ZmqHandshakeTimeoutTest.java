@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,6 +51,41 @@ class ZmqHandshakeTimeoutTest {
                 assertTrue(listener.accepted() >= 4, listener.accepted() + " connections in " + seconds + " s");
             }
         }
+    }
+
+    @Test
+    void shouldReadTheEnginesStreamsOnTheConfiguredIoThreads() throws Exception {
+        // --zmq-io-threads sizes the subscription context; JeroMQ names its I/O threads "iothread-<n>".
+        try (SilentListener listener = new SilentListener()) {
+            final long one = ioThreadsOfADaemon(listener, 1);
+            final long three = ioThreadsOfADaemon(listener, 3);
+            assertEquals(2, three - one, "two more I/O threads with --zmq-io-threads 3 than with 1");
+        }
+        final DaemonContext ctx = new DaemonContext().dir(dir);
+        ctx.zmq().ioThreads(0);
+        final ConfigException ex = assertThrows(ConfigException.class, ctx::conclude);
+        assertTrue(ex.getMessage().contains(DaemonConfiguration.ZMQ_IO_THREADS_PROP_NAME), ex.getMessage());
+    }
+
+    private long ioThreadsOfADaemon(final SilentListener listener, final int threads) throws Exception {
+        final Path cell = Files.createTempDirectory(dir, "io");
+        final DaemonContext ctx = new DaemonContext().dir(cell).shardCount(16).capacityBlocks(8192)
+            .podTimeoutMs(0).idleStrategy("backoff");
+        ctx.zmq().ioThreads(threads).addEndpoint(new ZmqEndpoint(listener.endpoint(), "silent-pod", "m", null));
+        final long before = ioThreads();
+        try (KvidxDaemon daemon = KvidxDaemon.start(ctx)) {
+            final long start = System.nanoTime();
+            while (ioThreads() - before < threads && System.nanoTime() - start < 10_000_000_000L) {
+                Thread.sleep(20);
+            }
+            Thread.sleep(200);
+            return ioThreads() - before;
+        }
+    }
+
+    private static long ioThreads() {
+        return Thread.getAllStackTraces().keySet().stream().filter(t -> t.isAlive()
+            && t.getName().startsWith("iothread-")).count();
     }
 
     @Test
