@@ -86,6 +86,10 @@ public final class TraceBench {
         int writers = WRITERS_DEFAULT;
         @Option(names = "--scale")
         int scale = 1;
+        @Option(names = "--live-routing-window-ms")
+        long liveRoutingWindowMs;
+        @Option(names = "--no-live-routing")
+        boolean noLiveRouting;
         @Option(names = "--out")
         Path out = defaultResults();
         @Option(names = {"-h", "--help"})
@@ -118,6 +122,9 @@ public final class TraceBench {
             if (o.writers < 1 || o.writers > DaemonConfiguration.WRITERS_MAX) {
                 throw new IllegalArgumentException("--writers must be in 1.." + DaemonConfiguration.WRITERS_MAX + ": "
                     + o.writers);
+            }
+            if (o.liveRoutingWindowMs < 0 || o.liveRoutingWindowMs > 0 && o.liveRoutingWindowMs < 100) {
+                throw new IllegalArgumentException("--live-routing-window-ms must be >= 100: " + o.liveRoutingWindowMs);
             }
             if (o.scale < 1 || (long) o.scale * o.pods > PODS_MAX) {
                 throw new IllegalArgumentException("--scale must be >= 1 and --scale x --pods at most " + PODS_MAX
@@ -159,7 +166,7 @@ public final class TraceBench {
         return "usage: kvidx bench trace [--trace FILE] [--pods N] [--quick] [--json] [--transport zmq|aeron|inproc]"
             + " [--aeron-channel CHANNEL] [--block-size B] [--budget BLOCKS] [--requests N] [--windows-ms W,W,...]"
             + " [--sockets N] [--seed S] [--out DIR] [--no-replay] [--daemon-arg ARG]... [--writers N]"
-            + " [--scale K]";
+            + " [--scale K] [--live-routing-window-ms W] [--no-live-routing]";
     }
 
     /**
@@ -187,6 +194,8 @@ public final class TraceBench {
             : Path.of(System.getProperty("java.io.tmpdir")), "kvidx-trace-");
         try {
             final List<RoutingSim.Result> routing = new ArrayList<>();
+            long liveWindowMs = 0;
+            double livePublisherLagMs = 0;
             for (final String policy : RoutingSim.POLICIES) {
                 final RoutingSim.Result r = RoutingSim.run(trace, o.pods, o.blockSize, o.budget, policy, scratch);
                 routing.add(r);
@@ -221,7 +230,26 @@ public final class TraceBench {
                         p.stages().describe(), o.choice.inproc() ? "in-process" : "router", p.router());
                 }
             }
+            if (!o.skipReplay && !o.noLiveRouting && !o.choice.inproc()) {
+                long window = o.liveRoutingWindowMs;
+                for (final long w : o.windowsMs) {
+                    window = o.liveRoutingWindowMs > 0 ? window : Math.max(window, w);
+                }
+                final LiveRouting.Result live = LiveRouting.run(trace, o.pods, o.blockSize, o.budget, window,
+                    o.choice, scratch, out, daemonArgs);
+                routing.add(live.routing());
+                liveWindowMs = live.windowMs();
+                livePublisherLagMs = live.publisherLagMs();
+                out.printf("routing %-12s hit rate %.4f  prefill tokens saved %,d  busiest pod %d requests (routed "
+                        + "from the live index over %s, trace squeezed into %.1f s, routed up to %.1f ms late)%n",
+                    LiveRouting.POLICY, live.routing().hitRate(), live.routing().tokensSaved(),
+                    live.routing().maxPodRequests(), o.choice.kind(), window / 1e3, live.publisherLagMs());
+            }
             final Json json = json(o, trace.size(), plan, points, routing);
+            if (liveWindowMs > 0) {
+                json.put("live_routing", new Json().put("window_ms", liveWindowMs)
+                    .put("routed_late_max_ms", livePublisherLagMs).put("transport", o.choice.kind()));
+            }
             json.put("seconds", Math.round((System.nanoTime() - started) / 1e8) / 10.0);
             // The JSON line first: a chart that fails to draw must not lose the figures.
             if (o.json) {

@@ -295,15 +295,15 @@ final class TraceReplay {
         }
     }
 
-    private static List<String> java(final String main, final List<String> args) {
+    static List<String> java(final String main, final List<String> args) {
         return BenchFlags.javaCommand(main, List.of(), args);
     }
 
-    private static Process start(final List<String> cmd, final Path log) throws IOException {
+    static Process start(final List<String> cmd, final Path log) throws IOException {
         return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     }
 
-    private static void stop(final Process p) throws InterruptedException {
+    static void stop(final Process p) throws InterruptedException {
         if (p == null) {
             return;
         }
