@@ -18,6 +18,12 @@ interface BatchEncoder {
     byte[] encode(TraceBlocks blocks, SimEngine engine, double tsSeconds, int pod);
 
     /**
+     * @param pod the pod.
+     * @return the bytes of the pod's AllBlocksCleared event (the bench's warm-up ends with one per pod).
+     */
+    byte[] cleared(int pod);
+
+    /**
      * @param pod pod number.
      * @return its pod id, as every transport names it.
      */

@@ -59,11 +59,12 @@ final class InprocReplay {
      * @param base     run directory (under {@code /dev/shm} when there is one).
      * @param run      point number (names the cell's directory).
      * @param log      progress output.
+     * @param warm     the warm-up ({@link TraceReplay#warmUpPlan}), applied untimed and cleared first, or null.
      * @return the point; its {@code router} field holds this mode's JSON result (drain, index, writers).
      * @throws IOException when the cell's directory cannot be made or removed.
      */
     static TraceReplay.Point run(final TracePlan plan, final long windowMs, final int writers, final Path base,
-        final int run, final PrintStream log) throws IOException {
+        final int run, final PrintStream log, final TracePlan warm) throws IOException {
         final Path runDir = base.resolve("run-" + run);
         Files.createDirectories(runDir);
         final int pods = plan.pods();
@@ -89,6 +90,26 @@ final class InprocReplay {
                 IdleStrategies.supplier(IdleStrategies.BACKOFF), IdleStrategies.supplier(IdleStrategies.BACKOFF))
                 .observe(null, metrics.observer()).start();
             final UnsafeBuffer buffer = new UnsafeBuffer(new byte[0]);
+            if (warm != null) {
+                for (int i = 0; i < warm.requests(); i++) {
+                    final byte[] payload = warm.payload(i);
+                    if (payload != null) {
+                        buffer.wrap(payload);
+                        pool.offer(handles[warm.pod(i)], WriterMessages.VLLM_BATCH, buffer, 0, payload.length);
+                    }
+                }
+                for (int p = 0; p < pods; p++) {
+                    pool.offer(handles[p], WriterMessages.CLEAR_POD);
+                }
+                final long[] warmed = pool.producerPositions();
+                while (!pool.appliedUpTo(warmed)) {
+                    LockSupport.parkNanos(DRAIN_POLL_NS);
+                }
+            }
+            final TraceReplay.DaemonCounts warmCounts = TraceReplay.DaemonCounts.of(counters::value);
+            final java.io.ByteArrayOutputStream warmScrape = new java.io.ByteArrayOutputStream();
+            metrics.scrape(warmScrape);
+            final StageLatencies warmStages = StageLatencies.parse(warmScrape.toString(StandardCharsets.UTF_8));
             final long t0 = System.nanoTime() + START_LEAD_NS;
             final long windowNs = windowMs * 1_000_000L;
             final long span = plan.spanMs();
@@ -120,10 +141,11 @@ final class InprocReplay {
                 drained = pool.appliedUpTo(queued);
                 drainEnd = System.nanoTime();
             }
-            final TraceReplay.DaemonCounts counts = TraceReplay.DaemonCounts.of(counters::value);
+            final TraceReplay.DaemonCounts counts = TraceReplay.DaemonCounts.of(counters::value).minus(warmCounts);
             final java.io.ByteArrayOutputStream scraped = new java.io.ByteArrayOutputStream();
             metrics.scrape(scraped);
-            final StageLatencies stages = StageLatencies.parse(scraped.toString(StandardCharsets.UTF_8));
+            final StageLatencies stages = StageLatencies.parse(scraped.toString(StandardCharsets.UTF_8))
+                .minus(warmStages);
             // Exactly the plan went in (no warm-up or end markers here): every store and removal applied.
             final boolean applied = drained && refused == 0 && counts.errors() == 0
                 && counts.removed() == plan.blocksRemoved() && counts.stored() >= plan.blocksStored();

@@ -1,5 +1,6 @@
 package io.kvidx.bench.trace;
 
+import io.kvidx.sbe.events.AllBlocksClearedEncoder;
 import io.kvidx.sbe.events.BlockRemovedEncoder;
 import io.kvidx.sbe.events.BlockStoredEncoder;
 import io.kvidx.sbe.events.BooleanType;
@@ -36,6 +37,7 @@ final class SbeBatchEncoder implements BatchEncoder {
     private final MessageHeaderEncoder header = new MessageHeaderEncoder();
     private final BlockStoredEncoder stored = new BlockStoredEncoder();
     private final BlockRemovedEncoder removed = new BlockRemovedEncoder();
+    private final AllBlocksClearedEncoder cleared = new AllBlocksClearedEncoder();
     private final ExpandableArrayBuffer out = new ExpandableArrayBuffer(1 << 16);
     private final byte[] model = TraceBlocks.MODEL.getBytes(StandardCharsets.UTF_8);
     private int length;
@@ -70,6 +72,18 @@ final class SbeBatchEncoder implements BatchEncoder {
             }
             i = j;
         }
+        return Arrays.copyOf(out.byteArray(), length);
+    }
+
+    @Override
+    public byte[] cleared(final int pod) {
+        final byte[] podId = BatchEncoder.podId(pod).getBytes(StandardCharsets.UTF_8);
+        length = 0;
+        final int at = Integer.BYTES;
+        out.checkLimit(at + MAX_MESSAGE_BYTES);
+        final AllBlocksClearedEncoder e = cleared.wrapAndApplyHeader(out, at, header).sequence(0);
+        e.putPodId(podId, 0, podId.length).putModel(model, 0, model.length);
+        close(at, MessageHeaderEncoder.ENCODED_LENGTH + e.encodedLength());
         return Arrays.copyOf(out.byteArray(), length);
     }
 

@@ -45,6 +45,8 @@ public final class TraceBench {
     public static final int SOCKETS_DEFAULT = 4;
     /** Most pods a replay may have (the daemon's largest cell width), all copies of {@code --scale} together. */
     public static final int PODS_MAX = 256;
+    /** Most requests of the default warm-up (a quarter of the trace when that is fewer). */
+    public static final int WARM_UP_REQUESTS_MAX = 1_000;
     /** Default writer threads (the daemon's default). */
     public static final int WRITERS_DEFAULT = DaemonConfiguration.WRITERS_DEFAULT;
 
@@ -90,6 +92,8 @@ public final class TraceBench {
         long liveRoutingWindowMs;
         @Option(names = "--no-live-routing")
         boolean noLiveRouting;
+        @Option(names = "--warm-up-requests")
+        int warmUpRequests = -1;
         @Option(names = "--out")
         Path out = defaultResults();
         @Option(names = {"-h", "--help"})
@@ -166,7 +170,7 @@ public final class TraceBench {
         return "usage: kvidx bench trace [--trace FILE] [--pods N] [--quick] [--json] [--transport zmq|aeron|inproc]"
             + " [--aeron-channel CHANNEL] [--block-size B] [--budget BLOCKS] [--requests N] [--windows-ms W,W,...]"
             + " [--sockets N] [--seed S] [--out DIR] [--no-replay] [--daemon-arg ARG]... [--writers N]"
-            + " [--scale K] [--live-routing-window-ms W] [--no-live-routing]";
+            + " [--scale K] [--live-routing-window-ms W] [--no-live-routing] [--warm-up-requests N]";
     }
 
     /**
@@ -213,6 +217,15 @@ public final class TraceBench {
             if (o.choice.inproc() && !o.daemonArgs.isEmpty()) {
                 out.println("--transport inproc starts no daemon: --daemon-arg " + o.daemonArgs + " not used");
             }
+            final int warmUp = o.warmUpRequests >= 0 ? o.warmUpRequests
+                : Math.min(WARM_UP_REQUESTS_MAX, trace.size() / 4);
+            final TracePlan warm = o.skipReplay ? null : TraceReplay.warmUpPlan(trace, warmUp, plan.pods(),
+                o.blockSize, o.budget, IndexWriterContext.Configuration.MAX_CHAIN_LENGTH_DEFAULT, o.seed,
+                o.choice.encoder());
+            if (warm != null) {
+                out.printf("warm-up before each point: the first %,d requests in a hash space of their own (%,d block"
+                    + " ops), then every pod cleared; not timed%n", warm.requests(), warm.blockOps());
+            }
             final List<String> daemonArgs = new ArrayList<>();
             daemonArgs.add("--writers=" + o.writers);
             daemonArgs.addAll(o.daemonArgs);
@@ -221,8 +234,8 @@ public final class TraceBench {
                 int run = 0;
                 for (final long w : o.windowsMs) {
                     final TraceReplay.Point p = o.choice.inproc()
-                        ? InprocReplay.run(plan, w, o.writers, scratch, run++, out)
-                        : TraceReplay.run(plan, w, o.choice, scratch, run++, out, daemonArgs);
+                        ? InprocReplay.run(plan, w, o.writers, scratch, run++, out, warm)
+                        : TraceReplay.run(plan, w, o.choice, scratch, run++, out, daemonArgs, warm);
                     points.add(p);
                     out.printf("window %6d ms: offered %.2f M ops/s, achieved %.2f M ops/s, writer lag %.0f ms, "
                             + "publisher lag %.0f ms, %s; %s; %s %s%n", w, p.offeredOpsPerS() / 1e6,
@@ -246,6 +259,7 @@ public final class TraceBench {
                     live.routing().maxPodRequests(), o.choice.kind(), window / 1e3, live.publisherLagMs());
             }
             final Json json = json(o, trace.size(), plan, points, routing);
+            json.put("warm_up_requests", warm == null ? 0 : warm.requests());
             if (liveWindowMs > 0) {
                 json.put("live_routing", new Json().put("window_ms", liveWindowMs)
                     .put("routed_late_max_ms", livePublisherLagMs).put("transport", o.choice.kind()));

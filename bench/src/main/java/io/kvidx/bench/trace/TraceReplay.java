@@ -98,6 +98,14 @@ final class TraceReplay {
                 + value.applyAsLong(CounterType.UNKNOWN_REMOVALS), errors);
         }
 
+        /**
+         * @param before counts read earlier from the same daemon (after its warm-up).
+         * @return what was counted since.
+         */
+        DaemonCounts minus(final DaemonCounts before) {
+            return new DaemonCounts(stored - before.stored, removed - before.removed, errors - before.errors);
+        }
+
         /** @return the counts as JSON. */
         Json json() {
             return new Json().put("blocks_stored", stored).put("blocks_removed", removed).put("errors", errors);
@@ -128,7 +136,7 @@ final class TraceReplay {
      */
     static Point run(final TracePlan plan, final long windowMs, final TransportChoice transport, final Path base,
         final int run, final java.io.PrintStream log) throws Exception {
-        return run(plan, windowMs, transport, base, run, log, List.of());
+        return run(plan, windowMs, transport, base, run, log, List.of(), null);
     }
 
     /**
@@ -139,11 +147,13 @@ final class TraceReplay {
      * @param run        point number (names the subdirectory).
      * @param log        progress output.
      * @param daemonArgs extra options for the daemon (after the bench's own: e.g. {@code --writers=4}).
+     * @param warm       the warm-up ({@link #warmUpPlan}), applied untimed before the replay, or null for none.
      * @return the point.
      * @throws Exception when a process fails to start or answer in time.
      */
     static Point run(final TracePlan plan, final long windowMs, final TransportChoice transport, final Path base,
-        final int run, final java.io.PrintStream log, final List<String> daemonArgs) throws Exception {
+        final int run, final java.io.PrintStream log, final List<String> daemonArgs, final TracePlan warm)
+        throws Exception {
         final Path runDir = base.resolve("run-" + run);
         java.nio.file.Files.createDirectories(runDir);
         final Path indexDir = runDir.resolve("index");
@@ -176,6 +186,10 @@ final class TraceReplay {
                 .attachTimeoutMs(ATTACH_LIMIT_MS))) {
                 warmUp(reader, events, encoder, plan, run);
             }
+            if (warm != null) {
+                warmUpDaemon(warm, events, encoder, indexDir, run);
+            }
+            final DaemonCounts warmCounts = DaemonCounts.read(indexDir);
             final StageLatencies warmedUp = StageLatencies.scrape(metricsPort);
             router = new ProcessBuilder(java(BenchMain.class.getName(), List.of(TraceRouter.COMMAND,
                 indexDir.toString(), CELL, queries.toString(), sendFile.toString(), Long.toString(windowMs),
@@ -226,7 +240,7 @@ final class TraceReplay {
                 throw new IllegalStateException("router process ended without a result (see "
                     + runDir.resolve("router.err") + ")");
             }
-            final DaemonCounts counts = DaemonCounts.read(indexDir);
+            final DaemonCounts counts = DaemonCounts.read(indexDir).minus(warmCounts);
             final StageLatencies stages = StageLatencies.scrape(metricsPort).minus(warmedUp);
             final long drainEnd = field(result, "drain_end_ns");
             final boolean allMarkers = field(result, "markers_seen") == field(result, "markers");
@@ -250,6 +264,73 @@ final class TraceReplay {
         } finally {
             stop(router);
             stop(daemon);
+        }
+    }
+
+    /** The hash-id offset of the warm-up copy: above every {@code --scale} copy's (copy c adds c x 2^40). */
+    static final long WARM_UP_HASH_OFFSET = 1023L << 40;
+
+    /**
+     * The warm-up: the trace's first requests again, in a hash space of their own, on the same pods. Applied at full
+     * speed before each point's replay and then cleared, it leaves the daemon's code compiled and its pods' block
+     * maps grown, as in a daemon that has been running (an in-process harness is warm in the same way), and none of
+     * its blocks indexed.
+     *
+     * @param trace     requests sorted by timestamp.
+     * @param requests  how many of the first requests to replay (0: no warm-up).
+     * @param pods      pods of one copy.
+     * @param blockSize engine block size.
+     * @param budget    blocks per engine.
+     * @param maxChain  longest chain.
+     * @param seed      the plan's seed.
+     * @param encoder   the transport's encoder.
+     * @return the warm-up's plan, or null for none.
+     */
+    static TracePlan warmUpPlan(final List<TraceRequest> trace, final int requests, final int pods,
+        final int blockSize, final int budget, final int maxChain, final long seed, final BatchEncoder encoder) {
+        if (requests <= 0) {
+            return null;
+        }
+        final List<TraceRequest> warm = new ArrayList<>();
+        for (final TraceRequest r : trace.subList(0, Math.min(requests, trace.size()))) {
+            final long[] ids = r.hashIds().clone();
+            for (int i = 0; i < ids.length; i++) {
+                ids[i] += WARM_UP_HASH_OFFSET;
+            }
+            warm.add(new TraceRequest(r.timestampMs(), r.inputLength(), r.outputLength(), ids));
+        }
+        return TracePlan.build(warm, pods, blockSize, budget, maxChain, seed, encoder);
+    }
+
+    /**
+     * Sends the warm-up's batches as fast as the transport takes them, then an AllBlocksCleared per pod, and waits
+     * until the daemon applied every clear.
+     */
+    private static void warmUpDaemon(final TracePlan warm, final EventTransport events, final BatchEncoder encoder,
+        final Path indexDir, final int run) throws InterruptedException {
+        final long clearsBefore = counter(indexDir, CounterType.POD_CLEARS);
+        for (int i = 0; i < warm.requests(); i++) {
+            final byte[] payload = warm.payload(i);
+            if (payload != null) {
+                events.send(warm.pod(i), payload);
+            }
+        }
+        for (int p = 0; p < warm.pods(); p++) {
+            events.send(p, encoder.cleared(p));
+        }
+        final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DRAIN_LIMIT_MS);
+        while (counter(indexDir, CounterType.POD_CLEARS) - clearsBefore < warm.pods()) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("the daemon did not apply the warm-up's clears within "
+                    + DRAIN_LIMIT_MS + " ms (run " + run + ")");
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    private static long counter(final Path indexDir, final CounterType type) {
+        try (CountersFile.Reader c = CountersFile.open(IndexConfiguration.indexFile(indexDir, CELL).getParent())) {
+            return c.value(type.typeId());
         }
     }
 

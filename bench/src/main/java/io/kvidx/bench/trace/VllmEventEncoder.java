@@ -87,6 +87,18 @@ public final class VllmEventEncoder implements BatchEncoder {
         }
     }
 
+    @Override
+    public byte[] cleared(final int pod) {
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            p.packArrayHeader(3).packDouble(0).packArrayHeader(1);
+            p.packMapHeader(1).packString("type").packString("AllBlocksCleared");
+            p.packNil();
+            return p.toByteArray();
+        } catch (final IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
     private void packUint64(final MessageBufferPacker p, final long v) throws IOException {
         uint64[0] = (byte) 0xcf;
         for (int k = 0; k < 8; k++) {
