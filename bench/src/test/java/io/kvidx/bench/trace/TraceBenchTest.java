@@ -93,6 +93,12 @@ class TraceBenchTest {
         assertTrue(TraceReport.num(json, "block_ops_per_s") > 0.9 * TraceReport.num(json, "offered_ops_per_s"), json);
         // No router process: no query or event-to-visible timing, and the report says so.
         assertTrue(json.contains("\"query\": null, \"event_to_visible\": null"), json);
+        // The goal line: 2 writers cannot judge the 8-writer goal; the per-writer rate is the sustained one / 2.
+        assertTrue(json.contains("\"measurable\": false, \"met\": null"), json);
+        assertEquals(Math.round(TraceReport.num(json, "goal", "sustained_ops_per_s") / 2),
+            TraceReport.num(json, "goal", "per_writer_ops_per_s"), 1.0, json);
+        assertEquals(2 * TraceBench.GOAL_REFERENCE_OPS_PER_S, TraceReport.num(json, "goal", "target_ops_per_s"),
+            1.0, json);
         assertStages(json, 0);
         assertTrue(sweep.contains("\"query_p99_ns\": null, \"e2v_p99_us\": null"), sweep);
         assertTrue(Files.readString(dir.resolve("results").resolve("trace-report.html")).contains("no router process"));
