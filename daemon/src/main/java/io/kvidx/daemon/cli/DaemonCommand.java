@@ -122,6 +122,10 @@ public final class DaemonCommand implements Callable<Integer> {
         + "streams (default " + DaemonConfiguration.ZMQ_IO_THREADS_DEFAULT + "; more for many busy engines).")
     private Integer zmqIoThreads;
 
+    @Option(names = "--zmq-ingest-threads", paramLabel = "N", description = "ZeroMQ ingest threads sharing the "
+        + "engines by endpoint (default " + DaemonConfiguration.ZMQ_INGEST_THREADS_DEFAULT + ").")
+    private Integer zmqIngestThreads;
+
     @Option(names = "--replay-gap-policy", paramLabel = "clear|keep", description = "When an engine no longer "
         + "buffers the batches a restart or gap missed: clear the pod and rebuild it from the replay, or "
         + "keep its blocks and mark it suspect (default " + DaemonConfiguration.REPLAY_GAP_POLICY_DEFAULT + ").")
@@ -411,6 +415,9 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (zmqIoThreads != null) {
             context.zmq().ioThreads(zmqIoThreads);
+        }
+        if (zmqIngestThreads != null) {
+            context.zmq().ingestThreads(zmqIngestThreads);
         }
         if (zmqHandshakeTimeoutMs != null) {
             context.zmq().handshakeTimeoutMs(zmqHandshakeTimeoutMs);

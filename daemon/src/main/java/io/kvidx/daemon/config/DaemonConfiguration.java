@@ -88,6 +88,15 @@ public final class DaemonConfiguration {
      * engines publish more than one thread can frame (docs/perf.md, "Write path").
      */
     public static final int ZMQ_IO_THREADS_DEFAULT = 1;
+    /** ZeroMQ ingest threads key. */
+    public static final String ZMQ_INGEST_THREADS_PROP_NAME = "zmqIngestThreads";
+    /**
+     * Default ZeroMQ ingest agents (threads): one, which sequences every engine's batches and hands them to the
+     * writers; more split the engines (by endpoint) between that many threads, each with its own replay thread.
+     */
+    public static final int ZMQ_INGEST_THREADS_DEFAULT = 1;
+    /** Most ZeroMQ ingest agents. */
+    public static final int ZMQ_INGEST_THREADS_MAX = 16;
     /** Most ZeroMQ I/O threads. */
     public static final int ZMQ_IO_THREADS_MAX = 64;
     /** Idle strategy key: the ingest and writer agents' unless they name their own. */

@@ -137,6 +137,8 @@ public final class DaemonSettings {
             (c, v) -> c.zmq().handshakeTimeoutMs((Integer) v), c -> c.zmq().handshakeTimeoutMs()),
         new Setting(DaemonConfiguration.ZMQ_IO_THREADS_PROP_NAME, "--zmq-io-threads", Kind.INT,
             (c, v) -> c.zmq().ioThreads((Integer) v), c -> c.zmq().ioThreads()),
+        new Setting(DaemonConfiguration.ZMQ_INGEST_THREADS_PROP_NAME, "--zmq-ingest-threads", Kind.INT,
+            (c, v) -> c.zmq().ingestThreads((Integer) v), c -> c.zmq().ingestThreads()),
         new Setting(REPLAY_GAP_POLICY_PROP_NAME, "--replay-gap-policy", Kind.STRING,
             (c, v) -> c.zmq().replayGapPolicy((String) v), c -> c.zmq().replayGapPolicy()),
         new Setting(CHECKPOINT_INTERVAL_MS_PROP_NAME, "--checkpoint-interval-ms", Kind.LONG,

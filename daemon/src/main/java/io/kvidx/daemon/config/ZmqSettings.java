@@ -20,13 +20,14 @@ public final class ZmqSettings {
     private int replayTimeoutMs = DaemonConfiguration.REPLAY_TIMEOUT_MS_DEFAULT;
     private int handshakeTimeoutMs = DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT;
     private int ioThreads = DaemonConfiguration.ZMQ_IO_THREADS_DEFAULT;
+    private int ingestThreads = DaemonConfiguration.ZMQ_INGEST_THREADS_DEFAULT;
     private String replayGapPolicy = DaemonConfiguration.REPLAY_GAP_POLICY_DEFAULT;
     private long checkpointIntervalMs = DaemonConfiguration.CHECKPOINT_INTERVAL_MS_DEFAULT;
     private final List<String> topicPods = new ArrayList<>(DaemonConfiguration.ZMQ_TOPIC_PODS_DEFAULT);
 
     /**
      * Checks the replay timeout, the handshake timeout, the replay gap policy, the checkpoint interval, the I/O
-     * threads and the topic pod patterns, in that order.
+     * threads, the ingest threads and the topic pod patterns, in that order.
      *
      * @throws ConfigException naming the key of the first value out of range.
      */
@@ -43,6 +44,8 @@ public final class ZmqSettings {
             Long.MAX_VALUE);
         ConfigException.range(DaemonConfiguration.ZMQ_IO_THREADS_PROP_NAME, ioThreads, 1,
             DaemonConfiguration.ZMQ_IO_THREADS_MAX);
+        ConfigException.range(DaemonConfiguration.ZMQ_INGEST_THREADS_PROP_NAME, ingestThreads, 1,
+            DaemonConfiguration.ZMQ_INGEST_THREADS_MAX);
         for (final String pattern : topicPods) {
             if (pattern == null || pattern.isEmpty()) {
                 throw new ConfigException(DaemonConfiguration.ZMQ_TOPIC_PODS_PROP_NAME,
@@ -162,6 +165,22 @@ public final class ZmqSettings {
      */
     public int ioThreads() {
         return ioThreads;
+    }
+
+    /**
+     * @param threads ZeroMQ ingest agents (threads) sharing the subscriptions by endpoint, 1..16.
+     * @return this.
+     */
+    public ZmqSettings ingestThreads(final int threads) {
+        this.ingestThreads = threads;
+        return this;
+    }
+
+    /**
+     * @return ZeroMQ ingest agents (threads).
+     */
+    public int ingestThreads() {
+        return ingestThreads;
     }
 
     /**

@@ -21,6 +21,7 @@ import io.kvidx.daemon.ingest.zmq.ZmqIngestAgent;
 import io.kvidx.daemon.ops.DaemonMetrics;
 import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.daemon.state.PodBlockMaps;
+import io.kvidx.daemon.state.ProgressLog;
 import io.kvidx.daemon.state.PublisherProgress;
 import io.kvidx.client.tiers.TierMapDescriptor;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
@@ -77,7 +78,8 @@ public final class KvidxDaemon implements AutoCloseable {
     private final Aeron aeron;
     private final java.nio.file.Path stateDir;
     private final PublisherProgress progress;
-    private ZmqIngestAgent zmq;
+    /** The ZeroMQ ingest agents ({@code --zmq-ingest-threads}), or null without the ZeroMQ transport. */
+    private ZmqIngestAgent[] zmq;
     private final Membership membership;
     private IndexHttpServer http;
     private ConfigWatcher configWatcher;
@@ -312,19 +314,34 @@ public final class KvidxDaemon implements AutoCloseable {
             subscriptions.add(e.toEndpoint());
         }
         if (!subscriptions.isEmpty() || context.http() != null || context.zmqBind() != null) {
-            zmq = new ZmqIngestAgent(subscriptions, directory, writers, counters, errors, clock,
-                context.heartbeatIntervalMs(), context.zmq().replayTimeoutMs(), context.zmq().handshakeTimeoutMs(),
-                new ZmqIngestAgent.Recovery(progress, context.zmq().checkpointIntervalMs(),
-                    "clear".equals(context.zmq().replayGapPolicy())))
-                .topicPods(context.zmq().topicPods()).ioThreads(context.zmq().ioThreads());
+            // One agent per ingest thread, each with its share of the subscriptions (by endpoint) and of the
+            // progress file; agent 0 also holds the bound socket and is the one pinned to --zmq-ingest-cpu.
+            final int parts = context.zmq().ingestThreads();
+            final ProgressLog[] shares = parts == 1 ? new ProgressLog[] {progress}
+                : progress.shares(parts, endpoint -> ZmqIngestAgent.partOf(endpoint, parts));
+            zmq = new ZmqIngestAgent[parts];
+            for (int i = 0; i < parts; i++) {
+                final int part = i;
+                zmq[i] = new ZmqIngestAgent(subscriptions.stream()
+                        .filter(e -> ZmqIngestAgent.partOf(e.endpoint(), parts) == part).toList(), directory, writers,
+                    counters, errors, clock, context.heartbeatIntervalMs(), context.zmq().replayTimeoutMs(),
+                    context.zmq().handshakeTimeoutMs(), new ZmqIngestAgent.Recovery(shares[i],
+                    context.zmq().checkpointIntervalMs(), "clear".equals(context.zmq().replayGapPolicy())))
+                    .topicPods(context.zmq().topicPods()).ioThreads(context.zmq().ioThreads());
+                if (parts > 1) {
+                    zmq[i].part(i);
+                }
+            }
             if (context.zmqBind() != null) {
                 // Engines that connect name their pods by topic; a registration of the same pod gives its replay.
-                zmq.bind(context.zmqBind(), podId -> {
+                zmq[0].bind(context.zmqBind(), podId -> {
                     final Engine e = membership.engines().get(podId);
                     return e == null ? null : e.toEndpoint();
                 });
             }
-            run(zmq, agents.zmqIngestCpu(), agents.zmqIngestIdle());
+            for (int i = 0; i < parts; i++) {
+                run(zmq[i], i == 0 ? agents.zmqIngestCpu() : AgentSettings.NO_CPU, agents.zmqIngestIdle());
+            }
         }
         if (metrics != null) {
             final java.net.InetSocketAddress address = context.metrics() == null ? null
@@ -365,10 +382,11 @@ public final class KvidxDaemon implements AutoCloseable {
     }
 
     private void change(final ZmqEndpoint endpoint, final boolean add) {
-        final ZmqIngestAgent agent = zmq;
-        if (agent == null) {
+        final ZmqIngestAgent[] all = zmq;
+        if (all == null) {
             throw new IllegalStateException("no ZeroMQ transport: start the daemon with --http or --zmq");
         }
+        final ZmqIngestAgent agent = all[ZmqIngestAgent.partOf(endpoint.endpoint(), all.length)];
         final long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
         while (!(add ? agent.subscribe(endpoint) : agent.unsubscribe(endpoint))) {
             if (System.nanoTime() > deadline) {
@@ -571,7 +589,11 @@ public final class KvidxDaemon implements AutoCloseable {
         final boolean drained = writers.isIdle();
         CloseHelper.closeAll(writers);
         if (zmq != null && drained) {
-            progress.write(zmq.dispatched());
+            final List<PublisherProgress.Entry> dispatched = new ArrayList<>();
+            for (final ZmqIngestAgent agent : zmq) {
+                dispatched.addAll(agent.dispatched());
+            }
+            progress.write(dispatched);
         }
         // The counters and the error log stay mapped: callers may read them after close (their files stay in the
         // cell for the tools too); the mappings go with the process.

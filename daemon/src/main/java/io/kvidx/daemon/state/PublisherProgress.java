@@ -27,9 +27,14 @@ import java.util.Map;
  * crash the restarted daemon may therefore apply some batches again, which is harmless: every event is idempotent
  * and the batches are re-applied in their order.
  *
- * <p><b>Note:</b> one writer: the ZeroMQ ingest agent (or the daemon's close, after that agent stopped).
+ * <p>Several ZeroMQ ingest agents ({@code --zmq-ingest-threads}) share the file through {@link #shares}: each records
+ * its own publishers, and every write is the union of the shares' latest records (a share that has not written yet
+ * keeps what the file held for its publishers).
+ *
+ * <p><b>Note:</b> one writer at a time: the ZeroMQ ingest agent, the shares (serialized among themselves), or the
+ * daemon's close after the agents stopped.
  */
-public final class PublisherProgress {
+public final class PublisherProgress implements ProgressLog {
     /** File name inside the state directory. */
     public static final String FILE_NAME = "publishers";
 
@@ -69,6 +74,7 @@ public final class PublisherProgress {
     /**
      * @return the recorded progress by endpoint (empty when none was recorded); malformed lines are skipped.
      */
+    @Override
     public Map<String, Entry> read() {
         final Map<String, Entry> entries = new LinkedHashMap<>();
         final List<String> lines;
@@ -102,6 +108,7 @@ public final class PublisherProgress {
      *
      * @param entries every publisher's progress.
      */
+    @Override
     public void write(final List<Entry> entries) {
         final StringBuilder text = new StringBuilder();
         for (final Entry e : entries) {
@@ -125,5 +132,54 @@ public final class PublisherProgress {
         } catch (final IOException ex) {
             throw new UncheckedIOException("cannot write " + file, ex);
         }
+    }
+
+    /**
+     * Splits the file between several writers, one per ZeroMQ ingest agent.
+     *
+     * @param parts  how many.
+     * @param partOf a recorded endpoint's part (the agent its publisher is given to), 0..parts-1.
+     * @return one log per part: reads return the whole file; a write replaces that part's entries and writes the
+     * union (for an endpoint in several parts, the entry of a part that has written wins over the file's).
+     */
+    public ProgressLog[] shares(final int parts, final java.util.function.ToIntFunction<String> partOf) {
+        final List<List<Entry>> latest = new java.util.ArrayList<>(parts);
+        final boolean[] written = new boolean[parts];
+        for (int i = 0; i < parts; i++) {
+            latest.add(new java.util.ArrayList<>());
+        }
+        for (final Entry e : read().values()) {
+            latest.get(Math.floorMod(partOf.applyAsInt(e.endpoint()), parts)).add(e);
+        }
+        final ProgressLog[] logs = new ProgressLog[parts];
+        for (int i = 0; i < parts; i++) {
+            final int part = i;
+            logs[i] = new ProgressLog() {
+                @Override
+                public Map<String, Entry> read() {
+                    return PublisherProgress.this.read();
+                }
+
+                @Override
+                public void write(final List<Entry> entries) {
+                    synchronized (latest) {
+                        latest.set(part, List.copyOf(entries));
+                        written[part] = true;
+                        final Map<String, Entry> union = new LinkedHashMap<>();
+                        for (int pass = 0; pass < 2; pass++) {
+                            for (int k = 0; k < parts; k++) {
+                                if (written[k] == (pass == 1)) {
+                                    for (final Entry e : latest.get(k)) {
+                                        union.put(e.endpoint(), e);
+                                    }
+                                }
+                            }
+                        }
+                        PublisherProgress.this.write(List.copyOf(union.values()));
+                    }
+                }
+            };
+        }
+        return logs;
     }
 }

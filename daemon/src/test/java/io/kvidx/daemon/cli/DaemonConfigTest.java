@@ -73,6 +73,7 @@ class DaemonConfigTest {
         s.put("--zmq-handshake-timeout-ms", new Sample(List.of("--zmq-handshake-timeout-ms", "250"),
             "zmqHandshakeTimeoutMs: 250"));
         s.put("--zmq-io-threads", new Sample(List.of("--zmq-io-threads", "4"), "zmqIoThreads: 4"));
+        s.put("--zmq-ingest-threads", new Sample(List.of("--zmq-ingest-threads", "2"), "zmqIngestThreads: 2"));
         s.put("--replay-gap-policy", new Sample(List.of("--replay-gap-policy", "keep"), "replayGapPolicy: keep"));
         s.put("--checkpoint-interval-ms", new Sample(List.of("--checkpoint-ms", "50"), "checkpointIntervalMs: 50"));
         s.put("--pod-max-blocks", new Sample(List.of("--pod-max-blocks", "4096"), "podMaxBlocks: 4096"));

@@ -1,5 +1,6 @@
 package io.kvidx.daemon.ingest.zmq;
 
+import io.kvidx.daemon.state.ProgressLog;
 import io.kvidx.daemon.state.PublisherProgress;
 import io.kvidx.daemon.writer.WriterPool;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -18,7 +19,7 @@ import java.util.List;
  * <p><b>Note:</b> used by the ZeroMQ ingest thread only.
  */
 final class Checkpoints {
-    private final PublisherProgress progress;
+    private final ProgressLog progress;
     private final long intervalMs;
     private final WriterPool writers;
     private final UnsafeBuffer scratch = new UnsafeBuffer(new byte[0]);
@@ -29,7 +30,7 @@ final class Checkpoints {
     private long[] sequences;
     private long[] fingerprints;
 
-    Checkpoints(final PublisherProgress progress, final long intervalMs, final WriterPool writers) {
+    Checkpoints(final ProgressLog progress, final long intervalMs, final WriterPool writers) {
         this.progress = progress;
         this.intervalMs = intervalMs;
         this.writers = writers;

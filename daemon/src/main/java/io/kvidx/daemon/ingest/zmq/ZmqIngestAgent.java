@@ -5,6 +5,7 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.ingest.PodAllowList;
 import io.kvidx.daemon.lifecycle.AgentErrorHandler;
+import io.kvidx.daemon.state.ProgressLog;
 import io.kvidx.daemon.state.PublisherProgress;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterMessages;
@@ -95,6 +96,7 @@ public final class ZmqIngestAgent implements Agent {
     private BoundSocket bound;
     private PodAllowList topicPodAllowList;
     private int ioThreads = 1;
+    private int part = -1;
 
     /**
      * How the agent survives a daemon restart.
@@ -104,7 +106,7 @@ public final class ZmqIngestAgent implements Agent {
      * @param clearOnReplayGap     true: a replay that no longer reaches back clears the pods (policy clear); false:
      *                             keep them and mark them suspect (policy keep).
      */
-    public record Recovery(PublisherProgress progress, long checkpointIntervalMs, boolean clearOnReplayGap) {
+    public record Recovery(ProgressLog progress, long checkpointIntervalMs, boolean clearOnReplayGap) {
     }
 
     /**
@@ -441,7 +443,32 @@ public final class ZmqIngestAgent implements Agent {
 
     @Override
     public String roleName() {
-        return "kvidx-zmq-ingest";
+        return part < 0 ? "kvidx-zmq-ingest" : "kvidx-zmq-ingest-" + part;
+    }
+
+    /**
+     * Names this agent as one of several ({@code --zmq-ingest-threads}): its thread is {@code kvidx-zmq-ingest-<part>}.
+     * Call before the agent starts.
+     *
+     * @param part its index, 0 or more.
+     * @return this.
+     */
+    public ZmqIngestAgent part(final int part) {
+        this.part = part;
+        return this;
+    }
+
+    /**
+     * The agent that subscribes to an endpoint when {@code agents} share the subscriptions: fixed by the endpoint
+     * alone, so that its removal and the daemon's next start find the same agent, and its recorded progress the same
+     * share ({@link PublisherProgress#shares}).
+     *
+     * @param endpoint the subscription's endpoint.
+     * @param agents   how many agents.
+     * @return 0..agents-1.
+     */
+    public static int partOf(final String endpoint, final int agents) {
+        return Math.floorMod(endpoint.hashCode(), agents);
     }
 
 }
