@@ -116,13 +116,7 @@ final class InprocReplay {
             long publisherLag = 0;
             long refused = 0;
             for (int i = 0; i < plan.requests(); i++) {
-                final long target = t0 + plan.offsetMs(i) * windowNs / span;
-                long now = System.nanoTime();
-                while (now < target) {
-                    LockSupport.parkNanos(Math.min(target - now, 200_000));
-                    now = System.nanoTime();
-                }
-                publisherLag = Math.max(publisherLag, now - target);
+                publisherLag = Math.max(publisherLag, TraceReplay.waitUntil(t0 + plan.offsetMs(i) * windowNs / span));
                 final byte[] payload = plan.payload(i);
                 if (payload != null) {
                     buffer.wrap(payload);

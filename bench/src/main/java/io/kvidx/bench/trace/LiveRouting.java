@@ -5,7 +5,6 @@ import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.routing.IndexReaderPodIndex;
 import io.kvidx.client.routing.PodRegistry;
-import io.kvidx.client.routing.PodRole;
 import io.kvidx.client.routing.Router;
 import io.kvidx.client.routing.RoutingContext;
 import io.kvidx.client.routing.RoutingProfiles;
@@ -15,9 +14,7 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.PriorityQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -75,72 +72,34 @@ final class LiveRouting {
             final IndexReaderContext readerContext = new IndexReaderContext().dir(indexDir).cell(TraceReplay.CELL)
                 .attachTimeoutMs(ATTACH_LIMIT_MS);
             final PodRegistry registry = new PodRegistry();
-            final int[] podOfSlot = new int[PodRegistry.MAX_PODS];
+            final SimFleet fleet = new SimFleet(registry, pods, blockSize, budget, maxBlocks);
             try (IndexReader reader = IndexReader.attach(readerContext)) {
                 // Every pod registers with a marker of its own; its slot is the bit the marker's key shows.
                 for (int p = 0; p < pods; p++) {
-                    final int slot = register(reader, events, encoder, blockSize, p);
-                    registry.register(slot, BatchEncoder.podId(p), TraceBlocks.MODEL, PodRole.BOTH, null);
-                    podOfSlot[slot] = p;
+                    fleet.register(p, register(reader, events, encoder, blockSize, p));
                 }
             }
             try (IndexReaderPodIndex index = new IndexReaderPodIndex(IndexReader.attach(readerContext), 1_000)) {
                 final Router router = RoutingProfiles.single(RoutingSim.profile("cache_aware", index, registry,
                     blockSize), registry, index);
                 final RoutingContext ctx = router.newContext();
-                final SimEngine[] engines = new SimEngine[pods];
-                for (int p = 0; p < pods; p++) {
-                    engines[p] = new SimEngine(budget, maxBlocks);
-                }
                 final TraceBlocks blocks = new TraceBlocks(blockSize, maxBlocks);
-                final PriorityQueue<long[]> running = new PriorityQueue<>(Comparator.comparingLong(a -> a[0]));
                 final long first = trace.get(0).timestampMs();
                 final long span = Math.max(1, trace.get(trace.size() - 1).timestampMs() - first);
                 final long windowNs = windowMs * 1_000_000L;
                 final long t0 = System.nanoTime() + 300_000_000L;
-                long requested = 0;
-                long reused = 0;
-                long evictions = 0;
                 long lag = 0;
-                final long[] perPod = new long[pods];
                 for (final TraceRequest r : trace) {
-                    final long target = t0 + (r.timestampMs() - first) * windowNs / span;
-                    long now = System.nanoTime();
-                    while (now < target) {
-                        LockSupport.parkNanos(Math.min(target - now, 200_000));
-                        now = System.nanoTime();
-                    }
-                    lag = Math.max(lag, now - target);
+                    lag = Math.max(lag, TraceReplay.waitUntil(t0 + (r.timestampMs() - first) * windowNs / span));
                     final int n = blocks.load(r);
-                    while (!running.isEmpty() && running.peek()[0] <= r.timestampMs()) {
-                        final long[] done = running.poll();
-                        registry.requestFinished((int) done[1], (int) done[2]);
-                    }
-                    final int slot = router.routeKeys(ctx, blocks.routerKeys(), n);
-                    final int pod = podOfSlot[slot];
-                    final SimEngine engine = engines[pod];
-                    final int hit = engine.serve(blocks.engineHashes(), blocks.routerKeys(), n);
-                    perPod[pod]++;
-                    requested += n;
-                    reused += hit;
-                    evictions += engine.removedCount();
-                    final byte[] payload = encoder.encode(blocks, engine, r.timestampMs() / 1e3, pod);
+                    final int pod = fleet.route(r, blocks, n, router, ctx);
+                    final byte[] payload = encoder.encode(blocks, fleet.engine(pod), r.timestampMs() / 1e3, pod);
                     if (payload != null) {
                         events.send(pod, payload);
                     }
-                    final long uncached = Math.max(0, r.promptTokens() - (long) hit * blockSize);
-                    final long serviceMs = uncached * 1000 / RoutingSim.PREFILL_TOKENS_PER_S
-                        + (long) r.outputLength() * RoutingSim.DECODE_MS_PER_TOKEN;
-                    registry.requestStarted(slot, r.promptTokens());
-                    running.add(new long[] {r.timestampMs() + serviceMs, slot, r.promptTokens()});
                 }
-                long max = 0;
-                for (final long c : perPod) {
-                    max = Math.max(max, c);
-                }
-                final RoutingSim.Result result = new RoutingSim.Result(POLICY, trace.size(), requested, reused,
-                    reused * blockSize, evictions, max, (System.nanoTime() - started) / 1e9);
-                return new Result(result, windowMs, lag / 1e6);
+                return new Result(fleet.result(POLICY, trace.size(), (System.nanoTime() - started) / 1e9), windowMs,
+                    lag / 1e6);
             }
         } finally {
             TraceReplay.stop(daemon);

@@ -6,7 +6,6 @@ import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.routing.IndexReaderPodIndex;
 import io.kvidx.client.routing.PodIndex;
 import io.kvidx.client.routing.PodRegistry;
-import io.kvidx.client.routing.PodRole;
 import io.kvidx.client.routing.Profile;
 import io.kvidx.client.routing.Router;
 import io.kvidx.client.routing.RoutingContext;
@@ -24,9 +23,7 @@ import io.kvidx.daemon.index.IndexWriterContext;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.List;
-import java.util.PriorityQueue;
 
 /**
  * Routing on the trace: replays every request, in timestamp order, through one routing policy over {@code pods}
@@ -108,8 +105,7 @@ public final class RoutingSim {
         final int maxBlocks = Math.min(budget, IndexWriterContext.Configuration.MAX_CHAIN_LENGTH_DEFAULT);
         final long start = System.nanoTime();
         final PodRegistry registry = new PodRegistry();
-        final SimEngine[] engines = new SimEngine[pods];
-        final long[] perPod = new long[pods];
+        final SimFleet fleet = new SimFleet(registry, pods, blockSize, budget, maxBlocks);
         final TraceBlocks blocks = new TraceBlocks(blockSize, maxBlocks);
         IndexWriter writer = null;
         IndexReaderPodIndex index = null;
@@ -124,13 +120,8 @@ public final class RoutingSim {
                     .deleteOnClose(true));
             }
             for (int p = 0; p < pods; p++) {
-                slots[p] = writer == null ? p : writer.registerPod("pod-" + p, TraceBlocks.MODEL);
-                registry.register(slots[p], "pod-" + p, TraceBlocks.MODEL, PodRole.BOTH, null);
-                engines[p] = new SimEngine(budget, maxBlocks);
-            }
-            final int[] podOfSlot = new int[PodRegistry.MAX_PODS];
-            for (int p = 0; p < pods; p++) {
-                podOfSlot[slots[p]] = p;
+                slots[p] = writer == null ? p : writer.registerPod(BatchEncoder.podId(p), TraceBlocks.MODEL);
+                fleet.register(p, slots[p]);
             }
             if (writer != null) {
                 writer.heartbeat(System.currentTimeMillis());
@@ -139,39 +130,14 @@ public final class RoutingSim {
             }
             final Router router = RoutingProfiles.single(profile(policy, index, registry, blockSize), registry, index);
             final RoutingContext ctx = router.newContext();
-            final PriorityQueue<long[]> running = new PriorityQueue<>(Comparator.comparingLong(a -> a[0]));
-            long requested = 0;
-            long reused = 0;
-            long evictions = 0;
             for (final TraceRequest r : trace) {
                 final int n = blocks.load(r);
-                while (!running.isEmpty() && running.peek()[0] <= r.timestampMs()) {
-                    final long[] done = running.poll();
-                    registry.requestFinished((int) done[1], (int) done[2]);
-                }
-                final int slot = router.routeKeys(ctx, blocks.routerKeys(), n);
-                final int pod = podOfSlot[slot];
-                final SimEngine engine = engines[pod];
-                final int hit = engine.serve(blocks.engineHashes(), blocks.routerKeys(), n);
-                perPod[pod]++;
-                requested += n;
-                reused += hit;
-                evictions += engine.removedCount();
+                final int pod = fleet.route(r, blocks, n, router, ctx);
                 if (writer != null) {
-                    apply(writer, slot, blocks, engine);
+                    apply(writer, fleet.lastSlot(), blocks, fleet.engine(pod));
                 }
-                final long uncached = Math.max(0, r.promptTokens() - (long) hit * blockSize);
-                final long serviceMs = uncached * 1000 / PREFILL_TOKENS_PER_S + (long) r.outputLength()
-                    * DECODE_MS_PER_TOKEN;
-                registry.requestStarted(slot, r.promptTokens());
-                running.add(new long[] {r.timestampMs() + serviceMs, slot, r.promptTokens()});
             }
-            long max = 0;
-            for (final long c : perPod) {
-                max = Math.max(max, c);
-            }
-            return new Result(policy, trace.size(), requested, reused, reused * blockSize, evictions, max,
-                (System.nanoTime() - start) / 1e9);
+            return fleet.result(policy, trace.size(), (System.nanoTime() - start) / 1e9);
         } finally {
             if (index != null) {
                 index.close();

@@ -209,13 +209,7 @@ final class TraceReplay {
             final long span = plan.spanMs();
             long publisherLag = 0;
             for (int i = 0; i < plan.requests(); i++) {
-                final long target = t0 + plan.offsetMs(i) * windowNs / span;
-                long now = System.nanoTime();
-                while (now < target) {
-                    LockSupport.parkNanos(Math.min(target - now, 200_000));
-                    now = System.nanoTime();
-                }
-                publisherLag = Math.max(publisherLag, now - target);
+                publisherLag = Math.max(publisherLag, waitUntil(t0 + plan.offsetMs(i) * windowNs / span));
                 final byte[] payload = plan.payload(i);
                 final int pod = plan.pod(i);
                 sent.set(i, System.nanoTime());
@@ -367,6 +361,21 @@ final class TraceReplay {
             throw new IllegalStateException("router result has no " + name + ": " + json);
         }
         return (long) v;
+    }
+
+    /**
+     * Waits for a request's place in the window (parking at most 0.2 ms at a time, so the lateness stays small).
+     *
+     * @param target {@link System#nanoTime()} to wait for.
+     * @return how late it returned, ns.
+     */
+    static long waitUntil(final long target) {
+        long now = System.nanoTime();
+        while (now < target) {
+            LockSupport.parkNanos(Math.min(target - now, 200_000));
+            now = System.nanoTime();
+        }
+        return now - target;
     }
 
     /** A loopback port free now, for the daemon's metrics server (the daemon fails loudly if it was taken since). */

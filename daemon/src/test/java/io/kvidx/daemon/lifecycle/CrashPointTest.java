@@ -232,17 +232,8 @@ class CrashPointTest {
         killAt(daemon, point, () -> engine.store(b, 0, 5));
         restartAndExpect(b, 5, "at IndexWriter.remove while a full block map evicted a mapping");
         try (IndexReader reader = reader()) {
-            final int slot = TestEngine.slotOf(reader, POD);
-            final long[] words = new long[4];
-            int held = 0;
-            for (final TestEngine.Chain chain : List.of(a, b)) {
-                for (final long key : chain.keys()) {
-                    io.kvidx.daemon.index.TestIndexes.unbusy(() -> reader.lookup(key, words));
-                    held += (int) (words[slot >>> 6] >>> slot) & 1;
-                }
-            }
-            assertEquals(20, held, "blocks of the pod indexed: its block map holds 20 mappings (--pod-max-blocks);"
-                + " more would be blocks no removal can reach");
+            assertEquals(20, heldOf(reader, a, b), "blocks of the pod indexed: its block map holds 20 mappings"
+                + " (--pod-max-blocks); more would be blocks no removal can reach");
         }
     }
 
@@ -258,18 +249,23 @@ class CrashPointTest {
         killAt(daemon, point, () -> engine.store(b, 0, 5));
         restartAndExpect(b, 5, "at IndexWriter.remove while a full block map evicted a batch of mappings");
         try (IndexReader reader = reader()) {
-            final int slot = TestEngine.slotOf(reader, POD);
-            final long[] words = new long[4];
-            int held = 0;
-            for (final TestEngine.Chain chain : List.of(a, b)) {
-                for (final long key : chain.keys()) {
-                    io.kvidx.daemon.index.TestIndexes.unbusy(() -> reader.lookup(key, words));
-                    held += (int) (words[slot >>> 6] >>> slot) & 1;
-                }
-            }
-            assertEquals(200, held, "blocks of the pod indexed: its block map holds 200 mappings; more would be"
-                + " blocks no removal can reach");
+            assertEquals(200, heldOf(reader, a, b), "blocks of the pod indexed: its block map holds 200 mappings;"
+                + " more would be blocks no removal can reach");
         }
+    }
+
+    /** The blocks of the chains the pod holds in the index. */
+    private static int heldOf(final IndexReader reader, final TestEngine.Chain... chains) {
+        final int slot = TestEngine.slotOf(reader, POD);
+        final long[] words = new long[4];
+        int held = 0;
+        for (final TestEngine.Chain chain : chains) {
+            for (final long key : chain.keys()) {
+                io.kvidx.daemon.index.TestIndexes.unbusy(() -> reader.lookup(key, words));
+                held += (int) (words[slot >>> 6] >>> slot) & 1;
+            }
+        }
+        return held;
     }
 
     @Test

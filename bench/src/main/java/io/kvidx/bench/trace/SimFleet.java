@@ -1,0 +1,121 @@
+package io.kvidx.bench.trace;
+
+import io.kvidx.client.routing.PodRegistry;
+import io.kvidx.client.routing.PodRole;
+import io.kvidx.client.routing.Router;
+import io.kvidx.client.routing.RoutingContext;
+
+import java.util.Comparator;
+import java.util.PriorityQueue;
+
+/**
+ * The simulated fleet a routing policy is measured on ({@link RoutingSim}, {@link LiveRouting}): one
+ * {@link SimEngine} per pod, the load model the least-load scorer reads (a request occupies its pod from its
+ * arrival until arrival + uncached prompt tokens / {@value RoutingSim#PREFILL_TOKENS_PER_S} tokens/s + output tokens
+ * x {@value RoutingSim#DECODE_MS_PER_TOKEN} ms, on the trace's clock) and the hit-rate tally.
+ *
+ * <p><b>Note:</b> not thread safe; one thread routes.
+ */
+final class SimFleet {
+    private final PodRegistry registry;
+    private final SimEngine[] engines;
+    private final int[] podOfSlot = new int[PodRegistry.MAX_PODS];
+    private final long[] perPod;
+    private final int blockSize;
+    private final PriorityQueue<long[]> running = new PriorityQueue<>(Comparator.comparingLong(a -> a[0]));
+    private long requested;
+    private long reused;
+    private long evictions;
+    private int lastSlot;
+
+    /**
+     * @param registry  the pods' registry (the router's).
+     * @param pods      pods.
+     * @param blockSize engine block size.
+     * @param budget    blocks per engine.
+     * @param maxBlocks longest chain an engine keeps.
+     */
+    SimFleet(final PodRegistry registry, final int pods, final int blockSize, final int budget, final int maxBlocks) {
+        this.registry = registry;
+        this.engines = new SimEngine[pods];
+        this.perPod = new long[pods];
+        this.blockSize = blockSize;
+        for (int p = 0; p < pods; p++) {
+            engines[p] = new SimEngine(budget, maxBlocks);
+        }
+    }
+
+    /**
+     * Registers pod {@code p} (named as every transport names it) at an index slot.
+     *
+     * @param p    pod number.
+     * @param slot its slot.
+     */
+    void register(final int p, final int slot) {
+        registry.register(slot, BatchEncoder.podId(p), TraceBlocks.MODEL, PodRole.BOTH, null);
+        podOfSlot[slot] = p;
+    }
+
+    /**
+     * Routes one request and serves it on the chosen pod's engine, whose stored and evicted blocks the caller then
+     * publishes or applies ({@link #lastSlot()} is the chosen slot).
+     *
+     * @param r      the request.
+     * @param blocks its blocks, loaded.
+     * @param n      how many.
+     * @param router the policy's router.
+     * @param ctx    its context.
+     * @return the chosen pod.
+     */
+    int route(final TraceRequest r, final TraceBlocks blocks, final int n, final Router router,
+        final RoutingContext ctx) {
+        while (!running.isEmpty() && running.peek()[0] <= r.timestampMs()) {
+            final long[] done = running.poll();
+            registry.requestFinished((int) done[1], (int) done[2]);
+        }
+        final int slot = router.routeKeys(ctx, blocks.routerKeys(), n);
+        final int pod = podOfSlot[slot];
+        final SimEngine engine = engines[pod];
+        final int hit = engine.serve(blocks.engineHashes(), blocks.routerKeys(), n);
+        perPod[pod]++;
+        requested += n;
+        reused += hit;
+        evictions += engine.removedCount();
+        final long uncached = Math.max(0, r.promptTokens() - (long) hit * blockSize);
+        final long serviceMs = uncached * 1000 / RoutingSim.PREFILL_TOKENS_PER_S
+            + (long) r.outputLength() * RoutingSim.DECODE_MS_PER_TOKEN;
+        registry.requestStarted(slot, r.promptTokens());
+        running.add(new long[] {r.timestampMs() + serviceMs, slot, r.promptTokens()});
+        lastSlot = slot;
+        return pod;
+    }
+
+    /**
+     * @return the slot the last {@link #route} chose.
+     */
+    int lastSlot() {
+        return lastSlot;
+    }
+
+    /**
+     * @param pod pod number.
+     * @return its engine.
+     */
+    SimEngine engine(final int pod) {
+        return engines[pod];
+    }
+
+    /**
+     * @param policy   the policy's name.
+     * @param requests requests routed.
+     * @param seconds  wall time.
+     * @return the tally.
+     */
+    RoutingSim.Result result(final String policy, final long requests, final double seconds) {
+        long max = 0;
+        for (final long c : perPod) {
+            max = Math.max(max, c);
+        }
+        return new RoutingSim.Result(policy, requests, requested, reused, reused * blockSize, evictions, max, seconds);
+    }
+}
