@@ -85,7 +85,7 @@ class DaemonConfigTest {
         s.put("--aeron-ingest-idle", new Sample(List.of("--aeron-ingest-idle", "sleep-5ms"),
             "aeronIngestIdle: sleep-5ms"));
         s.put("--writer-cpus", new Sample(List.of("--writer-cpus", "1"), "writerCpus: [1]"));
-        s.put("--writer-idle", new Sample(List.of("--writer-idle", "yield"), "writerIdle: yield"));
+        s.put("--writer-idle", new Sample(List.of("--writer-idle", "backoff-50us"), "writerIdle: backoff-50us"));
         s.put("--maintenance-cpu", new Sample(List.of("--maintenance-cpu", "0"), "maintenanceCpu: 0"));
         s.put("--maintenance-idle", new Sample(List.of("--maintenance-idle", "sleep-10ms"),
             "maintenanceIdle: sleep-10ms"));
@@ -248,8 +248,8 @@ class DaemonConfigTest {
             {"writers: 99", "", "writers must be in [1, 64]: 99"},
             {"writerz: 1", "", "unknown key 'writerz' (known: dir, cell, "},
             {"replayGapPolicy: maybe", "", "replayGapPolicy must be one of clear or keep: maybe"},
-            {"writerIdle: nap", "", "writerIdle must be one of busy-spin, yield, backoff or sleep-<N>ms with N in "
-                + "[1, 1000]: nap"},
+            {"writerIdle: nap", "", "writerIdle must be one of busy-spin, yield, backoff, backoff-<N>us with N in "
+                + "[1, 1000] or sleep-<N>ms with N in [1, 1000]: nap"},
             {"maintenanceIdle: sleep-0ms", "", "maintenanceIdle must be one of busy-spin"},
             {"zmqIngestCpu: -3", "", "zmqIngestCpu must be none or a CPU number in [0, 8191]: -3"},
             {"zmqIngestCpu: one", "", "zmqIngestCpu must be none or a CPU number in [0, 8191]: one"},
