@@ -388,6 +388,8 @@ public final class PodBlockMap implements AutoCloseable {
             hashes[i] = eviction.evictedHash();
             tiered[i] = eviction.evictedTiered();
         }
+        // The caller removes these by hash: no single choice is left for evictSelected().
+        eviction.unselect();
         return count;
     }
 

@@ -81,6 +81,13 @@ final class SampledEviction {
     }
 
     /**
+     * Forgets the choice: a later {@link #evictSelected()} without a new {@link #selectOldest()} removes nothing.
+     */
+    void unselect() {
+        selected = -1;
+    }
+
+    /**
      * @return the engine hash of the mapping {@link #selectOldest()} chose last.
      */
     long evictedHash() {
