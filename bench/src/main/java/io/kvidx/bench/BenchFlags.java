@@ -81,4 +81,15 @@ public final class BenchFlags {
         cmd.addAll(args);
         return cmd;
     }
+
+    /**
+     * @return a loopback port free now, for a child server that is told its port (nginx, a daemon's metrics); the
+     * child fails loudly when another process took it since.
+     * @throws java.io.IOException when none can be bound.
+     */
+    public static int freeLoopbackPort() throws java.io.IOException {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
 }

@@ -1,5 +1,6 @@
 package io.kvidx.bench.ingest;
 
+import io.kvidx.bench.trace.VllmEventEncoder;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
@@ -208,7 +209,7 @@ public class WriterChurnBenchmark {
                 out.packString("block_hashes").packArrayHeader(CHAINS_PER_BATCH * CHAIN);
                 for (int c = removeFrom; c < removeFrom + CHAINS_PER_BATCH; c++) {
                     for (int b = 0; b < CHAIN; b++) {
-                        packUint64(out, engineHash(chainId(p, c), b));
+                        VllmEventEncoder.packUint64(out, engineHash(chainId(p, c), b));
                     }
                 }
                 out.packString("medium").packString("GPU");
@@ -219,7 +220,7 @@ public class WriterChurnBenchmark {
                 out.packString("type").packString("BlockStored");
                 out.packString("block_hashes").packArrayHeader(CHAIN);
                 for (int b = 0; b < CHAIN; b++) {
-                    packUint64(out, engineHash(id, b));
+                    VllmEventEncoder.packUint64(out, engineHash(id, b));
                 }
                 out.packString("parent_block_hash").packNil();
                 out.packString("token_ids").packArrayHeader(CHAIN * BLOCK_SIZE);
@@ -242,14 +243,5 @@ public class WriterChurnBenchmark {
         z = (z ^ z >>> 30) * 0xBF58476D1CE4E5B9L;
         z = (z ^ z >>> 27) * 0x94D049BB133111EBL;
         return z ^ z >>> 31;
-    }
-
-    private static void packUint64(final MessageBufferPacker out, final long v) throws IOException {
-        final byte[] b = new byte[9];
-        b[0] = (byte) 0xcf;
-        for (int k = 0; k < 8; k++) {
-            b[1 + k] = (byte) (v >>> (56 - 8 * k));
-        }
-        out.writePayload(b);
     }
 }

@@ -3,8 +3,6 @@ package io.kvidx.bench.router;
 import io.kvidx.bench.BenchFlags;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -177,16 +175,6 @@ final class ChildProcesses implements AutoCloseable {
      */
     static List<String> java(final String main, final List<String> jvm, final List<String> args) {
         return BenchFlags.javaCommand(main, jvm, args);
-    }
-
-    /**
-     * @return a loopback port free now (for servers that cannot report the port they bound, such as nginx).
-     * @throws IOException when none can be bound.
-     */
-    static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
     }
 
     /**

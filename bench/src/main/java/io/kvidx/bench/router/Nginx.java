@@ -57,7 +57,7 @@ final class Nginx {
      */
     static int startUpstream(final ChildProcesses procs, final String nginx, final String answer)
         throws IOException {
-        final int port = ChildProcesses.freePort();
+        final int port = io.kvidx.bench.BenchFlags.freeLoopbackPort();
         final String server = "  server {\n    listen 127.0.0.1:" + port + " backlog=4096;\n"
             + "    location / {\n      default_type application/json;\n      return 200 '" + answer + "';\n"
             + "    }\n  }\n";
@@ -77,7 +77,7 @@ final class Nginx {
      */
     static int startProxy(final ChildProcesses procs, final String nginx, final int upstreamPort, final int workers)
         throws IOException {
-        final int port = ChildProcesses.freePort();
+        final int port = io.kvidx.bench.BenchFlags.freeLoopbackPort();
         final String server = "  upstream pods {\n    server 127.0.0.1:" + upstreamPort + ";\n    keepalive 256;\n"
             + "  }\n  server {\n    listen 127.0.0.1:" + port + " backlog=4096;\n    location / {\n"
             + "      proxy_pass http://pods;\n      proxy_http_version 1.1;\n"

@@ -102,7 +102,12 @@ final class InprocReplay {
                     pool.offer(handles[p], WriterMessages.CLEAR_POD);
                 }
                 final long[] warmed = pool.producerPositions();
+                final long warmLimit = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TraceReplay.DRAIN_LIMIT_MS);
                 while (!pool.appliedUpTo(warmed)) {
+                    if (System.nanoTime() > warmLimit) {
+                        throw new IllegalStateException("the writers did not apply the warm-up within "
+                            + TraceReplay.DRAIN_LIMIT_MS + " ms (run " + run + ")");
+                    }
                     LockSupport.parkNanos(DRAIN_POLL_NS);
                 }
             }

@@ -1,6 +1,5 @@
 package io.kvidx.bench.trace;
 
-import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.routing.IndexReaderPodIndex;
@@ -16,7 +15,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The cache-aware policy's hit rate through the live path, beside {@link RoutingSim}'s zero-delay one: a
@@ -31,7 +29,6 @@ import java.util.concurrent.locks.LockSupport;
 final class LiveRouting {
     /** The policy name in results. */
     static final String POLICY = "cache_aware_live";
-    private static final long ATTACH_LIMIT_MS = 60_000;
     private static final long MARKER_ID_BASE = 200;
 
     private LiveRouting() {
@@ -68,9 +65,9 @@ final class LiveRouting {
             args.addAll(daemonArgs);
             daemon = TraceReplay.start(TraceReplay.java("io.kvidx.daemon.cli.KvidxCli", args),
                 runDir.resolve("daemon.log"));
-            events.connect(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ATTACH_LIMIT_MS));
+            events.connect(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TraceReplay.ATTACH_LIMIT_MS));
             final IndexReaderContext readerContext = new IndexReaderContext().dir(indexDir).cell(TraceReplay.CELL)
-                .attachTimeoutMs(ATTACH_LIMIT_MS);
+                .attachTimeoutMs(TraceReplay.ATTACH_LIMIT_MS);
             final PodRegistry registry = new PodRegistry();
             final SimFleet fleet = new SimFleet(registry, pods, blockSize, budget, maxBlocks);
             try (IndexReader reader = IndexReader.attach(readerContext)) {
@@ -122,28 +119,13 @@ final class LiveRouting {
     /** Sends pod {@code p} a marker until the daemon indexes it; returns the pod's slot. */
     private static int register(final IndexReader reader, final EventTransport events, final BatchEncoder encoder,
         final int blockSize, final int p) {
-        final MarkerBatch m = MarkerBatch.of(MARKER_ID_BASE + p, blockSize, encoder, p);
-        final long[] bits = new long[4];
-        final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ATTACH_LIMIT_MS);
-        while (System.nanoTime() < deadline) {
-            events.send(p, m.payload());
-            final long until = System.nanoTime() + 100_000_000L;
-            while (System.nanoTime() < until) {
-                try {
-                    if (reader.lookup(m.routerKey(), bits)) {
-                        for (int w = 0; w < bits.length; w++) {
-                            if (bits[w] != 0) {
-                                return w * 64 + Long.numberOfTrailingZeros(bits[w]);
-                            }
-                        }
-                    }
-                } catch (final IndexBusyException ex) {
-                    // The shard is being written: look again.
-                }
-                LockSupport.parkNanos(1_000_000);
+        final long[] bits = TraceReplay.awaitMarker(reader, events, MarkerBatch.of(MARKER_ID_BASE + p, blockSize,
+            encoder, p), p, "live routing");
+        for (int w = 0; w < bits.length; w++) {
+            if (bits[w] != 0) {
+                return w * 64 + Long.numberOfTrailingZeros(bits[w]);
             }
         }
-        throw new IllegalStateException("the daemon did not index pod " + p + "'s marker within " + ATTACH_LIMIT_MS
-            + " ms (live routing)");
+        throw new IllegalStateException("pod " + p + "'s marker is indexed without a pod bit");
     }
 }

@@ -40,7 +40,8 @@ final class TraceReplay {
     static final String CELL = "trace";
     /** Allowed lag, as a fraction of the window. */
     static final double LAG_LIMIT = 0.10;
-    private static final long ATTACH_LIMIT_MS = 60_000;
+    /** How long the daemon and its subscriptions have to come up. */
+    static final long ATTACH_LIMIT_MS = 60_000;
     /** How long after the last batch the writers have to apply everything. */
     static final long DRAIN_LIMIT_MS = 60_000;
 
@@ -174,7 +175,7 @@ final class TraceReplay {
         Process daemon = null;
         Process router = null;
         try (EventTransport events = transport.open(runDir)) {
-            final int metricsPort = freePort();
+            final int metricsPort = BenchFlags.freeLoopbackPort();
             final List<String> args = new ArrayList<>(List.of("daemon", "--dir", indexDir.toString(), "--cell",
                 CELL, "--block-size", Integer.toString(plan.blockSize()), "--max-pods", Integer.toString(pods),
                 "--capacity-blocks", Long.toString(capacityBlocks(plan)), "--metrics", "127.0.0.1:" + metricsPort));
@@ -331,28 +332,43 @@ final class TraceReplay {
     /** Sends each warm-up pod a marker until the daemon shows it: the subscription is up. */
     private static void warmUp(final IndexReader reader, final EventTransport events, final BatchEncoder encoder,
         final TracePlan plan, final int run) {
-        final long[] bits = new long[4];
         for (final int pod : events.warmUpPods(plan.pods())) {
-            final MarkerBatch m = MarkerBatch.of(100 + pod, plan.blockSize(), encoder, pod);
-            final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ATTACH_LIMIT_MS);
-            boolean seen = false;
-            while (!seen && System.nanoTime() < deadline) {
-                events.send(pod, m.payload());
-                final long until = System.nanoTime() + 100_000_000L;
-                while (!seen && System.nanoTime() < until) {
-                    try {
-                        seen = reader.lookup(m.routerKey(), bits);
-                    } catch (final IndexBusyException ex) {
-                        seen = false;
+            awaitMarker(reader, events, MarkerBatch.of(100 + pod, plan.blockSize(), encoder, pod), pod,
+                "run " + run);
+        }
+    }
+
+    /**
+     * Sends a pod's marker batch until the daemon indexes it (every 100 ms, at most {@value #ATTACH_LIMIT_MS} ms).
+     *
+     * @param reader the daemon's index.
+     * @param events the transport.
+     * @param marker the marker, encoded for the transport.
+     * @param pod    the pod.
+     * @param what   names the run in the error.
+     * @return the pod bits of the marker's entry (the pod's slot is its bit).
+     * @throws IllegalStateException when the daemon does not show it in time.
+     */
+    static long[] awaitMarker(final IndexReader reader, final EventTransport events, final MarkerBatch marker,
+        final int pod, final String what) {
+        final long[] bits = new long[4];
+        final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ATTACH_LIMIT_MS);
+        while (System.nanoTime() < deadline) {
+            events.send(pod, marker.payload());
+            final long until = System.nanoTime() + 100_000_000L;
+            while (System.nanoTime() < until) {
+                try {
+                    if (reader.lookup(marker.routerKey(), bits)) {
+                        return bits;
                     }
-                    LockSupport.parkNanos(1_000_000);
+                } catch (final IndexBusyException ex) {
+                    // The shard is being written: look again.
                 }
-            }
-            if (!seen) {
-                throw new IllegalStateException("the daemon did not receive pod " + pod + "'s marker within "
-                    + ATTACH_LIMIT_MS + " ms (run " + run + ")");
+                LockSupport.parkNanos(1_000_000);
             }
         }
+        throw new IllegalStateException("the daemon did not receive pod " + pod + "'s marker within "
+            + ATTACH_LIMIT_MS + " ms (" + what + ")");
     }
 
     private static long field(final String json, final String name) {
@@ -376,13 +392,6 @@ final class TraceReplay {
             now = System.nanoTime();
         }
         return now - target;
-    }
-
-    /** A loopback port free now, for the daemon's metrics server (the daemon fails loudly if it was taken since). */
-    private static int freePort() throws IOException {
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
     }
 
     static List<String> java(final String main, final List<String> args) {

@@ -16,8 +16,6 @@ import java.io.UncheckedIOException;
  * <p><b>Note:</b> not thread safe.
  */
 public final class VllmEventEncoder implements BatchEncoder {
-    private final byte[] uint64 = new byte[9];
-
     /**
      * @param blocks the request's blocks (tokens and engine hashes of the last load).
      * @param engine the engine after serving the request.
@@ -99,7 +97,15 @@ public final class VllmEventEncoder implements BatchEncoder {
         }
     }
 
-    private void packUint64(final MessageBufferPacker p, final long v) throws IOException {
+    /**
+     * Writes a hash as msgpack uint64 (0xcf and 8 bytes), whatever its value, as vLLM's msgspec writes them.
+     *
+     * @param p the packer.
+     * @param v the hash's 64 bits.
+     * @throws IOException from the packer.
+     */
+    public static void packUint64(final MessageBufferPacker p, final long v) throws IOException {
+        final byte[] uint64 = new byte[9];
         uint64[0] = (byte) 0xcf;
         for (int k = 0; k < 8; k++) {
             uint64[1 + k] = (byte) (v >>> (56 - 8 * k));

@@ -39,11 +39,8 @@ class TraceBenchTest {
     void shouldSimulateRoutingAloneWithNoReplay() throws Exception {
         final Path dir = Path.of("target", "trace-bench-test-no-replay");
         final Path trace = tinyTrace(dir, 60);
-        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        TraceBench.run(new String[] {"--trace", trace.toString(), "--pods", "8", "--no-replay", "--json",
-            "--daemon-arg=--idle=busy-spin", "--writers", "2", "--out", dir.resolve("results").toString()},
-            new PrintStream(bytes, true, StandardCharsets.UTF_8));
-        final String out = bytes.toString(StandardCharsets.UTF_8);
+        final String out = run("--trace", trace.toString(), "--pods", "8", "--no-replay", "--json",
+            "--daemon-arg=--idle=busy-spin", "--writers", "2", "--out", dir.resolve("results").toString());
         assertTrue(out.lines().anyMatch(l -> l.startsWith("{\"valid\": false") && l.contains("\"routing\"")), out);
         assertTrue(out.contains("report: none"), out);
         final IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(
@@ -64,12 +61,9 @@ class TraceBenchTest {
     void shouldApplyEveryBlockOfThePlanInProcess() throws Exception {
         final Path dir = Path.of("target", "trace-bench-test-inproc");
         final Path trace = tinyTrace(dir, 120);
-        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        TraceBench.run(new String[] {"--trace", trace.toString(), "--pods", "8", "--budget", "512", "--windows-ms",
+        final String out = run("--trace", trace.toString(), "--pods", "8", "--budget", "512", "--windows-ms",
             "3000,1000", "--transport", "inproc", "--writers", "2", "--json", "--out",
-            dir.resolve("results").toString()},
-            new PrintStream(bytes, true, StandardCharsets.UTF_8));
-        final String out = bytes.toString(StandardCharsets.UTF_8);
+            dir.resolve("results").toString());
         final String json = out.lines().filter(l -> l.startsWith("{\"valid\": ")).reduce((x, y) -> y).orElse("");
         assertTrue(json.startsWith("{\"valid\": true, \"transport\": \"inproc\", \"writers\": 2, \"scale\": 1"),
             out);
@@ -147,11 +141,8 @@ class TraceBenchTest {
 
         final Path dir = Path.of("target", "trace-bench-test-scale");
         final Path trace = tinyTrace(dir, 120);
-        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        TraceBench.run(new String[] {"--trace", trace.toString(), "--pods", "8", "--budget", "512", "--windows-ms",
-            "3000", "--transport", "inproc", "--scale", "2", "--json", "--out", dir.resolve("results").toString()},
-            new PrintStream(bytes, true, StandardCharsets.UTF_8));
-        final String out = bytes.toString(StandardCharsets.UTF_8);
+        final String out = run("--trace", trace.toString(), "--pods", "8", "--budget", "512", "--windows-ms",
+            "3000", "--transport", "inproc", "--scale", "2", "--json", "--out", dir.resolve("results").toString());
         final String json = out.lines().filter(l -> l.startsWith("{\"valid\": ")).reduce((x, y) -> y).orElse("");
         assertTrue(json.startsWith("{\"valid\": true, \"transport\": \"inproc\", \"writers\": 1, \"scale\": 2"),
             out);
@@ -195,11 +186,8 @@ class TraceBenchTest {
     private static void replayTinyTrace(final String transport) throws Exception {
         final Path dir = Path.of("target", "trace-bench-test-" + transport);
         final Path trace = tinyTrace(dir, 120);
-        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        TraceBench.run(new String[] {"--trace", trace.toString(), "--pods", "8", "--windows-ms", "3000",
-            "--sockets", "2", "--transport", transport, "--json", "--out", dir.resolve("results").toString()},
-            new PrintStream(bytes, true, StandardCharsets.UTF_8));
-        final String out = bytes.toString(StandardCharsets.UTF_8);
+        final String out = run("--trace", trace.toString(), "--pods", "8", "--windows-ms", "3000",
+            "--sockets", "2", "--transport", transport, "--json", "--out", dir.resolve("results").toString());
         final List<String> outLines = out.lines().toList();
         // The JSON line comes before the report's path (a chart that fails to draw must not lose it).
         final String json = outLines.stream().filter(l -> l.startsWith("{\"valid\": ")).reduce((x, y) -> y)
@@ -264,5 +252,12 @@ class TraceBenchTest {
             final double p99 = TraceReport.num(json, "stages", stage, "p99_us");
             assertTrue(p50 >= 0 && p99 >= p50 && p99 < 1e6, stage + " " + p50 + "/" + p99 + ": " + json);
         }
+    }
+
+    /** Runs the bench in this JVM and returns what it printed. */
+    private static String run(final String... args) throws Exception {
+        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        TraceBench.run(args, new PrintStream(bytes, true, StandardCharsets.UTF_8));
+        return bytes.toString(StandardCharsets.UTF_8);
     }
 }

@@ -223,34 +223,35 @@ class CrashPointTest {
 
     @Test
     void shouldNotLeakABlockWhoseBlockMapEvictionWasKilled() throws Exception {
-        extraArgs.addAll(List.of("--pod-max-blocks", "20"));
-        final TestEngine.Chain a = TestEngine.Chain.random(6, 20);
-        final TestEngine.Chain b = TestEngine.Chain.random(7, 5);
-        final Daemon daemon = stored(a, true);
-        // The pod's block map is full: storing b evicts five of a's mappings, each block leaving the index.
-        final Debugger.Point point = daemon.debugger().breakAtMethod(INDEX_WRITER, "remove", 1);
-        killAt(daemon, point, () -> engine.store(b, 0, 5));
-        restartAndExpect(b, 5, "at IndexWriter.remove while a full block map evicted a mapping");
-        try (IndexReader reader = reader()) {
-            assertEquals(20, heldOf(reader, a, b), "blocks of the pod indexed: its block map holds 20 mappings"
-                + " (--pod-max-blocks); more would be blocks no removal can reach");
-        }
+        // The pod's block map is full: storing b evicts five of a's mappings, one at a time (a map this small has
+        // no room for batch choices), each block leaving the index.
+        assertNoLeakWhenAnEvictionIsKilled(20, 6, "at IndexWriter.remove while a full block map evicted a mapping");
     }
 
     @Test
     void shouldNotLeakBlocksWhoseBatchEvictionWasKilled() throws Exception {
         // A map large enough for batch choices (VllmApplier.makeRoom): the five victims leave the index in one
         // remove, then their mappings go; killed inside that remove.
-        extraArgs.addAll(List.of("--pod-max-blocks", "200"));
-        final TestEngine.Chain a = TestEngine.Chain.random(9, 200);
-        final TestEngine.Chain b = TestEngine.Chain.random(10, 5);
+        assertNoLeakWhenAnEvictionIsKilled(200, 9,
+            "at IndexWriter.remove while a full block map evicted a batch of mappings");
+    }
+
+    /**
+     * Fills a pod's block map of {@code maxBlocks}, kills the daemon inside the index removal of the evictions that
+     * storing 5 more blocks needs, restarts it, and checks the pod holds exactly its map's blocks in the index.
+     */
+    private void assertNoLeakWhenAnEvictionIsKilled(final int maxBlocks, final long seed, final String where)
+        throws Exception {
+        extraArgs.addAll(List.of("--pod-max-blocks", Integer.toString(maxBlocks)));
+        final TestEngine.Chain a = TestEngine.Chain.random(seed, maxBlocks);
+        final TestEngine.Chain b = TestEngine.Chain.random(seed + 1, 5);
         final Daemon daemon = stored(a, true);
         final Debugger.Point point = daemon.debugger().breakAtMethod(INDEX_WRITER, "remove", 1);
         killAt(daemon, point, () -> engine.store(b, 0, 5));
-        restartAndExpect(b, 5, "at IndexWriter.remove while a full block map evicted a batch of mappings");
+        restartAndExpect(b, 5, where);
         try (IndexReader reader = reader()) {
-            assertEquals(200, heldOf(reader, a, b), "blocks of the pod indexed: its block map holds 200 mappings;"
-                + " more would be blocks no removal can reach");
+            assertEquals(maxBlocks, heldOf(reader, a, b), "blocks of the pod indexed: its block map holds "
+                + maxBlocks + " mappings (--pod-max-blocks); more would be blocks no removal can reach");
         }
     }
 
