@@ -1,9 +1,9 @@
 package io.kvidx.router;
 
 import com.fasterxml.jackson.core.JsonGenerator;
-import io.kvidx.client.routing.RequestMeta;
-import io.kvidx.client.routing.RoutingContext;
-import io.kvidx.client.routing.RoutingPlan;
+import io.kvidx.routing.RequestMeta;
+import io.kvidx.routing.RoutingContext;
+import io.kvidx.routing.RoutingPlan;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufOutputStream;
 import io.netty.channel.ChannelFuture;

@@ -1,8 +1,8 @@
 package io.kvidx.router;
 
-import io.kvidx.client.routing.PodIndex;
-import io.kvidx.client.routing.PodRegistry;
-import io.kvidx.client.routing.RoutingContext;
+import io.kvidx.routing.PodIndex;
+import io.kvidx.routing.PodRegistry;
+import io.kvidx.routing.RoutingContext;
 
 import java.net.URI;
 import java.net.http.HttpClient;

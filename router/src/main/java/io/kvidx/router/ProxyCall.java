@@ -1,7 +1,7 @@
 package io.kvidx.router;
 
-import io.kvidx.client.routing.RoutingContext;
-import io.kvidx.client.routing.RoutingPlan;
+import io.kvidx.routing.RoutingContext;
+import io.kvidx.routing.RoutingPlan;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.CompositeByteBuf;
@@ -39,7 +39,7 @@ import java.util.concurrent.TimeUnit;
  * One proxied request, from its routing plan to the last byte sent to the client: calls the planned pod, retries on
  * another pod (the workflow replans without the failed one) while nothing has been sent to the client yet, streams
  * the answer back chunk by chunk, and for a prefill/decode plan first calls the prefill pod, reads its whole answer
- * and passes it to the decode call ({@link io.kvidx.client.routing.exec.PrefillDecodeAdapter}).
+ * and passes it to the decode call ({@link io.kvidx.routing.exec.PrefillDecodeAdapter}).
  *
  * <p>Failures retried (at most {@code attempts} calls per stage): a refused or timed-out connection (the pod is
  * marked down until its health check passes), no response headers within {@code first-byte-ms}, a 5xx answer, the

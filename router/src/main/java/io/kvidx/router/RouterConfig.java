@@ -1,6 +1,6 @@
 package io.kvidx.router;
 
-import io.kvidx.client.routing.PodRole;
+import io.kvidx.routing.PodRole;
 import org.snakeyaml.engine.v2.api.Dump;
 import org.snakeyaml.engine.v2.api.DumpSettings;
 import org.snakeyaml.engine.v2.api.Load;
@@ -19,7 +19,7 @@ import java.util.Set;
 
 /**
  * Everything {@code kvidx router} is told: where it listens, the index it reads, its pods and their URLs, bounds and
- * timeouts, and the routing document (profiles and workflow, as {@link io.kvidx.client.routing.yaml.YamlRouting}
+ * timeouts, and the routing document (profiles and workflow, as {@link io.kvidx.routing.yaml.YamlRouting}
  * reads them). The one place for the router's defaults. Built from the YAML file ({@link #fromYaml}) and/or the
  * command line, then frozen by {@link #validate()}.
  *
@@ -306,7 +306,7 @@ public final class RouterConfig {
     /**
      * The routing document: the file's profiles and workflow, or the {@link #policy}'s profile.
      *
-     * @return YAML for {@link io.kvidx.client.routing.yaml.YamlRouting}.
+     * @return YAML for {@link io.kvidx.routing.yaml.YamlRouting}.
      */
     public String routingDocument() {
         if (routingYaml != null) {

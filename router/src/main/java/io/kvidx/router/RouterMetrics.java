@@ -1,8 +1,8 @@
 package io.kvidx.router;
 
-import io.kvidx.client.routing.RoutingCounters;
-import io.kvidx.client.routing.Selector;
-import io.kvidx.client.routing.Workflow;
+import io.kvidx.routing.RoutingCounters;
+import io.kvidx.routing.Selector;
+import io.kvidx.routing.Workflow;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.Gauge;

@@ -1,6 +1,6 @@
 package io.kvidx.router;
 
-import io.kvidx.client.routing.PodRole;
+import io.kvidx.routing.PodRole;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 

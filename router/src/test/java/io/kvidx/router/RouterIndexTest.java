@@ -1,7 +1,7 @@
 package io.kvidx.router;
 
 import io.kvidx.client.json.MiniJson;
-import io.kvidx.client.routing.PodIndex;
+import io.kvidx.routing.PodIndex;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

@@ -2,7 +2,7 @@ package io.kvidx.tokenize;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import ai.djl.huggingface.tokenizers.jni.TokenizersLibrary;
-import io.kvidx.client.routing.TokenIds;
+import io.kvidx.routing.TokenIds;
 
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,6 +1,6 @@
 package io.kvidx.tokenize;
 
-import io.kvidx.client.routing.TokenIds;
+import io.kvidx.routing.TokenIds;
 
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -1,11 +1,11 @@
 package io.kvidx.tokenize;
 
-import io.kvidx.client.routing.Preparer;
-import io.kvidx.client.routing.RequestMeta;
-import io.kvidx.client.routing.RoutingContext;
-import io.kvidx.client.routing.Slot;
-import io.kvidx.client.routing.Slots;
-import io.kvidx.client.routing.TokenIds;
+import io.kvidx.routing.Preparer;
+import io.kvidx.routing.RequestMeta;
+import io.kvidx.routing.RoutingContext;
+import io.kvidx.routing.Slot;
+import io.kvidx.routing.Slots;
+import io.kvidx.routing.TokenIds;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

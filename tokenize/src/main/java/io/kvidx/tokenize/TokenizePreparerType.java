@@ -1,9 +1,9 @@
 package io.kvidx.tokenize;
 
 import io.kvidx.client.json.MiniJson;
-import io.kvidx.client.routing.Preparer;
-import io.kvidx.client.routing.yaml.PluginParameters;
-import io.kvidx.client.routing.yaml.PreparerType;
+import io.kvidx.routing.Preparer;
+import io.kvidx.routing.yaml.PluginParameters;
+import io.kvidx.routing.yaml.PreparerType;
 
 import java.nio.file.Path;
 import java.util.LinkedHashMap;

@@ -1,6 +1,6 @@
 package io.kvidx.tokenize;
 
-import io.kvidx.client.routing.TokenIds;
+import io.kvidx.routing.TokenIds;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

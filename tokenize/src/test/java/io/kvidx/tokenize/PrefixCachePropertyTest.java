@@ -1,6 +1,6 @@
 package io.kvidx.tokenize;
 
-import io.kvidx.client.routing.TokenIds;
+import io.kvidx.routing.TokenIds;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;

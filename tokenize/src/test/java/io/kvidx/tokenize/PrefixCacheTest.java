@@ -1,13 +1,13 @@
 package io.kvidx.tokenize;
 
 import io.kvidx.client.json.MiniJson;
-import io.kvidx.client.routing.PodRegistry;
-import io.kvidx.client.routing.PodRole;
-import io.kvidx.client.routing.ProfileValidationException;
-import io.kvidx.client.routing.RoutingContext;
-import io.kvidx.client.routing.Slots;
-import io.kvidx.client.routing.TokenIds;
-import io.kvidx.client.routing.yaml.YamlRouting;
+import io.kvidx.routing.PodRegistry;
+import io.kvidx.routing.PodRole;
+import io.kvidx.routing.ProfileValidationException;
+import io.kvidx.routing.RoutingContext;
+import io.kvidx.routing.Slots;
+import io.kvidx.routing.TokenIds;
+import io.kvidx.routing.yaml.YamlRouting;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

@@ -2,7 +2,7 @@ package io.kvidx.bench.tokenize;
 
 import io.kvidx.bench.Json;
 import io.kvidx.bench.trace.TraceRequest;
-import io.kvidx.client.routing.TokenIds;
+import io.kvidx.routing.TokenIds;
 import io.kvidx.tokenize.HfTokenizer;
 import io.kvidx.tokenize.PrefixBoundaries;
 import io.kvidx.tokenize.PrefixCache;

@@ -2,7 +2,7 @@ package io.kvidx.bench.tokenize;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.kvidx.client.keys.RouterKeyHasher;
-import io.kvidx.client.routing.TokenIds;
+import io.kvidx.routing.TokenIds;
 import io.kvidx.tokenize.HfTokenizer;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;

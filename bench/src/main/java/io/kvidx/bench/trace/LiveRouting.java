@@ -2,11 +2,11 @@ package io.kvidx.bench.trace;
 
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
-import io.kvidx.client.routing.IndexReaderPodIndex;
-import io.kvidx.client.routing.PodRegistry;
-import io.kvidx.client.routing.Router;
-import io.kvidx.client.routing.RoutingContext;
-import io.kvidx.client.routing.RoutingProfiles;
+import io.kvidx.routing.IndexReaderPodIndex;
+import io.kvidx.routing.PodRegistry;
+import io.kvidx.routing.Router;
+import io.kvidx.routing.RoutingContext;
+import io.kvidx.routing.RoutingProfiles;
 import io.kvidx.daemon.index.IndexWriterContext;
 
 import java.io.PrintStream;

@@ -1,9 +1,9 @@
 package io.kvidx.bench.trace;
 
-import io.kvidx.client.routing.PodRegistry;
-import io.kvidx.client.routing.PodRole;
-import io.kvidx.client.routing.Router;
-import io.kvidx.client.routing.RoutingContext;
+import io.kvidx.routing.PodRegistry;
+import io.kvidx.routing.PodRole;
+import io.kvidx.routing.Router;
+import io.kvidx.routing.RoutingContext;
 
 import java.util.Comparator;
 import java.util.PriorityQueue;

@@ -12,7 +12,7 @@ import java.util.List;
  * prompt, its identifier (which may itself contain colons: the last two fields are the numbers) and its placeholder
  * tokens {@code [OFFSET, OFFSET + LENGTH)}.
  */
-final class MultiModalItems {
+public final class MultiModalItems {
     private MultiModalItems() {
     }
 
@@ -21,7 +21,7 @@ final class MultiModalItems {
      * @return the items sorted by offset (equal offsets keep their order).
      * @throws IllegalArgumentException on a malformed value.
      */
-    static List<MultiModalFeature> parse(final List<String> specs) {
+    public static List<MultiModalFeature> parse(final List<String> specs) {
         final List<MultiModalFeature> items = new ArrayList<>();
         if (specs == null) {
             return items;
@@ -55,7 +55,7 @@ final class MultiModalItems {
      * @param items multimodal items.
      * @return router-key extras holding them.
      */
-    static RequestExtras extras(final List<MultiModalFeature> items) {
+    public static RequestExtras extras(final List<MultiModalFeature> items) {
         final RequestExtras extras = new RequestExtras();
         items.forEach(f -> extras.addMultiModal(f.identifier(), f.offset(), f.length()));
         return extras;
@@ -67,7 +67,7 @@ final class MultiModalItems {
      * @param salt a salt, or null.
      * @return null for null or empty, else the salt.
      */
-    static String salt(final String salt) {
+    public static String salt(final String salt) {
         return salt == null || salt.isEmpty() ? null : salt;
     }
 }

@@ -1,6 +1,6 @@
 package io.kvidx.daemon.membership;
 
-import io.kvidx.client.routing.DataParallelRanks;
+import io.kvidx.client.index.DataParallelRanks;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 
 import java.util.Objects;

@@ -181,8 +181,8 @@ final class MembershipHandler {
     }
 
     private boolean isAlive(final PodTableView view, final String podId) {
-        final String base = io.kvidx.client.routing.DataParallelRanks.basePodId(podId);
-        final int rank = io.kvidx.client.routing.DataParallelRanks.rankOf(podId);
+        final String base = io.kvidx.client.index.DataParallelRanks.basePodId(podId);
+        final int rank = io.kvidx.client.index.DataParallelRanks.rankOf(podId);
         for (int slot = 0; slot < view.present.length; slot++) {
             if (view.present[slot] && view.dpRank[slot] == rank && base.equals(view.instance[slot])
                 && reader.isAlive(slot)) {

@@ -3,7 +3,7 @@ package io.kvidx.daemon.serve;
 import io.kvidx.client.index.IndexException;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PodSet;
-import io.kvidx.client.routing.DataParallelRanks;
+import io.kvidx.client.index.DataParallelRanks;
 import io.kvidx.daemon.membership.Engine;
 import io.kvidx.daemon.membership.Membership;
 

@@ -168,7 +168,7 @@ final class RequestBody {
             case "type", "engine" -> type = string(p, name);
             case "additional_salt" -> additionalSalt = string(p, name);
             case "block_size" -> blockSize = smallInt(p, name, 1, 1 << 20);
-            case "dp_rank" -> dpRank = smallInt(p, name, 0, io.kvidx.client.routing.DataParallelRanks.MAX_RANK);
+            case "dp_rank" -> dpRank = smallInt(p, name, 0, io.kvidx.client.index.DataParallelRanks.MAX_RANK);
             default -> p.skipChildren();
         }
     }

@@ -13,9 +13,9 @@ import java.util.List;
  * @param out  what it printed on stdout.
  * @param err  what it printed on stderr.
  */
-record CliRun(int code, String out, String err) {
+public record CliRun(int code, String out, String err) {
     /** @return stdout's lines. */
-    List<String> lines() {
+    public List<String> lines() {
         return out.lines().toList();
     }
 
@@ -23,7 +23,16 @@ record CliRun(int code, String out, String err) {
      * @param args the command line.
      * @return what it did.
      */
-    static CliRun of(final String... args) {
+    public static CliRun of(final String... args) {
+        return of(KvidxCli::run, args);
+    }
+
+    /**
+     * @param cli  the command line's entry point ({@link KvidxCli#run}, or the tools jar's).
+     * @param args the command line.
+     * @return what it did.
+     */
+    public static CliRun of(final java.util.function.ToIntFunction<String[]> cli, final String... args) {
         final ByteArrayOutputStream out = new ByteArrayOutputStream();
         final ByteArrayOutputStream err = new ByteArrayOutputStream();
         final PrintStream originalOut = System.out;
@@ -32,7 +41,7 @@ record CliRun(int code, String out, String err) {
         System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
         System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
         try {
-            code = KvidxCli.run(args);
+            code = cli.applyAsInt(args);
         } finally {
             System.setOut(originalOut);
             System.setErr(originalErr);

@@ -2,8 +2,8 @@ package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
-import io.kvidx.client.routing.IndexReaderPodIndex;
-import io.kvidx.client.routing.PodRegistry;
+import io.kvidx.routing.IndexReaderPodIndex;
+import io.kvidx.routing.PodRegistry;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

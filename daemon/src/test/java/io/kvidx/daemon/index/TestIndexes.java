@@ -70,7 +70,11 @@ public final class TestIndexes {
         }
     }
 
+    /** SplitMix64's finaliser (bijective): distinct synthetic keys from a counter. */
     static long mix(final long x) {
-        return io.kvidx.daemon.demo.SyntheticWorkload.mix(x);
+        long z = x + 0x9E37_79B9_7F4A_7C15L;
+        z = (z ^ (z >>> 30)) * 0xBF58_476D_1CE4_E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D0_49BB_1331_11EBL;
+        return z ^ (z >>> 31);
     }
 }

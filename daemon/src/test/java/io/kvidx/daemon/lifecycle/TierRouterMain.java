@@ -2,12 +2,12 @@ package io.kvidx.daemon.lifecycle;
 
 
 import io.kvidx.client.index.IndexReaderContext;
-import io.kvidx.client.routing.IndexReaderPodIndex;
-import io.kvidx.client.routing.PodRegistry;
-import io.kvidx.client.routing.Router;
-import io.kvidx.client.routing.RoutingContext;
-import io.kvidx.client.routing.exec.CacheHint;
-import io.kvidx.client.routing.yaml.YamlRouting;
+import io.kvidx.routing.IndexReaderPodIndex;
+import io.kvidx.routing.PodRegistry;
+import io.kvidx.routing.Router;
+import io.kvidx.routing.RoutingContext;
+import io.kvidx.routing.exec.CacheHint;
+import io.kvidx.routing.yaml.YamlRouting;
 import io.kvidx.client.tiers.TierMap;
 
 import java.io.BufferedReader;
@@ -40,7 +40,7 @@ public final class TierRouterMain {
         final PodRegistry registry = new PodRegistry();
         final YamlRouting.Environment env = new YamlRouting.Environment().index(index).registry(registry);
         final Router router = YamlRouting.load(Path.of(args[2]), env).router();
-        final TierMap tiers = (TierMap) env.tiers();
+        final TierMap tiers = ((io.kvidx.routing.TierMapLookup) env.tiers()).tierMap();
         final CacheHint hint = new CacheHint(tiers, CacheHint.HEADER_DEFAULT);
         final RoutingContext ctx = router.newContext();
         System.out.println("ready");

@@ -1,9 +1,7 @@
 package io.kvidx.client.tiers;
 
 import io.kvidx.client.index.IndexException;
-import io.kvidx.client.routing.IndexReaderPodIndex;
-import io.kvidx.client.routing.PodRegistry;
-import io.kvidx.client.routing.plugins.CacheAffinityScorer;
+import io.kvidx.client.index.IndexReader;
 
 import java.nio.file.Path;
 import java.util.Objects;
@@ -12,8 +10,9 @@ import java.util.function.IntUnaryOperator;
 
 /**
  * A router's view of the cell's host tier map: where a pod holds a block it holds (GPU, CPU, disk; local or
- * remote). It implements {@link CacheAffinityScorer.TierLookup}, so the tier-weighted scorer reads it directly; the
- * scorer consults it only for its few best candidates by prefix depth, never for every pod.
+ * remote), as one of {@link #GPU}, {@link #CPU} or {@link #DISK} ({@link #tierOf(int, long)}) or as raw tier bits
+ * ({@link #tierBits}). It knows nothing of its consumers: the routing layer adapts it to its tier-weighted scorer
+ * (which consults it only for its few best candidates by prefix depth, never for every pod).
  *
  * <p>It tolerates a missing file: until the daemon has created one (and for at most a retry interval after the
  * daemon replaced it with a newer file) every lookup answers "unknown", which {@link #tierOf} reports as GPU, vLLM's
@@ -22,12 +21,18 @@ import java.util.function.IntUnaryOperator;
  * notices.
  *
  * <p>Slot reuse: a lookup names the generation of the slot its caller learnt from the index's pod table (here
- * through {@code generationOf}, e.g. a {@link PodRegistry}); tiers recorded for another generation of the slot are
+ * through {@code generationOf}, e.g. the routing layer's pod registry); tiers recorded for another generation of the slot are
  * never returned (see {@link TierMapReader#tierBits}).
  *
  * <p><b>Note:</b> thread safe; lookups are allocation free once a file is mapped.
  */
-public final class TierMap implements CacheAffinityScorer.TierLookup, AutoCloseable {
+public final class TierMap implements AutoCloseable {
+    /** {@link #tierOf} result: a local GPU copy (also the answer for an unknown tier, vLLM's default medium). */
+    public static final int GPU = 0;
+    /** {@link #tierOf} result: a local CPU copy and no local GPU copy. */
+    public static final int CPU = 1;
+    /** {@link #tierOf} result: local disk, storage, other media, or only a remote copy. */
+    public static final int DISK = 2;
     /** Default time between two attempts to attach while no current file is mapped. */
     public static final long RETRY_INTERVAL_MS_DEFAULT = 1_000;
     /** {@link #tierBits} result: no tier map file is mapped (missing, not ready, or replaced and not yet followed). */
@@ -80,17 +85,19 @@ public final class TierMap implements CacheAffinityScorer.TierLookup, AutoClosea
     }
 
     /**
-     * The tier map beside an index: same directory and cell; slot generations from the registry (which learns them
-     * from the index's pod table); a region left locked by a daemon whose index heartbeat stopped answers
-     * {@link TierMapReader#STALE}.
+     * The tier map beside an index: same directory and cell; a region left locked by a daemon whose index heartbeat
+     * stopped answers {@link TierMapReader#STALE}.
      *
-     * @param index    the index.
-     * @param registry the router's pods.
+     * @param indexFile    the index file ({@code <dir>/<cell>/index}).
+     * @param generationOf slot to the generation the caller's answers belong to (the pod table's, as the caller
+     *                     learnt it).
+     * @param writerStale  whether the index's writer heartbeat has stopped ({@link IndexReader#isWriterStale}).
      * @return the tier map (attached when the file exists).
      */
-    public static TierMap nextTo(final IndexReaderPodIndex index, final PodRegistry registry) {
-        return new TierMap(index.indexFile().resolveSibling(TierMapDescriptor.FILE_NAME), registry::generation,
-            RETRY_INTERVAL_MS_DEFAULT, TierMapReader.READ_BOUND_NS_DEFAULT, index::isWriterStale);
+    public static TierMap nextTo(final Path indexFile, final IntUnaryOperator generationOf,
+        final BooleanSupplier writerStale) {
+        return new TierMap(indexFile.resolveSibling(TierMapDescriptor.FILE_NAME), generationOf,
+            RETRY_INTERVAL_MS_DEFAULT, TierMapReader.READ_BOUND_NS_DEFAULT, writerStale);
     }
 
     /**
@@ -113,7 +120,11 @@ public final class TierMap implements CacheAffinityScorer.TierLookup, AutoClosea
         }
     }
 
-    @Override
+    /**
+     * @param slot pod slot.
+     * @param key  a router key the pod holds.
+     * @return {@link #GPU}, {@link #CPU} or {@link #DISK}, see {@link #tierOf(int)}.
+     */
     public int tierOf(final int slot, final long key) {
         return tierOf(tierBits(slot, key));
     }

@@ -1,6 +1,6 @@
 package io.kvidx.daemon.ingest.vllm;
 
-import io.kvidx.client.routing.DataParallelRanks;
+import io.kvidx.client.index.DataParallelRanks;
 import org.agrona.DirectBuffer;
 
 import java.nio.charset.StandardCharsets;

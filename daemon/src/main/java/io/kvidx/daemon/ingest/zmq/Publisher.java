@@ -96,7 +96,7 @@ final class Publisher {
         this.monitor = context.createSocket(SocketType.PAIR);
         monitor.connect(monitorAddress);
         sub.connect(config.endpoint());
-        rankFixed = config.podId() != null && io.kvidx.client.routing.DataParallelRanks.rankOf(config.podId()) > 0;
+        rankFixed = config.podId() != null && io.kvidx.client.index.DataParallelRanks.rankOf(config.podId()) > 0;
         if (config.podId() != null) {
             fixedPod = directory.pin(config.podId(), config.model());
             if (fixedPod < 0) {

@@ -1,6 +1,6 @@
 package io.kvidx.daemon.ingest.zmq;
 
-import io.kvidx.client.routing.DataParallelRanks;
+import io.kvidx.client.index.DataParallelRanks;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;

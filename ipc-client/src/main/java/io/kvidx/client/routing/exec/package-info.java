@@ -1,5 +1,0 @@
-/**
- * Carrying a routing plan out: the {@link io.kvidx.client.routing.exec.Executor} interface and the reference HTTP
- * executor (single dispatch and prefill-then-decode, with retry on another pod).
- */
-package io.kvidx.client.routing.exec;
