@@ -2,8 +2,6 @@ package io.kvidx.routing;
 
 import java.net.URI;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicIntegerArray;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -36,12 +34,9 @@ public final class PodRegistry {
     /** Generation of a slot whose pod the registry has not matched with the index's pod table yet. */
     public static final int UNKNOWN_GENERATION = 0;
 
-    // The pods' identity lives here; slot membership and the pod table sync, load figures and LoRA adapters each
-    // live in their own part, which this facade delegates to.
-    private final AtomicIntegerArray role = new AtomicIntegerArray(MAX_PODS);
-    private final AtomicReferenceArray<String> podIds = new AtomicReferenceArray<>(MAX_PODS);
-    private final AtomicReferenceArray<String> models = new AtomicReferenceArray<>(MAX_PODS);
-    private final AtomicReferenceArray<URI> endpoints = new AtomicReferenceArray<>(MAX_PODS);
+    // The pods' identity, slot membership and the pod table sync, load figures and LoRA adapters each live in their
+    // own part, which this facade delegates to; it holds the lock.
+    private final PodIdentities pods = new PodIdentities();
     private final PodTableSync table = new PodTableSync();
     private final PodLoad load = new PodLoad();
     private final LoraAdapters loras = new LoraAdapters();
@@ -98,10 +93,7 @@ public final class PodRegistry {
      */
     void learn(final int slot, final String podId, final String model, final PodRole role,
         final URI endpoint, final int generation) {
-        podIds.set(slot, podId);
-        models.set(slot, model);
-        endpoints.set(slot, endpoint);
-        this.role.set(slot, role.ordinal());
+        pods.learn(slot, podId, model, role, endpoint);
         loras.unloadAll(slot);
         load.reset(slot);
         loras.maxLoras(slot, 0);
@@ -255,7 +247,7 @@ public final class PodRegistry {
      * @return pod id, or null.
      */
     public String podId(final int slot) {
-        return podIds.get(slot);
+        return pods.podId(slot);
     }
 
     /**
@@ -265,12 +257,7 @@ public final class PodRegistry {
     public int slotOf(final String podId) {
         lock.lock();
         try {
-            for (int slot = 0; slot < MAX_PODS; slot++) {
-                if (isRegistered(slot) && podId.equals(podIds.get(slot))) {
-                    return slot;
-                }
-            }
-            return -1;
+            return pods.slotOf(podId, table);
         } finally {
             lock.unlock();
         }
@@ -281,7 +268,7 @@ public final class PodRegistry {
      * @return model name, or null for any.
      */
     public String model(final int slot) {
-        return models.get(slot);
+        return pods.model(slot);
     }
 
     /**
@@ -289,7 +276,7 @@ public final class PodRegistry {
      * @return endpoint, or null.
      */
     public URI endpoint(final int slot) {
-        return endpoints.get(slot);
+        return pods.endpoint(slot);
     }
 
     /**
@@ -297,10 +284,8 @@ public final class PodRegistry {
      * @return its role.
      */
     public PodRole role(final int slot) {
-        return ROLES[role.getOpaque(slot)];
+        return pods.role(slot);
     }
-
-    private static final PodRole[] ROLES = PodRole.values();
 
     /**
      * Sets the pod's load as reported by its metrics.
