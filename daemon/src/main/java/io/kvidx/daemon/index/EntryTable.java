@@ -1,6 +1,7 @@
 package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
+import io.kvidx.client.index.Seqlock;
 import io.kvidx.ffm.Layouts;
 
 import java.lang.foreign.MemorySegment;
@@ -388,9 +389,7 @@ final class EntryTable {
     long delete(final int shard, final long table, final int idx) {
         final long header = g.shardHeader(shard);
         final int base = shard * g.slotsPerShard;
-        final long version = (long) LONG.get(segment, header + SHARD_VERSION_OFFSET);
-        LONG.setOpaque(segment, header + SHARD_VERSION_OFFSET, version + 1);
-        VarHandle.storeStoreFence();
+        final long odd = Seqlock.beginWrite(segment, header + SHARD_VERSION_OFFSET);
         final Runnable fault = deleteFault;
         if (fault != null) {
             fault.run();
@@ -425,7 +424,7 @@ final class EntryTable {
         }
         final long countOffset = header + SHARD_ENTRY_COUNT_OFFSET;
         INT.setOpaque(segment, countOffset, (int) INT.get(segment, countOffset) - 1);
-        LONG.setRelease(segment, header + SHARD_VERSION_OFFSET, version + 2);
+        Seqlock.endWrite(segment, header + SHARD_VERSION_OFFSET, odd);
         return parent;
     }
 
@@ -438,12 +437,10 @@ final class EntryTable {
         final long header = g.shardHeader(shard);
         final long pods = (long) LONG.get(segment, entry + ENTRY_PODS_OFFSET);
         final long inline = overflow.toInline(g.overflowEntry(shard, (int) pods));
-        final long version = (long) LONG.get(segment, header + SHARD_VERSION_OFFSET);
-        LONG.setOpaque(segment, header + SHARD_VERSION_OFFSET, version + 1);
-        VarHandle.storeStoreFence();
+        final long odd = Seqlock.beginWrite(segment, header + SHARD_VERSION_OFFSET);
         LONG.setOpaque(segment, entry + ENTRY_PODS_OFFSET, inline);
         overflow.free(shard, (int) pods & (g.overflowPerShard - 1));
-        LONG.setRelease(segment, header + SHARD_VERSION_OFFSET, version + 2);
+        Seqlock.endWrite(segment, header + SHARD_VERSION_OFFSET, odd);
         addToShardCounter(shard, IndexDescriptor.SHARD_OVERFLOW_DEMOTIONS_OFFSET, 1);
     }
 

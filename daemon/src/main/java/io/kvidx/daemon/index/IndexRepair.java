@@ -1,6 +1,7 @@
 package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
+import io.kvidx.client.index.Seqlock;
 import io.kvidx.ffm.Layouts;
 import org.agrona.collections.Long2LongHashMap;
 
@@ -88,8 +89,8 @@ final class IndexRepair {
         }
         repairPodTable(s, g.maxPods, report);
         for (int shard = 0; shard < g.shardCount; shard++) {
-            final long version = (long) LONG.getAcquire(s, g.shardHeader(shard) + SHARD_VERSION_OFFSET);
-            if ((version & 1) != 0 || !consistent(table, shard, report)) {
+            final long version = Seqlock.beginRead(s, g.shardHeader(shard) + SHARD_VERSION_OFFSET);
+            if (Seqlock.isWriting(version) || !consistent(table, shard, report)) {
                 rebuild(table, shard, report);
                 report.shardsRebuilt++;
             }
@@ -188,10 +189,7 @@ final class IndexRepair {
         final long t = g.table(shard);
         final int base = shard * g.slotsPerShard;
         final long header = g.shardHeader(shard);
-        final long version = (long) LONG.get(s, header + SHARD_VERSION_OFFSET);
-        final long odd = (version & 1) != 0 ? version : version + 1;
-        LONG.setRelease(s, header + SHARD_VERSION_OFFSET, odd);
-        VarHandle.storeStoreFence();
+        final long odd = Seqlock.beginRepair(s, header + SHARD_VERSION_OFFSET);
         final int n = g.slotsPerShard;
         final long[] keys = new long[n];
         final long[] pods = new long[n];
@@ -235,7 +233,7 @@ final class IndexRepair {
             meta.set(base + idx, parents[i], stamps[i]);
         }
         INT.setRelease(s, header + SHARD_ENTRY_COUNT_OFFSET, kept);
-        LONG.setRelease(s, header + SHARD_VERSION_OFFSET, odd + 1);
+        Seqlock.endWrite(s, header + SHARD_VERSION_OFFSET, odd);
     }
 
     /** Rebuilds a shard's overflow free list and in-use count from the bitmaps its entries reference. */
@@ -318,13 +316,13 @@ final class IndexRepair {
         boolean changed = false;
         for (int slot = 0; slot < maxPods; slot++) {
             final long base = IndexDescriptor.podEntryOffset(slot);
-            final long seq = (long) LONG.getAcquire(s, base + IndexDescriptor.POD_SEQ_OFFSET);
-            if ((seq & 1) != 0) {
+            final long seq = Seqlock.beginRead(s, base + IndexDescriptor.POD_SEQ_OFFSET);
+            if (Seqlock.isWriting(seq)) {
                 s.asSlice(base + IndexDescriptor.POD_STATE_OFFSET,
                     IndexDescriptor.POD_ENTRY_LENGTH - IndexDescriptor.POD_STATE_OFFSET).fill((byte) 0);
                 s.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_STATE_OFFSET,
                     IndexDescriptor.POD_STATE_DRAINING);
-                LONG.setRelease(s, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 1);
+                Seqlock.endWrite(s, base + IndexDescriptor.POD_SEQ_OFFSET, seq);
                 report.podEntriesRepaired++;
                 changed = true;
             }

@@ -2,6 +2,7 @@ package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.PodCapacityExceededException;
+import io.kvidx.client.index.Seqlock;
 import io.kvidx.ffm.Layouts;
 import org.agrona.collections.LongArrayList;
 
@@ -25,9 +26,10 @@ import static io.kvidx.client.index.IndexDescriptor.POD_STATE_FREE;
  * (phase 2, bounded per step) and frees their slots only when the sweep is complete, so a slot never hands one
  * pod's bits to another.
  *
- * <p>Publication: a pod table entry changes under its seqlock; after every change the pod table version (header
- * offset 160) is incremented with a volatile add, and a newly given slot's alive bit is set only after that, so a
- * reader that loads the alive bitmap and then the version sees a new version whenever a slot changed hands.
+ * <p>Publication: a pod table entry changes under its seqlock ({@link Seqlock}); after every change the pod table
+ * version (header offset 160) is incremented with a volatile add, and a newly given slot's alive bit is set only
+ * after that, so a reader that loads the alive bitmap and then the version sees a new version whenever a slot
+ * changed hands.
  *
  * <p><b>Note:</b> thread safe (synchronized); registration and sweeps are cold. The pod's writer agent is the
  * only thread that stores or removes its blocks.
@@ -116,9 +118,7 @@ final class PodTable {
         }
         generations[slot]++;
         final long base = IndexDescriptor.podEntryOffset(slot);
-        final long seq = (long) LONG.get(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
-        LONG.setOpaque(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 1);
-        VarHandle.storeStoreFence();
+        final long odd = Seqlock.beginWrite(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
         segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_GENERATION_OFFSET, generations[slot]);
         segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_STATE_OFFSET, POD_STATE_ALIVE);
         segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_ID_LENGTH_OFFSET, id.length);
@@ -127,7 +127,7 @@ final class PodTable {
         MemorySegment.copy(id, 0, segment, ValueLayout.JAVA_BYTE, base + IndexDescriptor.POD_ID_OFFSET, id.length);
         MemorySegment.copy(modelBytes, 0, segment, ValueLayout.JAVA_BYTE, base + IndexDescriptor.POD_MODEL_OFFSET,
             modelBytes.length);
-        LONG.setRelease(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 2);
+        Seqlock.endWrite(segment, base + IndexDescriptor.POD_SEQ_OFFSET, odd);
         podIds[slot] = podId;
         slotByPodId.put(podId, slot);
         STATE.setVolatile(states, slot, POD_STATE_ALIVE);
@@ -283,11 +283,9 @@ final class PodTable {
         if (updated == flags) {
             return false;
         }
-        final long seq = (long) LONG.get(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
-        LONG.setOpaque(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 1);
-        VarHandle.storeStoreFence();
+        final long odd = Seqlock.beginWrite(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
         segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_FLAGS_OFFSET, updated);
-        LONG.setRelease(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 2);
+        Seqlock.endWrite(segment, base + IndexDescriptor.POD_SEQ_OFFSET, odd);
         bumpVersion();
         return true;
     }
@@ -321,26 +319,22 @@ final class PodTable {
                 base + IndexDescriptor.POD_MODEL_OFFSET + cut) & 0xC0) == 0x80) {
                 cut--;
             }
-            final long seq = (long) LONG.get(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
-            if ((seq & 1) != 0) {
+            if (Seqlock.isWriting((long) LONG.get(segment, base + IndexDescriptor.POD_SEQ_OFFSET))) {
                 continue; // a registration a crash interrupted: IndexRepair frees the slot
             }
-            LONG.setOpaque(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 1);
-            VarHandle.storeStoreFence();
+            final long odd = Seqlock.beginWrite(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
             segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_MODEL_LENGTH_OFFSET, cut);
             segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_FLAGS_OFFSET, 0);
-            LONG.setRelease(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 2);
+            Seqlock.endWrite(segment, base + IndexDescriptor.POD_SEQ_OFFSET, odd);
         }
         LONG.getAndAdd(segment, (long) IndexDescriptor.POD_TABLE_VERSION_OFFSET, 1L);
     }
 
     private void writeState(final int slot, final int state) {
         final long base = IndexDescriptor.podEntryOffset(slot);
-        final long seq = (long) LONG.get(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
-        LONG.setOpaque(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 1);
-        VarHandle.storeStoreFence();
+        final long odd = Seqlock.beginWrite(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
         segment.set(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_STATE_OFFSET, state);
-        LONG.setRelease(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq + 2);
+        Seqlock.endWrite(segment, base + IndexDescriptor.POD_SEQ_OFFSET, odd);
         bumpVersion();
     }
 

@@ -1,5 +1,6 @@
 package io.kvidx.daemon.index;
 
+import io.kvidx.client.index.Seqlock;
 import io.kvidx.client.tiers.TierMapDescriptor;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
@@ -40,7 +41,8 @@ import static io.kvidx.client.tiers.TierMapDescriptor.TIER_MASK;
  *   <li>inserting a key into an empty entry writes its value, then the key with a release store;</li>
  *   <li>changing the tiers of a present key is one 64-bit release store of its value;</li>
  *   <li>removing an entry, evicting one, or resetting the region for a new generation of the slot happens between an
- *   odd and the next even value of the region's version (odd store, store-store fence, changes, release store).</li>
+ *   odd and the next even value of the region's version ({@link Seqlock#beginWrite}: odd store, store-store fence;
+ *   changes; {@link Seqlock#endWrite}: release store).</li>
  * </ul>
  * Memory is fixed at creation: a region holds at most {@link #maxEntries()} keys; one more evicts the least
  * recently updated of {@value #EVICTION_SAMPLES} sampled entries (counted by {@link #evictions()}); a reader then
@@ -191,14 +193,12 @@ public final class TierMapWriter implements AutoCloseable {
     private void reset(final int slot, final int generation) {
         checkSlot(slot);
         final long base = regionOffset(slot);
-        final long v = (long) LONG.getOpaque(s, base + REGION_VERSION_OFFSET);
-        LONG.setOpaque(s, base + REGION_VERSION_OFFSET, v + 1);
-        VarHandle.storeStoreFence();
+        final long odd = Seqlock.beginWrite(s, base + REGION_VERSION_OFFSET);
         s.asSlice(base + REGION_HEADER_LENGTH, (long) slots * ENTRY_LENGTH).fill((byte) 0);
         s.set(ValueLayout.JAVA_INT, base + REGION_GENERATION_OFFSET, generation);
         INT.setOpaque(s, base + REGION_COUNT_OFFSET, 0);
         clocks[slot * STRIDE + 1] = 0;
-        LONG.setRelease(s, base + REGION_VERSION_OFFSET, v + 2);
+        Seqlock.endWrite(s, base + REGION_VERSION_OFFSET, odd);
     }
 
     /**
@@ -369,9 +369,7 @@ public final class TierMapWriter implements AutoCloseable {
     /** Backward-shift deletion inside an odd region version. */
     private void delete(final int slot, final int at) {
         final long base = regionOffset(slot);
-        final long v = (long) LONG.getOpaque(s, base + REGION_VERSION_OFFSET);
-        LONG.setOpaque(s, base + REGION_VERSION_OFFSET, v + 1);
-        VarHandle.storeStoreFence();
+        final long odd = Seqlock.beginWrite(s, base + REGION_VERSION_OFFSET);
         int hole = at;
         int j = at;
         while (true) {
@@ -394,7 +392,7 @@ public final class TierMapWriter implements AutoCloseable {
         PLAIN.set(s, eh + ENTRY_KEY_OFFSET, 0L);
         PLAIN.set(s, eh + ENTRY_VALUE_OFFSET, 0L);
         INT.setOpaque(s, base + REGION_COUNT_OFFSET, s.get(ValueLayout.JAVA_INT, base + REGION_COUNT_OFFSET) - 1);
-        LONG.setRelease(s, base + REGION_VERSION_OFFSET, v + 2);
+        Seqlock.endWrite(s, base + REGION_VERSION_OFFSET, odd);
     }
 
     private int home(final long storedKey) {

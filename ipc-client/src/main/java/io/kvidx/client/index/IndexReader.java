@@ -40,8 +40,6 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_HEADER_LENGTH;
  * {@link PrefixResult}. The daemon's IndexWriter is the only writer of the file.
  */
 public final class IndexReader implements AutoCloseable {
-    /** Spins between two clock readings while a reader waits for the writer (a power of two): about 1-3 us. */
-    static final int SPINS_PER_CLOCK_CHECK = 64;
     private static final VarHandle LONG = Layouts.LONG;
     private static final VarHandle INT = Layouts.INT;
 
@@ -189,8 +187,8 @@ public final class IndexReader implements AutoCloseable {
         int spins = 0;
         long waitStartNs = 0;
         while (true) {
-            final long seq = (long) LONG.getAcquire(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
-            if ((seq & 1) == 0) {
+            final long seq = Seqlock.beginRead(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
+            if (!Seqlock.isWriting(seq)) {
                 final int generation = segment.get(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_GENERATION_OFFSET);
                 final int state = segment.get(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_STATE_OFFSET);
                 final int idLength = Math.clamp(segment.get(ValueLayout.JAVA_INT,
@@ -205,15 +203,14 @@ public final class IndexReader implements AutoCloseable {
                     idLength);
                 MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, base + IndexDescriptor.POD_MODEL_OFFSET, model, 0,
                     modelLength);
-                VarHandle.loadLoadFence();
-                if ((long) LONG.getOpaque(segment, base + IndexDescriptor.POD_SEQ_OFFSET) == seq) {
+                if (Seqlock.validate(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq)) {
                     return new PodInfo(slot, generation, state, new String(id, StandardCharsets.UTF_8),
                         new String(model, StandardCharsets.UTF_8),
                         (flags & IndexDescriptor.POD_FLAG_SUSPECT) != 0);
                 }
             }
             Thread.onSpinWait();
-            if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
+            if ((++spins & (ReadWait.SPINS_PER_CLOCK_CHECK - 1)) == 0) {
                 waitStartNs = wait.check(waitStartNs, spins, -1, slot);
             }
         }

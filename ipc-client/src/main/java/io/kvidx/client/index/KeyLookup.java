@@ -1,7 +1,5 @@
 package io.kvidx.client.index;
 
-import io.kvidx.ffm.Layouts;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -17,20 +15,18 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
 
 /**
  * Single-key lookups of an {@link IndexReader}, the steps of every {@link ChainSearch}: a key's home entry offset,
- * and its pods under its shard's seqlock (read the version, find the entry, read its pods word, check the version;
- * a shard locked or changed under it is retried within the reader's read bound, {@link ReadWait}).
+ * and its pods under its shard's {@link Seqlock} (read the version, find the entry, read its pods word, check the
+ * version; a shard locked or changed under it is retried within the reader's read bound, {@link ReadWait}).
  *
  * <p><b>Note:</b> thread safe and allocation-free: it only reads the file and writes the caller's words. The
  * daemon's IndexWriter is the only writer of the file.
  */
 final class KeyLookup {
-    private static final VarHandle LONG = Layouts.LONG;
     /**
      * Plain loads without the alignment check (every field is 8-byte aligned anyway) for data read between two
      * reads of a seqlock version; explicit fences order them.
      */
     private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
-    private static final int SPINS_PER_CLOCK_CHECK = IndexReader.SPINS_PER_CLOCK_CHECK;
 
     private final MemorySegment segment;
     private final ReadWait wait;
@@ -91,9 +87,8 @@ final class KeyLookup {
         while (true) {
             // Plain loads with explicit fences: the same ordering as getAcquire / getOpaque without their
             // alignment checks, and the table wraps by a mask (docs/perf.md, layout 3.0 runs: 7 % less in-cache time).
-            final long v1 = (long) PLAIN.get(s, versionOffset);
-            VarHandle.acquireFence();
-            if ((v1 & 1) == 0) {
+            final long v1 = Seqlock.beginReadUnchecked(s, versionOffset);
+            if (!Seqlock.isWriting(v1)) {
                 long pods = 0;
                 final long e = find(k, home, table, tableMask);
                 if (e >= 0) {
@@ -101,13 +96,12 @@ final class KeyLookup {
                     VarHandle.acquireFence();
                     pods = (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET);
                 }
-                VarHandle.loadLoadFence();
-                if ((long) PLAIN.get(s, versionOffset) == v1) {
+                if (Seqlock.validateUnchecked(s, versionOffset, v1)) {
                     return pods;
                 }
             }
             Thread.onSpinWait();
-            if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
+            if ((++spins & (ReadWait.SPINS_PER_CLOCK_CHECK - 1)) == 0) {
                 waitStartNs = wait.check(waitStartNs, spins, shard, -1);
             }
         }
@@ -175,8 +169,8 @@ final class KeyLookup {
         int spins = 0;
         long waitStartNs = 0;
         while (true) {
-            final long v1 = (long) LONG.getAcquire(s, versionOffset);
-            if ((v1 & 1) == 0) {
+            final long v1 = Seqlock.beginRead(s, versionOffset);
+            if (!Seqlock.isWriting(v1)) {
                 long w0 = 0;
                 long w1 = 0;
                 long w2 = 0;
@@ -209,8 +203,7 @@ final class KeyLookup {
                         w3 = (long) PLAIN.get(s, o + 24);
                     }
                 }
-                VarHandle.loadLoadFence();
-                if ((long) LONG.getOpaque(s, versionOffset) == v1) {
+                if (Seqlock.validate(s, versionOffset, v1)) {
                     out[0] = w0;
                     out[1] = w1;
                     out[2] = w2;
@@ -219,7 +212,7 @@ final class KeyLookup {
                 }
             }
             Thread.onSpinWait();
-            if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
+            if ((++spins & (ReadWait.SPINS_PER_CLOCK_CHECK - 1)) == 0) {
                 waitStartNs = wait.check(waitStartNs, spins, shard, -1);
             }
         }

@@ -6,6 +6,8 @@ import io.kvidx.client.index.IndexFormatException;
 import io.kvidx.client.index.IndexNotFoundException;
 import io.kvidx.client.index.IndexTruncatedException;
 import io.kvidx.client.index.IndexVersionException;
+import io.kvidx.client.index.ReadWait;
+import io.kvidx.client.index.Seqlock;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
 
@@ -18,7 +20,6 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.Objects;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BooleanSupplier;
 
 import static io.kvidx.client.tiers.TierMapDescriptor.ENTRY_KEY_OFFSET;
@@ -32,11 +33,12 @@ import static io.kvidx.client.tiers.TierMapDescriptor.REGION_VERSION_OFFSET;
  * Read-only view of a cell's host tier map file (layout: {@link TierMapDescriptor}, protocol: docs/index-layout.md,
  * "Host tier map"). JDK only: a {@code java.lang.foreign} mapping read through VarHandles, no JVM flag needed.
  *
- * <p>{@link #tierBits} reads one (pod slot, router key) under its region's seqlock: load the version (acquire),
- * check the region's generation, probe, load-load fence, load the version again; retry while it was odd or
- * changed, for at most the read bound (the clock is read once every {@value #SPINS_PER_CLOCK_CHECK} spins, never on
- * an uncontended read), then give up with {@link #BUSY} (counted). It never returns tiers that belonged to another
- * generation of the slot: the generation is read inside the same validated window as the entry.
+ * <p>{@link #tierBits} reads one (pod slot, router key) under its region's {@link Seqlock}: load the version
+ * (acquire), check the region's generation, probe, load-load fence, load the version again; retry while it was odd
+ * or changed, for at most the read bound ({@link ReadWait}, as the index's reads: the clock is read once every
+ * {@value ReadWait#SPINS_PER_CLOCK_CHECK} spins, never on an uncontended read), then give up with {@link #BUSY}
+ * (counted). It never returns tiers that belonged to another generation of the slot: the generation is read inside
+ * the same validated window as the entry.
  *
  * <p>Stale writer, as the index's reads rule it: at each of those clock checks the wait first asks whether the
  * writer's heartbeat has stopped, and answers {@link #STALE} at once when it has (a region left locked by a dead or
@@ -65,7 +67,6 @@ public final class TierMapReader implements AutoCloseable {
 
     private static final VarHandle LONG = Layouts.LONG;
     private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
-    private static final int SPINS_PER_CLOCK_CHECK = 64;
 
     private final MappedRegion region;
     private final MemorySegment segment;
@@ -75,9 +76,7 @@ public final class TierMapReader implements AutoCloseable {
     private final int slotBits;
     private final long regionLength;
     private final long epoch;
-    private final long readBoundNs;
-    private final BooleanSupplier writerStale;
-    private final LongAdder busy = new LongAdder();
+    private final ReadWait wait;
 
     private TierMapReader(final MappedRegion region, final long readBoundNs, final BooleanSupplier writerStale) {
         this.region = region;
@@ -88,8 +87,7 @@ public final class TierMapReader implements AutoCloseable {
         this.slotBits = Integer.numberOfTrailingZeros(slots);
         this.regionLength = TierMapDescriptor.regionLength(slots);
         this.epoch = segment.get(ValueLayout.JAVA_LONG, TierMapDescriptor.EPOCH_OFFSET);
-        this.readBoundNs = readBoundNs;
-        this.writerStale = writerStale;
+        this.wait = new ReadWait(readBoundNs, writerStale);
     }
 
     /**
@@ -217,8 +215,8 @@ public final class TierMapReader implements AutoCloseable {
         int spins = 0;
         long waitStartNs = 0;
         while (true) {
-            final long v1 = (long) LONG.getAcquire(s, base + REGION_VERSION_OFFSET);
-            if ((v1 & 1) == 0) {
+            final long v1 = Seqlock.beginRead(s, base + REGION_VERSION_OFFSET);
+            if (!Seqlock.isWriting(v1)) {
                 int result = ABSENT;
                 if (s.get(ValueLayout.JAVA_INT, base + REGION_GENERATION_OFFSET) != generation) {
                     result = OTHER_GENERATION;
@@ -239,22 +237,15 @@ public final class TierMapReader implements AutoCloseable {
                         i = (i + 1) & slotMask;
                     }
                 }
-                VarHandle.loadLoadFence();
-                if ((long) LONG.getOpaque(s, base + REGION_VERSION_OFFSET) == v1) {
+                if (Seqlock.validate(s, base + REGION_VERSION_OFFSET, v1)) {
                     return result;
                 }
             }
             Thread.onSpinWait();
-            if ((++spins & (SPINS_PER_CLOCK_CHECK - 1)) == 0) {
-                if (writerStale.getAsBoolean()) {
-                    return STALE;
-                }
-                final long now = System.nanoTime();
-                if (waitStartNs == 0) {
-                    waitStartNs = now;
-                } else if (now - waitStartNs > readBoundNs) {
-                    busy.increment();
-                    return BUSY;
+            if ((++spins & (ReadWait.SPINS_PER_CLOCK_CHECK - 1)) == 0) {
+                waitStartNs = wait.poll(waitStartNs, spins);
+                if (waitStartNs < 0) {
+                    return waitStartNs == ReadWait.STALE ? STALE : BUSY;
                 }
             }
         }
@@ -286,7 +277,7 @@ public final class TierMapReader implements AutoCloseable {
      * @return reads that gave up at the read bound.
      */
     public long busyCount() {
-        return busy.sum();
+        return wait.busyCount();
     }
 
     /**

@@ -2,9 +2,9 @@ package io.kvidx.jcstress.broken;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
+import io.kvidx.client.index.Seqlock;
 import io.kvidx.client.tiers.TierMapDescriptor;
 import io.kvidx.client.tiers.TierMapReader;
-import io.kvidx.ffm.Layouts;
 import io.kvidx.jcstress.Cell;
 
 import java.lang.foreign.MemorySegment;
@@ -30,7 +30,6 @@ import static io.kvidx.client.index.IndexDescriptor.SHARD_VERSION_OFFSET;
  * <p><b>Note:</b> stateless and allocation-free except {@link #podNoSeqCheck} (as {@code IndexReader.pod}).
  */
 public final class BrokenReads {
-    private static final VarHandle LONG = Layouts.LONG;
     /** As KeyLookup's and TierMapReader's plain loads between two reads of a seqlock version. */
     private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
 
@@ -85,12 +84,11 @@ public final class BrokenReads {
         final long home = table + ((long) IndexDescriptor.homeSlot(h, g.shardBits, g.slotBits) << ENTRY_LENGTH_SHIFT);
         final MemorySegment s = cell.indexSegment();
         while (true) {
-            final long v1 = (long) LONG.getAcquire(s, versionOffset);
-            if ((v1 & 1) == 0) {
+            final long v1 = Seqlock.beginRead(s, versionOffset);
+            if (!Seqlock.isWriting(v1)) {
                 final long e = find(s, g, k, home, table);
                 final long pods = e >= 0 ? (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET) : 0;
-                VarHandle.loadLoadFence();
-                if ((long) LONG.getOpaque(s, versionOffset) == v1) {
+                if (Seqlock.validate(s, versionOffset, v1)) {
                     if (e < 0) {
                         clear(out);
                         return false;
@@ -126,8 +124,8 @@ public final class BrokenReads {
         final long home = table + ((long) IndexDescriptor.homeSlot(h, g.shardBits, g.slotBits) << ENTRY_LENGTH_SHIFT);
         final MemorySegment s = cell.indexSegment();
         while (true) {
-            final long v1 = (long) LONG.getAcquire(s, versionOffset);
-            if ((v1 & 1) == 0) {
+            final long v1 = Seqlock.beginRead(s, versionOffset);
+            if (!Seqlock.isWriting(v1)) {
                 long pods = 0;
                 boolean found = false;
                 long e = home;
@@ -144,8 +142,7 @@ public final class BrokenReads {
                     }
                     e = table + ((e + ENTRY_LENGTH - table) & tableMask);
                 }
-                VarHandle.loadLoadFence();
-                if ((long) LONG.getOpaque(s, versionOffset) == v1) {
+                if (Seqlock.validate(s, versionOffset, v1)) {
                     if (!found) {
                         clear(out);
                         return false;
@@ -170,8 +167,7 @@ public final class BrokenReads {
         final MemorySegment segment = cell.indexSegment();
         final long base = IndexDescriptor.podEntryOffset(slot);
         while (true) {
-            final long seq = (long) LONG.getAcquire(segment, base + IndexDescriptor.POD_SEQ_OFFSET);
-            if ((seq & 1) == 0) {
+            if (!Seqlock.isWriting(Seqlock.beginRead(segment, base + IndexDescriptor.POD_SEQ_OFFSET))) {
                 final int generation = segment.get(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_GENERATION_OFFSET);
                 final int state = segment.get(ValueLayout.JAVA_INT, base + IndexDescriptor.POD_STATE_OFFSET);
                 final int idLength = Math.clamp(segment.get(ValueLayout.JAVA_INT,
@@ -207,8 +203,7 @@ public final class BrokenReads {
         final int slots = cell.tiers().slotsPerRegion();
         final long base = TierMapDescriptor.HEADER_LENGTH + slot * TierMapDescriptor.regionLength(slots);
         while (true) {
-            final long v1 = (long) LONG.getAcquire(s, base + TierMapDescriptor.REGION_VERSION_OFFSET);
-            if ((v1 & 1) == 0) {
+            if (!Seqlock.isWriting(Seqlock.beginRead(s, base + TierMapDescriptor.REGION_VERSION_OFFSET))) {
                 return tierProbe(s, base, slots, generation, key, false);
             }
             Thread.onSpinWait();
@@ -231,11 +226,10 @@ public final class BrokenReads {
         final int slots = cell.tiers().slotsPerRegion();
         final long base = TierMapDescriptor.HEADER_LENGTH + slot * TierMapDescriptor.regionLength(slots);
         while (true) {
-            final long v1 = (long) LONG.getAcquire(s, base + TierMapDescriptor.REGION_VERSION_OFFSET);
-            if ((v1 & 1) == 0) {
+            final long v1 = Seqlock.beginRead(s, base + TierMapDescriptor.REGION_VERSION_OFFSET);
+            if (!Seqlock.isWriting(v1)) {
                 final int result = tierProbe(s, base, slots, generation, key, true);
-                VarHandle.loadLoadFence();
-                if ((long) LONG.getOpaque(s, base + TierMapDescriptor.REGION_VERSION_OFFSET) == v1) {
+                if (Seqlock.validate(s, base + TierMapDescriptor.REGION_VERSION_OFFSET, v1)) {
                     return result;
                 }
             }
