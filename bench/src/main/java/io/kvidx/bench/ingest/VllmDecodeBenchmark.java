@@ -1,9 +1,9 @@
 package io.kvidx.bench.ingest;
 
 import io.kvidx.daemon.ingest.vllm.BatchRankReader;
-import io.kvidx.daemon.ingest.vllm.VllmEvent;
+import io.kvidx.daemon.event.BlockEvent;
 import io.kvidx.daemon.ingest.vllm.VllmEventDecoder;
-import io.kvidx.daemon.ingest.vllm.VllmEventListener;
+import io.kvidx.daemon.event.BlockEventListener;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -70,11 +70,11 @@ public class VllmDecodeBenchmark {
         return sink.last;
     }
 
-    static final class Sink implements VllmEventListener {
+    static final class Sink implements BlockEventListener {
         long last;
 
         @Override
-        public void onBlockStored(final VllmEvent event) {
+        public void onBlockStored(final BlockEvent event) {
             long x = 0;
             final long[] h = event.hashes();
             for (int i = 0; i < event.hashCount(); i++) {
@@ -84,15 +84,15 @@ public class VllmDecodeBenchmark {
         }
 
         @Override
-        public void onBlockRemoved(final VllmEvent event) {
+        public void onBlockRemoved(final BlockEvent event) {
         }
 
         @Override
-        public void onAllBlocksCleared(final VllmEvent event) {
+        public void onAllBlocksCleared(final BlockEvent event) {
         }
 
         @Override
-        public void onDropped(final VllmEvent event) {
+        public void onDropped(final BlockEvent event) {
         }
     }
 }

@@ -4,6 +4,7 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
+import io.kvidx.daemon.ingest.EngineDecoders;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterAgent;
 import io.kvidx.daemon.writer.WriterMessages;
@@ -73,7 +74,8 @@ public class WriterApplyBenchmark {
         final PodDirectory directory = new PodDirectory(16);
         pod = directory.podNumber("bench-pod", "bench-model");
         pool = new WriterPool(1, 1 << 22, index, directory, IngestCounters.local(), new IngestErrors(),
-            SystemEpochClock.INSTANCE, 0, BusySpinIdleStrategy::new, BusySpinIdleStrategy::new);
+            SystemEpochClock.INSTANCE, 0, BusySpinIdleStrategy::new, BusySpinIdleStrategy::new,
+            EngineDecoders.standard());
         agent = pool.agents()[0];
         final SplittableRandom random = new SplittableRandom(1);
         for (int i = 0; i < BATCHES; i++) {

@@ -6,6 +6,7 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
+import io.kvidx.daemon.ingest.EngineDecoders;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterAgent;
 import io.kvidx.daemon.writer.WriterMessages;
@@ -112,7 +113,8 @@ public class WriterChurnBenchmark {
         }
         counters = IngestCounters.local();
         pool = new WriterPool(1, 1 << 24, index, directory, counters, new IngestErrors(),
-            SystemEpochClock.INSTANCE, 0, BusySpinIdleStrategy::new, BusySpinIdleStrategy::new);
+            SystemEpochClock.INSTANCE, 0, BusySpinIdleStrategy::new, BusySpinIdleStrategy::new,
+            EngineDecoders.standard());
         agent = pool.agents()[0];
         final int cycle = 2 * live;
         for (int c = 0; c < live; c += CHAINS_PER_BATCH) {

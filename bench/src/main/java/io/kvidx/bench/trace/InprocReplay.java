@@ -7,7 +7,8 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
-import io.kvidx.daemon.ops.DaemonMetrics;
+import io.kvidx.daemon.ingest.EngineDecoders;
+import io.kvidx.daemon.metrics.DaemonMetrics;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterMessages;
 import io.kvidx.daemon.writer.WriterPool;
@@ -87,7 +88,8 @@ final class InprocReplay {
             }
             pool = new WriterPool(writers, DaemonConfiguration.WRITER_QUEUE_LENGTH_DEFAULT, index, directory,
                 counters, new IngestErrors(), SystemEpochClock.INSTANCE, 0,
-                IdleStrategies.supplier(IdleStrategies.BACKOFF), IdleStrategies.supplier(IdleStrategies.BACKOFF))
+                IdleStrategies.supplier(IdleStrategies.BACKOFF), IdleStrategies.supplier(IdleStrategies.BACKOFF),
+                EngineDecoders.standard())
                 .observe(null, metrics.observer()).start();
             final UnsafeBuffer buffer = new UnsafeBuffer(new byte[0]);
             if (warm != null) {

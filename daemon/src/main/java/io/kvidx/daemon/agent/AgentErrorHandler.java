@@ -1,4 +1,4 @@
-package io.kvidx.daemon.lifecycle;
+package io.kvidx.daemon.agent;
 
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestErrors;

@@ -1,11 +1,11 @@
-package io.kvidx.daemon.lifecycle;
+package io.kvidx.daemon.agent;
 
-import io.kvidx.daemon.config.IdleStrategies;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
+import org.agrona.concurrent.IdleStrategy;
 
 
 /**
@@ -41,12 +41,12 @@ public final class AgentThreads {
 
     /**
      * @param agent the agent.
-     * @param cpu   its CPU, or none.
-     * @param idle  a canonical idle strategy name.
+     * @param cpu   its CPU, or {@link PinnedAgent#NO_CPU}.
+     * @param idle  its idle strategy (its own instance: the runner's thread keeps state in it).
      * @return its runner, not started.
      */
-    public AgentRunner runner(final Agent agent, final int cpu, final String idle) {
-        return new AgentRunner(IdleStrategies.supplier(idle).get(), AgentErrorHandler.of(agent.roleName(), errors,
+    public AgentRunner runner(final Agent agent, final int cpu, final IdleStrategy idle) {
+        return new AgentRunner(idle, AgentErrorHandler.of(agent.roleName(), errors,
             counters.get(CounterType.AGENT_ERRORS), fatal), null, PinnedAgent.of(agent, cpu, errors,
             counters.get(CounterType.PIN_FAILURES)));
     }

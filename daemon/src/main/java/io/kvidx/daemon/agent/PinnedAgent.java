@@ -1,6 +1,5 @@
-package io.kvidx.daemon.lifecycle;
+package io.kvidx.daemon.agent;
 
-import io.kvidx.daemon.config.AgentSettings;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.ffm.PosixNative;
@@ -21,6 +20,9 @@ import org.slf4j.LoggerFactory;
  * <p><b>Note:</b> like any agent, run by one thread.
  */
 public final class PinnedAgent implements Agent {
+    /** No CPU: the thread keeps the CPU mask it inherited. */
+    public static final int NO_CPU = -1;
+
     private final Agent agent;
     private final int cpu;
     private final IngestErrors errors;
@@ -37,14 +39,14 @@ public final class PinnedAgent implements Agent {
 
     /**
      * @param agent    the agent.
-     * @param cpu      its CPU, or {@link AgentSettings#NO_CPU} to leave the thread's mask alone.
+     * @param cpu      its CPU, or {@link #NO_CPU} to leave the thread's mask alone.
      * @param errors   where a failure is logged.
      * @param failures the {@link CounterType#PIN_FAILURES} counter.
      * @return the agent itself when there is no CPU, else one that pins its thread first.
      */
     public static Agent of(final Agent agent, final int cpu, final IngestErrors errors,
         final AtomicCounter failures) {
-        return cpu == AgentSettings.NO_CPU ? agent : new PinnedAgent(agent, cpu, errors, failures);
+        return cpu == NO_CPU ? agent : new PinnedAgent(agent, cpu, errors, failures);
     }
 
     /**

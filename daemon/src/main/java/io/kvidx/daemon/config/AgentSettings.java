@@ -1,5 +1,6 @@
 package io.kvidx.daemon.config;
 
+import io.kvidx.daemon.agent.PinnedAgent;
 import io.kvidx.ffm.PosixNative;
 
 import java.util.Arrays;
@@ -31,7 +32,7 @@ import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_IDLE_PROP_NA
  */
 public final class AgentSettings {
     /** No pinning: the thread keeps the CPU mask it inherited. */
-    public static final int NO_CPU = -1;
+    public static final int NO_CPU = PinnedAgent.NO_CPU;
     /** How "no CPU" is written in the YAML file and on the command line. */
     public static final String NONE = "none";
     /** The CPU numbers accepted, for messages. */

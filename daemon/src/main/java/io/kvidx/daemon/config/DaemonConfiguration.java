@@ -3,12 +3,14 @@ package io.kvidx.daemon.config;
 import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.daemon.index.IndexWriterContext;
+import io.kvidx.daemon.state.PodBlockMaps;
 
 import java.util.List;
 
 /**
  * Keys of the YAML config file ({@code *_PROP_NAME}) and the one definition of each default ({@code *_DEFAULT})
- * and limit; defaults of the index geometry are those of {@link IndexWriterContext.Configuration}. The command
+ * and limit; defaults of the index geometry are those of {@link IndexWriterContext.Configuration}, the block maps'
+ * of {@link PodBlockMaps}. The command
  * line's option for each key: {@link DaemonSettings}.
  */
 public final class DaemonConfiguration {
@@ -156,11 +158,8 @@ public final class DaemonConfiguration {
     public static final int AERON_TERM_LENGTH_MAX = 1 << 30;
     /** Blocks per pod key. */
     public static final String POD_MAX_BLOCKS_PROP_NAME = "podMaxBlocks";
-    /**
-     * Default most blocks per pod: 131,072 (2M tokens at block size 16); each pod's map file starts at 128 KiB
-     * and doubles as the pod fills, to at most 8 MiB of tmpfs.
-     */
-    public static final int POD_MAX_BLOCKS_DEFAULT = 1 << 17;
+    /** Default most blocks per pod (the block maps', {@link PodBlockMaps#MAX_BLOCKS_DEFAULT}). */
+    public static final int POD_MAX_BLOCKS_DEFAULT = PodBlockMaps.MAX_BLOCKS_DEFAULT;
     /** Most blocks per pod. */
     public static final int POD_MAX_BLOCKS_MAX = 1 << 28;
     /** Replay gap policy key. */

@@ -97,7 +97,7 @@ public final class DaemonContext {
         ConfigException.range(DaemonConfiguration.STATS_INTERVAL_MS_PROP_NAME, statsIntervalMs, 0, Long.MAX_VALUE);
         if (metrics != null) {
             try {
-                io.kvidx.daemon.ops.DaemonMetrics.parseAddress(metrics);
+                io.kvidx.daemon.metrics.DaemonMetrics.parseAddress(metrics);
             } catch (final IllegalArgumentException ex) {
                 throw new ConfigException(DaemonConfiguration.METRICS_PROP_NAME,
                     "must be HOST:PORT with a port in [0, 65535]: " + metrics);
@@ -111,7 +111,7 @@ public final class DaemonContext {
         }
         if (http != null) {
             try {
-                io.kvidx.daemon.ops.DaemonMetrics.parseAddress(http);
+                io.kvidx.daemon.metrics.DaemonMetrics.parseAddress(http);
             } catch (final IllegalArgumentException ex) {
                 throw new ConfigException(DaemonConfiguration.HTTP_PROP_NAME,
                     "must be HOST:PORT with a port in [0, 65535]: " + http);

@@ -1,16 +1,19 @@
-package io.kvidx.daemon.ingest.vllm;
+package io.kvidx.daemon.event;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
- * One decoded vLLM KV event, a reusable view filled by {@link VllmEventDecoder} and valid only during the listener
- * callback. Arrays grow to the largest event seen and are then reused: decoding allocates nothing per block. A
- * BlockStored's {@code extra_keys} are held by its {@link VllmExtraKeys} part ({@link #extraKeys()}).
+ * One decoded KV block event (BlockStored, BlockRemoved, AllBlocksCleared), whatever the engine and the wire: a
+ * reusable view filled by an {@link EventDecoder} (vLLM's or SGLang's msgpack batches, kvidx's SBE events) and valid
+ * only during the {@link BlockEventListener} callback. The fields are vLLM's (the richest format); decoders of other
+ * formats fill what they carry and leave the rest at the defaults {@link #prepare} sets. Arrays grow to the largest
+ * event seen and are then reused: decoding allocates nothing per block. A BlockStored's {@code extra_keys} are held by
+ * its {@link BlockExtraKeys} part ({@link #extraKeys()}).
  *
  * <p><b>Note:</b> not thread safe; owned by one decoder.
  */
-public final class VllmEvent {
+public final class BlockEvent {
     /** Event type not recognised (or missing). */
     public static final int TYPE_UNKNOWN = 0;
     /** BlockStored. */
@@ -70,29 +73,29 @@ public final class VllmEvent {
     /** {@code extra_keys} has more elements or bytes than the decoder's limits allow. */
     public static final int PROBLEM_EXTRA_KEYS_TOO_LARGE = 9;
 
-    int type;
-    int problem;
-    long[] hashes = new long[64];
-    int hashCount;
-    boolean hasParent;
-    long parentHash;
-    int[] tokens = new int[1024];
-    int tokenCount;
-    int blockSize;
-    long loraId;
-    int medium;
-    byte[] loraName = new byte[64];
-    int loraNameLength;
-    int groupIdx;
-    int specKind;
-    byte[] cacheSalt = new byte[32];
-    int cacheSaltLength = -1;
-    int locality;
-    int flags;
+    private int type;
+    private int problem;
+    private long[] hashes = new long[64];
+    private int hashCount;
+    private boolean hasParent;
+    private long parentHash;
+    private int[] tokens = new int[1024];
+    private int tokenCount;
+    private int blockSize;
+    private long loraId;
+    private int medium;
+    private byte[] loraName = new byte[64];
+    private int loraNameLength;
+    private int groupIdx;
+    private int specKind;
+    private byte[] cacheSalt = new byte[32];
+    private int cacheSaltLength = -1;
+    private int locality;
+    private int flags;
     /** The BlockStored's {@code extra_keys}. */
-    final VllmExtraKeys extraKeys = new VllmExtraKeys();
+    private final BlockExtraKeys extraKeys = new BlockExtraKeys();
 
-    void reset() {
+    private void reset() {
         type = TYPE_UNKNOWN;
         problem = PROBLEM_NONE;
         hashCount = 0;
@@ -117,7 +120,7 @@ public final class VllmEvent {
      * @param type a {@code TYPE_*} value.
      * @return this.
      */
-    public VllmEvent prepare(final int type) {
+    public BlockEvent prepare(final int type) {
         reset();
         this.type = type;
         return this;
@@ -166,7 +169,7 @@ public final class VllmEvent {
      * @param where  one of {@code MEDIUM_*}.
      * @return this.
      */
-    public VllmEvent attributes(final boolean has, final long parent, final int size, final int where) {
+    public BlockEvent attributes(final boolean has, final long parent, final int size, final int where) {
         this.hasParent = has;
         this.parentHash = parent;
         this.blockSize = size;
@@ -183,7 +186,7 @@ public final class VllmEvent {
 
     /**
      * @return one of {@code PROBLEM_*}; events with a problem are delivered to
-     *     {@link VllmEventListener#onDropped(VllmEvent)} only.
+     *     {@link BlockEventListener#onDropped(BlockEvent)} only.
      */
     public int problem() {
         return problem;
@@ -343,7 +346,7 @@ public final class VllmEvent {
      * @param kind a {@code TYPE_*} value (when another format names it after some of the fields).
      * @return this.
      */
-    public VllmEvent type(final int kind) {
+    public BlockEvent type(final int kind) {
         this.type = kind;
         return this;
     }
@@ -354,7 +357,7 @@ public final class VllmEvent {
      * @param code a {@code PROBLEM_*} value.
      * @return this.
      */
-    public VllmEvent problem(final int code) {
+    public BlockEvent problem(final int code) {
         if (problem == PROBLEM_NONE) {
             problem = code;
         }
@@ -366,7 +369,7 @@ public final class VllmEvent {
      * @param parent the parent's engine hash.
      * @return this.
      */
-    public VllmEvent parent(final boolean has, final long parent) {
+    public BlockEvent parent(final boolean has, final long parent) {
         this.hasParent = has;
         this.parentHash = parent;
         return this;
@@ -376,7 +379,7 @@ public final class VllmEvent {
      * @param size block size in tokens, or -1 for absent.
      * @return this.
      */
-    public VllmEvent blockSize(final int size) {
+    public BlockEvent blockSize(final int size) {
         this.blockSize = size;
         return this;
     }
@@ -385,7 +388,7 @@ public final class VllmEvent {
      * @param where one of {@code MEDIUM_*}.
      * @return this.
      */
-    public VllmEvent medium(final int where) {
+    public BlockEvent medium(final int where) {
         this.medium = where;
         return this;
     }
@@ -394,8 +397,46 @@ public final class VllmEvent {
      * @param id deprecated integer LoRA id, or -1 for absent.
      * @return this.
      */
-    public VllmEvent loraId(final long id) {
+    public BlockEvent loraId(final long id) {
         this.loraId = id;
+        return this;
+    }
+
+    /**
+     * @param group KV cache group index.
+     * @return this.
+     */
+    public BlockEvent groupIdx(final int group) {
+        this.groupIdx = group;
+        return this;
+    }
+
+    /**
+     * @param kind the storing group's cache kind: one of {@code SPEC_KIND_*}.
+     * @return this.
+     */
+    public BlockEvent specKind(final int kind) {
+        this.specKind = kind;
+        return this;
+    }
+
+    /**
+     * @param where one of {@code LOCALITY_*}.
+     * @return this.
+     */
+    public BlockEvent locality(final int where) {
+        this.locality = where;
+        return this;
+    }
+
+    /**
+     * Records a field value that was defaulted rather than dropping the event.
+     *
+     * @param flag a {@code FLAG_*} bit.
+     * @return this.
+     */
+    public BlockEvent flag(final int flag) {
+        this.flags |= flag;
         return this;
     }
 
@@ -422,9 +463,9 @@ public final class VllmEvent {
     }
 
     /**
-     * @return the BlockStored's {@code extra_keys} (not {@link VllmExtraKeys#present()} for other events).
+     * @return the BlockStored's {@code extra_keys} (not {@link BlockExtraKeys#present()} for other events).
      */
-    public VllmExtraKeys extraKeys() {
+    public BlockExtraKeys extraKeys() {
         return extraKeys;
     }
 

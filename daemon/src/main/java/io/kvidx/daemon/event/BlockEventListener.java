@@ -1,32 +1,33 @@
-package io.kvidx.daemon.ingest.vllm;
+package io.kvidx.daemon.event;
 
 /**
- * Receives the events of a decoded batch, in order. The event view is reused: copy what must outlive the call.
+ * Receives the events of a decoded batch, in order, from an {@link EventDecoder}. The event view is reused: copy
+ * what must outlive the call.
  *
  * <p><b>Note:</b> called on the decoding thread only.
  */
-public interface VllmEventListener {
+public interface BlockEventListener {
     /**
      * @param event a BlockStored event.
      */
-    void onBlockStored(VllmEvent event);
+    void onBlockStored(BlockEvent event);
 
     /**
      * @param event a BlockRemoved event.
      */
-    void onBlockRemoved(VllmEvent event);
+    void onBlockRemoved(BlockEvent event);
 
     /**
      * @param event an AllBlocksCleared event.
      */
-    void onAllBlocksCleared(VllmEvent event);
+    void onAllBlocksCleared(BlockEvent event);
 
     /**
-     * An event that is well framed but unusable: unknown type or a field problem (see {@link VllmEvent#problem()}).
+     * An event that is well framed but unusable: unknown type or a field problem (see {@link BlockEvent#problem()}).
      *
      * @param event the event, partially filled.
      */
-    void onDropped(VllmEvent event);
+    void onDropped(BlockEvent event);
 
     /**
      * Called after the last event of a well-formed batch.

@@ -1,19 +1,19 @@
-package io.kvidx.daemon.ingest.vllm;
+package io.kvidx.daemon.event;
 
 import org.agrona.DirectBuffer;
 
 import java.util.Arrays;
 
 /**
- * The {@code extra_keys} (vllm#33304) of one BlockStored, part of its {@link VllmEvent} view
- * ({@link VllmEvent#extraKeys()}): per block, a run of elements (str, bin or multimodal {@code [identifier, offset]}),
- * each a span over one shared byte array. Their meaning is the applier's. Filled by {@link ExtraKeysDecoder}; valid
+ * The {@code extra_keys} (vllm#33304) of one BlockStored, part of its {@link BlockEvent} view
+ * ({@link BlockEvent#extraKeys()}): per block, a run of elements (str, bin or multimodal {@code [identifier, offset]}),
+ * each a span over one shared byte array. Their meaning is the applier's. Filled by vLLM's decoder; valid
  * only during the listener callback, like the rest of the view. Arrays grow to the largest extra keys seen and are
  * then reused: filling allocates nothing per element.
  *
  * <p><b>Note:</b> not thread safe; owned by the event view it belongs to, written by that view's decoder only.
  */
-public final class VllmExtraKeys {
+public final class BlockExtraKeys {
     /** An element that is a str (LoRA name, cache salt). */
     public static final int KIND_STR = 1;
     /** An element that is a bin (prompt-embeds digest). */
@@ -21,21 +21,21 @@ public final class VllmExtraKeys {
     /** An element that is a multimodal key {@code [identifier, offset in the block]}. */
     public static final int KIND_MM = 3;
 
-    boolean present;
-    int blockCount;
+    private boolean present;
+    private int blockCount;
     /** End (exclusive) of each block's elements in the element arrays; a block starts where the previous ended. */
-    int[] blockEnd = new int[64];
-    int count;
-    byte[] kind = new byte[64];
+    private int[] blockEnd = new int[64];
+    private int count;
+    private byte[] kind = new byte[64];
     /** Element bytes (str or bin payload, multimodal identifier) in {@link #bytes}. */
-    int[] offset = new int[64];
-    int[] length = new int[64];
+    private int[] offset = new int[64];
+    private int[] length = new int[64];
     /** A multimodal element's offset (the two's complement bits of the msgpack integer). */
-    long[] value = new long[64];
-    byte[] bytes = new byte[1024];
-    int bytesLength;
+    private long[] value = new long[64];
+    private byte[] bytes = new byte[1024];
+    private int bytesLength;
 
-    VllmExtraKeys() {
+    BlockExtraKeys() {
     }
 
     void reset() {
@@ -48,8 +48,10 @@ public final class VllmExtraKeys {
     /**
      * Starts the extra keys of an event with {@code n} entries (one per block when well formed), dropping any
      * elements held.
+     *
+     * @param n number of entries.
      */
-    void begin(final int n) {
+    public void begin(final int n) {
         if (blockEnd.length < n) {
             blockEnd = Arrays.copyOf(blockEnd, Math.max(n, blockEnd.length * 2));
         }
@@ -59,8 +61,12 @@ public final class VllmExtraKeys {
         bytesLength = 0;
     }
 
-    /** Ends block {@code block}'s run: the elements appended since the previous block's end are its own. */
-    void endBlock(final int block) {
+    /**
+     * Ends block {@code block}'s run: the elements appended since the previous block's end are its own.
+     *
+     * @param block block index.
+     */
+    public void endBlock(final int block) {
         blockEnd[block] = count;
     }
 
@@ -68,9 +74,12 @@ public final class VllmExtraKeys {
      * Appends one element whose payload is the {@code bytesToCopy} bytes of {@code src} at {@code index}.
      *
      * @param elementKind one of {@code KIND_*}.
+     * @param src         holds the payload.
+     * @param index       where the payload starts in {@code src}.
+     * @param bytesToCopy payload length.
      * @param mmOffset    a multimodal element's offset (0 for the others).
      */
-    void append(final int elementKind, final DirectBuffer src, final int index, final int bytesToCopy,
+    public void append(final int elementKind, final DirectBuffer src, final int index, final int bytesToCopy,
         final long mmOffset) {
         if (count == kind.length) {
             final int n = count * 2;
@@ -89,6 +98,13 @@ public final class VllmExtraKeys {
         value[i] = mmOffset;
         bytesLength += bytesToCopy;
         src.getBytes(index, bytes, offset[i], bytesToCopy);
+    }
+
+    /**
+     * @return payload bytes of the elements appended so far (for the decoder's limits).
+     */
+    public int bytesLength() {
+        return bytesLength;
     }
 
     /**

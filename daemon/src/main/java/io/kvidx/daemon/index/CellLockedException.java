@@ -1,4 +1,4 @@
-package io.kvidx.daemon.lifecycle;
+package io.kvidx.daemon.index;
 
 import java.nio.file.Path;
 

@@ -2,8 +2,6 @@ package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.PodCapacityExceededException;
-import io.kvidx.daemon.lifecycle.CellLock;
-import io.kvidx.daemon.lifecycle.CellLockedException;
 import io.kvidx.ffm.Layouts;
 import io.kvidx.ffm.MappedRegion;
 import io.kvidx.ffm.PosixNative;

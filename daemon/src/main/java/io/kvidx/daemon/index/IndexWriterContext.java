@@ -3,7 +3,6 @@ package io.kvidx.daemon.index;
 import io.kvidx.client.index.IndexConfiguration;
 import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.tiers.TierMapDescriptor;
-import io.kvidx.daemon.lifecycle.CellLock;
 import io.kvidx.ffm.SharedFiles;
 
 import java.nio.file.Path;

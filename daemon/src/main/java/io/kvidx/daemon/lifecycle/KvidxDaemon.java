@@ -5,6 +5,7 @@ import io.aeron.driver.MediaDriver;
 import io.aeron.driver.ThreadingMode;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
+import io.kvidx.daemon.agent.AgentThreads;
 import io.kvidx.daemon.config.AgentSettings;
 import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.config.DaemonContext;
@@ -12,13 +13,16 @@ import io.kvidx.daemon.config.IdleStrategies;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.index.CellLock;
+import io.kvidx.daemon.index.CellLockedException;
 import io.kvidx.daemon.index.IndexMaintenanceAgent;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.ops.CountersFile;
 import io.kvidx.daemon.ops.ErrorLogFile;
+import io.kvidx.daemon.ingest.EngineDecoders;
 import io.kvidx.daemon.ingest.aeron.AeronIngestAgent;
 import io.kvidx.daemon.ingest.zmq.ZmqIngestAgent;
-import io.kvidx.daemon.ops.DaemonMetrics;
+import io.kvidx.daemon.metrics.DaemonMetrics;
 import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.daemon.state.PodBlockMaps;
 import io.kvidx.daemon.state.ProgressLog;
@@ -143,7 +147,7 @@ public final class KvidxDaemon implements AutoCloseable {
         this.writers = new WriterPool(context.writers(), context.writerQueueLength(), index,
             blockMaps, directory, counters, errors, clock,
             context.podTimeoutMs(), IdleStrategies.supplier(context.agents().writerIdle()),
-            IdleStrategies.supplier(IdleStrategies.BACKOFF));
+            IdleStrategies.supplier(IdleStrategies.BACKOFF), EngineDecoders.standard());
         this.podStats = PodStatsFile.create(context.sharedFiles(), cellDirectory, index.context().maxPods());
         this.metrics = context.metrics() != null || context.http() != null ? new DaemonMetrics() : null;
         this.membership = new Membership(new EngineFile(stateDir), new Membership.Subscriptions() {
@@ -284,7 +288,8 @@ public final class KvidxDaemon implements AutoCloseable {
     private void startAgents() {
         catchUpFromPeer();
         final AgentSettings agents = context.agents();
-        writers.start((i, agent) -> threads.runner(agent, agents.writerCpu(i), agents.writerIdle()));
+        writers.start((i, agent) -> threads.runner(agent, agents.writerCpu(i),
+            IdleStrategies.supplier(agents.writerIdle()).get()));
         // Pods alive in a re-attached index go back to their writers, which take them down if they stay silent.
         // Their model comes from the pod table: it seeds their chains' router keys, and a pod's writer state keeps
         // the model it was created with (a pod known from a topic only would otherwise key its new chains without).
@@ -327,7 +332,8 @@ public final class KvidxDaemon implements AutoCloseable {
                     counters, errors, clock, context.heartbeatIntervalMs(), context.zmq().replayTimeoutMs(),
                     context.zmq().handshakeTimeoutMs(), new ZmqIngestAgent.Recovery(shares[i],
                     context.zmq().checkpointIntervalMs(), "clear".equals(context.zmq().replayGapPolicy())))
-                    .topicPods(context.zmq().topicPods()).ioThreads(context.zmq().ioThreads());
+                    .topicPods(DaemonConfiguration.ZMQ_TOPIC_PODS_PROP_NAME, context.zmq().topicPods())
+                    .ioThreads(context.zmq().ioThreads());
                 if (parts > 1) {
                     zmq[i].part(i);
                 }
@@ -369,7 +375,8 @@ public final class KvidxDaemon implements AutoCloseable {
         }
         if (aeron != null) {
             run(new AeronIngestAgent(aeron, context.aeron().channels(), context.aeron().streamId(), directory, writers,
-                counters, errors, context.aeron().pods()), agents.aeronIngestCpu(), agents.aeronIngestIdle());
+                counters, errors, context.aeron().pods(), DaemonConfiguration.AERON_PODS_PROP_NAME),
+                agents.aeronIngestCpu(), agents.aeronIngestIdle());
         }
     }
 
@@ -444,7 +451,7 @@ public final class KvidxDaemon implements AutoCloseable {
     }
 
     private void run(final Agent agent, final int cpu, final String idle) {
-        final AgentRunner runner = threads.runner(agent, cpu, idle);
+        final AgentRunner runner = threads.runner(agent, cpu, IdleStrategies.supplier(idle).get());
         runners.add(runner);
         AgentRunner.startOnThread(runner);
     }

@@ -1,7 +1,8 @@
-package io.kvidx.daemon.ops;
+package io.kvidx.daemon.metrics;
 
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.ops.CellStatus;
 import io.kvidx.daemon.writer.ApplyObserver;
 import io.kvidx.daemon.writer.WriterPool;
 import io.prometheus.metrics.core.metrics.Histogram;

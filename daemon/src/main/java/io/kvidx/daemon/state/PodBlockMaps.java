@@ -12,6 +12,11 @@ import java.nio.file.Path;
 public final class PodBlockMaps {
     /** Name of the cell's state directory. */
     public static final String STATE_DIR_NAME = "state";
+    /**
+     * Default most blocks per pod: 131,072 (2M tokens at block size 16); each pod's map file starts at 128 KiB and
+     * doubles as the pod fills, to at most 8 MiB of tmpfs. The daemon's {@code podMaxBlocks} default.
+     */
+    public static final int MAX_BLOCKS_DEFAULT = 1 << 17;
 
     private final Path dir;
     private final int maxBlocks;

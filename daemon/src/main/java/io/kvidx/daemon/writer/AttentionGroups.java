@@ -1,6 +1,6 @@
 package io.kvidx.daemon.writer;
 
-import io.kvidx.daemon.ingest.vllm.VllmEvent;
+import io.kvidx.daemon.event.BlockEvent;
 import io.kvidx.daemon.state.PodBlockMap;
 
 /**
@@ -36,11 +36,11 @@ final class AttentionGroups {
      * @param e   a BlockStored or BlockRemoved event.
      * @return true when the event is for the group the index follows.
      */
-    boolean follows(final PodBlockMap map, final VllmEvent e) {
+    boolean follows(final PodBlockMap map, final BlockEvent e) {
         final int group = e.groupIdx();
         final int main = map.mainGroup();
-        final int kind = e.type() == VllmEvent.TYPE_BLOCK_STORED ? e.specKind() : VllmEvent.SPEC_KIND_ABSENT;
-        if (kind == VllmEvent.SPEC_KIND_OTHER) {
+        final int kind = e.type() == BlockEvent.TYPE_BLOCK_STORED ? e.specKind() : BlockEvent.SPEC_KIND_ABSENT;
+        if (kind == BlockEvent.SPEC_KIND_OTHER) {
             if (group < 64) {
                 otherKnown |= 1L << group;
             }
@@ -49,7 +49,7 @@ final class AttentionGroups {
             }
             return false;
         }
-        if (kind == VllmEvent.SPEC_KIND_FULL_ATTENTION) {
+        if (kind == BlockEvent.SPEC_KIND_FULL_ATTENTION) {
             if (main < 0) {
                 map.mainGroup(group);
                 return true;

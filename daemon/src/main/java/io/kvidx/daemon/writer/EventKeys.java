@@ -5,8 +5,8 @@ import io.kvidx.client.keys.BlockExtras;
 import io.kvidx.client.keys.ChainedXxh3Hasher;
 import io.kvidx.client.keys.RequestExtras;
 import io.kvidx.client.keys.RouterKeyHasher;
-import io.kvidx.daemon.ingest.vllm.VllmEvent;
-import io.kvidx.daemon.ingest.vllm.VllmExtraKeys;
+import io.kvidx.daemon.event.BlockEvent;
+import io.kvidx.daemon.event.BlockExtraKeys;
 
 import java.util.Arrays;
 
@@ -81,14 +81,14 @@ final class EventKeys {
      * @param out       receives the keys.
      * @return {@link #OK} or a {@code BAD_*} code (then {@link #badBlock()} names the block).
      */
-    int keys(final PodState p, final VllmEvent e, final long parentKey, final long[] out) {
+    int keys(final PodState p, final BlockEvent e, final long parentKey, final long[] out) {
         if (xxh3 != null) {
             return xxh3Keys(e, parentKey, out);
         }
         final int n = e.hashCount();
         final int bs = hasher.blockSize();
         final int[] tokens = e.tokens();
-        final VllmExtraKeys xk = e.extraKeys();
+        final BlockExtraKeys xk = e.extraKeys();
         if (!xk.present()) {
             // SGLang names the salt at event level, on every BlockStored of a salted chain: it seeds the chain's
             // first block only, as vLLM's salt does.
@@ -109,14 +109,14 @@ final class EventKeys {
             int j = xk.start(b);
             final int end = xk.end(b);
             if (lora && j < end) {
-                if (xk.kind(j) != VllmExtraKeys.KIND_STR || !Arrays.equals(x, xk.offset(j),
+                if (xk.kind(j) != BlockExtraKeys.KIND_STR || !Arrays.equals(x, xk.offset(j),
                     xk.offset(j) + xk.length(j), e.loraNameBytes(), 0, e.loraNameLength())) {
                     return BAD_LORA;
                 }
                 j++;
             }
             final BlockExtras be = extras.clear();
-            while (j < end && xk.kind(j) == VllmExtraKeys.KIND_MM) {
+            while (j < end && xk.kind(j) == BlockExtraKeys.KIND_MM) {
                 final long rel = xk.value(j);
                 if (rel >= bs || rel < Integer.MIN_VALUE) {
                     return BAD_OFFSET;
@@ -126,7 +126,7 @@ final class EventKeys {
             }
             int saltOff = 0;
             int saltLen = -1;
-            if (j < end && xk.kind(j) == VllmExtraKeys.KIND_STR) {
+            if (j < end && xk.kind(j) == BlockExtraKeys.KIND_STR) {
                 if (b != 0 || e.hasParent()) {
                     return BAD_STRING;
                 }
@@ -134,7 +134,7 @@ final class EventKeys {
                 saltLen = xk.length(j) == 0 ? -1 : xk.length(j);
                 j++;
             }
-            if (j < end && xk.kind(j) == VllmExtraKeys.KIND_BIN) {
+            if (j < end && xk.kind(j) == BlockExtraKeys.KIND_BIN) {
                 if (xk.length(j) != RequestExtras.EMBEDS_DIGEST_LENGTH) {
                     return BAD_DIGEST;
                 }
@@ -160,7 +160,7 @@ final class EventKeys {
      * kvidx's scheme, and a block with a multimodal item or a prompt-embeds digest refuses the event
      * ({@link #BAD_SCHEME}).
      */
-    private int xxh3Keys(final VllmEvent e, final long parentKey, final long[] out) {
+    private int xxh3Keys(final BlockEvent e, final long parentKey, final long[] out) {
         final int n = e.hashCount();
         final int bs = xxh3.blockSize();
         final int[] tokens = e.tokens();
@@ -178,7 +178,7 @@ final class EventKeys {
         }
         long firstSeed = e.cacheSaltLength() > 0
             ? ChainedXxh3Hasher.firstSeed(seed, e.cacheSaltBytes(), 0, e.cacheSaltLength()) : seed;
-        final VllmExtraKeys xk = e.extraKeys();
+        final BlockExtraKeys xk = e.extraKeys();
         if (xk.present()) {
             if (xk.blockCount() != n) {
                 badBlock = Math.min(n, xk.blockCount());
@@ -190,16 +190,16 @@ final class EventKeys {
                 int j = xk.start(b);
                 final int end = xk.end(b);
                 if (e.hasLoraName() && j < end) {
-                    if (xk.kind(j) != VllmExtraKeys.KIND_STR || !Arrays.equals(x, xk.offset(j),
+                    if (xk.kind(j) != BlockExtraKeys.KIND_STR || !Arrays.equals(x, xk.offset(j),
                         xk.offset(j) + xk.length(j), e.loraNameBytes(), 0, e.loraNameLength())) {
                         return BAD_LORA;
                     }
                     j++;
                 }
-                if (j < end && (xk.kind(j) == VllmExtraKeys.KIND_MM || xk.kind(j) == VllmExtraKeys.KIND_BIN)) {
+                if (j < end && (xk.kind(j) == BlockExtraKeys.KIND_MM || xk.kind(j) == BlockExtraKeys.KIND_BIN)) {
                     return BAD_SCHEME;
                 }
-                if (j < end && xk.kind(j) == VllmExtraKeys.KIND_STR) {
+                if (j < end && xk.kind(j) == BlockExtraKeys.KIND_STR) {
                     if (b != 0 || e.hasParent()) {
                         return BAD_STRING;
                     }
@@ -207,7 +207,7 @@ final class EventKeys {
                     j++;
                 }
                 if (j < end) {
-                    return xk.kind(j) == VllmExtraKeys.KIND_MM || xk.kind(j) == VllmExtraKeys.KIND_BIN ? BAD_SCHEME
+                    return xk.kind(j) == BlockExtraKeys.KIND_MM || xk.kind(j) == BlockExtraKeys.KIND_BIN ? BAD_SCHEME
                         : BAD_ORDER;
                 }
             }
@@ -248,7 +248,7 @@ final class EventKeys {
         };
     }
 
-    private static long seed(final PodState p, final VllmEvent e, final byte[] salt, final int saltOff,
+    private static long seed(final PodState p, final BlockEvent e, final byte[] salt, final int saltOff,
         final int saltLen) {
         if (!e.hasLoraName() && e.loraId() >= 0) {
             return saltLen < 0 ? p.seedForLoraId(e.loraId()) : p.seedForLoraId(e.loraId(), salt, saltOff, saltLen);

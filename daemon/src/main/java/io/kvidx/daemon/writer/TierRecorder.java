@@ -5,7 +5,7 @@ import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.TierMapWriter;
-import io.kvidx.daemon.ingest.vllm.VllmEvent;
+import io.kvidx.daemon.event.BlockEvent;
 import io.kvidx.daemon.state.PodBlockMap;
 import org.agrona.concurrent.status.AtomicCounter;
 
@@ -44,21 +44,21 @@ final class TierRecorder {
     /**
      * Counts (and logs once per pod) the field values the decoder defaulted.
      */
-    void check(final VllmEvent e, final PodState p) {
+    void check(final BlockEvent e, final PodState p) {
         final int flags = e.flags();
         if (flags == 0) {
             return;
         }
-        if ((flags & VllmEvent.FLAG_UNKNOWN_MEDIUM) != 0) {
+        if ((flags & BlockEvent.FLAG_UNKNOWN_MEDIUM) != 0) {
             unknownMedia.increment();
             errors.report(CounterType.UNKNOWN_MEDIA.typeId(), p.podNumber, () -> "pod " + p.podId + ": "
-                + VllmEvent.typeName(e.type()) + " with an unknown medium (known: GPU, CPU, DISK and their aliases);"
+                + BlockEvent.typeName(e.type()) + " with an unknown medium (known: GPU, CPU, DISK and their aliases);"
                 + " its blocks are kept on the 'other' medium, which tier-weighted scoring counts as disk");
         }
-        if ((flags & VllmEvent.FLAG_BAD_LOCALITY) != 0) {
+        if ((flags & BlockEvent.FLAG_BAD_LOCALITY) != 0) {
             badLocalities.increment();
             errors.report(CounterType.BAD_LOCALITIES.typeId(), p.podNumber, () -> "pod " + p.podId + ": "
-                + VllmEvent.typeName(e.type()) + " with a locality that is not \"LOCAL\" or \"REMOTE\"; taken as"
+                + BlockEvent.typeName(e.type()) + " with a locality that is not \"LOCAL\" or \"REMOTE\"; taken as"
                 + " unspecified");
         }
     }
@@ -70,20 +70,20 @@ final class TierRecorder {
      * @param key       router key.
      * @param map       the pod's block map, whose last store was this block's.
      * @param mediumBit the medium the event stored it on.
-     * @param locality  the event's {@code VllmEvent.LOCALITY_*}.
+     * @param locality  the event's {@code BlockEvent.LOCALITY_*}.
      */
     void stored(final int slot, final long key, final PodBlockMap map, final long mediumBit, final int locality) {
         final long media = map.lastMedia();
         if (!map.lastTiered()) {
-            if (media == TierMapDescriptor.MEDIUM_GPU && locality != VllmEvent.LOCALITY_REMOTE) {
+            if (media == TierMapDescriptor.MEDIUM_GPU && locality != BlockEvent.LOCALITY_REMOTE) {
                 // No entry, and none needed: a missing entry reads as held on the GPU alone, locally.
                 return;
             }
             map.markTiered(true);
         }
         final int bit = (int) mediumBit;
-        tiers.update(slot, key, (int) media, locality == VllmEvent.LOCALITY_UNSPECIFIED ? 0 : bit,
-            locality == VllmEvent.LOCALITY_REMOTE ? bit : 0);
+        tiers.update(slot, key, (int) media, locality == BlockEvent.LOCALITY_UNSPECIFIED ? 0 : bit,
+            locality == BlockEvent.LOCALITY_REMOTE ? bit : 0);
     }
 
     /**

@@ -4,7 +4,7 @@ import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
-import io.kvidx.daemon.ingest.vllm.VllmEvent;
+import io.kvidx.daemon.event.BlockEvent;
 import io.kvidx.daemon.state.PodBlockMap;
 import org.agrona.concurrent.status.AtomicCounter;
 
@@ -41,9 +41,9 @@ final class TokenlessStores {
 
     /**
      * @param p the pod (registered).
-     * @param e a BlockStored for which {@link VllmEvent#isTokenless()} holds.
+     * @param e a BlockStored for which {@link BlockEvent#isTokenless()} holds.
      */
-    void apply(final PodState p, final VllmEvent e) {
+    void apply(final PodState p, final BlockEvent e) {
         final PodBlockMap map = p.blocks;
         final int n = e.hashCount();
         if (keys.length < n) {

@@ -5,8 +5,8 @@ import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
-import io.kvidx.daemon.ingest.vllm.VllmEvent;
-import io.kvidx.daemon.ingest.vllm.VllmEventListener;
+import io.kvidx.daemon.event.BlockEvent;
+import io.kvidx.daemon.event.BlockEventListener;
 import io.kvidx.daemon.state.PodBlockMap;
 import org.agrona.concurrent.status.AtomicCounter;
 
@@ -37,7 +37,7 @@ import java.util.Arrays;
  *
  * <p><b>Note:</b> owned by one writer agent.
  */
-final class VllmApplier implements VllmEventListener {
+final class VllmApplier implements BlockEventListener {
     private final IndexWriter index;
     private final EventKeys eventKeys;
     private final int blockSize;
@@ -115,15 +115,15 @@ final class VllmApplier implements VllmEventListener {
 
     static long mediumBit(final int medium) {
         return switch (medium) {
-            case VllmEvent.MEDIUM_CPU -> 2;
-            case VllmEvent.MEDIUM_DISK -> 4;
-            case VllmEvent.MEDIUM_OTHER -> 8;
+            case BlockEvent.MEDIUM_CPU -> 2;
+            case BlockEvent.MEDIUM_DISK -> 4;
+            case BlockEvent.MEDIUM_OTHER -> 8;
             default -> 1;
         };
     }
 
     @Override
-    public void onBlockStored(final VllmEvent e) {
+    public void onBlockStored(final BlockEvent e) {
         final PodState p = pod;
         if (!p.groups.follows(p.blocks, e)) {
             otherGroupEvents.increment();
@@ -300,7 +300,7 @@ final class VllmApplier implements VllmEventListener {
     }
 
     @Override
-    public void onBlockRemoved(final VllmEvent e) {
+    public void onBlockRemoved(final BlockEvent e) {
         final PodState p = pod;
         if (!p.groups.follows(p.blocks, e)) {
             otherGroupEvents.increment();
@@ -344,7 +344,7 @@ final class VllmApplier implements VllmEventListener {
     }
 
     @Override
-    public void onAllBlocksCleared(final VllmEvent e) {
+    public void onAllBlocksCleared(final BlockEvent e) {
         index.clearPod(pod.slot);
         pod.forgetBlocks();
         clears.increment();
@@ -352,24 +352,24 @@ final class VllmApplier implements VllmEventListener {
     }
 
     @Override
-    public void onDropped(final VllmEvent e) {
+    public void onDropped(final BlockEvent e) {
         final PodState p = pod;
         final int problem = e.problem();
-        if (problem == VllmEvent.PROBLEM_UNKNOWN_TYPE) {
+        if (problem == BlockEvent.PROBLEM_UNKNOWN_TYPE) {
             unknownTypes.increment();
             errors.report(CounterType.UNKNOWN_EVENT_TYPES.typeId(), p.podNumber,
                 () -> "pod " + p.podId + ": unknown vLLM event type ignored");
-        } else if (problem == VllmEvent.PROBLEM_EXTRA_KEYS_TYPE || problem == VllmEvent.PROBLEM_EXTRA_KEYS_LENGTH
-            || problem == VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE) {
+        } else if (problem == BlockEvent.PROBLEM_EXTRA_KEYS_TYPE || problem == BlockEvent.PROBLEM_EXTRA_KEYS_LENGTH
+            || problem == BlockEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE) {
             badExtraKeys.increment();
             errors.report(CounterType.BAD_EXTRA_KEYS.typeId() * 64 + problem, p.podNumber,
-                () -> "pod " + p.podId + ": " + VllmEvent.typeName(e.type()) + " dropped: "
-                    + VllmEvent.problemName(problem));
+                () -> "pod " + p.podId + ": " + BlockEvent.typeName(e.type()) + " dropped: "
+                    + BlockEvent.problemName(problem));
         } else {
             dropped.increment();
             errors.report(CounterType.EVENTS_DROPPED.typeId() * 64 + problem, p.podNumber,
-                () -> "pod " + p.podId + ": " + VllmEvent.typeName(e.type()) + " dropped: "
-                    + VllmEvent.problemName(problem));
+                () -> "pod " + p.podId + ": " + BlockEvent.typeName(e.type()) + " dropped: "
+                    + BlockEvent.problemName(problem));
         }
     }
 }

@@ -4,12 +4,12 @@ import io.kvidx.client.index.PodCapacityExceededException;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.event.EventDecodeException;
+import io.kvidx.daemon.event.EventDecoder;
+import io.kvidx.daemon.event.EventDecoders;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.ShardRepairException;
 import io.kvidx.daemon.ops.PodStatsFile;
-import io.kvidx.daemon.ingest.vllm.VllmDecodeException;
-import io.kvidx.daemon.ingest.sglang.SglangEventDecoder;
-import io.kvidx.daemon.ingest.vllm.VllmEventDecoder;
 import io.kvidx.daemon.state.PodBlockMaps;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.Agent;
@@ -23,7 +23,8 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 
 /**
- * Applies the events of the pods assigned to it, in arrival order per pod, to the index. The only thread that
+ * Applies the events of the pods assigned to it, in arrival order per pod, to the index: decodes each queued message
+ * with the decoder of its format ({@link EventDecoders}) into the {@link VllmApplier}. The only thread that
  * calls the {@link IndexWriter} for these pods (the index writer's rule: one thread per pod). Also takes a pod
  * down when nothing (event or heartbeat) was heard from it for the pod timeout.
  *
@@ -50,10 +51,10 @@ public final class WriterAgent implements Agent, MessageHandler {
     private final IngestErrors errors;
     private final EpochClock clock;
     private final long podTimeoutMs;
-    private final VllmEventDecoder decoder = new VllmEventDecoder();
-    private final SglangEventDecoder sglangDecoder = new SglangEventDecoder();
+    private final EventDecoder vllmDecoder;
+    private final EventDecoder sglangDecoder;
+    private final EventDecoder sbeDecoder;
     private final VllmApplier vllm;
-    private final SbeApplier sbe;
     private final AtomicCounter decodeErrors;
     private final AtomicCounter podsAlive;
     private final AtomicCounter podsTimedOut;
@@ -74,7 +75,7 @@ public final class WriterAgent implements Agent, MessageHandler {
 
     WriterAgent(final int id, final ManyToOneRingBuffer queue, final IndexWriter index, final PodBlockMaps blockMaps,
         final PodDirectory directory, final IngestCounters counters, final IngestErrors errors, final EpochClock clock,
-        final long podTimeoutMs) {
+        final long podTimeoutMs, final EventDecoders decoders) {
         this.id = id;
         this.blockMaps = blockMaps;
         this.queue = queue;
@@ -85,7 +86,9 @@ public final class WriterAgent implements Agent, MessageHandler {
         this.clock = clock;
         this.podTimeoutMs = podTimeoutMs;
         this.vllm = new VllmApplier(index, counters, errors);
-        this.sbe = new SbeApplier(vllm);
+        this.vllmDecoder = decoders.vllm().get();
+        this.sglangDecoder = decoders.sglang().get();
+        this.sbeDecoder = decoders.sbe().get();
         this.decodeErrors = counters.get(CounterType.DECODE_ERRORS);
         this.podsAlive = counters.get(CounterType.PODS_ALIVE);
         this.podsTimedOut = counters.get(CounterType.PODS_TIMED_OUT);
@@ -145,7 +148,8 @@ public final class WriterAgent implements Agent, MessageHandler {
                 if (ensureRegistered(pod)) {
                     pod.lastHeardMs = now;
                     final long start = System.nanoTime();
-                    sbe.apply(pod, buffer, payload);
+                    vllm.pod(pod);
+                    sbeDecoder.decode(buffer, payload, payloadLength, vllm);
                     // The kvidx SBE schema carries no timestamp: no event-to-visible time.
                     observeStages(buffer, index, start, System.nanoTime() - start, -1);
                     applied(pod, 1);
@@ -199,7 +203,8 @@ public final class WriterAgent implements Agent, MessageHandler {
         vllm.pod(pod);
         final long start = System.nanoTime();
         final boolean sglang = type == WriterMessages.SGLANG_BATCH || type == WriterMessages.SGLANG_BATCH_REPLAYED;
-        final int events = sglang ? decodeSglang(pod, buffer, offset, length) : decodeVllm(pod, buffer, offset, length);
+        final int events = sglang ? decode(pod, sglangDecoder, "SGLang", buffer, offset, length)
+            : decode(pod, vllmDecoder, "vLLM", buffer, offset, length);
         final long applyNanos = System.nanoTime() - start;
         final boolean live = type == WriterMessages.VLLM_BATCH || type == WriterMessages.SGLANG_BATCH;
         final double ts = vllm.batchTimestamp();
@@ -228,13 +233,14 @@ public final class WriterAgent implements Agent, MessageHandler {
     }
 
     /** @return events decoded (0 when the batch was malformed). */
-    private int decodeVllm(final PodState pod, final DirectBuffer buffer, final int offset, final int length) {
+    private int decode(final PodState pod, final EventDecoder decoder, final String engine, final DirectBuffer buffer,
+        final int offset, final int length) {
         try {
             return decoder.decode(buffer, offset, length, vllm);
-        } catch (final VllmDecodeException ex) {
+        } catch (final EventDecodeException ex) {
             decodeErrors.increment();
             errors.report(CounterType.DECODE_ERRORS.typeId(), pod.podNumber,
-                () -> "pod " + pod.podId + ": malformed vLLM batch dropped: " + ex.getMessage());
+                () -> "pod " + pod.podId + ": malformed " + engine + " batch dropped: " + ex.getMessage());
             return 0;
         }
     }
@@ -276,18 +282,6 @@ public final class WriterAgent implements Agent, MessageHandler {
     }
 
     private static final long RATE_TICK_MS = 1000;
-
-    /** @return events decoded (0 when the batch was malformed). */
-    private int decodeSglang(final PodState pod, final DirectBuffer buffer, final int offset, final int length) {
-        try {
-            return sglangDecoder.decode(buffer, offset, length, vllm);
-        } catch (final VllmDecodeException ex) {
-            decodeErrors.increment();
-            errors.report(CounterType.DECODE_ERRORS.typeId(), pod.podNumber,
-                () -> "pod " + pod.podId + ": malformed SGLang batch dropped: " + ex.getMessage());
-            return 0;
-        }
-    }
 
     /**
      * @return the state of the pod the handle names (made on its first message), or null when the handle is no

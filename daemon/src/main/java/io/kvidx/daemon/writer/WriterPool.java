@@ -1,11 +1,13 @@
 package io.kvidx.daemon.writer;
 
-import io.kvidx.daemon.config.DaemonConfiguration;
+import io.kvidx.daemon.agent.AgentThreads;
+import io.kvidx.daemon.agent.PinnedAgent;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.event.EventDecoders;
 import io.kvidx.daemon.index.IndexWriter;
-import io.kvidx.daemon.lifecycle.AgentErrorHandler;
+import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.daemon.state.PodBlockMaps;
 import org.agrona.CloseHelper;
 import org.agrona.DirectBuffer;
@@ -47,7 +49,7 @@ public final class WriterPool implements AutoCloseable {
     private final ThreadLocal<IdleStrategy> offerIdle;
     private final AtomicCounter oversized;
     private final AtomicCounter received;
-    private final AtomicCounter agentErrors;
+    private final AgentThreads threads;
     private final IngestErrors errors;
     private final PodDirectory directory;
     private volatile boolean closed;
@@ -63,13 +65,14 @@ public final class WriterPool implements AutoCloseable {
      * @param podTimeoutMs   silence after which a pod is taken down (0: never).
      * @param idle           idle strategy of each writer thread.
      * @param offerIdle      idle strategy of a producer waiting for room (one per producer thread).
+     * @param decoders       the decoders of each event format, a set per writer.
      */
     public WriterPool(final int writers, final int queueLength, final IndexWriter index, final PodDirectory directory,
         final IngestCounters counters, final IngestErrors errors, final EpochClock clock, final long podTimeoutMs,
-        final Supplier<IdleStrategy> idle, final Supplier<IdleStrategy> offerIdle) {
+        final Supplier<IdleStrategy> idle, final Supplier<IdleStrategy> offerIdle, final EventDecoders decoders) {
         this(writers, queueLength, index, PodBlockMaps.beside(index.context().indexFile(),
-            DaemonConfiguration.POD_MAX_BLOCKS_DEFAULT), directory, counters, errors, clock, podTimeoutMs,
-            idle, offerIdle);
+            PodBlockMaps.MAX_BLOCKS_DEFAULT), directory, counters, errors, clock, podTimeoutMs, idle, offerIdle,
+            decoders);
     }
 
     /**
@@ -84,11 +87,12 @@ public final class WriterPool implements AutoCloseable {
      * @param podTimeoutMs   silence after which a pod is taken down (0: never).
      * @param idle           idle strategy of each writer thread.
      * @param offerIdle      idle strategy of a producer waiting for room (one per producer thread).
+     * @param decoders       the decoders of each event format, a set per writer.
      */
     public WriterPool(final int writers, final int queueLength, final IndexWriter index,
         final PodBlockMaps blockMaps, final PodDirectory directory, final IngestCounters counters,
         final IngestErrors errors, final EpochClock clock, final long podTimeoutMs,
-        final Supplier<IdleStrategy> idle, final Supplier<IdleStrategy> offerIdle) {
+        final Supplier<IdleStrategy> idle, final Supplier<IdleStrategy> offerIdle, final EventDecoders decoders) {
         if (writers < 1) {
             throw new IllegalArgumentException("writers must be >= 1: " + writers);
         }
@@ -100,12 +104,12 @@ public final class WriterPool implements AutoCloseable {
         this.directory = directory;
         this.oversized = counters.get(CounterType.OVERSIZED_MESSAGES);
         this.received = counters.get(CounterType.MESSAGES_RECEIVED);
-        this.agentErrors = counters.get(CounterType.AGENT_ERRORS);
+        this.threads = new AgentThreads(errors, counters);
         for (int i = 0; i < writers; i++) {
             queues[i] = new ManyToOneRingBuffer(new UnsafeBuffer(ByteBuffer.allocateDirect(
                 queueLength + RingBufferDescriptor.TRAILER_LENGTH)));
             agents[i] = new WriterAgent(i, queues[i], index, blockMaps, directory, counters, errors, clock,
-                podTimeoutMs);
+                podTimeoutMs, decoders);
         }
     }
 
@@ -116,7 +120,7 @@ public final class WriterPool implements AutoCloseable {
      * @param applied  observer of batch apply times ({@link ApplyObserver#NONE} for none).
      * @return this.
      */
-    public WriterPool observe(final io.kvidx.daemon.ops.PodStatsFile podStats, final ApplyObserver applied) {
+    public WriterPool observe(final PodStatsFile podStats, final ApplyObserver applied) {
         for (final WriterAgent agent : agents) {
             agent.observe(podStats, applied);
         }
@@ -124,13 +128,12 @@ public final class WriterPool implements AutoCloseable {
     }
 
     /**
-     * Starts one thread per writer agent, each with the pool's idle strategy.
+     * Starts one thread per writer agent, each with the pool's idle strategy, unpinned ({@link AgentThreads}).
      *
      * @return this.
      */
     public WriterPool start() {
-        return start((writer, agent) -> new AgentRunner(idle.get(),
-            AgentErrorHandler.of(agent.roleName(), errors, agentErrors), null, agent));
+        return start((writer, agent) -> threads.runner(agent, PinnedAgent.NO_CPU, idle.get()));
     }
 
     /**

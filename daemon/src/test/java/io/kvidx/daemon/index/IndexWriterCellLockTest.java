@@ -1,7 +1,5 @@
 package io.kvidx.daemon.index;
 
-import io.kvidx.daemon.lifecycle.CellLock;
-import io.kvidx.daemon.lifecycle.CellLockedException;
 import io.kvidx.ffm.SharedFiles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

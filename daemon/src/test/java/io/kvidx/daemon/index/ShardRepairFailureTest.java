@@ -3,7 +3,7 @@ package io.kvidx.daemon.index;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
-import io.kvidx.daemon.lifecycle.AgentErrorHandler;
+import io.kvidx.daemon.agent.AgentErrorHandler;
 import org.agrona.concurrent.AgentTerminationException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -6,6 +6,7 @@ import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.StaleWriterException;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.ingest.EngineDecoders;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterMessages;
 import io.kvidx.daemon.writer.WriterPool;
@@ -61,7 +62,8 @@ class WriterHeartbeatTest {
              IndexReader reader = IndexReader.attach(TestIndexes.reader(dir).heartbeatTimeoutMs(HEARTBEAT_TIMEOUT_MS));
              Arena arena = Arena.ofShared()) {
             final WriterPool pool = new WriterPool(2, 1 << 16, writer, directory, counters, new IngestErrors(),
-                SystemEpochClock.INSTANCE, 0, YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1))
+                SystemEpochClock.INSTANCE, 0, YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1),
+                EngineDecoders.standard())
                 .observe(null, (ingestNanos, queueNanos, applyNanos, visibleMs) -> {
                     hung.countDown();
                     awaitQuietly(release);

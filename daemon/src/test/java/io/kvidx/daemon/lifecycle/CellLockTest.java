@@ -3,6 +3,8 @@ package io.kvidx.daemon.lifecycle;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.index.CellLock;
+import io.kvidx.daemon.index.CellLockedException;
 import io.kvidx.ffm.SharedFiles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

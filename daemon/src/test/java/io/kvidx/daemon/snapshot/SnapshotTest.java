@@ -7,6 +7,7 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
+import io.kvidx.daemon.ingest.EngineDecoders;
 import io.kvidx.daemon.state.PodBlockMap;
 import io.kvidx.daemon.state.PodBlockMaps;
 import io.kvidx.daemon.state.PublisherProgress;
@@ -345,7 +346,7 @@ class SnapshotTest {
             IngestCounters counters = IngestCounters.local()) {
             final WriterPool pool = new WriterPool(2, 1 << 16, index, new PodBlockMaps(state, 64),
                 new PodDirectory(64), counters, new IngestErrors(), SystemEpochClock.INSTANCE, 0,
-                YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1));
+                YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1), EngineDecoders.standard());
             try (SnapshotService service = new SnapshotService(index, pool, new PublisherProgress(state), MAX, 300)) {
                 final ExecutionException late = assertThrows(ExecutionException.class,
                     () -> service.snapshot().get(10, TimeUnit.SECONDS));

@@ -9,6 +9,7 @@ import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.index.TestIndexes;
+import io.kvidx.daemon.ingest.EngineDecoders;
 import io.kvidx.daemon.ingest.vllm.VllmPayloads;
 import io.kvidx.daemon.state.PodBlockMaps;
 import org.agrona.concurrent.NoOpIdleStrategy;
@@ -58,7 +59,7 @@ class BlockMapEvictionTest {
             final int pod = directory.podNumber("p", "m");
             final WriterPool pool = new WriterPool(1, 1 << 20, index,
                 PodBlockMaps.beside(index.context().indexFile(), maxBlocks), directory, counters, new IngestErrors(),
-                SystemEpochClock.INSTANCE, 0, NoOpIdleStrategy::new, NoOpIdleStrategy::new);
+                SystemEpochClock.INSTANCE, 0, NoOpIdleStrategy::new, NoOpIdleStrategy::new, EngineDecoders.standard());
             final WriterAgent agent = pool.agents()[0];
             final RouterKeyHasher hasher = new RouterKeyHasher(BLOCK_SIZE);
             final long seed = RouterKeyHasher.chainSeed("m", null, null);

@@ -5,6 +5,7 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
+import io.kvidx.daemon.ingest.EngineDecoders;
 import io.kvidx.daemon.ingest.vllm.Capture;
 import io.kvidx.daemon.ingest.vllm.VllmPayloads;
 import io.kvidx.sbe.events.BlockStoredEncoder;
@@ -60,7 +61,7 @@ class EventToVisibleTest {
         // An hour after the batches' timestamp: a replay after a long gap or a daemon restart.
         clock.update(BATCH_TS_MS + HOUR_MS);
         pool = new WriterPool(1, 1 << 16, index, directory, counters, new IngestErrors(), clock, 0,
-            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1))
+            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1), EngineDecoders.standard())
             .observe(null, (ingestNanos, queueNanos, applyNanos, eventToVisibleMs) -> observed.add(eventToVisibleMs))
             .start();
     }
@@ -91,7 +92,7 @@ class EventToVisibleTest {
         pool.close();
         final List<long[]> stages = new java.util.concurrent.CopyOnWriteArrayList<>();
         pool = new WriterPool(1, 1 << 16, index, directory, counters, new IngestErrors(), clock, 0,
-            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1))
+            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1), EngineDecoders.standard())
             .observe(null, (ingest, queue, apply, visible) -> stages.add(new long[] {ingest, queue, apply}));
         final int pod = directory.podNumber("pod-s", MODEL);
         final byte[] payload = batch(0, 10);

@@ -8,6 +8,7 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
+import io.kvidx.daemon.ingest.EngineDecoders;
 import org.agrona.concurrent.NoOpIdleStrategy;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -36,7 +37,7 @@ final class HandWriter implements AutoCloseable {
             .blockSize(blockSize).deleteOnClose(true));
         reader = IndexReader.attach(new IndexReaderContext().dir(dir));
         pool = new WriterPool(1, 1 << 20, index, directory, counters, errors, SystemEpochClock.INSTANCE, 0,
-            NoOpIdleStrategy::new, NoOpIdleStrategy::new);
+            NoOpIdleStrategy::new, NoOpIdleStrategy::new, EngineDecoders.standard());
         agent = pool.agents()[0];
     }
 

@@ -9,6 +9,7 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
+import io.kvidx.daemon.ingest.EngineDecoders;
 import io.kvidx.daemon.ingest.vllm.Capture;
 import io.kvidx.daemon.ingest.vllm.VllmPayloads;
 import net.jqwik.api.Arbitraries;
@@ -61,7 +62,7 @@ class MediaPropertyTest {
             final int pod = directory.podNumber("p", "m");
             final WriterPool pool = new WriterPool(1, 1 << 16, index, directory, counters, new IngestErrors(),
                 SystemEpochClock.INSTANCE, 0, org.agrona.concurrent.NoOpIdleStrategy::new,
-                org.agrona.concurrent.NoOpIdleStrategy::new);
+                org.agrona.concurrent.NoOpIdleStrategy::new, EngineDecoders.standard());
             final WriterAgent agent = pool.agents()[0];
             final List<Set<Integer>> model = new ArrayList<>();
             for (int i = 0; i < 25; i++) {

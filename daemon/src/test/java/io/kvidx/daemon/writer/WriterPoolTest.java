@@ -9,6 +9,7 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
+import io.kvidx.daemon.ingest.EngineDecoders;
 import io.kvidx.daemon.ingest.vllm.Capture;
 import io.kvidx.daemon.ingest.vllm.VllmPayloads;
 import org.agrona.concurrent.SleepingMillisIdleStrategy;
@@ -48,7 +49,7 @@ class WriterPoolTest {
         reader = IndexReader.attach(new IndexReaderContext().dir(dir));
         counters = IngestCounters.local();
         pool = new WriterPool(2, 1 << 16, index, directory, counters, errors, SystemEpochClock.INSTANCE, 0,
-            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1)).start();
+            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1), EngineDecoders.standard()).start();
     }
 
     @AfterEach
@@ -175,7 +176,7 @@ class WriterPoolTest {
     void shouldTakeSilentPodDownAfterTimeout() throws InterruptedException {
         pool.close();
         pool = new WriterPool(1, 1 << 16, index, directory, counters, errors, SystemEpochClock.INSTANCE, 200,
-            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1)).start();
+            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1), EngineDecoders.standard()).start();
         final int pod = directory.podNumber("pod-e", MODEL);
         send(pod, new VllmPayloads(VllmPayloads.Shape.MAP, VllmPayloads.HashWidth.UINT64)
             .stored(capture.blockHashes(), null, capture.tokenIds(), 16, null, null).batch(0));
@@ -198,7 +199,7 @@ class WriterPoolTest {
     /** A pool whose one writer the test runs by hand ({@link #drain}). */
     private WriterPool handPool() {
         return new WriterPool(1, 1 << 16, index, directory, counters, errors, SystemEpochClock.INSTANCE, 0,
-            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1));
+            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1), EngineDecoders.standard());
     }
 
     private static void drain(final WriterPool hand) {
@@ -285,7 +286,7 @@ class WriterPoolTest {
         pool.close();
         final long timeoutMs = 50;
         pool = new WriterPool(2, 1 << 16, index, directory, counters, errors, SystemEpochClock.INSTANCE, timeoutMs,
-            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1)).start();
+            YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1), EngineDecoders.standard()).start();
         final byte[] batch = stored(2);
         // 300 names through a directory of 64: bursts of 20, each silent after its batch, a burst every 200 ms.
         for (int i = 0; i < 300; i++) {

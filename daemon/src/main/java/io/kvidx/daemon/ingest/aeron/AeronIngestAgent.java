@@ -5,7 +5,6 @@ import io.aeron.FragmentAssembler;
 import io.aeron.Subscription;
 import io.aeron.logbuffer.FragmentHandler;
 import io.aeron.logbuffer.Header;
-import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
@@ -74,21 +73,6 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
     private int[] sequencePod = new int[16];
 
     /**
-     * @param aeron     Aeron client.
-     * @param channels  channels to subscribe to, e.g. {@code aeron:ipc} or {@code aeron:udp?endpoint=127.0.0.1:40456}.
-     * @param streamId  stream id.
-     * @param directory pod ids.
-     * @param writers   writer agents.
-     * @param counters  counters.
-     * @param errors    error log.
-     */
-    public AeronIngestAgent(final Aeron aeron, final List<String> channels, final int streamId,
-        final PodDirectory directory, final WriterPool writers, final IngestCounters counters,
-        final IngestErrors errors) {
-        this(aeron, channels, streamId, directory, writers, counters, errors, List.of());
-    }
-
-    /**
      * @param aeron       Aeron client.
      * @param channels    channels to subscribe to, e.g. {@code aeron:ipc} or
      *                    {@code aeron:udp?endpoint=127.0.0.1:40456}.
@@ -98,10 +82,11 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
      * @param counters    counters.
      * @param errors      error log.
      * @param allowedPods pod ids or globs whose messages are accepted; empty accepts every pod.
+     * @param setting     the allow-list's YAML key, named in the log.
      */
     public AeronIngestAgent(final Aeron aeron, final List<String> channels, final int streamId,
         final PodDirectory directory, final WriterPool writers, final IngestCounters counters,
-        final IngestErrors errors, final List<String> allowedPods) {
+        final IngestErrors errors, final List<String> allowedPods, final String setting) {
         this.aeron = aeron;
         this.channels = List.copyOf(channels);
         this.streamId = streamId;
@@ -111,7 +96,7 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
         this.decodeErrors = counters.get(CounterType.DECODE_ERRORS);
         this.gaps = counters.get(CounterType.SEQUENCE_GAPS);
         this.resets = counters.get(CounterType.SEQUENCE_RESETS);
-        this.allowList = new PodAllowList("Aeron stream " + streamId, DaemonConfiguration.AERON_PODS_PROP_NAME,
+        this.allowList = new PodAllowList("Aeron stream " + streamId, setting,
             allowedPods, counters.get(CounterType.PODS_NOT_ALLOWED), errors,
             CounterType.PODS_NOT_ALLOWED.typeId() * 64);
         Arrays.fill(lastSequence, -1);

@@ -1,6 +1,8 @@
-package io.kvidx.daemon.writer;
+package io.kvidx.daemon.ingest.sbe;
 
-import io.kvidx.daemon.ingest.vllm.VllmEvent;
+import io.kvidx.daemon.event.BlockEvent;
+import io.kvidx.daemon.event.BlockEventListener;
+import io.kvidx.daemon.event.EventDecoder;
 import io.kvidx.sbe.events.BlockRemovedDecoder;
 import io.kvidx.sbe.events.BlockStoredDecoder;
 import io.kvidx.sbe.events.Medium;
@@ -10,30 +12,36 @@ import org.agrona.DirectBuffer;
 import java.nio.ByteOrder;
 
 /**
- * Applies kvidx SBE events (already checked by {@link io.kvidx.daemon.ingest.aeron.SbeEventFrame}) through the
- * same logic as vLLM's events: the SBE message is decoded into the reusable event view, then handed to the
- * {@link VllmApplier}.
+ * Decodes one kvidx SBE event (BlockStored, BlockRemoved or AllBlocksCleared, already checked by the transport's
+ * {@code SbeEventFrame}) into the reusable {@link BlockEvent} view and hands it to the listener, so the writers apply
+ * it through the same logic as the engines' msgpack events. The schema carries no batch timestamp:
+ * {@link BlockEventListener#onBatchEnd} is not called.
  *
- * <p><b>Note:</b> owned by one writer agent.
+ * <p><b>Note:</b> not thread safe; one decoder per writer thread.
  */
-final class SbeApplier {
+public final class SbeEventDecoder implements EventDecoder {
     private final MessageHeaderDecoder header = new MessageHeaderDecoder();
     private final BlockStoredDecoder stored = new BlockStoredDecoder();
     private final BlockRemovedDecoder removed = new BlockRemovedDecoder();
-    private final VllmEvent event = new VllmEvent();
-    private final VllmApplier applier;
+    private final BlockEvent event = new BlockEvent();
 
-    SbeApplier(final VllmApplier applier) {
-        this.applier = applier;
-    }
-
-    void apply(final PodState pod, final DirectBuffer buffer, final int offset) {
+    /**
+     * Decodes one SBE event whose frame the transport checked (every length within the message).
+     *
+     * @param buffer  the message's buffer.
+     * @param offset  where its SBE message header starts.
+     * @param length  message length (checked by the transport).
+     * @param listener receives the event.
+     * @return 1.
+     */
+    @Override
+    public int decode(final DirectBuffer buffer, final int offset, final int length,
+        final BlockEventListener listener) {
         header.wrap(buffer, offset);
-        applier.pod(pod);
         switch (header.templateId()) {
             case BlockStoredDecoder.TEMPLATE_ID -> {
                 stored.wrapAndApplyHeader(buffer, offset, header);
-                final VllmEvent e = event.prepare(VllmEvent.TYPE_BLOCK_STORED);
+                final BlockEvent e = event.prepare(BlockEvent.TYPE_BLOCK_STORED);
                 e.attributes(stored.hasParentRaw() == 1, stored.parentHash(), stored.blockSize(),
                     medium(stored.mediumRaw()));
                 // Group entries lie contiguously from the message's limit (SBE layout); read them in one pass
@@ -64,11 +72,11 @@ final class SbeApplier {
                 } else {
                     e.loraNameForWrite(-1);
                 }
-                applier.onBlockStored(e);
+                listener.onBlockStored(e);
             }
             case BlockRemovedDecoder.TEMPLATE_ID -> {
                 removed.wrapAndApplyHeader(buffer, offset, header);
-                final VllmEvent e = event.prepare(VllmEvent.TYPE_BLOCK_REMOVED);
+                final BlockEvent e = event.prepare(BlockEvent.TYPE_BLOCK_REMOVED);
                 e.attributes(false, 0, -1, medium(removed.mediumRaw()));
                 final BlockRemovedDecoder.BlocksDecoder blocks = removed.blocks();
                 final long[] hashes = e.hashesForWrite(blocks.count());
@@ -76,22 +84,23 @@ final class SbeApplier {
                 while (blocks.hasNext()) {
                     hashes[i++] = blocks.next().hash();
                 }
-                applier.onBlockRemoved(e);
+                listener.onBlockRemoved(e);
             }
-            default -> applier.onAllBlocksCleared(event.prepare(VllmEvent.TYPE_ALL_BLOCKS_CLEARED));
+            default -> listener.onAllBlocksCleared(event.prepare(BlockEvent.TYPE_ALL_BLOCKS_CLEARED));
         }
+        return 1;
     }
 
     private static int medium(final short raw) {
         if (raw == Medium.CPU.value()) {
-            return VllmEvent.MEDIUM_CPU;
+            return BlockEvent.MEDIUM_CPU;
         }
         if (raw == Medium.DISK.value()) {
-            return VllmEvent.MEDIUM_DISK;
+            return BlockEvent.MEDIUM_DISK;
         }
         if (raw == Medium.OTHER.value()) {
-            return VllmEvent.MEDIUM_OTHER;
+            return BlockEvent.MEDIUM_OTHER;
         }
-        return VllmEvent.MEDIUM_GPU;
+        return BlockEvent.MEDIUM_GPU;
     }
 }

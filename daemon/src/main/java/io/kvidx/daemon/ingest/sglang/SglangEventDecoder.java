@@ -1,8 +1,8 @@
 package io.kvidx.daemon.ingest.sglang;
 
-import io.kvidx.daemon.ingest.vllm.VllmDecodeException;
-import io.kvidx.daemon.ingest.vllm.VllmEvent;
+import io.kvidx.daemon.event.BlockEvent;
 import io.kvidx.daemon.ingest.vllm.KvBatchDecoder;
+import io.kvidx.daemon.ingest.vllm.VllmDecodeException;
 import io.kvidx.daemon.ingest.vllm.VllmEventDecoder;
 
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_MAP;
@@ -10,7 +10,7 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
 
 /**
  * Decodes the msgpack payload of an SGLang {@code KVEventBatch} ({@code python/sglang/srt/disaggregation/
- * kv_events.py}, see docs/ingestion.md) into the same {@link VllmEvent} view the vLLM decoder fills, so that the
+ * kv_events.py}, see docs/ingestion.md) into the same {@link BlockEvent} view the vLLM decoder fills, so that the
  * same appliers apply it:
  * <ul>
  *   <li>outer batch: the positional array {@code [ts, [events...], attn_dp_rank]} (rank nil or absent), or a map
@@ -28,7 +28,7 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
  *   {@code CPU_TIER2}, {@code STORAGE}, {@code FS}, {@code OBJ} as disk; any other as other (the names are the
  *   vLLM decoder's, {@link io.kvidx.daemon.ingest.vllm.KvFieldDecoder#readMediumName}).</li>
  * </ul>
- * The event-level {@code cache_salt} is recorded in the view ({@link VllmEvent#cacheSaltBytes()}); a salt of the
+ * The event-level {@code cache_salt} is recorded in the view ({@link BlockEvent#cacheSaltBytes()}); a salt of the
  * wrong type drops the event (keying it unsalted would let other tenants match it). {@code session_id} is not
  * used by the index and is skipped, as are unknown fields. Malformed framing throws {@link VllmDecodeException}.
  * Allocation-free once the view's arrays have grown to the largest event seen.
@@ -62,7 +62,7 @@ public final class SglangEventDecoder extends KvBatchDecoder {
 
     @Override
     protected int arrayField(final int type, final int position) {
-        if (type == VllmEvent.TYPE_BLOCK_STORED) {
+        if (type == BlockEvent.TYPE_BLOCK_STORED) {
             return switch (position) {
                 case 1 -> F_HASHES;
                 case 2 -> F_PARENT;
@@ -74,7 +74,7 @@ public final class SglangEventDecoder extends KvBatchDecoder {
                 default -> F_SKIP;
             };
         }
-        if (type == VllmEvent.TYPE_BLOCK_REMOVED) {
+        if (type == BlockEvent.TYPE_BLOCK_REMOVED) {
             return switch (position) {
                 case 1 -> F_HASHES;
                 case 2 -> F_MEDIUM;
@@ -85,7 +85,7 @@ public final class SglangEventDecoder extends KvBatchDecoder {
     }
 
     @Override
-    protected int mapField(final VllmEvent e, final int len) {
+    protected int mapField(final BlockEvent e, final int len) {
         int field = sharedMapField(len);
         if (field != F_SKIP) {
             return field;
@@ -101,7 +101,7 @@ public final class SglangEventDecoder extends KvBatchDecoder {
     }
 
     @Override
-    protected void decodeField(final VllmEvent e, final int field) {
+    protected void decodeField(final BlockEvent e, final int field) {
         if (field == F_SKIP) {
             in.skipValue();
             return;
@@ -118,7 +118,7 @@ public final class SglangEventDecoder extends KvBatchDecoder {
             case F_MEDIUM -> {
                 if (t == TYPE_STR) {
                     final int medium = fields.readMediumName();
-                    e.medium(medium < 0 ? VllmEvent.MEDIUM_OTHER : medium);
+                    e.medium(medium < 0 ? BlockEvent.MEDIUM_OTHER : medium);
                 } else {
                     fields.fieldTypeProblem(e);
                 }
@@ -139,7 +139,7 @@ public final class SglangEventDecoder extends KvBatchDecoder {
     }
 
     /** {@code BlockStoredMetadata}: {@code cache_salt} and {@code session_id}; other keys skipped. */
-    private void decodeMetadata(final VllmEvent e) {
+    private void decodeMetadata(final BlockEvent e) {
         final int n = in.readMapHeader();
         for (int i = 0; i < n; i++) {
             if (in.peekType() != TYPE_STR) {
@@ -158,7 +158,7 @@ public final class SglangEventDecoder extends KvBatchDecoder {
         }
     }
 
-    private void readSalt(final VllmEvent e) {
+    private void readSalt(final BlockEvent e) {
         if (in.peekType() != TYPE_STR) {
             fields.fieldTypeProblem(e);
             return;

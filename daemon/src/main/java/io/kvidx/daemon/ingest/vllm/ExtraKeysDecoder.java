@@ -1,5 +1,8 @@
 package io.kvidx.daemon.ingest.vllm;
 
+import io.kvidx.daemon.event.BlockEvent;
+import io.kvidx.daemon.event.BlockExtraKeys;
+
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_ARRAY;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_BIN;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_INT;
@@ -7,7 +10,7 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
 
 /**
  * Decodes a BlockStored's {@code extra_keys} (vllm#33304): one entry per block, each nil or an array of str, bin and
- * {@code [str, int]} elements, kept as element spans in the event's {@link VllmExtraKeys} (their meaning is the
+ * {@code [str, int]} elements, kept as element spans in the event's {@link BlockExtraKeys} (their meaning is the
  * applier's). A bad shape, an element of another type or more than the limits marks the event with a
  * {@code PROBLEM_EXTRA_KEYS_*} problem and skips the rest of the value, so the next field and event decode normally.
  * Allocates nothing once the event's arrays have grown to the largest extra keys seen.
@@ -31,30 +34,30 @@ final class ExtraKeysDecoder {
      * @param e         the event being decoded.
      * @param maxBlocks largest number of entries accepted (the decoder's hash limit).
      */
-    void decode(final MsgpackCursor cursor, final VllmEvent e, final int maxBlocks) {
+    void decode(final MsgpackCursor cursor, final BlockEvent e, final int maxBlocks) {
         in = cursor;
         if (in.peekType() != TYPE_ARRAY) {
-            e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            e.problem(BlockEvent.PROBLEM_EXTRA_KEYS_TYPE);
             in.skipValue();
             return;
         }
         final int n = in.readArrayHeader();
         if (n > maxBlocks) {
-            e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
+            e.problem(BlockEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
             in.skipValues(n);
             return;
         }
-        final VllmExtraKeys x = e.extraKeys;
+        final BlockExtraKeys x = e.extraKeys();
         x.begin(n);
         for (int b = 0; b < n; b++) {
             if (!in.tryReadNil()) {
                 if (in.peekType() != TYPE_ARRAY) {
-                    e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+                    e.problem(BlockEvent.PROBLEM_EXTRA_KEYS_TYPE);
                     in.skipValue();
                 } else {
                     final int m = in.readArrayHeader();
                     if (m > MAX_EXTRA_KEYS_PER_BLOCK) {
-                        e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
+                        e.problem(BlockEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
                         in.skipValues(m);
                     } else {
                         for (int j = 0; j < m; j++) {
@@ -67,21 +70,21 @@ final class ExtraKeysDecoder {
         }
     }
 
-    private void element(final VllmEvent e) {
+    private void element(final BlockEvent e) {
         final int t = in.peekType();
         if (t == TYPE_STR || t == TYPE_BIN) {
             final int len = in.readRawHeader();
-            copy(e, t == TYPE_STR ? VllmExtraKeys.KIND_STR : VllmExtraKeys.KIND_BIN, len, 0);
+            copy(e, t == TYPE_STR ? BlockExtraKeys.KIND_STR : BlockExtraKeys.KIND_BIN, len, 0);
             return;
         }
         if (t != TYPE_ARRAY) {
-            e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            e.problem(BlockEvent.PROBLEM_EXTRA_KEYS_TYPE);
             in.skipValue();
             return;
         }
         final int k = in.readArrayHeader();
         if (k != 2 || in.peekType() != TYPE_STR) {
-            e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            e.problem(BlockEvent.PROBLEM_EXTRA_KEYS_TYPE);
             in.skipValues(k);
             return;
         }
@@ -89,7 +92,7 @@ final class ExtraKeysDecoder {
         final int start = in.position();
         in.skipBytes(len);
         if (in.peekType() != TYPE_INT) {
-            e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TYPE);
+            e.problem(BlockEvent.PROBLEM_EXTRA_KEYS_TYPE);
             in.skipValue();
             return;
         }
@@ -98,18 +101,18 @@ final class ExtraKeysDecoder {
         final int end = in.position();
         in.position(start);
         // An unsigned value above Long.MAX_VALUE is out of any offset's range: keep it so the applier rejects it.
-        copy(e, VllmExtraKeys.KIND_MM, len, unsigned && offset < 0 ? Long.MAX_VALUE : offset);
+        copy(e, BlockExtraKeys.KIND_MM, len, unsigned && offset < 0 ? Long.MAX_VALUE : offset);
         in.position(end);
     }
 
     /** Copies a str/bin payload of {@code len} bytes at the cursor into the event (or marks it too large). */
-    private void copy(final VllmEvent e, final int kind, final int len, final long value) {
-        if (len > MAX_EXTRA_KEY_BYTES || e.extraKeys.bytesLength + len > MAX_EXTRA_BYTES_PER_EVENT) {
-            e.problem(VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
+    private void copy(final BlockEvent e, final int kind, final int len, final long value) {
+        if (len > MAX_EXTRA_KEY_BYTES || e.extraKeys().bytesLength() + len > MAX_EXTRA_BYTES_PER_EVENT) {
+            e.problem(BlockEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE);
             in.skipBytes(len);
             return;
         }
-        e.extraKeys.append(kind, in.buffer(), in.position(), len, value);
+        e.extraKeys().append(kind, in.buffer(), in.position(), len, value);
         in.skipBytes(len);
     }
 }

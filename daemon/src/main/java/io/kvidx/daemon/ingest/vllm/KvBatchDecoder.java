@@ -1,5 +1,8 @@
 package io.kvidx.daemon.ingest.vllm;
 
+import io.kvidx.daemon.event.BlockEvent;
+import io.kvidx.daemon.event.BlockEventListener;
+import io.kvidx.daemon.event.EventDecoder;
 import org.agrona.DirectBuffer;
 
 import java.nio.charset.StandardCharsets;
@@ -12,7 +15,7 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
 
 /**
  * The KV event batch envelope vLLM and SGLang share, {@code [ts, [events...], rank]} or a map {@code {ts, events,
- * <rank key>}}, and the loop that decodes its events into one reusable {@link VllmEvent} and delivers them in
+ * <rank key>}}, and the loop that decodes its events into one reusable {@link BlockEvent} and delivers them in
  * order. Subclasses decode one event of their engine's format ({@link #decodeArrayEvent}, {@link #decodeMapEvent}).
  *
  * <p>Safety: the bounded {@link MsgpackCursor} checks every length against the bytes left; a payload that is not a
@@ -21,7 +24,7 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
  *
  * <p><b>Note:</b> not thread safe; one per writer agent.
  */
-public abstract class KvBatchDecoder {
+public abstract class KvBatchDecoder implements EventDecoder {
     /** Default largest number of block hashes in one event. */
     public static final int MAX_HASHES_DEFAULT = 1 << 16;
     /** Default largest number of token ids in one event. */
@@ -35,7 +38,7 @@ public abstract class KvBatchDecoder {
     /** The payload being decoded. */
     protected final MsgpackCursor in = new MsgpackCursor();
     /** The event view filled for each event. */
-    protected final VllmEvent event = new VllmEvent();
+    protected final BlockEvent event = new BlockEvent();
     /** Largest number of block hashes accepted in one event. */
     protected final int maxHashes;
     /** Decodes the fields both engines send alike, from {@link #in}. */
@@ -60,7 +63,7 @@ public abstract class KvBatchDecoder {
     }
 
     /**
-     * Decodes one batch and delivers its events in order, then {@link VllmEventListener#onBatchEnd}.
+     * Decodes one batch and delivers its events in order, then {@link BlockEventListener#onBatchEnd}.
      *
      * @param buffer   the payload's buffer.
      * @param offset   first byte.
@@ -69,8 +72,9 @@ public abstract class KvBatchDecoder {
      * @return number of events in the batch (delivered or dropped).
      * @throws VllmDecodeException when the payload is not a well-formed batch.
      */
+    @Override
     public final int decode(final DirectBuffer buffer, final int offset, final int length,
-        final VllmEventListener listener) {
+        final BlockEventListener listener) {
         in.wrap(buffer, offset, length);
         final int events;
         double ts = Double.NaN;
@@ -154,10 +158,10 @@ public abstract class KvBatchDecoder {
         return -1;
     }
 
-    private int decodeEvents(final VllmEventListener listener) {
+    private int decodeEvents(final BlockEventListener listener) {
         final int n = in.readArrayHeader();
         for (int i = 0; i < n; i++) {
-            final VllmEvent e = event.prepare(VllmEvent.TYPE_UNKNOWN);
+            final BlockEvent e = event.prepare(BlockEvent.TYPE_UNKNOWN);
             final int shape = in.peekType();
             if (shape == TYPE_ARRAY) {
                 decodeArrayEvent(e);
@@ -165,18 +169,18 @@ public abstract class KvBatchDecoder {
                 decodeMapEvent(e);
             } else {
                 in.skipValue();
-                e.problem(VllmEvent.PROBLEM_EVENT_SHAPE);
+                e.problem(BlockEvent.PROBLEM_EVENT_SHAPE);
             }
-            if (e.type() == VllmEvent.TYPE_UNKNOWN) {
-                e.problem(VllmEvent.PROBLEM_UNKNOWN_TYPE);
+            if (e.type() == BlockEvent.TYPE_UNKNOWN) {
+                e.problem(BlockEvent.PROBLEM_UNKNOWN_TYPE);
             }
             check(e);
-            if (e.problem() != VllmEvent.PROBLEM_NONE) {
+            if (e.problem() != BlockEvent.PROBLEM_NONE) {
                 listener.onDropped(e);
             } else {
                 switch (e.type()) {
-                    case VllmEvent.TYPE_BLOCK_STORED -> listener.onBlockStored(e);
-                    case VllmEvent.TYPE_BLOCK_REMOVED -> listener.onBlockRemoved(e);
+                    case BlockEvent.TYPE_BLOCK_STORED -> listener.onBlockStored(e);
+                    case BlockEvent.TYPE_BLOCK_REMOVED -> listener.onBlockRemoved(e);
                     default -> listener.onAllBlocksCleared(e);
                 }
             }
@@ -213,7 +217,7 @@ public abstract class KvBatchDecoder {
      * Decodes one array-shaped event (the cursor is at its array header: the type tag, then the fields by position)
      * into {@code e}.
      */
-    private void decodeArrayEvent(final VllmEvent e) {
+    private void decodeArrayEvent(final BlockEvent e) {
         final int n = in.readArrayHeader();
         if (n == 0) {
             return;
@@ -221,7 +225,7 @@ public abstract class KvBatchDecoder {
         e.type(readType());
         final int type = e.type();
         for (int i = 1; i < n; i++) {
-            decodeField(e, type == VllmEvent.TYPE_UNKNOWN ? F_SKIP : arrayField(type, i));
+            decodeField(e, type == BlockEvent.TYPE_UNKNOWN ? F_SKIP : arrayField(type, i));
         }
     }
 
@@ -229,7 +233,7 @@ public abstract class KvBatchDecoder {
      * Decodes one map-shaped event (the cursor is at its map header: the type under {@code "type"}, the fields by
      * name) into {@code e}. Unknown keys are skipped.
      */
-    private void decodeMapEvent(final VllmEvent e) {
+    private void decodeMapEvent(final BlockEvent e) {
         final int n = in.readMapHeader();
         for (int i = 0; i < n; i++) {
             if (in.peekType() != TYPE_STR) {
@@ -254,7 +258,7 @@ public abstract class KvBatchDecoder {
     }
 
     /**
-     * @param type     the event's {@code VllmEvent.TYPE_*} (known).
+     * @param type     the event's {@code BlockEvent.TYPE_*} (known).
      * @param position the field's position in an array-shaped event (the tag is position 0).
      * @return the field's code, or {@link #F_SKIP}.
      */
@@ -268,7 +272,7 @@ public abstract class KvBatchDecoder {
      * @param keyLength the key's length.
      * @return the field's code, or {@link #F_SKIP}.
      */
-    protected abstract int mapField(VllmEvent e, int keyLength);
+    protected abstract int mapField(BlockEvent e, int keyLength);
 
     /**
      * Names a map key both engines' events share ({@code block_hashes}, {@code parent_block_hash},
@@ -303,36 +307,36 @@ public abstract class KvBatchDecoder {
      * @param e     the event.
      * @param field a field code.
      */
-    protected abstract void decodeField(VllmEvent e, int field);
+    protected abstract void decodeField(BlockEvent e, int field);
 
     /**
      * Checks a decoded event as a whole before it is delivered; records a problem to drop it.
      *
      * @param e the decoded event.
      */
-    protected void check(final VllmEvent e) {
+    protected void check(final BlockEvent e) {
     }
 
     /**
      * Reads an event type tag (a str) at the cursor.
      *
-     * @return one of {@code VllmEvent.TYPE_*} ({@link VllmEvent#TYPE_UNKNOWN} for another value).
+     * @return one of {@code BlockEvent.TYPE_*} ({@link BlockEvent#TYPE_UNKNOWN} for another value).
      */
     protected final int readType() {
         if (in.peekType() != TYPE_STR) {
             in.skipValue();
-            return VllmEvent.TYPE_UNKNOWN;
+            return BlockEvent.TYPE_UNKNOWN;
         }
         final int len = in.readRawHeader();
         final int type;
         if (in.payloadEquals(len, BLOCK_STORED)) {
-            type = VllmEvent.TYPE_BLOCK_STORED;
+            type = BlockEvent.TYPE_BLOCK_STORED;
         } else if (in.payloadEquals(len, BLOCK_REMOVED)) {
-            type = VllmEvent.TYPE_BLOCK_REMOVED;
+            type = BlockEvent.TYPE_BLOCK_REMOVED;
         } else if (in.payloadEquals(len, ALL_BLOCKS_CLEARED)) {
-            type = VllmEvent.TYPE_ALL_BLOCKS_CLEARED;
+            type = BlockEvent.TYPE_ALL_BLOCKS_CLEARED;
         } else {
-            type = VllmEvent.TYPE_UNKNOWN;
+            type = BlockEvent.TYPE_UNKNOWN;
         }
         in.skipBytes(len);
         return type;

@@ -1,5 +1,7 @@
 package io.kvidx.daemon.ingest.vllm;
 
+import io.kvidx.daemon.event.BlockEvent;
+
 import java.nio.ByteOrder;
 
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_ARRAY;
@@ -8,7 +10,7 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_INT;
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
 
 /**
- * The event fields vLLM and SGLang send alike, decoded from a batch decoder's cursor into its {@link VllmEvent}:
+ * The event fields vLLM and SGLang send alike, decoded from a batch decoder's cursor into its {@link BlockEvent}:
  * block hashes, parent hash, block size, LoRA id and name, token ids (with SGLang's bigram pairs when asked), the
  * names of the media, and the problems each records. One mapping for both engines, so that the same wire value means
  * the same to either.
@@ -44,13 +46,13 @@ public final class KvFieldDecoder {
      * @param t     the value's msgpack type ({@link MsgpackCursor#peekType()}).
      * @return false, reading nothing, for a field this does not decode (tokens, medium, the engine's own fields).
      */
-    public boolean decodeShared(final VllmEvent e, final int field, final int t) {
+    public boolean decodeShared(final BlockEvent e, final int field, final int t) {
         switch (field) {
             case KvBatchDecoder.F_HASHES -> decodeHashes(e);
             case KvBatchDecoder.F_PARENT -> {
                 if (t == TYPE_INT || t == TYPE_BIN) {
                     final long h = readHash(e);
-                    if (e.problem() == VllmEvent.PROBLEM_NONE) {
+                    if (e.problem() == BlockEvent.PROBLEM_NONE) {
                         e.parent(true, h);
                     }
                 } else {
@@ -93,14 +95,14 @@ public final class KvFieldDecoder {
      * @param t the value's msgpack type.
      * @return the value, or -1 (problem recorded, value consumed).
      */
-    public int readCount(final VllmEvent e, final int t) {
+    public int readCount(final BlockEvent e, final int t) {
         if (t != TYPE_INT) {
             fieldTypeProblem(e);
             return -1;
         }
         final long v = in.readLong();
         if (v < 0 || v > Integer.MAX_VALUE) {
-            e.problem(VllmEvent.PROBLEM_FIELD_TYPE);
+            e.problem(BlockEvent.PROBLEM_FIELD_TYPE);
             return -1;
         }
         return (int) v;
@@ -113,7 +115,7 @@ public final class KvFieldDecoder {
      * @param pairs whether an element may be a pair {@code [token, next_token]} (EAGLE's bigram keys, sent by
      *              SGLang), of which the block holds the first.
      */
-    public void decodeTokens(final VllmEvent e, final boolean pairs) {
+    public void decodeTokens(final BlockEvent e, final boolean pairs) {
         final int n = arrayWithin(e, maxTokens);
         if (n < 0) {
             return;
@@ -128,7 +130,7 @@ public final class KvFieldDecoder {
             } else if (pairs && t == TYPE_ARRAY) {
                 final int pair = in.readArrayHeader();
                 if (pair == 0 || in.peekType() != TYPE_INT) {
-                    e.problem(VllmEvent.PROBLEM_FIELD_TYPE);
+                    e.problem(BlockEvent.PROBLEM_FIELD_TYPE);
                     in.skipValues(pair);
                     continue;
                 }
@@ -145,17 +147,17 @@ public final class KvFieldDecoder {
      * {@code CPU_TIER1}; {@code DISK} and its aliases {@code STORAGE}, {@code FS}, {@code OBJ}, {@code CPU_TIER2}
      * (vLLM's offloading tiers, SGLang's HiCache, Dynamo's names).
      *
-     * @return one of {@code VllmEvent.MEDIUM_GPU}, {@code _CPU}, {@code _DISK}; -1 for another name.
+     * @return one of {@code BlockEvent.MEDIUM_GPU}, {@code _CPU}, {@code _DISK}; -1 for another name.
      */
     public int readMediumName() {
         final int len = in.readRawHeader();
         final int medium;
         if (in.payloadEquals(len, M_GPU)) {
-            medium = VllmEvent.MEDIUM_GPU;
+            medium = BlockEvent.MEDIUM_GPU;
         } else if (in.payloadEquals(len, M_CPU) || anyEquals(len, M_CPU_ALIASES)) {
-            medium = VllmEvent.MEDIUM_CPU;
+            medium = BlockEvent.MEDIUM_CPU;
         } else if (in.payloadEquals(len, M_DISK) || anyEquals(len, M_DISK_ALIASES)) {
-            medium = VllmEvent.MEDIUM_DISK;
+            medium = BlockEvent.MEDIUM_DISK;
         } else {
             medium = -1;
         }
@@ -168,8 +170,8 @@ public final class KvFieldDecoder {
      *
      * @param e the event.
      */
-    public void fieldTypeProblem(final VllmEvent e) {
-        e.problem(VllmEvent.PROBLEM_FIELD_TYPE);
+    public void fieldTypeProblem(final BlockEvent e) {
+        e.problem(BlockEvent.PROBLEM_FIELD_TYPE);
         in.skipValue();
     }
 
@@ -179,21 +181,21 @@ public final class KvFieldDecoder {
      * @return its length, or -1 when the value is not an array or is longer (the problem recorded, the value
      * consumed).
      */
-    private int arrayWithin(final VllmEvent e, final int limit) {
+    private int arrayWithin(final BlockEvent e, final int limit) {
         if (in.peekType() != TYPE_ARRAY) {
             fieldTypeProblem(e);
             return -1;
         }
         final int n = in.readArrayHeader();
         if (n > limit) {
-            e.problem(VllmEvent.PROBLEM_TOO_LARGE);
+            e.problem(BlockEvent.PROBLEM_TOO_LARGE);
             in.skipValues(n);
             return -1;
         }
         return n;
     }
 
-    private void decodeHashes(final VllmEvent e) {
+    private void decodeHashes(final BlockEvent e) {
         final int n = arrayWithin(e, maxHashes);
         if (n < 0) {
             return;
@@ -210,13 +212,13 @@ public final class KvFieldDecoder {
     }
 
     /** A block hash: any msgpack integer, or a bin of 8, 16 or 32 bytes (its last 8 bytes, big-endian). */
-    private long readHash(final VllmEvent e) {
+    private long readHash(final BlockEvent e) {
         if (in.peekType() == TYPE_INT) {
             return in.readLong();
         }
         final int len = in.readRawHeader();
         if (len != 8 && len != 16 && len != 32) {
-            e.problem(VllmEvent.PROBLEM_HASH_WIDTH);
+            e.problem(BlockEvent.PROBLEM_HASH_WIDTH);
             in.skipBytes(len);
             return 0;
         }
@@ -225,10 +227,10 @@ public final class KvFieldDecoder {
         return v;
     }
 
-    private int readToken(final VllmEvent e) {
+    private int readToken(final BlockEvent e) {
         final long v = in.readLong();
         if (v < Integer.MIN_VALUE || v > 0xFFFF_FFFFL) {
-            e.problem(VllmEvent.PROBLEM_TOKEN_RANGE);
+            e.problem(BlockEvent.PROBLEM_TOKEN_RANGE);
         }
         return (int) v;
     }

@@ -1,5 +1,8 @@
 package io.kvidx.daemon.ingest.vllm;
 
+import io.kvidx.daemon.event.BlockEvent;
+import io.kvidx.daemon.event.BlockEventListener;
+
 import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
 
 /**
@@ -16,10 +19,10 @@ import static io.kvidx.daemon.ingest.vllm.MsgpackCursor.TYPE_STR;
  *   <li>block hashes as any msgpack integer (uint64 read as unsigned bits, int64 accepted) or as a bin of 8, 16 or
  *   32 bytes (its last 8 bytes, big-endian);</li>
  *   <li>unknown fields and trailing positional fields are skipped; unknown event types are reported to
- *   {@link VllmEventListener#onDropped(VllmEvent)}.</li>
+ *   {@link BlockEventListener#onDropped(BlockEvent)}.</li>
  * </ul>
  * Malformed framing throws {@link VllmDecodeException} and nothing else. Decoding allocates nothing once the reusable
- * arrays of {@link VllmEvent} have grown to the largest event seen.
+ * arrays of {@link BlockEvent} have grown to the largest event seen.
  *
  * <p><b>Note:</b> not thread safe; one decoder per writer thread.
  */
@@ -53,10 +56,10 @@ public final class VllmEventDecoder extends KvBatchDecoder {
     }
 
     @Override
-    protected void check(final VllmEvent e) {
-        if (e.problem == VllmEvent.PROBLEM_NONE && e.type == VllmEvent.TYPE_BLOCK_STORED && e.extraKeys.present
-            && e.extraKeys.blockCount != e.hashCount) {
-            e.problem = VllmEvent.PROBLEM_EXTRA_KEYS_LENGTH;
+    protected void check(final BlockEvent e) {
+        if (e.problem() == BlockEvent.PROBLEM_NONE && e.type() == BlockEvent.TYPE_BLOCK_STORED
+            && e.extraKeys().present() && e.extraKeys().blockCount() != e.hashCount()) {
+            e.problem(BlockEvent.PROBLEM_EXTRA_KEYS_LENGTH);
         }
     }
 
@@ -65,7 +68,7 @@ public final class VllmEventDecoder extends KvBatchDecoder {
 
     @Override
     protected int arrayField(final int type, final int position) {
-        if (type == VllmEvent.TYPE_BLOCK_STORED) {
+        if (type == BlockEvent.TYPE_BLOCK_STORED) {
             return switch (position) {
                 case 1 -> F_HASHES;
                 case 2 -> F_PARENT;
@@ -81,7 +84,7 @@ public final class VllmEventDecoder extends KvBatchDecoder {
                 default -> F_SKIP;
             };
         }
-        if (type == VllmEvent.TYPE_BLOCK_REMOVED) {
+        if (type == BlockEvent.TYPE_BLOCK_REMOVED) {
             return switch (position) {
                 case 1 -> F_HASHES;
                 case 2 -> F_MEDIUM;
@@ -94,7 +97,7 @@ public final class VllmEventDecoder extends KvBatchDecoder {
     }
 
     @Override
-    protected int mapField(final VllmEvent e, final int len) {
+    protected int mapField(final BlockEvent e, final int len) {
         int field = sharedMapField(len);
         if (field != F_SKIP) {
             return field;
@@ -106,7 +109,7 @@ public final class VllmEventDecoder extends KvBatchDecoder {
         } else if (in.payloadEquals(len, K_LOCALITY)) {
             field = F_LOCALITY;
         } else if (in.payloadEquals(len, K_EXTRA_KEYS)) {
-            field = e.type == VllmEvent.TYPE_BLOCK_STORED || e.type == VllmEvent.TYPE_UNKNOWN
+            field = e.type() == BlockEvent.TYPE_BLOCK_STORED || e.type() == BlockEvent.TYPE_UNKNOWN
                 ? F_EXTRA_KEYS : F_SKIP;
         } else {
             field = F_SKIP;
@@ -120,7 +123,7 @@ public final class VllmEventDecoder extends KvBatchDecoder {
     private static final int F_EXTRA_KEYS = 11;
 
     @Override
-    protected void decodeField(final VllmEvent e, final int field) {
+    protected void decodeField(final BlockEvent e, final int field) {
         if (field == F_SKIP || in.tryReadNil()) {
             if (field == F_SKIP) {
                 in.skipValue();
@@ -137,7 +140,7 @@ public final class VllmEventDecoder extends KvBatchDecoder {
             case F_GROUP_IDX -> {
                 final int v = fields.readCount(e, t);
                 if (v >= 0) {
-                    e.groupIdx = v;
+                    e.groupIdx(v);
                 }
             }
             case F_MEDIUM -> {
@@ -147,10 +150,9 @@ public final class VllmEventDecoder extends KvBatchDecoder {
                 }
                 if (medium < 0) {
                     // Defaulted and flagged: the event's blocks are kept, on an unknown medium.
-                    e.medium = VllmEvent.MEDIUM_OTHER;
-                    e.flags |= VllmEvent.FLAG_UNKNOWN_MEDIUM;
+                    e.medium(BlockEvent.MEDIUM_OTHER).flag(BlockEvent.FLAG_UNKNOWN_MEDIUM);
                 } else {
-                    e.medium = medium;
+                    e.medium(medium);
                 }
             }
             case F_LOCALITY -> {
@@ -158,15 +160,15 @@ public final class VllmEventDecoder extends KvBatchDecoder {
                 if (t == TYPE_STR) {
                     final int len = in.readRawHeader();
                     if (in.payloadEquals(len, L_LOCAL)) {
-                        e.locality = VllmEvent.LOCALITY_LOCAL;
+                        e.locality(BlockEvent.LOCALITY_LOCAL);
                     } else if (in.payloadEquals(len, L_REMOTE)) {
-                        e.locality = VllmEvent.LOCALITY_REMOTE;
+                        e.locality(BlockEvent.LOCALITY_REMOTE);
                     } else {
-                        e.flags |= VllmEvent.FLAG_BAD_LOCALITY;
+                        e.flag(BlockEvent.FLAG_BAD_LOCALITY);
                     }
                     in.skipBytes(len);
                 } else {
-                    e.flags |= VllmEvent.FLAG_BAD_LOCALITY;
+                    e.flag(BlockEvent.FLAG_BAD_LOCALITY);
                     in.skipValue();
                 }
             }
@@ -175,7 +177,7 @@ public final class VllmEventDecoder extends KvBatchDecoder {
                     final int len = in.readRawHeader();
                     final boolean full = in.payloadEquals(len, KIND_FULL_ATTENTION)
                         || in.payloadEquals(len, KIND_MLA_ATTENTION) || in.payloadEquals(len, KIND_SINK_FULL_ATTENTION);
-                    e.specKind = full ? VllmEvent.SPEC_KIND_FULL_ATTENTION : VllmEvent.SPEC_KIND_OTHER;
+                    e.specKind(full ? BlockEvent.SPEC_KIND_FULL_ATTENTION : BlockEvent.SPEC_KIND_OTHER);
                     in.skipBytes(len);
                 } else {
                     fields.fieldTypeProblem(e);

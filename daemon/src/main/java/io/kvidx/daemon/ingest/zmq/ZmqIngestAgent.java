@@ -4,7 +4,7 @@ import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.ingest.PodAllowList;
-import io.kvidx.daemon.lifecycle.AgentErrorHandler;
+import io.kvidx.daemon.agent.AgentErrorHandler;
 import io.kvidx.daemon.state.ProgressLog;
 import io.kvidx.daemon.state.PublisherProgress;
 import io.kvidx.daemon.writer.PodDirectory;
@@ -161,12 +161,12 @@ public final class ZmqIngestAgent implements Agent {
      * pod), only the pods these patterns match; call before the agent starts. Messages naming other pods are
      * dropped, counted ({@link CounterType#PODS_NOT_ALLOWED}) and logged once per pod id.
      *
+     * @param setting  the list's YAML key, named in the log.
      * @param patterns pod ids or globs ({@code *}, {@code ?}); empty accepts every pod.
      * @return this.
      */
-    public ZmqIngestAgent topicPods(final List<String> patterns) {
-        topicPodAllowList = patterns.isEmpty() ? null : new PodAllowList("ZeroMQ",
-            io.kvidx.daemon.config.DaemonConfiguration.ZMQ_TOPIC_PODS_PROP_NAME, patterns,
+    public ZmqIngestAgent topicPods(final String setting, final List<String> patterns) {
+        topicPodAllowList = patterns.isEmpty() ? null : new PodAllowList("ZeroMQ", setting, patterns,
             counters.get(CounterType.PODS_NOT_ALLOWED), errors, CounterType.PODS_NOT_ALLOWED.typeId() * 64 + 1);
         sequencer.topicPodAllowList(topicPodAllowList);
         return this;

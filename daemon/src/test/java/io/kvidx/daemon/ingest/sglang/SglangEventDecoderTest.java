@@ -2,7 +2,7 @@ package io.kvidx.daemon.ingest.sglang;
 
 import io.kvidx.daemon.ingest.vllm.VllmDecodeException;
 import io.kvidx.daemon.ingest.vllm.RecordingListener;
-import io.kvidx.daemon.ingest.vllm.VllmEvent;
+import io.kvidx.daemon.event.BlockEvent;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.msgpack.core.MessageBufferPacker;
@@ -88,29 +88,29 @@ class SglangEventDecoderTest {
         assertEquals(3, r.dpRank);
         assertEquals(4, r.events.size());
         final RecordingListener.Seen a = r.events.get(0);
-        assertEquals(VllmEvent.TYPE_BLOCK_STORED, a.type());
+        assertEquals(BlockEvent.TYPE_BLOCK_STORED, a.type());
         assertArrayEquals(new long[] {-5L, 7L}, a.hashes());
         assertArrayEquals(new int[] {1, 2, 3, 4}, a.tokens());
         assertEquals(2, a.blockSize());
-        assertEquals(VllmEvent.MEDIUM_GPU, a.medium());
+        assertEquals(BlockEvent.MEDIUM_GPU, a.medium());
         assertNull(a.cacheSalt(), "an unsalted store");
         final RecordingListener.Seen b = r.events.get(1);
-        assertEquals(VllmEvent.PROBLEM_NONE, b.problem());
+        assertEquals(BlockEvent.PROBLEM_NONE, b.problem());
         assertEquals(7L, b.parent());
-        assertEquals(VllmEvent.MEDIUM_CPU, b.medium());
+        assertEquals(BlockEvent.MEDIUM_CPU, b.medium());
         assertEquals("tenant-a", b.cacheSalt());
-        assertEquals(VllmEvent.MEDIUM_DISK, r.events.get(2).medium());
+        assertEquals(BlockEvent.MEDIUM_DISK, r.events.get(2).medium());
         assertNull(r.events.get(2).cacheSalt(), "the view is reset between events");
-        assertEquals(VllmEvent.TYPE_ALL_BLOCKS_CLEARED, r.events.get(3).type());
+        assertEquals(BlockEvent.TYPE_ALL_BLOCKS_CLEARED, r.events.get(3).type());
     }
 
     @Test
     void shouldNameTheMediaAsTheVllmDecoderDoes() throws IOException {
         final String[] names = {"GPU", "CPU", "CPU_PINNED", "CPU_TIER1", "DISK", "CPU_TIER2", "STORAGE", "FS", "OBJ",
             "EXTERNAL"};
-        final int[] media = {VllmEvent.MEDIUM_GPU, VllmEvent.MEDIUM_CPU, VllmEvent.MEDIUM_CPU, VllmEvent.MEDIUM_CPU,
-            VllmEvent.MEDIUM_DISK, VllmEvent.MEDIUM_DISK, VllmEvent.MEDIUM_DISK, VllmEvent.MEDIUM_DISK,
-            VllmEvent.MEDIUM_DISK, VllmEvent.MEDIUM_OTHER};
+        final int[] media = {BlockEvent.MEDIUM_GPU, BlockEvent.MEDIUM_CPU, BlockEvent.MEDIUM_CPU, BlockEvent.MEDIUM_CPU,
+            BlockEvent.MEDIUM_DISK, BlockEvent.MEDIUM_DISK, BlockEvent.MEDIUM_DISK, BlockEvent.MEDIUM_DISK,
+            BlockEvent.MEDIUM_DISK, BlockEvent.MEDIUM_OTHER};
         for (int i = 0; i < names.length; i++) {
             final String name = names[i];
             final RecordingListener r = decode(batch(null, p -> {
@@ -118,7 +118,7 @@ class SglangEventDecoderTest {
                 longs(p, 9L);
                 p.packString(name);
             }));
-            assertEquals(VllmEvent.PROBLEM_NONE, r.events.get(0).problem(), name);
+            assertEquals(BlockEvent.PROBLEM_NONE, r.events.get(0).problem(), name);
             assertEquals(media[i], r.events.get(0).medium(), name);
         }
     }
@@ -145,11 +145,11 @@ class SglangEventDecoderTest {
             }));
         assertEquals(-1, r.dpRank, "nil rank");
         final RecordingListener.Seen a = r.events.get(0);
-        assertEquals(VllmEvent.PROBLEM_NONE, a.problem());
+        assertEquals(BlockEvent.PROBLEM_NONE, a.problem());
         assertArrayEquals(new int[] {11, 12}, a.tokens(), "first token of each bigram pair");
         assertEquals("tenant-b", a.cacheSalt());
         assertEquals("alice", a.loraName());
-        assertEquals(VllmEvent.MEDIUM_OTHER, a.medium());
+        assertEquals(BlockEvent.MEDIUM_OTHER, a.medium());
         assertArrayEquals(new long[] {Long.MIN_VALUE}, a.hashes());
         assertEquals("tenant-c", r.events.get(1).cacheSalt(), "salt in a nested metadata map");
     }
@@ -176,10 +176,10 @@ class SglangEventDecoderTest {
                 longs(p, 3L);
             }));
         assertEquals(4, r.events.size());
-        assertEquals(VllmEvent.PROBLEM_FIELD_TYPE, r.events.get(0).problem(), "salt not a string");
-        assertEquals(VllmEvent.PROBLEM_FIELD_TYPE, r.events.get(1).problem(), "metadata neither map nor string");
-        assertEquals(VllmEvent.PROBLEM_FIELD_TYPE, r.events.get(2).problem(), "empty bigram pair");
-        assertEquals(VllmEvent.PROBLEM_NONE, r.events.get(3).problem(), "the rest of the batch is kept");
+        assertEquals(BlockEvent.PROBLEM_FIELD_TYPE, r.events.get(0).problem(), "salt not a string");
+        assertEquals(BlockEvent.PROBLEM_FIELD_TYPE, r.events.get(1).problem(), "metadata neither map nor string");
+        assertEquals(BlockEvent.PROBLEM_FIELD_TYPE, r.events.get(2).problem(), "empty bigram pair");
+        assertEquals(BlockEvent.PROBLEM_NONE, r.events.get(3).problem(), "the rest of the batch is kept");
         assertArrayEquals(new long[] {3L}, r.events.get(3).hashes());
     }
 

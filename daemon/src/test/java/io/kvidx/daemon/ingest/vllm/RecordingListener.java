@@ -1,5 +1,8 @@
 package io.kvidx.daemon.ingest.vllm;
 
+import io.kvidx.daemon.event.BlockEvent;
+import io.kvidx.daemon.event.BlockEventListener;
+
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -7,7 +10,7 @@ import java.util.List;
 /**
  * Copies every delivered event for assertions.
  */
-public final class RecordingListener implements VllmEventListener {
+public final class RecordingListener implements BlockEventListener {
     /**
      * One delivered event, copied.
      *
@@ -34,29 +37,29 @@ public final class RecordingListener implements VllmEventListener {
     public int dpRank = Integer.MIN_VALUE;
     double ts;
 
-    private void add(final VllmEvent e) {
+    private void add(final BlockEvent e) {
         events.add(new Seen(e.type(), e.problem(), Arrays.copyOf(e.hashes(), e.hashCount()), e.hasParent(),
             e.parentHash(), Arrays.copyOf(e.tokens(), e.tokenCount()), e.blockSize(), e.medium(),
             e.loraNameString(), e.groupIdx(), e.specKind(), e.cacheSaltString()));
     }
 
     @Override
-    public void onBlockStored(final VllmEvent event) {
+    public void onBlockStored(final BlockEvent event) {
         add(event);
     }
 
     @Override
-    public void onBlockRemoved(final VllmEvent event) {
+    public void onBlockRemoved(final BlockEvent event) {
         add(event);
     }
 
     @Override
-    public void onAllBlocksCleared(final VllmEvent event) {
+    public void onAllBlocksCleared(final BlockEvent event) {
         add(event);
     }
 
     @Override
-    public void onDropped(final VllmEvent event) {
+    public void onDropped(final BlockEvent event) {
         add(event);
     }
 

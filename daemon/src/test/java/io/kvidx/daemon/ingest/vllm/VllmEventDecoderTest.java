@@ -1,5 +1,7 @@
 package io.kvidx.daemon.ingest.vllm;
 
+import io.kvidx.daemon.event.BlockEvent;
+import io.kvidx.daemon.event.BlockEventListener;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -43,18 +45,18 @@ class VllmEventDecoderTest {
         final RecordingListener l = decode(payload);
         assertEquals(3, l.events.size());
         final RecordingListener.Seen stored = l.events.get(0);
-        assertEquals(VllmEvent.TYPE_BLOCK_STORED, stored.type());
-        assertEquals(VllmEvent.PROBLEM_NONE, stored.problem());
+        assertEquals(BlockEvent.TYPE_BLOCK_STORED, stored.type());
+        assertEquals(BlockEvent.PROBLEM_NONE, stored.problem());
         assertArrayEquals(c.blockHashes(), stored.hashes());
         assertEquals(Long.parseUnsignedLong("9643097150530800701"), stored.hashes()[0]);
         assertArrayEquals(c.tokenIds(), stored.tokens());
         assertEquals(16, stored.blockSize());
         assertFalse(stored.hasParent());
-        assertEquals(VllmEvent.MEDIUM_GPU, stored.medium());
+        assertEquals(BlockEvent.MEDIUM_GPU, stored.medium());
         assertEquals("Alice", stored.loraName());
-        assertEquals(VllmEvent.TYPE_BLOCK_REMOVED, l.events.get(1).type());
+        assertEquals(BlockEvent.TYPE_BLOCK_REMOVED, l.events.get(1).type());
         assertArrayEquals(Arrays.copyOfRange(c.blockHashes(), 20, 25), l.events.get(1).hashes());
-        assertEquals(VllmEvent.TYPE_ALL_BLOCKS_CLEARED, l.events.get(2).type());
+        assertEquals(BlockEvent.TYPE_ALL_BLOCKS_CLEARED, l.events.get(2).type());
         assertEquals(3, l.dpRank);
         assertEquals(1_763_800_000.25, l.ts);
     }
@@ -69,7 +71,7 @@ class VllmEventDecoderTest {
         assertTrue(l.events.get(0).hasParent());
         assertEquals("17705339885301241772", Long.toUnsignedString(l.events.get(0).parent()));
         assertEquals(-1, l.dpRank);
-        assertEquals(VllmEvent.MEDIUM_DEFAULT, l.events.get(0).medium());
+        assertEquals(BlockEvent.MEDIUM_DEFAULT, l.events.get(0).medium());
     }
 
     @Test
@@ -110,20 +112,20 @@ class VllmEventDecoderTest {
         p.packInt(0);
         final RecordingListener l = decode(p.toByteArray());
         assertEquals(7, l.events.size());
-        final int full = VllmEvent.SPEC_KIND_FULL_ATTENTION;
-        final int other = VllmEvent.SPEC_KIND_OTHER;
+        final int full = BlockEvent.SPEC_KIND_FULL_ATTENTION;
+        final int other = BlockEvent.SPEC_KIND_OTHER;
         final int[] expected = {full, full, other, other};
         for (int i = 0; i < expected.length; i++) {
-            assertEquals(VllmEvent.PROBLEM_NONE, l.events.get(i).problem());
+            assertEquals(BlockEvent.PROBLEM_NONE, l.events.get(i).problem());
             assertEquals(i, l.events.get(i).groupIdx());
             assertEquals(expected[i], l.events.get(i).specKind(), "event " + i);
         }
-        assertEquals(VllmEvent.PROBLEM_FIELD_TYPE, l.events.get(4).problem(), "a kind must be a string");
+        assertEquals(BlockEvent.PROBLEM_FIELD_TYPE, l.events.get(4).problem(), "a kind must be a string");
         assertEquals(3, l.events.get(5).groupIdx());
         assertEquals(other, l.events.get(5).specKind());
-        assertEquals(VllmEvent.TYPE_BLOCK_REMOVED, l.events.get(6).type());
+        assertEquals(BlockEvent.TYPE_BLOCK_REMOVED, l.events.get(6).type());
         assertEquals(3, l.events.get(6).groupIdx());
-        assertEquals(VllmEvent.SPEC_KIND_ABSENT, l.events.get(6).specKind());
+        assertEquals(BlockEvent.SPEC_KIND_ABSENT, l.events.get(6).specKind());
     }
 
     @Test
@@ -131,9 +133,9 @@ class VllmEventDecoderTest {
         final RecordingListener l = decode(new VllmPayloads(VllmPayloads.Shape.MAP, VllmPayloads.HashWidth.UINT64)
             .unknown().removed(new long[] {5}, null).batch(0));
         assertEquals(2, l.events.size());
-        assertEquals(VllmEvent.PROBLEM_UNKNOWN_TYPE, l.events.get(0).problem());
-        assertEquals(VllmEvent.TYPE_BLOCK_REMOVED, l.events.get(1).type());
-        assertEquals(VllmEvent.PROBLEM_NONE, l.events.get(1).problem());
+        assertEquals(BlockEvent.PROBLEM_UNKNOWN_TYPE, l.events.get(0).problem());
+        assertEquals(BlockEvent.TYPE_BLOCK_REMOVED, l.events.get(1).type());
+        assertEquals(BlockEvent.PROBLEM_NONE, l.events.get(1).problem());
     }
 
     @Test
@@ -148,8 +150,8 @@ class VllmEventDecoderTest {
             0x00};
         final RecordingListener l = decode(payload);
         assertEquals(2, l.events.size());
-        assertEquals(VllmEvent.PROBLEM_HASH_WIDTH, l.events.get(0).problem());
-        assertEquals(VllmEvent.PROBLEM_NONE, l.events.get(1).problem());
+        assertEquals(BlockEvent.PROBLEM_HASH_WIDTH, l.events.get(0).problem());
+        assertEquals(BlockEvent.PROBLEM_NONE, l.events.get(1).problem());
         assertArrayEquals(new long[] {7}, l.events.get(1).hashes());
     }
 
@@ -218,25 +220,25 @@ class VllmEventDecoderTest {
         assertEquals(30_000L * 50, l.blocks);
     }
 
-    static final class CountingListener implements VllmEventListener {
+    static final class CountingListener implements BlockEventListener {
         long blocks;
 
         @Override
-        public void onBlockStored(final VllmEvent event) {
+        public void onBlockStored(final BlockEvent event) {
             blocks += event.hashCount();
         }
 
         @Override
-        public void onBlockRemoved(final VllmEvent event) {
+        public void onBlockRemoved(final BlockEvent event) {
             blocks += event.hashCount();
         }
 
         @Override
-        public void onAllBlocksCleared(final VllmEvent event) {
+        public void onAllBlocksCleared(final BlockEvent event) {
         }
 
         @Override
-        public void onDropped(final VllmEvent event) {
+        public void onDropped(final BlockEvent event) {
         }
     }
 }

@@ -1,5 +1,8 @@
 package io.kvidx.daemon.ingest.vllm;
 
+import io.kvidx.daemon.event.BlockEvent;
+import io.kvidx.daemon.event.BlockEventListener;
+import io.kvidx.daemon.event.BlockExtraKeys;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -24,16 +27,16 @@ class VllmExtraKeysDecoderTest {
     private final VllmEventDecoder decoder = new VllmEventDecoder();
 
     /** A copy of the extra keys of the last delivered event: per block, "s:text", "b:length", "m:id@offset". */
-    static final class ExtraListener implements VllmEventListener {
+    static final class ExtraListener implements BlockEventListener {
         final List<List<String>> blocks = new ArrayList<>();
         final List<Integer> problems = new ArrayList<>();
         boolean hasExtraKeys;
         int groupIdx = -1;
 
         @Override
-        public void onBlockStored(final VllmEvent e) {
-            problems.add(VllmEvent.PROBLEM_NONE);
-            final VllmExtraKeys x = e.extraKeys();
+        public void onBlockStored(final BlockEvent e) {
+            problems.add(BlockEvent.PROBLEM_NONE);
+            final BlockExtraKeys x = e.extraKeys();
             hasExtraKeys = x.present();
             groupIdx = e.groupIdx();
             blocks.clear();
@@ -43,8 +46,8 @@ class VllmExtraKeysDecoderTest {
                     final String text = new String(x.bytes(), x.offset(j), x.length(j),
                         StandardCharsets.UTF_8);
                     elements.add(switch (x.kind(j)) {
-                        case VllmExtraKeys.KIND_STR -> "s:" + text;
-                        case VllmExtraKeys.KIND_BIN -> "b:" + x.length(j);
+                        case BlockExtraKeys.KIND_STR -> "s:" + text;
+                        case BlockExtraKeys.KIND_BIN -> "b:" + x.length(j);
                         default -> "m:" + text + "@" + x.value(j);
                     });
                 }
@@ -53,17 +56,17 @@ class VllmExtraKeysDecoderTest {
         }
 
         @Override
-        public void onBlockRemoved(final VllmEvent e) {
-            problems.add(VllmEvent.PROBLEM_NONE);
+        public void onBlockRemoved(final BlockEvent e) {
+            problems.add(BlockEvent.PROBLEM_NONE);
         }
 
         @Override
-        public void onAllBlocksCleared(final VllmEvent e) {
-            problems.add(VllmEvent.PROBLEM_NONE);
+        public void onAllBlocksCleared(final BlockEvent e) {
+            problems.add(BlockEvent.PROBLEM_NONE);
         }
 
         @Override
-        public void onDropped(final VllmEvent e) {
+        public void onDropped(final BlockEvent e) {
             problems.add(e.problem());
         }
 
@@ -89,7 +92,7 @@ class VllmExtraKeysDecoderTest {
             new int[6], 2, "Alice", Arrays.asList(
                 List.of("Alice", List.of("img-\u00e9", -3), List.of("img-2", 1), "salt", new byte[32]),
                 null, List.of("Alice", List.of("img-2", -1L)))).batch(0));
-        assertEquals(List.of(VllmEvent.PROBLEM_NONE), l.problems);
+        assertEquals(List.of(BlockEvent.PROBLEM_NONE), l.problems);
         assertTrue(l.hasExtraKeys);
         assertEquals(List.of(List.of("s:Alice", "m:img-\u00e9@-3", "m:img-2@1", "s:salt", "b:32"), List.of(),
             List.of("s:Alice", "m:img-2@-1")), l.blocks);
@@ -101,7 +104,7 @@ class VllmExtraKeysDecoderTest {
     void shouldTreatAbsentOrNilExtraKeysAsNone(final VllmPayloads.Shape shape) {
         final ExtraListener l = decode(payloads(shape).storedWithExtraKeys(new long[] {1}, null, new int[2], 2,
             null, null).batch(0));
-        assertEquals(List.of(VllmEvent.PROBLEM_NONE), l.problems);
+        assertEquals(List.of(BlockEvent.PROBLEM_NONE), l.problems);
         assertFalse(l.hasExtraKeys);
     }
 
@@ -109,19 +112,19 @@ class VllmExtraKeysDecoderTest {
     @EnumSource(VllmPayloads.Shape.class)
     void shouldDropOnlyTheEventWithBadExtraKeys(final VllmPayloads.Shape shape) {
         final Object[][] cases = {
-            {VllmEvent.PROBLEM_EXTRA_KEYS_TYPE, 5},
-            {VllmEvent.PROBLEM_EXTRA_KEYS_TYPE, List.of("x", "y")},
-            {VllmEvent.PROBLEM_EXTRA_KEYS_TYPE, List.of(List.of(1.5), List.of())},
-            {VllmEvent.PROBLEM_EXTRA_KEYS_TYPE, List.of(List.of(List.of("i", 1, 2)), List.of())},
-            {VllmEvent.PROBLEM_EXTRA_KEYS_TYPE, List.of(List.of(List.of("i", "1")), List.of())},
-            {VllmEvent.PROBLEM_EXTRA_KEYS_TYPE, List.of(List.of(List.of(new byte[2], 1)), List.of())},
-            {VllmEvent.PROBLEM_EXTRA_KEYS_LENGTH, List.of(List.of())},
-            {VllmEvent.PROBLEM_EXTRA_KEYS_LENGTH, List.of(List.of(), List.of(), List.of())},
-            {VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE, List.of(List.of(new byte[ExtraKeysDecoder.MAX_EXTRA_KEY_BYTES
+            {BlockEvent.PROBLEM_EXTRA_KEYS_TYPE, 5},
+            {BlockEvent.PROBLEM_EXTRA_KEYS_TYPE, List.of("x", "y")},
+            {BlockEvent.PROBLEM_EXTRA_KEYS_TYPE, List.of(List.of(1.5), List.of())},
+            {BlockEvent.PROBLEM_EXTRA_KEYS_TYPE, List.of(List.of(List.of("i", 1, 2)), List.of())},
+            {BlockEvent.PROBLEM_EXTRA_KEYS_TYPE, List.of(List.of(List.of("i", "1")), List.of())},
+            {BlockEvent.PROBLEM_EXTRA_KEYS_TYPE, List.of(List.of(List.of(new byte[2], 1)), List.of())},
+            {BlockEvent.PROBLEM_EXTRA_KEYS_LENGTH, List.of(List.of())},
+            {BlockEvent.PROBLEM_EXTRA_KEYS_LENGTH, List.of(List.of(), List.of(), List.of())},
+            {BlockEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE, List.of(List.of(new byte[ExtraKeysDecoder.MAX_EXTRA_KEY_BYTES
                 + 1]), List.of())},
-            {VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE, List.of(List.of(List.of("i".repeat(
+            {BlockEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE, List.of(List.of(List.of("i".repeat(
                 ExtraKeysDecoder.MAX_EXTRA_KEY_BYTES + 1), 0)), List.of())},
-            {VllmEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE, List.of(Collections.nCopies(
+            {BlockEvent.PROBLEM_EXTRA_KEYS_TOO_LARGE, List.of(Collections.nCopies(
                 ExtraKeysDecoder.MAX_EXTRA_KEYS_PER_BLOCK + 1, "s"), List.of())},
         };
         for (final Object[] c : cases) {
@@ -129,7 +132,7 @@ class VllmExtraKeysDecoderTest {
                 .storedWithExtraKeys(new long[] {1, 2}, null, new int[4], 2, null, c[1])
                 .storedWithExtraKeys(new long[] {3}, null, new int[2], 2, null, List.of(List.of("ok")))
                 .removed(new long[] {1}, "GPU").batch(0));
-            assertEquals(List.of(c[0], VllmEvent.PROBLEM_NONE, VllmEvent.PROBLEM_NONE), l.problems,
+            assertEquals(List.of(c[0], BlockEvent.PROBLEM_NONE, BlockEvent.PROBLEM_NONE), l.problems,
                 "extra_keys " + c[1].toString().substring(0, Math.min(80, c[1].toString().length())));
             assertEquals(List.of(List.of("s:ok")), l.blocks);
         }
