@@ -223,6 +223,14 @@ public final class DaemonCommand implements Callable<Integer> {
         + "(default: --idle-strategy).")
     private String zmqIngestIdle;
 
+    @Option(names = "--zmq-replay-cpu", paramLabel = CPU, description = "CPU the ZeroMQ replay threads (one per "
+        + "ingest thread) pin themselves to (default " + NONE + ").")
+    private String zmqReplayCpu;
+
+    @Option(names = "--zmq-replay-idle", paramLabel = IDLE, description = "Idle strategy of the ZeroMQ replay agents "
+        + "(default " + DaemonConfiguration.ZMQ_REPLAY_IDLE_DEFAULT + ").")
+    private String zmqReplayIdle;
+
     @Option(names = "--aeron-ingest-cpu", paramLabel = CPU, description = "CPU the Aeron ingest thread pins itself "
         + "to (default " + NONE + ").")
     private String aeronIngestCpu;
@@ -517,6 +525,12 @@ public final class DaemonCommand implements Callable<Integer> {
         }
         if (zmqIngestIdle != null) {
             context.agents().zmqIngestIdle(zmqIngestIdle);
+        }
+        if (zmqReplayCpu != null) {
+            context.agents().zmqReplayCpu(parseCpu(DaemonConfiguration.ZMQ_REPLAY_CPU_PROP_NAME, zmqReplayCpu));
+        }
+        if (zmqReplayIdle != null) {
+            context.agents().zmqReplayIdle(zmqReplayIdle);
         }
         if (aeronIngestCpu != null) {
             context.agents().aeronIngestCpu(parseCpu(DaemonConfiguration.AERON_INGEST_CPU_PROP_NAME,

@@ -17,15 +17,20 @@ import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_CPUS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_IDLE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_CPU_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_IDLE_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_REPLAY_CPU_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_REPLAY_IDLE_DEFAULT;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_REPLAY_IDLE_PROP_NAME;
 
 /**
  * Where each of the daemon's agent threads runs and how it idles: a CPU to pin to (or {@link #NO_CPU}) and an idle
- * strategy ({@link IdleStrategies}) for the ZeroMQ ingest agent, the Aeron ingest agent (also the embedded media
- * driver's idle strategy), each writer agent and the maintenance agent. Each thread pins itself when it starts.
+ * strategy ({@link IdleStrategies}) for the ZeroMQ ingest agent, the ZeroMQ replay agents, the Aeron ingest agent
+ * (also the embedded media driver's idle strategy), each writer agent and the maintenance agent. Each thread pins
+ * itself when it starts.
  *
  * <p>Writers take a list of CPUs, one per writer in writer order ({@code writerCpus: [2, 3]}: writer 0 on CPU 2,
  * writer 1 on CPU 3), or none. An agent without its own idle strategy gets {@code idleStrategy}, except the
- * maintenance agent (heartbeat and sweeps, never latency critical), which sleeps by default.
+ * maintenance agent (heartbeat and sweeps, never latency critical), which sleeps by default, and the replay agents
+ * (rare, not latency critical), which back off by default.
  *
  * <p><b>Note:</b> part of a {@link DaemonContext}: not thread safe; filled in on one thread, read after
  * {@link #conclude(int)}.
@@ -41,6 +46,8 @@ public final class AgentSettings {
     private String idleStrategy = IDLE_STRATEGY_DEFAULT;
     private int zmqIngestCpu = CPU_DEFAULT;
     private String zmqIngestIdle;
+    private int zmqReplayCpu = CPU_DEFAULT;
+    private String zmqReplayIdle = ZMQ_REPLAY_IDLE_DEFAULT;
     private int aeronIngestCpu = CPU_DEFAULT;
     private String aeronIngestIdle;
     private int[] writerCpus = new int[0];
@@ -58,11 +65,13 @@ public final class AgentSettings {
         idleStrategy = IdleStrategies.canonical(IDLE_STRATEGY_PROP_NAME, idleStrategy);
         zmqIngestIdle = zmqIngestIdle == null ? idleStrategy
             : IdleStrategies.canonical(ZMQ_INGEST_IDLE_PROP_NAME, zmqIngestIdle);
+        zmqReplayIdle = IdleStrategies.canonical(ZMQ_REPLAY_IDLE_PROP_NAME, zmqReplayIdle);
         aeronIngestIdle = aeronIngestIdle == null ? idleStrategy
             : IdleStrategies.canonical(AERON_INGEST_IDLE_PROP_NAME, aeronIngestIdle);
         writerIdle = writerIdle == null ? idleStrategy : IdleStrategies.canonical(WRITER_IDLE_PROP_NAME, writerIdle);
         maintenanceIdle = IdleStrategies.canonical(MAINTENANCE_IDLE_PROP_NAME, maintenanceIdle);
         checkCpu(ZMQ_INGEST_CPU_PROP_NAME, zmqIngestCpu);
+        checkCpu(ZMQ_REPLAY_CPU_PROP_NAME, zmqReplayCpu);
         checkCpu(AERON_INGEST_CPU_PROP_NAME, aeronIngestCpu);
         checkCpu(MAINTENANCE_CPU_PROP_NAME, maintenanceCpu);
         if (writerCpus.length != 0 && writerCpus.length != writers) {
@@ -148,6 +157,38 @@ public final class AgentSettings {
      */
     public String zmqIngestIdle() {
         return zmqIngestIdle;
+    }
+
+    /**
+     * @param cpu CPU of the ZeroMQ replay agents (one per ZeroMQ ingest agent, all on this CPU), or {@link #NO_CPU}.
+     * @return this.
+     */
+    public AgentSettings zmqReplayCpu(final int cpu) {
+        this.zmqReplayCpu = cpu;
+        return this;
+    }
+
+    /**
+     * @return CPU of the ZeroMQ replay agents, or {@link #NO_CPU}.
+     */
+    public int zmqReplayCpu() {
+        return zmqReplayCpu;
+    }
+
+    /**
+     * @param name idle strategy of the ZeroMQ replay agents.
+     * @return this.
+     */
+    public AgentSettings zmqReplayIdle(final String name) {
+        this.zmqReplayIdle = name;
+        return this;
+    }
+
+    /**
+     * @return idle strategy of the ZeroMQ replay agents.
+     */
+    public String zmqReplayIdle() {
+        return zmqReplayIdle;
     }
 
     /**

@@ -109,6 +109,15 @@ public final class DaemonConfiguration {
     public static final String ZMQ_INGEST_CPU_PROP_NAME = "zmqIngestCpu";
     /** ZeroMQ ingest agent's idle strategy key. */
     public static final String ZMQ_INGEST_IDLE_PROP_NAME = "zmqIngestIdle";
+    /** ZeroMQ replay agents' CPU key (one replay agent per ZeroMQ ingest agent). */
+    public static final String ZMQ_REPLAY_CPU_PROP_NAME = "zmqReplayCpu";
+    /** ZeroMQ replay agents' idle strategy key. */
+    public static final String ZMQ_REPLAY_IDLE_PROP_NAME = "zmqReplayIdle";
+    /**
+     * Default idle strategy of the ZeroMQ replay agents: backoff, whatever {@code idleStrategy} says (a replay is
+     * rare and not latency critical; a spinning replay thread would take a core for nothing).
+     */
+    public static final String ZMQ_REPLAY_IDLE_DEFAULT = IdleStrategies.BACKOFF;
     /** Aeron ingest agent's CPU key. */
     public static final String AERON_INGEST_CPU_PROP_NAME = "aeronIngestCpu";
     /** Aeron ingest agent's (and the embedded media driver's) idle strategy key. */

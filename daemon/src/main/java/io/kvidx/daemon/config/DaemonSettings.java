@@ -51,6 +51,8 @@ import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_BIND_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_CPU_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_IDLE_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_REPLAY_CPU_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_REPLAY_IDLE_PROP_NAME;
 
 /**
  * Every setting of the daemon: its YAML key (dotted under a mapping: {@code aeron.termLength}), the command-line
@@ -182,6 +184,10 @@ public final class DaemonSettings {
             (c, v) -> c.agents().zmqIngestCpu((Integer) v), c -> cpu(c.agents().zmqIngestCpu())),
         new Setting(ZMQ_INGEST_IDLE_PROP_NAME, "--zmq-ingest-idle", Kind.STRING,
             (c, v) -> c.agents().zmqIngestIdle((String) v), c -> c.agents().zmqIngestIdle()),
+        new Setting(ZMQ_REPLAY_CPU_PROP_NAME, "--zmq-replay-cpu", Kind.CPU,
+            (c, v) -> c.agents().zmqReplayCpu((Integer) v), c -> cpu(c.agents().zmqReplayCpu())),
+        new Setting(ZMQ_REPLAY_IDLE_PROP_NAME, "--zmq-replay-idle", Kind.STRING,
+            (c, v) -> c.agents().zmqReplayIdle((String) v), c -> c.agents().zmqReplayIdle()),
         new Setting(AERON_INGEST_CPU_PROP_NAME, "--aeron-ingest-cpu", Kind.CPU,
             (c, v) -> c.agents().aeronIngestCpu((Integer) v), c -> cpu(c.agents().aeronIngestCpu())),
         new Setting(AERON_INGEST_IDLE_PROP_NAME, "--aeron-ingest-idle", Kind.STRING,

@@ -346,7 +346,9 @@ public final class KvidxDaemon implements AutoCloseable {
                 });
             }
             for (int i = 0; i < parts; i++) {
+                // The replay agent after its ingest agent: closed before it (runners close in reverse order).
                 run(zmq[i], i == 0 ? agents.zmqIngestCpu() : AgentSettings.NO_CPU, agents.zmqIngestIdle());
+                run(zmq[i].replayAgent(), agents.zmqReplayCpu(), agents.zmqReplayIdle());
             }
         }
         if (metrics != null) {

@@ -81,6 +81,8 @@ class DaemonConfigTest {
         s.put("--idle-strategy", new Sample(List.of("--idle", "yield"), "idleStrategy: yield"));
         s.put("--zmq-ingest-cpu", new Sample(List.of("--zmq-ingest-cpu", "1"), "zmqIngestCpu: 1"));
         s.put("--zmq-ingest-idle", new Sample(List.of("--zmq-ingest-idle", "busy-spin"), "zmqIngestIdle: busy-spin"));
+        s.put("--zmq-replay-cpu", new Sample(List.of("--zmq-replay-cpu", "1"), "zmqReplayCpu: 1"));
+        s.put("--zmq-replay-idle", new Sample(List.of("--zmq-replay-idle", "sleep-2ms"), "zmqReplayIdle: sleep-2ms"));
         s.put("--aeron-ingest-cpu", new Sample(List.of("--aeron-ingest-cpu", "0"), "aeronIngestCpu: 0"));
         s.put("--aeron-ingest-idle", new Sample(List.of("--aeron-ingest-idle", "sleep-5ms"),
             "aeronIngestIdle: sleep-5ms"));

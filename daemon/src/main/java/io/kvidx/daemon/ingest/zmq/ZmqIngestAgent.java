@@ -4,16 +4,12 @@ import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.ingest.PodAllowList;
-import io.kvidx.daemon.agent.AgentErrorHandler;
 import io.kvidx.daemon.state.ProgressLog;
 import io.kvidx.daemon.state.PublisherProgress;
 import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterMessages;
 import io.kvidx.daemon.writer.WriterPool;
-import org.agrona.CloseHelper;
 import org.agrona.concurrent.Agent;
-import org.agrona.concurrent.AgentRunner;
-import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.EpochClock;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.zeromq.ZContext;
@@ -55,8 +51,9 @@ import java.util.Map;
  *
  * <p>Liveness: while an endpoint's connection is up (socket monitor), its pods get a heartbeat every interval.
  *
- * <p><b>Note:</b> run by one {@link org.agrona.concurrent.AgentRunner}; all SUB sockets live on its thread. It
- * starts and stops the replay agent's runner itself.
+ * <p><b>Note:</b> run by one {@link org.agrona.concurrent.AgentRunner}; all SUB sockets live on its thread. Its
+ * replay agent ({@link #replayAgent()}) runs on a thread of its own, started by the owner with this one and closed
+ * before it.
  */
 public final class ZmqIngestAgent implements Agent {
     private static final int READ_LIMIT = 64;
@@ -83,12 +80,12 @@ public final class ZmqIngestAgent implements Agent {
     private final ReplayChannel channel = new ReplayChannel();
     private final Sequencer sequencer;
     private final Checkpoints checkpoints;
+    private final ZmqReplayAgent replay;
     private final byte[][] frames = new byte[4][];
     private final PublisherConfigs configs = new PublisherConfigs();
     private final ManyToOneConcurrentArrayQueue<Change> changes = new ManyToOneConcurrentArrayQueue<>(CHANGES_CAPACITY);
     private ZContext context;
     private Publisher[] publishers = new Publisher[0];
-    private AgentRunner replayRunner;
     private long nextHeartbeatMs;
     private int replayIdBase;
     private String bindEndpoint;
@@ -139,6 +136,18 @@ public final class ZmqIngestAgent implements Agent {
             recovery != null && recovery.clearOnReplayGap(), replayTimeoutMs);
         this.checkpoints = new Checkpoints(recovery == null ? null : recovery.progress(),
             recovery == null ? 0 : recovery.checkpointIntervalMs(), writers);
+        this.replay = new ZmqReplayAgent(configs, channel, counters, errors, clock, replayTimeoutMs,
+            handshakeTimeoutMs);
+    }
+
+    /**
+     * The agent that talks to this agent's engines' replay sockets ({@link ZmqReplayAgent}): the owner runs it on a
+     * thread of its own, started with this agent's and closed before it. Requests queue for it until it runs.
+     *
+     * @return the replay agent.
+     */
+    public Agent replayAgent() {
+        return replay;
     }
 
     /**
@@ -216,11 +225,6 @@ public final class ZmqIngestAgent implements Agent {
         for (final ZmqEndpoint e : endpoints) {
             add(e);
         }
-        final ZmqReplayAgent replay = new ZmqReplayAgent(configs, channel, counters, errors, clock,
-            replayTimeoutMs, handshakeTimeoutMs);
-        replayRunner = new AgentRunner(new BackoffIdleStrategy(100, 10, 1_000, 1_000_000),
-            AgentErrorHandler.of(replay.roleName(), errors, counters.get(CounterType.AGENT_ERRORS)), null, replay);
-        AgentRunner.startOnThread(replayRunner);
         if (recovery != null) {
             final Map<String, PublisherProgress.Entry> recorded = recovery.progress().read();
             for (final Publisher p : publishers) {
@@ -427,7 +431,6 @@ public final class ZmqIngestAgent implements Agent {
 
     @Override
     public void onClose() {
-        CloseHelper.quietClose(replayRunner);
         if (bound != null) {
             bound.close();
         }
