@@ -1,5 +1,6 @@
 package io.kvidx.router;
 
+import io.kvidx.client.index.DataParallelRanks;
 import io.kvidx.routing.PodIndex;
 import io.kvidx.routing.PodRegistry;
 import io.kvidx.routing.RoutingContext;
@@ -21,7 +22,8 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <ul>
  *   <li><b>Slots:</b> while the index is mapped, pods come from its pod table ({@link PodRegistry#registerFromIndex}),
- *   each reached at its URL from the configuration's list, else from {@code pod-url-template}; a listed pod takes
+ *   each reached at its URL from the configuration's list, else from {@code pod-url-template} (a data-parallel rank
+ *   {@code <pod>#<r>} at its engine's: the list's or the template's for {@code <pod>}); a listed pod takes
  *   its role and model from the list. While no index was ever seen, the listed pods are registered by hand in
  *   slots 0..n-1 (the fallback picker routes among them); once the index shows its pod table, a hand slot the index
  *   gives to another pod is dropped and every pod re-learnt at the index's slot.</li>
@@ -196,9 +198,15 @@ final class PodBook {
         if (p != null) {
             return p.url();
         }
+        // A data-parallel rank <pod>#<r> not listed itself is reached at its engine's URL (with the rank header).
+        final String engine = DataParallelRanks.basePodId(id);
+        final RouterConfig.Pod e = engine.equals(id) ? null : listed.get(engine);
+        if (e != null) {
+            return e.url();
+        }
         if (config.urlTemplate != null) {
             try {
-                return URI.create(config.urlTemplate.replace("{pod}", id));
+                return URI.create(config.urlTemplate.replace("{pod}", engine));
             } catch (final IllegalArgumentException ex) {
                 return null;
             }

@@ -87,6 +87,11 @@ public final class RouterCommand implements Callable<Integer> {
     @Option(names = "--response-headers", description = "Add x-kvidx-pod and x-kvidx-predicted-tokens to answers.")
     private Boolean responseHeaders;
 
+    @Option(names = "--cache-hint", description = "Send the chosen pod where it holds the prompt's cached prefix"
+        + " (GPU, CPU, disk; from the host tier map) in this request header, e.g. x-kvidx-cache-hint (off by"
+        + " default).")
+    private String cacheHint;
+
     @Option(names = "--max-body-bytes", description = "Largest request body (default "
         + RouterConfig.MAX_BODY_BYTES_DEFAULT + ").")
     private Integer maxBodyBytes;
@@ -157,6 +162,7 @@ public final class RouterCommand implements Callable<Integer> {
         c.healthIntervalMs = healthIntervalMs != null ? healthIntervalMs : c.healthIntervalMs;
         c.scrapeIntervalMs = scrapeIntervalMs != null ? scrapeIntervalMs : c.scrapeIntervalMs;
         c.responseHeaders = responseHeaders != null ? responseHeaders : c.responseHeaders;
+        c.cacheHint = cacheHint != null ? cacheHint : c.cacheHint;
         c.maxBodyBytes = maxBodyBytes != null ? maxBodyBytes : c.maxBodyBytes;
         c.blockSize = blockSize != null ? blockSize : c.blockSize;
         for (final String a : loraAdapters) {

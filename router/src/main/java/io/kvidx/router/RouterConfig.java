@@ -39,6 +39,7 @@ import java.util.Set;
  * health: {interval-ms: 2000, path: /health}
  * scrape: {interval-ms: 0}                  # engines' /metrics (0: off)
  * response-headers: false                   # x-kvidx-pod, x-kvidx-predicted-tokens on every answer
+ * cache-hint: x-kvidx-cache-hint            # the chosen pod's cached prefix per tier, to the pod (off by default)
  * max-body-bytes: 8388608
  * threads: 2
  * block-size: 16                           # when the index is not mapped at start (else the index's)
@@ -104,6 +105,8 @@ public final class RouterConfig {
     String healthPath = HEALTH_PATH_DEFAULT;
     int scrapeIntervalMs;
     boolean responseHeaders;
+    /** The cache hint header sent to the chosen pods ({@link io.kvidx.routing.exec.CacheHint}), or null for none. */
+    String cacheHint;
     int maxBodyBytes = MAX_BODY_BYTES_DEFAULT;
     int threads = THREADS_DEFAULT;
     int blockSize = BLOCK_SIZE_DEFAULT;
@@ -188,13 +191,15 @@ public final class RouterConfig {
                 case "scrape" -> c.scrapeIntervalMs = integer("scrape.interval-ms",
                     map(key, v, Set.of("interval-ms")).get("interval-ms"), 0);
                 case "response-headers" -> c.responseHeaders = bool(key, v);
+                case "cache-hint" -> c.cacheHint = v == null ? null : str(key, v);
                 case "max-body-bytes" -> c.maxBodyBytes = integer(key, v, c.maxBodyBytes);
                 case "threads" -> c.threads = integer(key, v, c.threads);
                 case "block-size" -> c.blockSize = integer(key, v, c.blockSize);
                 case "profiles", "workflow" -> routing.put(key, v);
                 default -> throw new IllegalArgumentException("unknown key '" + key + "' (listen, index, pods,"
                     + " pod-url-template, policy, tokenizer, timeouts, attempts, session-header, lora-adapters,"
-                    + " health, scrape, response-headers, max-body-bytes, threads, block-size, profiles, workflow)");
+                    + " health, scrape, response-headers, cache-hint, max-body-bytes, threads, block-size, profiles,"
+                    + " workflow)");
             }
         }
         if (!routing.isEmpty()) {
@@ -278,6 +283,10 @@ public final class RouterConfig {
         }
         if (sessionHeader == null || sessionHeader.isBlank()) {
             throw new IllegalArgumentException("session-header must name a header");
+        }
+        if (cacheHint != null && (cacheHint.isEmpty() || !cacheHint.chars().allMatch(ch -> ch > 32 && ch < 127
+            && ch != ':'))) {
+            throw new IllegalArgumentException("cache-hint must name a header: '" + cacheHint + "'");
         }
         return this;
     }

@@ -30,7 +30,7 @@ final class Upstreams {
     static final int MAX_IDLE_PER_POD = 64;
 
     /** The exchange a pod connection currently serves (set while a request is in flight on it). */
-    static final AttributeKey<ProxyCall> CALL = AttributeKey.valueOf("kvidx.router.call");
+    static final AttributeKey<UpstreamHandler.Listener> LISTENER = AttributeKey.valueOf("kvidx.router.call");
 
     /** Idle connections by pod URL (one {@link URI} per pod, from {@link PodBook}: its hash is computed once). */
     private final FastThreadLocal<Map<URI, ArrayDeque<Channel>>> idle = new FastThreadLocal<>() {
@@ -86,7 +86,7 @@ final class Upstreams {
      * @param ch  the connection.
      */
     void release(final URI url, final Channel ch) {
-        ch.attr(CALL).set(null);
+        ch.attr(LISTENER).set(null);
         if (!ch.isActive()) {
             return;
         }

@@ -57,7 +57,7 @@ class RouterEndpointsTest {
 
     /**
      * {@code /v1/models} lists every listed pod's model once and the LoRA adapters with their base model. Fails if
-     * PodBook.models() stops adding the listed pods' models or FrontHandler.models() the adapters' parent.
+     * PodBook.models() stops adding the listed pods' models or RouterEndpoints.models() the adapters' parent.
      */
     @Test
     @SuppressWarnings("unchecked")
@@ -87,7 +87,7 @@ class RouterEndpointsTest {
 
     /**
      * {@code /health}: 200 with the routable pod count while one pod answers its health check, 503 once its health
-     * check fails (the pod's process killed), and 503 for a router with no pod at all. Fails if FrontHandler.health
+     * check fails (the pod's process killed), and 503 for a router with no pod at all. Fails if RouterEndpoints.health
      * stops answering 503 without a routable pod, or PodBook.checkHealth stops marking failing pods down.
      */
     @Test

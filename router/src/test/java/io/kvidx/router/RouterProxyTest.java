@@ -98,7 +98,7 @@ class RouterProxyTest {
     /**
      * A streamed completion through the router is the engine's stream: the same SSE bytes (after the {@code created}
      * normalisation), chunked, with the engine's headers. Fails if ProxyCall.onHead stops copying the pod's headers
-     * ({@code copyHeaders(head.headers(), out.headers())}) or stops setting chunked encoding for an answer without a
+     * (all but {@code ProxyHeaders.isHopByHop} ones) or stops setting chunked encoding for an answer without a
      * length, or if ProxyCall.onContent drops or reorders content.
      */
     @Test
@@ -184,8 +184,9 @@ class RouterProxyTest {
      * What the client sends reaches the pod (a pod written in the test records it): the body byte for byte, the
      * end-to-end headers (authorization, x-request-id, custom ones), but not the hop-by-hop ones (Connection and
      * the headers it names, Keep-Alive, TE, Upgrade, Proxy-*), and the Host is the pod's. The pod's answer reaches
-     * the client without its hop-by-hop headers. Fails if ProxyCall.copyHeaders stops skipping hop-by-hop names or
-     * the names the Connection header lists ({@code connectionNames}), or stops copying the others.
+     * the client without its hop-by-hop headers. Fails if routing's ProxyHeaders.isHopByHop (through
+     * ProxyPolicy.forwardsRequestHeader and ProxyCall.onHead) stops skipping hop-by-hop names or the names the
+     * Connection header lists, or ProxyCall stops copying the others.
      */
     @Test
     void shouldForwardEndToEndHeadersOnly() throws Exception {
@@ -332,9 +333,10 @@ class RouterProxyTest {
 
     /**
      * A client that goes away before the first byte (while the engine is still in prefill) cancels the pod request at
-     * once, as one that leaves mid-stream does: FrontHandler keeps reading the client's connection while a call is in
-     * flight, so it sees the close. Fails when it stops reading during a call (auto-read off): the close is then seen
-     * only when the pod's first byte is written, after the engine's whole prefill ran for nobody.
+     * once, as one that leaves mid-stream does: the serving layer's RequestSequencer keeps reading the client's
+     * connection while a call is in flight, so FrontHandler sees the close. Fails when it stops reading during a call
+     * (auto-read off): the close is then seen only when the pod's first byte is written, after the engine's whole
+     * prefill ran for nobody.
      */
     @Test
     void shouldCancelThePodRequestWhenTheClientGoesAwayDuringPrefill() throws Exception {
@@ -355,10 +357,10 @@ class RouterProxyTest {
     /**
      * A pipelining client (three requests in one write: a stream, an unknown path, a JSON completion) gets three
      * whole answers in order on its connection. The second and third requests are decoded from the bytes already
-     * read while the first call is in flight; they must wait for it. Fails without the FlowControlHandler in
-     * RouterServer's pipeline (FrontHandler then starts the later calls while the first streams, and their bytes mix
-     * on the connection), or if ProxyCall.finish lets the next request start before the current answer's last bytes
-     * are written (the 404 then goes out inside the stream).
+     * read while the first call is in flight; they must wait for it. Fails without the serving layer's
+     * RequestSequencer in the pipeline (FrontHandler then starts the later calls while the first streams, and their
+     * bytes mix on the connection), or if the sequencer lets the next request start before the current answer's last
+     * bytes are written (the 404 then goes out inside the stream).
      */
     @Test
     void shouldAnswerPipelinedRequestsInOrder() throws Exception {
@@ -443,8 +445,8 @@ class RouterProxyTest {
      * Malformed bodies, oversized bodies, unknown paths and wrong methods each get the right 4xx with an OpenAI error
      * ({@code {"error": {"message", "type", "code"}}}) from the router itself (the engine is never called), and the
      * router then serves a valid request, on the same connection when the error keeps it and on a new one. Fails if
-     * a bound of OpenAiRequest goes (MAX_DEPTH, the token id range), if RouterServer.BodyLimit stops answering 413,
-     * or FrontHandler's 404/405 branches change.
+     * a bound of OpenAiRequest goes (MAX_DEPTH, the token id range), if FrontHandler stops answering serve's BodyLimit
+     * refusal with 413, or FrontHandler's 404/405 branches change.
      */
     @Test
     void shouldAnswerBadRequestsWithOpenAiErrorsAndKeepServing() throws Exception {

@@ -53,9 +53,10 @@ class RouterRetryTest {
     }
 
     /**
-     * Fails if ProxyCall stops retrying before the first byte ({@code failed} → replan → {@code call}), if
-     * ProxyCall.connected stops marking a refusing pod down ({@code server.pods.markDown(slot)}), if the decisions
-     * stop leaving out the pods PodBook holds down ({@code server.pods.excludeUnroutable(rc)} in FrontHandler), or if
+     * Fails if ProxyCall stops retrying before the first byte ({@code failed} → ProxyExchange.failed replans →
+     * {@code next}), if ProxyCall.connected stops marking a refusing pod down ({@code calls.pods.markDown(slot)}), if
+     * the decisions stop leaving out the pods PodBook holds down ({@code pods.excludeUnroutable(rc)} in Decisions),
+     * or if
      * PodBook.checkHealth stops clearing the down bit of a pod that answers again.
      */
     @Test
