@@ -279,7 +279,7 @@ public final class Profile {
          */
         public Profile build(final PodRegistry registry) {
             final Picker fb = fallback != null ? fallback
-                : new io.kvidx.routing.plugins.PowerOfTwoPicker("fallback", registry);
+                : new io.kvidx.routing.PowerOfTwoPicker("fallback", registry);
             final List<ProfileValidationException.Problem> problems = new ArrayList<>(definitionProblems);
             validate(fb, problems);
             if (!problems.isEmpty()) {

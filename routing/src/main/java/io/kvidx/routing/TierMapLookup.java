@@ -1,18 +1,17 @@
 package io.kvidx.routing;
 
 import io.kvidx.client.tiers.TierMap;
-import io.kvidx.routing.plugins.CacheAffinityScorer;
 
 import java.util.Objects;
 
 /**
  * The host tier map ({@link TierMap}, the index client's reader of the daemon's tier file) as the tier-weighted
- * scorer's {@link CacheAffinityScorer.TierLookup}: the adapter lives on the routing side so that the shared-memory
+ * scorer's {@link TierLookup}: the adapter lives on the routing side so that the shared-memory
  * reader knows nothing of its consumers.
  *
  * <p><b>Note:</b> thread safe, as the tier map is; lookups are allocation free once a file is mapped.
  */
-public final class TierMapLookup implements CacheAffinityScorer.TierLookup, AutoCloseable {
+public final class TierMapLookup implements TierLookup, AutoCloseable {
     private final TierMap tiers;
 
     /**

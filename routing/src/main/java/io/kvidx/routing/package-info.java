@@ -6,7 +6,7 @@
  * built; a {@link io.kvidx.routing.Selector} runs one pass; a {@link io.kvidx.routing.Workflow}
  * composes selectors into a {@link io.kvidx.routing.RoutingPlan}; an
  * {@link io.kvidx.routing.exec.Executor} carries the plan out. {@link io.kvidx.routing.Router} and
- * {@link io.kvidx.routing.RoutingProfiles} are the entry points. A decision allocates nothing. JDK only,
+ * {@link io.kvidx.routing.profiles.RoutingProfiles} are the entry points. A decision allocates nothing. JDK only,
  * except the optional YAML loader (snakeyaml-engine). See docs/routing.md.
  */
 package io.kvidx.routing;

@@ -1,12 +1,12 @@
 package io.kvidx.routing;
 
+import io.kvidx.routing.profiles.RoutingProfiles;
 import io.kvidx.routing.overlay.PickOverlay;
 import io.kvidx.routing.plugins.BlockKeysPreparer;
 import io.kvidx.routing.plugins.CacheAffinityScorer;
 import io.kvidx.routing.plugins.ConsistentHashPicker;
 import io.kvidx.routing.plugins.HashKeyPreparer;
 import io.kvidx.routing.plugins.LeastLoadScorer;
-import io.kvidx.routing.plugins.LoadMetric;
 import io.kvidx.routing.plugins.MaxScorePicker;
 import io.kvidx.routing.plugins.PrefixQueryPreparer;
 import io.kvidx.routing.plugins.SessionAffinityScorer;

@@ -1,11 +1,11 @@
 package io.kvidx.routing;
 
+import io.kvidx.routing.profiles.RoutingProfiles;
 import com.sun.net.httpserver.HttpServer;
 import io.kvidx.routing.exec.Executor;
 import io.kvidx.routing.exec.HttpExecutor;
 import io.kvidx.routing.exec.ProxyRequest;
 import io.kvidx.routing.plugins.LeastLoadScorer;
-import io.kvidx.routing.plugins.LoadMetric;
 import io.kvidx.routing.plugins.MaxScorePicker;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;

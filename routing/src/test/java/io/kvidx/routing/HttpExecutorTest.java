@@ -1,5 +1,6 @@
 package io.kvidx.routing;
 
+import io.kvidx.routing.profiles.RoutingProfiles;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.kvidx.routing.exec.ExecutionException;
@@ -9,7 +10,6 @@ import io.kvidx.routing.exec.ProxyRequest;
 import io.kvidx.client.json.MiniJson;
 import io.kvidx.routing.plugins.CacheAffinityScorer;
 import io.kvidx.routing.plugins.LeastLoadScorer;
-import io.kvidx.routing.plugins.LoadMetric;
 import io.kvidx.routing.plugins.MaxScorePicker;
 import io.kvidx.routing.plugins.PrefixQueryPreparer;
 import io.kvidx.routing.plugins.RoleFilter;

@@ -2,7 +2,6 @@ package io.kvidx.routing;
 
 import io.kvidx.routing.lmcache.LmCacheLookupClient;
 import io.kvidx.routing.plugins.LmCacheScorer;
-import io.kvidx.routing.plugins.LoadMetric;
 import io.kvidx.routing.plugins.MaxScorePicker;
 import io.kvidx.routing.yaml.YamlRouting;
 import org.junit.jupiter.api.AfterEach;

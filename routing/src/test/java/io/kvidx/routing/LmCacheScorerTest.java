@@ -4,7 +4,6 @@ import com.sun.net.httpserver.HttpServer;
 import io.kvidx.routing.lmcache.LmCacheWorkerPoller;
 import io.kvidx.client.json.MiniJson;
 import io.kvidx.routing.plugins.LmCacheScorer;
-import io.kvidx.routing.plugins.LoadMetric;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

@@ -2,7 +2,6 @@ package io.kvidx.routing;
 
 import io.kvidx.routing.plugins.ConsistentHashPicker;
 import io.kvidx.routing.plugins.MaxScorePicker;
-import io.kvidx.routing.plugins.PowerOfTwoPicker;
 import io.kvidx.routing.plugins.SessionTable;
 import io.kvidx.routing.plugins.SoftmaxPicker;
 import io.kvidx.routing.plugins.StickySessionPicker;

@@ -1,12 +1,12 @@
 package io.kvidx.routing;
 
+import io.kvidx.routing.profiles.RoutingProfiles;
 import io.kvidx.client.tiers.TierMap;
 import io.kvidx.routing.exec.CacheHint;
 import io.kvidx.routing.exec.ProxyExchange;
 import io.kvidx.routing.exec.ProxyPolicy;
 import io.kvidx.routing.plugins.CacheAffinityScorer;
 import io.kvidx.routing.plugins.LeastLoadScorer;
-import io.kvidx.routing.plugins.LoadMetric;
 import io.kvidx.routing.plugins.MaxScorePicker;
 import io.kvidx.routing.plugins.PrefixQueryPreparer;
 import io.kvidx.routing.plugins.RoleFilter;

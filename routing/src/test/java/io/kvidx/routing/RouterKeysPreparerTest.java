@@ -1,5 +1,6 @@
 package io.kvidx.routing;
 
+import io.kvidx.routing.profiles.RoutingProfiles;
 import io.kvidx.client.keys.RequestExtras;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.routing.plugins.HashKeyPreparer;

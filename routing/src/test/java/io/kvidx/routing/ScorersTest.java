@@ -4,7 +4,6 @@ import io.kvidx.routing.plugins.CacheAffinityScorer;
 import io.kvidx.routing.plugins.DynamoCostScorer;
 import io.kvidx.routing.plugins.KvUtilizationScorer;
 import io.kvidx.routing.plugins.LeastLoadScorer;
-import io.kvidx.routing.plugins.LoadMetric;
 import io.kvidx.routing.plugins.LoraAffinityScorer;
 import io.kvidx.routing.plugins.RoundRobinScorer;
 import io.kvidx.routing.plugins.SessionAffinityScorer;
@@ -67,9 +66,9 @@ class ScorersTest {
         final long[] keys = TestKeys.keys(5, 8);
         ctx.keys(keys, 0, 8);
         final int[] lookups = new int[3];
-        final CacheAffinityScorer.TierLookup tiers = (slot, key) -> {
+        final TierLookup tiers = (slot, key) -> {
             lookups[slot]++;
-            return CacheAffinityScorer.TierLookup.GPU;
+            return TierLookup.GPU;
         };
         new CacheAffinityScorer("t", tiers, 1.0, 0.8, 0.5, 3, registry).score(ctx, scores);
         assertArrayEquals(new double[] {1.0, 0, 0.5}, first(scores, 3), EPS);
@@ -88,9 +87,9 @@ class ScorersTest {
         final RoutingContext ctx = withDepths(registry, 4, 4, 4);
         final long[] keys = TestKeys.keys(1, 4);
         ctx.keys(keys, 0, 4);
-        final CacheAffinityScorer.TierLookup tiers = (slot, key) ->
-            slot == 1 && (key == keys[2] || key == keys[3]) ? CacheAffinityScorer.TierLookup.CPU
-                : CacheAffinityScorer.TierLookup.GPU;
+        final TierLookup tiers = (slot, key) ->
+            slot == 1 && (key == keys[2] || key == keys[3]) ? TierLookup.CPU
+                : TierLookup.GPU;
         final double[] scores = new double[256];
         new CacheAffinityScorer("t", tiers, 1.0, 0.8, 0.5).score(ctx, scores);
         assertArrayEquals(new double[] {1.0, (1 + 1 + 0.8 + 0.8) / 4}, first(scores, 2), EPS);
@@ -107,9 +106,9 @@ class ScorersTest {
         final long[] keys = TestKeys.keys(3, 8);
         ctx.keys(keys, 0, 8);
         final int[] lookups = new int[6];
-        final CacheAffinityScorer.TierLookup tiers = (slot, key) -> {
+        final TierLookup tiers = (slot, key) -> {
             lookups[slot]++;
-            return slot == 2 ? CacheAffinityScorer.TierLookup.CPU : CacheAffinityScorer.TierLookup.GPU;
+            return slot == 2 ? TierLookup.CPU : TierLookup.GPU;
         };
         final double[] scores = new double[256];
         final CacheAffinityScorer scorer = new CacheAffinityScorer("t", tiers, 1.0, 0.8, 0.5, 2);

@@ -1,5 +1,6 @@
 package io.kvidx.routing;
 
+import io.kvidx.routing.profiles.RoutingProfiles;
 import io.kvidx.routing.overlay.PickOverlay;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -158,7 +159,7 @@ class SelectorTest {
                 io.kvidx.routing.plugins.PrefixQueryPreparer.Mode.APPROXIMATE, overlay))
             .score(new io.kvidx.routing.plugins.CacheAffinityScorer("cache"), 2)
             .score(new io.kvidx.routing.plugins.LeastLoadScorer("load", registry,
-                io.kvidx.routing.plugins.LoadMetric.REQUESTS), 1)
+                io.kvidx.routing.LoadMetric.REQUESTS), 1)
             .pick(new io.kvidx.routing.plugins.MaxScorePicker("max"))
             .build(registry);
         assertFalse(approx.needsIndex());

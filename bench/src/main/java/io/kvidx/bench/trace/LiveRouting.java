@@ -6,7 +6,7 @@ import io.kvidx.routing.IndexReaderPodIndex;
 import io.kvidx.routing.PodRegistry;
 import io.kvidx.routing.Router;
 import io.kvidx.routing.RoutingContext;
-import io.kvidx.routing.RoutingProfiles;
+import io.kvidx.routing.profiles.RoutingProfiles;
 import io.kvidx.daemon.index.IndexWriterContext;
 
 import java.io.PrintStream;

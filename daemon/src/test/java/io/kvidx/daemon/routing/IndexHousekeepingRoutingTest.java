@@ -9,7 +9,7 @@ import io.kvidx.routing.PodIndex;
 import io.kvidx.routing.PodRegistry;
 import io.kvidx.routing.Router;
 import io.kvidx.routing.RoutingContext;
-import io.kvidx.routing.RoutingProfiles;
+import io.kvidx.routing.profiles.RoutingProfiles;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.ffm.Layouts;

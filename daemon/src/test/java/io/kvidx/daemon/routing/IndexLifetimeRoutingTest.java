@@ -11,7 +11,7 @@ import io.kvidx.routing.PodRegistry;
 import io.kvidx.routing.Router;
 import io.kvidx.routing.RoutingContext;
 import io.kvidx.routing.RoutingPlan;
-import io.kvidx.routing.RoutingProfiles;
+import io.kvidx.routing.profiles.RoutingProfiles;
 import io.kvidx.routing.Selector;
 import io.kvidx.routing.SingleWorkflow;
 import io.kvidx.routing.Slots;

@@ -8,7 +8,7 @@ import io.kvidx.routing.PodRegistry;
 import io.kvidx.routing.PodRole;
 import io.kvidx.routing.Router;
 import io.kvidx.routing.RoutingContext;
-import io.kvidx.routing.RoutingProfiles;
+import io.kvidx.routing.profiles.RoutingProfiles;
 import io.kvidx.routing.Selector;
 import io.kvidx.routing.SingleWorkflow;
 import io.kvidx.routing.overlay.PickOverlay;

@@ -1,9 +1,9 @@
 package io.kvidx.routing.exec;
 
+import io.kvidx.routing.TierLookup;
 import io.kvidx.routing.PodDepths;
 import io.kvidx.routing.RoutingContext;
 import io.kvidx.routing.Slots;
-import io.kvidx.routing.plugins.CacheAffinityScorer;
 import io.kvidx.client.tiers.TierMap;
 import io.kvidx.client.tiers.TierMapReader;
 
@@ -80,8 +80,8 @@ public final class CacheHint {
                 continue;
             }
             switch (TierMap.tierOf(bits)) {
-                case CacheAffinityScorer.TierLookup.GPU -> gpu++;
-                case CacheAffinityScorer.TierLookup.CPU -> cpu++;
+                case TierLookup.GPU -> gpu++;
+                case TierLookup.CPU -> cpu++;
                 default -> disk++;
             }
         }

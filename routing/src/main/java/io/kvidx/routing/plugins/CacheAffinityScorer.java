@@ -1,5 +1,6 @@
 package io.kvidx.routing.plugins;
 
+import io.kvidx.routing.TierLookup;
 import io.kvidx.routing.PodDepths;
 import io.kvidx.routing.PodRegistry;
 import io.kvidx.routing.RoutingContext;
@@ -40,26 +41,6 @@ public final class CacheAffinityScorer implements Scorer {
     public static final double DISK_WEIGHT_DEFAULT = 0.5;
     /** Default number of best candidates by depth whose tiers are read. */
     public static final int TIER_CANDIDATES_DEFAULT = 3;
-
-    /**
-     * Where a pod holds a block.
-     */
-    @FunctionalInterface
-    public interface TierLookup {
-        /** GPU memory. */
-        int GPU = io.kvidx.client.tiers.TierMap.GPU;
-        /** CPU memory. */
-        int CPU = io.kvidx.client.tiers.TierMap.CPU;
-        /** Local disk or remote. */
-        int DISK = io.kvidx.client.tiers.TierMap.DISK;
-
-        /**
-         * @param slot pod slot.
-         * @param key  block key the pod holds.
-         * @return {@link #GPU}, {@link #CPU} or {@link #DISK}.
-         */
-        int tierOf(int slot, long key);
-    }
 
     private final String name;
     private final TierLookup tiers;

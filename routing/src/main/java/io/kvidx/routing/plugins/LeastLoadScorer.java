@@ -1,5 +1,6 @@
 package io.kvidx.routing.plugins;
 
+import io.kvidx.routing.LoadMetric;
 import io.kvidx.routing.PodRegistry;
 import io.kvidx.routing.RoutingContext;
 import io.kvidx.routing.Scorer;

@@ -1,5 +1,6 @@
 package io.kvidx.routing.yaml;
 
+import io.kvidx.routing.TierLookup;
 import io.kvidx.routing.IndexReaderPodIndex;
 import io.kvidx.routing.KeyFunction;
 import io.kvidx.routing.PodIndex;
@@ -15,7 +16,6 @@ import io.kvidx.routing.Slots;
 import io.kvidx.routing.Workflow;
 import io.kvidx.routing.lmcache.LmCacheWorkerPoller;
 import io.kvidx.routing.overlay.PickOverlay;
-import io.kvidx.routing.plugins.CacheAffinityScorer;
 import io.kvidx.routing.plugins.SessionTable;
 import org.snakeyaml.engine.v2.api.Load;
 import org.snakeyaml.engine.v2.api.LoadSettings;
@@ -74,7 +74,7 @@ public final class YamlRouting {
         PickOverlay overlay;
         SessionTable sessions;
         LmCacheWorkerPoller lmCache;
-        CacheAffinityScorer.TierLookup tiers;
+        TierLookup tiers;
         final Map<String, PreparerType> preparerTypes = new LinkedHashMap<>();
 
         /**
@@ -146,7 +146,7 @@ public final class YamlRouting {
          *              ({@link io.kvidx.routing.TierMapLookup#nextTo}) on first use.
          * @return this.
          */
-        public Environment tiers(final CacheAffinityScorer.TierLookup tiers) {
+        public Environment tiers(final TierLookup tiers) {
             this.tiers = tiers;
             return this;
         }
@@ -167,12 +167,12 @@ public final class YamlRouting {
          * @return the tier lookup given or opened for the profiles (null when none was needed); a {@link io.kvidx.routing.TierMapLookup}
          * opened here is the caller's to close with the index.
          */
-        public CacheAffinityScorer.TierLookup tiers() {
+        public TierLookup tiers() {
             return tiers;
         }
 
         /** The tier lookup, opening the host tier map beside the index when none was given. */
-        CacheAffinityScorer.TierLookup tiersOrHostMap() {
+        TierLookup tiersOrHostMap() {
             if (tiers == null && index instanceof IndexReaderPodIndex shared && registry != null) {
                 tiers = io.kvidx.routing.TierMapLookup.nextTo(shared, registry);
             }

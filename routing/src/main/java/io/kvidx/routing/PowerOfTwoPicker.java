@@ -1,8 +1,5 @@
-package io.kvidx.routing.plugins;
+package io.kvidx.routing;
 
-import io.kvidx.routing.Picker;
-import io.kvidx.routing.PodRegistry;
-import io.kvidx.routing.RoutingContext;
 
 /**
  * Power of two choices: samples two distinct candidates at random and keeps the less loaded one (by

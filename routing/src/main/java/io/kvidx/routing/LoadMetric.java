@@ -1,6 +1,5 @@
-package io.kvidx.routing.plugins;
+package io.kvidx.routing;
 
-import io.kvidx.routing.PodRegistry;
 
 /**
  * Which load figure a load-aware plugin reads from the {@link PodRegistry}.

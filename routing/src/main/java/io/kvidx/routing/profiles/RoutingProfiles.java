@@ -1,12 +1,22 @@
-package io.kvidx.routing;
+package io.kvidx.routing.profiles;
 
+import io.kvidx.routing.KeyFunction;
+import io.kvidx.routing.PodIndex;
+import io.kvidx.routing.PodRegistry;
+import io.kvidx.routing.Profile;
+import io.kvidx.routing.Router;
+import io.kvidx.routing.Selector;
+import io.kvidx.routing.SingleWorkflow;
+import io.kvidx.routing.Slots;
+import io.kvidx.routing.TierLookup;
+import io.kvidx.routing.TierMapLookup;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.routing.overlay.PickOverlay;
 import io.kvidx.routing.plugins.AliveFilter;
 import io.kvidx.routing.plugins.BlockKeysPreparer;
 import io.kvidx.routing.plugins.CacheAffinityScorer;
 import io.kvidx.routing.plugins.LeastLoadScorer;
-import io.kvidx.routing.plugins.LoadMetric;
+import io.kvidx.routing.LoadMetric;
 import io.kvidx.routing.plugins.MaxScorePicker;
 import io.kvidx.routing.plugins.PrefixQueryPreparer;
 import io.kvidx.routing.plugins.RoundRobinScorer;
@@ -70,7 +80,7 @@ public final class RoutingProfiles {
      * Cache-aware over router keys, tier-weighted: like {@link #cacheAware(String, PodIndex, PodRegistry,
      * RouterKeyHasher, PickOverlay)} with a tier-weighted {@link CacheAffinityScorer} (llm-d's weights: GPU 1.0,
      * CPU 0.8; disk 0.5), which reads the tiers of its few best candidates by depth from {@code tiers}: in product
-     * code the host tier map, {@code TierMapLookup.nextTo(index, registry)}.
+     * code the host tier map, {@link TierMapLookup#nextTo}.
      *
      * @param name     profile name.
      * @param index    the index.
@@ -82,7 +92,7 @@ public final class RoutingProfiles {
      * @throws IllegalArgumentException when the hasher's block size differs from the index's.
      */
     public static Profile cacheAware(final String name, final PodIndex index, final PodRegistry registry,
-        final RouterKeyHasher hasher, final PickOverlay overlay, final CacheAffinityScorer.TierLookup tiers) {
+        final RouterKeyHasher hasher, final PickOverlay overlay, final TierLookup tiers) {
         if (index.blockSize() > 0 && index.blockSize() != hasher.blockSize()) {
             throw new IllegalArgumentException("router block size " + hasher.blockSize() + " differs from the index's "
                 + index.blockSize() + ": every prefix would score 0");
@@ -96,7 +106,7 @@ public final class RoutingProfiles {
      * alive filter, cache affinity (suspect pods' depths not trusted) + least load, max score.
      */
     private static Profile cacheAwareStages(final Profile.Builder b, final PodIndex index, final PodRegistry registry,
-        final PickOverlay overlay, final CacheAffinityScorer.TierLookup tiers) {
+        final PickOverlay overlay, final TierLookup tiers) {
         return b.prepare(new PrefixQueryPreparer("prefix-query",
                 overlay == null ? PrefixQueryPreparer.Mode.INDEX : PrefixQueryPreparer.Mode.INDEX_AND_OVERLAY,
                 overlay))
