@@ -5,6 +5,7 @@ import io.kvidx.routing.Router;
 import io.kvidx.routing.RoutingContext;
 import io.kvidx.routing.RoutingPlan;
 import io.kvidx.serve.HttpError;
+import io.kvidx.serve.OpenAiRequest;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.http.FullHttpRequest;
 

@@ -5,6 +5,7 @@ import io.kvidx.routing.RoutingPlan;
 import io.kvidx.serve.BodyLimit;
 import io.kvidx.serve.ErrorShape;
 import io.kvidx.serve.HttpError;
+import io.kvidx.serve.OpenAiRequest;
 import io.kvidx.serve.Responses;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;

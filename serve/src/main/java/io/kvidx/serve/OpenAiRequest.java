@@ -1,11 +1,9 @@
-package io.kvidx.router;
+package io.kvidx.serve;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import io.kvidx.client.json.TokenIdsFastPath;
-import io.kvidx.serve.HttpError;
-import io.kvidx.serve.JsonBodyReader;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
@@ -24,37 +22,44 @@ import java.io.IOException;
  * {@link #MAX_TOKENS}, and the body limit the server applies before this runs. Anything outside them, or not JSON,
  * or a token id outside 0..2^31-1, is an {@link HttpError} 400 ({@code invalid_request_error}).
  *
+ * <p>Moved here from the router so that {@code kvidx router} and {@code kvidx epp} read bodies the same way.
+ *
  * <p><b>Note:</b> one instance per thread, reused: {@link #parse} overwrites it (the token buffer grows once).
  */
-final class OpenAiRequest {
+public final class OpenAiRequest {
     /** Deepest nesting accepted. */
-    static final int MAX_DEPTH = 64;
+    public static final int MAX_DEPTH = 64;
     /** Longest number accepted. */
-    static final int MAX_NUMBER_CHARS = 32;
+    public static final int MAX_NUMBER_CHARS = 32;
     /** Most prompt token ids read. */
-    static final int MAX_TOKENS = 1 << 21;
+    public static final int MAX_TOKENS = 1 << 21;
 
     /** The error type of a body the router refuses (OpenAI's). */
-    static final String INVALID = "invalid_request_error";
+    public static final String INVALID = "invalid_request_error";
 
     private static final StreamReadConstraints BOUNDS = StreamReadConstraints.builder().maxNestingDepth(MAX_DEPTH)
         .maxNumberLength(MAX_NUMBER_CHARS).build();
 
-    String model;
-    boolean stream;
-    String cacheSalt;
+    /** The {@code model} field, or null. */
+    public String model;
+    /** The {@code stream} field. */
+    public boolean stream;
+    /** The {@code cache_salt} field, or null. */
+    public String cacheSalt;
     /** The prompt text, or null. */
-    String text;
+    public String text;
     /** True when the body is a chat ({@code messages}). */
-    boolean chat;
-    int[] tokens;
+    public boolean chat;
+    /** The prompt's token ids (the first {@link #tokenCount}). */
+    public int[] tokens;
     /** Token ids read, or -1 when the prompt is not given as ids. */
-    int tokenCount;
+    public int tokenCount;
     private final JsonBodyReader reader = new JsonBodyReader(BOUNDS, "prompt", MAX_TOKENS, true, INVALID);
     private final JsonBodyReader.Fields fields = this::field;
     private boolean promptSeen;
 
-    OpenAiRequest() {
+    /** A reader (one per thread). */
+    public OpenAiRequest() {
         tokens = reader.tokens();
     }
 
@@ -63,7 +68,7 @@ final class OpenAiRequest {
      * @param isChat true for {@code /v1/chat/completions} (which needs {@code messages}).
      * @throws HttpError 400 when the body is not a request the router can route.
      */
-    void parse(final ByteBuf body, final boolean isChat) {
+    public void parse(final ByteBuf body, final boolean isChat) {
         model = null;
         stream = false;
         cacheSalt = null;
