@@ -20,6 +20,7 @@ import io.kvidx.routing.plugins.HashKeyPreparer;
 import io.kvidx.routing.plugins.KvUtilizationScorer;
 import io.kvidx.routing.plugins.LeastLoadScorer;
 import io.kvidx.routing.plugins.LmCacheScorer;
+import io.kvidx.routing.plugins.LocalityScorer;
 import io.kvidx.routing.LoadMetric;
 import io.kvidx.routing.plugins.LoraAffinityScorer;
 import io.kvidx.routing.plugins.LoraFilter;
@@ -158,9 +159,28 @@ final class PluginFactory {
             case "lmcache" -> lmCache(s, r);
             case "dynamo-cost" -> new DynamoCostScorer(s.name, r, s.integer("block-size", env.blockSize),
                 s.dbl("overlap-weight", DynamoCostScorer.OVERLAP_WEIGHT_DEFAULT));
+            case "locality" -> locality(s, r);
             default -> throw new IllegalArgumentException("unknown scorer type '" + s.type
                 + "' (cache-affinity, least-load, round-robin, session-affinity, lora-affinity, kv-utilization,"
-                + " lmcache, dynamo-cost)");
+                + " lmcache, dynamo-cost, locality)");
+        };
+    }
+
+    /**
+     * {@code locality}: {@code reference: prefill} (default; the decode profile of a prefill/decode workflow) or
+     * {@code reference: origin} with {@code node} and/or {@code zone} (default the environment's origin);
+     * {@code zone-score} for the same zone on another node.
+     */
+    private Scorer locality(final PluginSpec s, final PodRegistry r) {
+        final double zoneScore = s.dbl("zone-score", LocalityScorer.ZONE_SCORE_DEFAULT);
+        final String reference = s.str("reference", "prefill");
+        return switch (reference) {
+            case "prefill" -> LocalityScorer.nearPrefill(s.name, need(r, "a pod registry", s), env.topology,
+                zoneScore);
+            case "origin" -> LocalityScorer.nearOrigin(s.name, need(r, "a pod registry", s), env.topology,
+                s.str("node", env.originNode), s.str("zone", env.originZone), zoneScore);
+            default -> throw new IllegalArgumentException("locality scorer '" + s.name + "': reference must be "
+                + "prefill or origin, is '" + reference + "'");
         };
     }
 

@@ -5,6 +5,7 @@ import io.kvidx.routing.IndexReaderPodIndex;
 import io.kvidx.routing.KeyFunction;
 import io.kvidx.routing.PodIndex;
 import io.kvidx.routing.PodRegistry;
+import io.kvidx.routing.PodTopology;
 import io.kvidx.routing.PrefillDecodeWorkflow;
 import io.kvidx.routing.Profile;
 import io.kvidx.routing.ProfileValidationException;
@@ -75,6 +76,9 @@ public final class YamlRouting {
         SessionTable sessions;
         LmCacheWorkerPoller lmCache;
         TierLookup tiers;
+        PodTopology topology = new PodTopology();
+        String originNode;
+        String originZone;
         final Map<String, PreparerType> preparerTypes = new LinkedHashMap<>();
 
         /**
@@ -137,6 +141,34 @@ public final class YamlRouting {
          */
         public Environment lmCache(final LmCacheWorkerPoller lmCache) {
             this.lmCache = lmCache;
+            return this;
+        }
+
+        /**
+         * @param topology where pods run, for {@code locality} scorers (the router's discovery fills it).
+         * @return this.
+         */
+        public Environment topology(final PodTopology topology) {
+            this.topology = java.util.Objects.requireNonNull(topology, "topology");
+            return this;
+        }
+
+        /**
+         * @return where pods run, for {@code locality} scorers (an empty table unless one was given).
+         */
+        public PodTopology topology() {
+            return topology;
+        }
+
+        /**
+         * @param node the router's own node (a {@code locality} scorer with {@code reference: origin} and no
+         *             {@code node} of its own prefers pods there), or null.
+         * @param zone the router's own zone, or null.
+         * @return this.
+         */
+        public Environment origin(final String node, final String zone) {
+            this.originNode = node;
+            this.originZone = zone;
             return this;
         }
 
