@@ -1,11 +1,14 @@
 package io.kvidx.daemon.serve;
 
+import io.kvidx.serve.HttpError;
+
 /**
  * A request the API refuses, with its HTTP status and a stable machine-readable code. The body sent is
- * {@code {"error": message, "code": code}}: {@code error} is the field Dynamo's indexer and Mooncake's API answer
- * with, {@code code} never changes between versions (docs/service-api.md lists them).
+ * {@code {"error": message, "code": code}} (the serving layer's {@link io.kvidx.serve.ErrorShape#FLAT}): {@code error}
+ * is the field Dynamo's indexer and Mooncake's API answer with, {@code code} never changes between versions
+ * (docs/service-api.md lists them).
  */
-public final class ApiException extends RuntimeException {
+public final class ApiException extends HttpError {
     private static final long serialVersionUID = 1L;
 
     /** The body is not JSON, or not the JSON object the endpoint takes. */
@@ -35,32 +38,13 @@ public final class ApiException extends RuntimeException {
     /** The daemon failed to do what the request asked (logged). */
     public static final String INTERNAL = "internal";
 
-    private final int status;
-    private final String code;
-
     /**
      * @param status  HTTP status.
      * @param code    stable code (one of this class's constants).
      * @param message what is wrong, for a person.
      */
     public ApiException(final int status, final String code, final String message) {
-        super(message, null, false, false);
-        this.status = status;
-        this.code = code;
-    }
-
-    /**
-     * @return the HTTP status.
-     */
-    public int status() {
-        return status;
-    }
-
-    /**
-     * @return the stable code.
-     */
-    public String code() {
-        return code;
+        super(status, code, message);
     }
 
     static ApiException badJson(final String message) {

@@ -1,40 +1,43 @@
 package io.kvidx.daemon.serve;
 
-import com.fasterxml.jackson.core.JsonGenerator;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.tiers.TierMap;
 import io.kvidx.daemon.ops.PodStatsFile;
+import io.kvidx.serve.BodyLimit;
+import io.kvidx.serve.ErrorShape;
+import io.kvidx.serve.HttpError;
+import io.kvidx.serve.Responses;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufOutputStream;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpUtil;
+import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.FastThreadLocal;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.io.OutputStream;
 
 /**
  * Routes each request of the indexer API to the one handler of its concern: {@link QueryHandler} (query,
  * query_by_hash), {@link MembershipHandler} (register, unregister, workers), {@link OperationsHandler} (health,
- * metrics, dump). Reads (query, workers, health, metrics) are answered on the event loop: they read the index and shared files with bounded waits and never take
- * a lock the writer holds. Changes (register, unregister) and snapshots complete on the daemon's own threads and
- * answer when their future does, so no event loop ever waits.
+ * metrics, dump). Reads (query, workers, health, metrics) are answered on the event loop: they read the index and
+ * shared files with bounded waits and never take a lock the writer holds. Changes (register, unregister) and
+ * snapshots complete on the daemon's own threads and answer when their future does, so no event loop ever waits; the
+ * serving layer's {@link io.kvidx.serve.RequestSequencer} hands this handler a connection's next request only once
+ * the answer before it was written, so pipelined answers leave in request order.
  *
  * <p><b>Note:</b> shared by every channel; per-thread scratch (request body, query arrays) lives in a
  * {@link FastThreadLocal} of the event-loop thread.
  */
 @ChannelHandler.Sharable
-final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
+final class ApiHandler extends ChannelInboundHandlerAdapter {
     private static final Logger LOG = LoggerFactory.getLogger(ApiHandler.class);
 
     private final IndexReader reader;
-    private final FleetApi fleet;
     private final PodTableView.Source pods;
     private final FastThreadLocal<Scratch> scratch;
     private final MembershipHandler membership;
@@ -53,7 +56,6 @@ final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
     ApiHandler(final IndexReader reader, final FleetApi fleet, final PodTableView.Source pods, final TierMap tiers,
         final PodStatsFile stats, final int maxBodyBytes) {
         this.reader = reader;
-        this.fleet = fleet;
         this.pods = pods;
         this.membership = new MembershipHandler(reader, fleet, pods);
         this.operations = new OperationsHandler(reader, fleet);
@@ -67,12 +69,37 @@ final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         };
     }
 
+    /**
+     * Writes an error in the API's shape ({@code {"error": message, "code": code}}).
+     *
+     * @param ctx       the connection.
+     * @param keepAlive keep the connection after the answer.
+     * @param error     the error.
+     */
+    static void error(final ChannelHandlerContext ctx, final boolean keepAlive, final HttpError error) {
+        Responses.error(ctx, keepAlive, ErrorShape.FLAT, error);
+    }
 
     @Override
-    protected void channelRead0(final ChannelHandlerContext ctx, final FullHttpRequest request) {
+    public void channelRead(final ChannelHandlerContext ctx, final Object msg) {
+        if (msg instanceof BodyLimit.TooLarge tooLarge) {
+            error(ctx, false, new ApiException(413, ApiException.BODY_TOO_LARGE, "request body exceeds "
+                + tooLarge.maxBodyBytes() + " bytes (--http-max-body-bytes)"));
+        } else if (msg instanceof FullHttpRequest request) {
+            try {
+                handle(ctx, request);
+            } finally {
+                request.release();
+            }
+        } else {
+            ReferenceCountUtil.release(msg);
+        }
+    }
+
+    private void handle(final ChannelHandlerContext ctx, final FullHttpRequest request) {
         final boolean keepAlive = HttpUtil.isKeepAlive(request);
         if (!request.decoderResult().isSuccess()) {
-            Responses.error(ctx, false, ApiException.badJson("malformed HTTP request"));
+            error(ctx, false, ApiException.badJson("malformed HTTP request"));
             return;
         }
         final String uri = request.uri();
@@ -91,11 +118,11 @@ final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
                 case "/dump" -> get(method, () -> operations.dump(ctx, keepAlive));
                 default -> throw new ApiException(404, ApiException.NOT_FOUND, "no endpoint " + path);
             }
-        } catch (final ApiException ex) {
-            Responses.error(ctx, keepAlive, ex);
+        } catch (final HttpError ex) {
+            error(ctx, keepAlive, ex);
         } catch (final IOException | RuntimeException ex) {
             LOG.warn("{} {} failed", method, path, ex);
-            Responses.error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL, String.valueOf(ex)));
+            error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL, String.valueOf(ex)));
         }
     }
 
@@ -129,17 +156,6 @@ final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         final Scratch s = scratch.get();
         s.body.read(content);
         // The answer is built before a byte is sent: a refused query gets its own status, not a torn 200.
-        final ByteBuf buf = ctx.alloc().buffer();
-        try (JsonGenerator g = RequestBody.FACTORY.createGenerator((OutputStream) new ByteBufOutputStream(buf))) {
-            s.query.answer(s.body, byHash, g);
-        } catch (final IOException | RuntimeException ex) {
-            buf.release();
-            if (ex instanceof RuntimeException r) {
-                throw r;
-            }
-            throw new IllegalStateException(ex);
-        }
-        Responses.send(ctx, keepAlive, 200, buf, io.netty.handler.codec.http.HttpHeaderValues.APPLICATION_JSON);
+        Responses.json(ctx, keepAlive, 200, g -> s.query.answer(s.body, byHash, g));
     }
-
 }

@@ -5,6 +5,7 @@ import io.kvidx.client.index.IndexReader;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.daemon.membership.Engine;
 import io.kvidx.daemon.membership.Membership;
+import io.kvidx.serve.Responses;
 import io.netty.channel.ChannelHandlerContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -70,10 +71,10 @@ final class MembershipHandler {
         fleet.membership().register(engine).whenComplete((outcome, failure) -> {
             if (failure != null) {
                 LOG.warn("register {} failed", engine.podId(), failure);
-                Responses.error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL,
+                ApiHandler.error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL,
                     "registration failed: " + failure));
             } else if (outcome == Membership.Outcome.CONFLICT) {
-                Responses.error(ctx, keepAlive, new ApiException(409, ApiException.CONFLICT, "instance "
+                ApiHandler.error(ctx, keepAlive, new ApiException(409, ApiException.CONFLICT, "instance "
                     + engine.instanceId() + " rank " + engine.dpRank() + " is registered with another endpoint, model "
                     + "or routing group; unregister it first"));
             } else {
@@ -102,10 +103,10 @@ final class MembershipHandler {
         fleet.membership().unregister(instance, b.dpRank).whenComplete((outcome, failure) -> {
             if (failure != null) {
                 LOG.warn("unregister {} failed", instance, failure);
-                Responses.error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL,
+                ApiHandler.error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL,
                     "unregistration failed: " + failure));
             } else if (outcome == Membership.Outcome.UNKNOWN) {
-                Responses.error(ctx, keepAlive, new ApiException(404, ApiException.UNKNOWN_INSTANCE,
+                ApiHandler.error(ctx, keepAlive, new ApiException(404, ApiException.UNKNOWN_INSTANCE,
                     "no registered instance " + instance));
             } else {
                 Responses.json(ctx, keepAlive, 200, g -> {

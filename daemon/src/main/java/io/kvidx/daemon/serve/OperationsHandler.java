@@ -1,8 +1,7 @@
 package io.kvidx.daemon.serve;
 
 import io.kvidx.client.index.IndexReader;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufOutputStream;
+import io.kvidx.serve.Responses;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 
@@ -16,8 +15,6 @@ import java.io.IOException;
  * <p><b>Note:</b> stateless; called on event-loop threads.
  */
 final class OperationsHandler {
-    private static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
-
     private final IndexReader reader;
     private final FleetApi fleet;
 
@@ -31,9 +28,7 @@ final class OperationsHandler {
         final boolean replaced = reader.isReplaced();
         final boolean stale = reader.isWriterStale() || age < 0 || age > fleet.healthMaxHeartbeatAgeMs();
         final boolean ok = !replaced && !stale;
-        Responses.json(ctx, keepAlive, ok ? 200 : 503, g -> {
-            g.writeStartObject();
-            g.writeStringField("status", ok ? "ok" : "unhealthy");
+        Responses.health(ctx, keepAlive, ok, ok ? "ok" : "unhealthy", g -> {
             if (!ok) {
                 g.writeStringField("reason", replaced ? "the index file was replaced" : "the writer's heartbeat is "
                     + (age < 0 ? "missing" : age + " ms old"));
@@ -48,25 +43,17 @@ final class OperationsHandler {
             }
             g.writeNumberField("pods_alive", alive);
             g.writeNumberField("block_size", reader.blockSize());
-            g.writeEndObject();
         });
     }
 
     void metrics(final ChannelHandlerContext ctx, final boolean keepAlive) throws IOException {
-        final ByteBuf buf = ctx.alloc().buffer();
-        try (ByteBufOutputStream out = new ByteBufOutputStream(buf)) {
-            fleet.scrapeMetrics(out);
-        } catch (final IOException | RuntimeException ex) {
-            buf.release();
-            throw ex;
-        }
-        Responses.send(ctx, keepAlive, 200, buf, PROMETHEUS_TEXT);
+        Responses.prometheus(ctx, keepAlive, fleet::scrapeMetrics);
     }
 
     void dump(final ChannelHandlerContext ctx, final boolean keepAlive) {
         fleet.snapshot().whenComplete((bytes, failure) -> {
             if (failure != null) {
-                Responses.error(ctx, keepAlive, new ApiException(503, ApiException.UNAVAILABLE,
+                ApiHandler.error(ctx, keepAlive, new ApiException(503, ApiException.UNAVAILABLE,
                     "snapshot failed: " + (failure.getCause() != null ? failure.getCause().getMessage()
                         : failure.getMessage())));
             } else {

@@ -1,21 +1,21 @@
 package io.kvidx.daemon.serve;
 
-import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
-import com.fasterxml.jackson.core.exc.StreamConstraintsException;
-import io.kvidx.client.json.TokenIdsFastPath;
+import io.kvidx.serve.HttpError;
+import io.kvidx.serve.JsonBodyReader;
 import io.netty.buffer.ByteBuf;
 
 import java.io.IOException;
 import java.math.BigInteger;
 
 /**
- * The fields of one API request body, read by jackson-core's streaming parser into reused storage: the token ids
- * (or block hashes) land in arrays that grow to the largest body seen and are then reused, so a query allocates
- * nothing that grows with its prompt. Every endpoint's body is a flat JSON object; the fields of all endpoints are
- * read by this one reader and each handler checks the ones it needs. Unknown fields are skipped (peers add fields
+ * The fields of one API request body, read by the serving layer's {@link JsonBodyReader} (the token-id fast path,
+ * then jackson-core's streaming parser) into reused storage: the token ids (or block hashes) land in arrays that grow
+ * to the largest body seen and are then reused, so a query allocates nothing that grows with its prompt. Every
+ * endpoint's body is a flat JSON object; the fields of all endpoints are read by this one reader and each handler
+ * checks the ones it needs. Unknown fields are skipped (peers add fields
  * over time). Bounds: the body's size (the server's aggregator), nesting depth {@value #MAX_DEPTH}, numbers of at
  * most {@value #MAX_NUMBER_DIGITS} digits, strings of at most {@value #MAX_STRING_CHARS} characters.
  *
@@ -29,25 +29,19 @@ final class RequestBody {
     static final int MAX_NUMBER_DIGITS = 24;
     static final int MAX_STRING_CHARS = 4096;
 
-    static final JsonFactory FACTORY = JsonFactory.builder()
-        .streamReadConstraints(StreamReadConstraints.builder()
-            .maxNestingDepth(MAX_DEPTH)
-            .maxNumberLength(MAX_NUMBER_DIGITS)
-            .maxStringLength(MAX_STRING_CHARS)
-            .maxNameLength(256)
-            .build())
+    private static final StreamReadConstraints BOUNDS = StreamReadConstraints.builder()
+        .maxNestingDepth(MAX_DEPTH)
+        .maxNumberLength(MAX_NUMBER_DIGITS)
+        .maxStringLength(MAX_STRING_CHARS)
+        .maxNameLength(256)
         .build();
 
     private static final BigInteger U64_MAX = BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE);
 
     private final int maxArrayLength;
-    private byte[] bytes = new byte[4096];
-    private final TokenIdsFastPath fastPath = new TokenIdsFastPath("token_ids");
-    private final boolean useFastPath;
-    /** The fast path read the token ids; jackson sees [] in their place (once). */
-    private boolean preparsed;
-    private int preparsedCount;
-    int[] tokens = new int[1024];
+    private final JsonBodyReader reader;
+    private final JsonBodyReader.Fields fields = this::field;
+    int[] tokens;
     int tokenCount;
     boolean hasTokens;
     long[] hashes = new long[64];
@@ -80,7 +74,8 @@ final class RequestBody {
      */
     RequestBody(final int maxArrayLength, final boolean fastPath) {
         this.maxArrayLength = maxArrayLength;
-        this.useFastPath = fastPath;
+        this.reader = new JsonBodyReader(BOUNDS, "token_ids", maxArrayLength, fastPath, ApiException.BAD_JSON);
+        this.tokens = reader.tokens();
     }
 
     /**
@@ -94,59 +89,24 @@ final class RequestBody {
         if (!content.isReadable()) {
             throw ApiException.badJson("empty body; expected a JSON object");
         }
-        // Copied into a reused array: jackson's byte-array parser reads it in place, without an InputStream's copies.
-        final int length = content.readableBytes();
-        if (length > bytes.length) {
-            bytes = new byte[Math.max(length, 2 * bytes.length)];
-        }
-        content.getBytes(content.readerIndex(), bytes, 0, length);
-        byte[] json = bytes;
-        int jsonLength = length;
-        // The token ids, which grow with the prompt, are read by a plain scan; jackson reads the rest with [] in
-        // their place (and the whole body when the scan gives up).
-        if (useFastPath) {
-            if (tokens.length < Math.min(maxArrayLength, length / 2 + 1)) {
-                tokens = new int[Math.min(maxArrayLength, Math.max(length / 2 + 1, 2 * tokens.length))];
-            }
-            final int spliced = fastPath.splice(bytes, length, tokens);
-            if (spliced >= 0) {
-                json = fastPath.rest();
-                jsonLength = spliced;
-                preparsed = true;
-                preparsedCount = fastPath.count();
-            }
-        }
-        try (JsonParser p = FACTORY.createParser(json, 0, jsonLength)) {
-            if (p.nextToken() != JsonToken.START_OBJECT) {
-                throw ApiException.badJson("body must be a JSON object");
-            }
-            JsonToken t;
-            while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
-                final String name = p.currentName();
-                p.nextToken();
-                field(p, name);
-            }
-            if (t != JsonToken.END_OBJECT) {
-                throw ApiException.badJson("malformed JSON object");
-            }
-            if (p.nextToken() != null) {
-                throw ApiException.badJson("trailing data after the JSON object");
-            }
-        } catch (final StreamConstraintsException ex) {
-            throw ApiException.badJson("JSON exceeds the API's limits: " + ex.getOriginalMessage());
-        } catch (final IOException ex) {
-            throw ApiException.badJson("malformed JSON: " + firstLine(ex.getMessage()));
+        try {
+            reader.read(content, fields);
+        } catch (final ApiException ex) {
+            throw ex;
+        } catch (final HttpError ex) {
+            throw new ApiException(ex.status(), ex.code(), ex.getMessage());
+        } finally {
+            tokens = reader.tokens();
         }
     }
 
     private void field(final JsonParser p, final String name) throws IOException {
         switch (name) {
             case "token_ids" -> {
-                if (preparsed && p.currentToken() == JsonToken.START_ARRAY) {
+                if (p.currentToken() == JsonToken.START_ARRAY && reader.takePreparsed()) {
                     // The [] left in the fast path's place: the ids are those it read.
                     p.skipChildren();
-                    tokenCount = preparsedCount;
-                    preparsed = false;
+                    tokenCount = reader.preparsedCount();
                 } else {
                     readTokens(p, name);
                 }
@@ -178,7 +138,7 @@ final class RequestBody {
             throw ApiException.invalid(name, "must be an array of token ids");
         }
         int n = 0;
-        int[] t = tokens;
+        int[] t = reader.tokens();
         while (true) {
             final int v;
             try {
@@ -199,8 +159,7 @@ final class RequestBody {
                     throw new ApiException(413, ApiException.TOO_MANY_TOKENS, "more than " + maxArrayLength
                         + " elements in '" + name + "'");
                 }
-                t = java.util.Arrays.copyOf(t, Math.min(maxArrayLength, n * 2));
-                tokens = t;
+                t = reader.growTokens();
             }
             t[n++] = v;
         }
@@ -297,7 +256,6 @@ final class RequestBody {
     }
 
     private void reset() {
-        preparsed = false;
         tokenCount = 0;
         hasTokens = false;
         hashCount = 0;
@@ -314,13 +272,5 @@ final class RequestBody {
         additionalSalt = null;
         blockSize = -1;
         dpRank = -1;
-    }
-
-    private static String firstLine(final String s) {
-        if (s == null) {
-            return "";
-        }
-        final int nl = s.indexOf('\n');
-        return nl < 0 ? s : s.substring(0, nl);
     }
 }
