@@ -1,0 +1,174 @@
+package io.kvidx.epp;
+
+import io.kvidx.client.index.DataParallelRanks;
+import io.kvidx.routing.PodIndex;
+import io.kvidx.routing.PodRegistry;
+import io.kvidx.routing.PodRole;
+import io.kvidx.routing.RoutingContext;
+
+import java.net.URI;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * The pods the picker may answer and the endpoint ({@code host:port}) of each, by slot: the pods the index registers
+ * (at their listed URL, else the URL template's), and the listed pods registered by hand while no index was ever
+ * seen (as {@code kvidx router} does, so that a picker in front of listed pods answers before its daemon is up).
+ * A data-parallel rank pod {@code <pod>#<r>} is answered at its engine's endpoint. Refreshed by one housekeeping
+ * thread; read by deciding threads (an atomic array, allocation-free).
+ *
+ * <p><b>Note:</b> {@link #refresh} from one thread; the rest from any.
+ */
+final class EndpointBook {
+    private final PodRegistry registry;
+    private final PodIndex index;
+    private final Map<String, URI> listed;
+    private final Map<String, String> listedModels;
+    private final String urlTemplate;
+    private final AtomicReferenceArray<String> endpoints = new AtomicReferenceArray<>(PodRegistry.MAX_PODS);
+    private final boolean[] hand = new boolean[PodRegistry.MAX_PODS];
+    private volatile String defaultModel;
+    private volatile int ready;
+    private boolean indexSeen;
+
+    /**
+     * @param registry     the routing registry the decisions read.
+     * @param index        the index (may be unmapped).
+     * @param listed       pod id to URL (its host:port answered).
+     * @param listedModels pod id to model for listed pods that name one.
+     * @param urlTemplate  URL for pods the index knows and the list does not name ({@code {pod}}), or null.
+     */
+    EndpointBook(final PodRegistry registry, final PodIndex index, final Map<String, URI> listed,
+        final Map<String, String> listedModels, final String urlTemplate) {
+        this.registry = registry;
+        this.index = index;
+        this.listed = listed;
+        this.listedModels = listedModels;
+        this.urlTemplate = urlTemplate;
+    }
+
+    /** Brings the slots in step with the index (or the list while no index was seen). Housekeeping thread. */
+    void refresh() {
+        boolean available;
+        try {
+            available = index.isAvailable();
+        } catch (final RuntimeException ex) {
+            available = false;
+        }
+        if (available) {
+            if (!indexSeen) {
+                for (int slot = 0; slot < PodRegistry.MAX_PODS; slot++) {
+                    if (hand[slot]) {
+                        registry.unregister(slot);
+                        hand[slot] = false;
+                    }
+                }
+            }
+            try {
+                registry.registerFromIndex(index);
+                indexSeen = true;
+            } catch (final RuntimeException ex) {
+                // The index went away mid-read: the next round tries again.
+            }
+        } else if (!indexSeen) {
+            int slot = 0;
+            for (final Map.Entry<String, URI> p : listed.entrySet()) {
+                if (registry.slotOf(p.getKey()) >= 0) {
+                    continue;
+                }
+                while (slot < PodRegistry.MAX_PODS && (hand[slot] || registry.isRegistered(slot))) {
+                    slot++;
+                }
+                if (slot == PodRegistry.MAX_PODS) {
+                    break;
+                }
+                registry.register(slot, p.getKey(), listedModels.get(p.getKey()), PodRole.BOTH, p.getValue());
+                hand[slot] = true;
+            }
+        }
+        String only = null;
+        boolean several = false;
+        int n = 0;
+        for (int slot = 0; slot < PodRegistry.MAX_PODS; slot++) {
+            final String ep = registry.isRegistered(slot) ? endpointOf(registry.podId(slot)) : null;
+            endpoints.set(slot, ep);
+            if (ep != null) {
+                n++;
+                final String model = registry.model(slot);
+                if (model != null) {
+                    several |= only != null && !only.equals(model);
+                    only = model;
+                }
+            }
+        }
+        ready = n;
+        defaultModel = several ? null : only;
+    }
+
+    private String endpointOf(final String podId) {
+        if (podId == null) {
+            return null;
+        }
+        URI url = listed.get(podId);
+        final String engine = DataParallelRanks.basePodId(podId);
+        if (url == null) {
+            url = listed.get(engine);
+        }
+        if (url == null && urlTemplate != null) {
+            try {
+                url = URI.create(urlTemplate.replace("{pod}", engine));
+            } catch (final IllegalArgumentException ex) {
+                return null;
+            }
+        }
+        if (url == null || url.getHost() == null) {
+            return null;
+        }
+        final int port = url.getPort() >= 0 ? url.getPort() : "https".equals(url.getScheme()) ? 443 : 80;
+        final String host = url.getHost();
+        return (host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]" : host) + ":" + port;
+    }
+
+    /**
+     * Excludes the slots without an endpoint, and those outside the subset when one is given.
+     *
+     * @param ctx    the decision's context, just reset.
+     * @param subset the endpoints the proxy allows, or null for all.
+     * @return the slots left.
+     */
+    int exclude(final RoutingContext ctx, final Set<String> subset) {
+        int left = 0;
+        for (int slot = 0; slot < PodRegistry.MAX_PODS; slot++) {
+            final String ep = endpoints.get(slot);
+            if (ep == null || subset != null && !subset.contains(ep)) {
+                ctx.exclude(slot);
+            } else {
+                left++;
+            }
+        }
+        return left;
+    }
+
+    /**
+     * @param slot pod slot.
+     * @return its endpoint {@code host:port}, or null.
+     */
+    String endpoint(final int slot) {
+        return slot < 0 || slot >= PodRegistry.MAX_PODS ? null : endpoints.get(slot);
+    }
+
+    /**
+     * @return the model of a request that names none (the one model the pods serve), or null.
+     */
+    String defaultModel() {
+        return defaultModel;
+    }
+
+    /**
+     * @return pods with an endpoint now.
+     */
+    int ready() {
+        return ready;
+    }
+}

@@ -1,0 +1,51 @@
+package io.kvidx.epp;
+
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.Gauge;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.function.IntSupplier;
+
+/**
+ * The picker's Prometheus metrics ({@code GET /metrics} on the metrics port): picks and refusals by outcome, the
+ * predicted cached tokens of each pick (the chosen pod's cached prefix per the index, capped as vLLM caps a hit:
+ * what {@code kvidx router} sends as {@code x-kvidx-predicted-tokens}), the picker's time per decision, the streams
+ * open and the pods ready.
+ *
+ * <p><b>Note:</b> thread safe (each metric is).
+ */
+final class EppMetrics {
+    private static final PrometheusTextFormatWriter TEXT = PrometheusTextFormatWriter.create();
+
+    private final PrometheusRegistry registry = new PrometheusRegistry();
+    /** Streams answered, by outcome (picked, fallback, no_endpoint, bad_request, too_large, ...). */
+    final Counter requests;
+    final Histogram predictedTokens;
+    final Histogram decisionSeconds;
+    final Gauge streams;
+
+    EppMetrics(final IntSupplier ready) {
+        requests = Counter.builder().name("kvidx_epp_requests_total")
+            .help("ext_proc request streams answered, by outcome").labelNames("outcome").register(registry);
+        predictedTokens = Histogram.builder().name("kvidx_epp_predicted_cached_tokens")
+            .help("Prompt tokens the picked pod holds in its KV cache per the index when it was picked")
+            .classicOnly().classicUpperBounds(0, 16, 64, 256, 1024, 4096, 16384, 65536, 262144).register(registry);
+        decisionSeconds = Histogram.builder().name("kvidx_epp_decision_seconds")
+            .help("From a stream's complete request body to its pick: parsing, tokenizing, deciding")
+            .classicOnly().classicUpperBounds(1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2, 0.1)
+            .register(registry);
+        streams = Gauge.builder().name("kvidx_epp_streams_open").help("ext_proc streams open now")
+            .register(registry);
+        GaugeWithCallback.builder().name("kvidx_epp_pods_ready").help("Pods the picker may answer now")
+            .callback(cb -> cb.call(ready.getAsInt())).register(registry);
+    }
+
+    void write(final OutputStream out) throws IOException {
+        TEXT.write(out, registry.scrape());
+    }
+}
