@@ -171,8 +171,8 @@ final class HttpQueryBench {
         final Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "kvidx-bench-http");
         try {
             final DaemonContext ctx = new DaemonContext().dir(dir).cell(CELL).shardCount(64).capacityBlocks(1L << 20)
-                .blockSize(BLOCK_SIZE).podTimeoutMs(0).http("127.0.0.1:0").httpThreads(threads)
-                .httpIdle(options.httpIdle);
+                .blockSize(BLOCK_SIZE).podTimeoutMs(0);
+            ctx.serving().http("127.0.0.1:0").httpThreads(threads).httpIdle(options.httpIdle);
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx)) {
                 final RouterKeyHasher hasher = new RouterKeyHasher(BLOCK_SIZE);
                 final long seed = RouterKeyHasher.chainSeed(MODEL, null, null);

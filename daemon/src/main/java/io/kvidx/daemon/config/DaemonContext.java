@@ -10,11 +10,12 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * Everything the daemon needs to run: the cell and its index geometry, writers, operations (metrics, counters
- * printing, mlock), and the parts it owns: the ZeroMQ transport ({@link #zmq()}), the Aeron transport
- * ({@link #aeron()}) and the agent threads ({@link #agents()}). Fluent setters; defaults from
- * {@link DaemonConfiguration}; {@link #conclude()} validates once, its own values first, then the ZeroMQ, agent and
- * Aeron settings, throwing a {@link ConfigException} that names the YAML key and the accepted range.
+ * Everything the daemon needs to run: the cell and its index geometry, writers, operations (counters printing,
+ * mlock), and the parts it owns: the ZeroMQ transport ({@link #zmq()}), the Aeron transport ({@link #aeron()}), the
+ * agent threads ({@link #agents()}), the metrics endpoint and HTTP API ({@link #serving()}) and snapshots
+ * ({@link #snapshots()}). Fluent setters; defaults from {@link DaemonConfiguration}; {@link #conclude()} validates
+ * once, its own values first (the serving and snapshot settings among them), then the ZeroMQ, agent and Aeron
+ * settings, throwing a {@link ConfigException} that names the YAML key and the accepted range.
  * {@link DaemonConfigFile} reads and prints it as YAML; {@link DaemonSettings} lists every key with its
  * command-line option.
  *
@@ -39,23 +40,13 @@ public final class DaemonContext {
     private final AgentSettings agents = new AgentSettings();
     private final ZmqSettings zmq = new ZmqSettings();
     private final AeronSettings aeron = new AeronSettings();
+    private final ServingSettings serving = new ServingSettings();
+    private final SnapshotSettings snapshots = new SnapshotSettings();
     private boolean deleteOnClose;
     private int podMaxBlocks = DaemonConfiguration.POD_MAX_BLOCKS_DEFAULT;
     private int tierMapBlocks = IndexWriterContext.Configuration.TIER_MAP_BLOCKS_DEFAULT;
-    private String metrics = DaemonConfiguration.METRICS_DEFAULT;
-    private boolean metricsAllowRemote = DaemonConfiguration.METRICS_ALLOW_REMOTE_DEFAULT;
-    private String peer = DaemonConfiguration.PEER_DEFAULT;
-    private boolean peerOptional = DaemonConfiguration.PEER_OPTIONAL_DEFAULT;
-    private long peerTimeoutMs = DaemonConfiguration.PEER_TIMEOUT_MS_DEFAULT;
-    private long snapshotMaxBytes = DaemonConfiguration.SNAPSHOT_MAX_BYTES_DEFAULT;
-    private long snapshotTimeoutMs = DaemonConfiguration.SNAPSHOT_TIMEOUT_MS_DEFAULT;
-    private String http = DaemonConfiguration.HTTP_DEFAULT;
-    private int httpThreads = DaemonConfiguration.HTTP_THREADS_DEFAULT;
-    private String httpIdle = DaemonConfiguration.HTTP_IDLE_DEFAULT;
-    private int httpMaxBodyBytes = DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT;
     private ConfigReload configReload;
     private String keyScheme = DaemonConfiguration.KEY_SCHEME_DEFAULT;
-    private String zmqBind = DaemonConfiguration.ZMQ_BIND_DEFAULT;
     private boolean concluded;
 
     /**
@@ -95,63 +86,14 @@ public final class DaemonContext {
         ConfigException.range(DaemonConfiguration.POD_MAX_BLOCKS_PROP_NAME, podMaxBlocks, 1,
             DaemonConfiguration.POD_MAX_BLOCKS_MAX);
         ConfigException.range(DaemonConfiguration.STATS_INTERVAL_MS_PROP_NAME, statsIntervalMs, 0, Long.MAX_VALUE);
-        if (metrics != null) {
-            try {
-                io.kvidx.daemon.metrics.DaemonMetrics.parseAddress(metrics);
-            } catch (final IllegalArgumentException ex) {
-                throw new ConfigException(DaemonConfiguration.METRICS_PROP_NAME,
-                    "must be HOST:PORT with a port in [0, 65535]: " + metrics);
-            }
-            if (!metricsAllowRemote && !NetworkScope.isLoopback(NetworkScope.hostOf(metrics))) {
-                throw new ConfigException(DaemonConfiguration.METRICS_PROP_NAME, "must be on a loopback address "
-                    + "(127.0.0.1:PORT, [::1]:PORT, localhost:PORT) unless "
-                    + DaemonConfiguration.METRICS_ALLOW_REMOTE_PROP_NAME + " (--metrics-allow-remote) is set: it "
-                    + "exports pod ids and models to anyone who reaches it: " + metrics);
-            }
-        }
-        if (http != null) {
-            try {
-                io.kvidx.daemon.metrics.DaemonMetrics.parseAddress(http);
-            } catch (final IllegalArgumentException ex) {
-                throw new ConfigException(DaemonConfiguration.HTTP_PROP_NAME,
-                    "must be HOST:PORT with a port in [0, 65535]: " + http);
-            }
-        }
+        serving.conclude();
         try {
             IndexDescriptor.keySchemeOf(keyScheme);
         } catch (final IllegalArgumentException ex) {
             throw new ConfigException(DaemonConfiguration.KEY_SCHEME_PROP_NAME, "must be kvidx or xxh3-chain: "
                 + keyScheme);
         }
-        if (zmqBind != null && !zmqBind.startsWith("tcp://") && !zmqBind.startsWith("ipc://")) {
-            throw new ConfigException(DaemonConfiguration.ZMQ_BIND_PROP_NAME,
-                "must be a ZeroMQ endpoint such as tcp://127.0.0.1:5557: " + zmqBind);
-        }
-        if (!DaemonConfiguration.HTTP_IDLE_BLOCK.equals(httpIdle)
-            && !DaemonConfiguration.HTTP_IDLE_BUSY_SPIN.equals(httpIdle)) {
-            throw new ConfigException(DaemonConfiguration.HTTP_IDLE_PROP_NAME, "must be "
-                + DaemonConfiguration.HTTP_IDLE_BLOCK + " or " + DaemonConfiguration.HTTP_IDLE_BUSY_SPIN + ": "
-                + httpIdle);
-        }
-        ConfigException.range(DaemonConfiguration.HTTP_THREADS_PROP_NAME, httpThreads, 1,
-            DaemonConfiguration.HTTP_THREADS_MAX);
-        ConfigException.range(DaemonConfiguration.HTTP_MAX_BODY_BYTES_PROP_NAME, httpMaxBodyBytes,
-            DaemonConfiguration.HTTP_MAX_BODY_BYTES_MIN, DaemonConfiguration.HTTP_MAX_BODY_BYTES_MAX);
-        if (peer != null) {
-            try {
-                io.kvidx.daemon.snapshot.PeerClient.dumpUri(peer);
-            } catch (final IllegalArgumentException ex) {
-                throw new ConfigException(DaemonConfiguration.PEER_PROP_NAME,
-                    "must be the URL of a daemon's HTTP API, http://HOST:PORT: " + peer);
-            }
-        }
-        ConfigException.range(DaemonConfiguration.PEER_TIMEOUT_MS_PROP_NAME, peerTimeoutMs, 1,
-            DaemonConfiguration.PEER_TIMEOUT_MS_MAX);
-        ConfigException.range(DaemonConfiguration.SNAPSHOT_MAX_BYTES_PROP_NAME, snapshotMaxBytes,
-            DaemonConfiguration.SNAPSHOT_MAX_BYTES_MIN, DaemonConfiguration.SNAPSHOT_MAX_BYTES_MAX);
-        if (snapshotTimeoutMs < 1) {
-            throw new IllegalArgumentException("snapshot timeout must be >= 1 ms: " + snapshotTimeoutMs);
-        }
+        snapshots.conclude();
         ConfigException.range(DaemonConfiguration.TIER_MAP_BLOCKS_PROP_NAME, tierMapBlocks, 1,
             io.kvidx.client.tiers.TierMapDescriptor.maxEntries());
         zmq.conclude();
@@ -201,6 +143,20 @@ public final class DaemonContext {
      */
     public AeronSettings aeron() {
         return aeron;
+    }
+
+    /**
+     * @return the metrics endpoint and the indexer HTTP API.
+     */
+    public ServingSettings serving() {
+        return serving;
+    }
+
+    /**
+     * @return the peer to catch up from at start and the snapshots' limits.
+     */
+    public SnapshotSettings snapshots() {
+        return snapshots;
     }
 
     /**
@@ -491,189 +447,6 @@ public final class DaemonContext {
     }
 
     /**
-     * @param url base URL of a running daemon's HTTP API ({@code http://HOST:PORT}) whose snapshot this daemon loads
-     *            at start when its index is created new, so that it continues from the peer's state and replays each
-     *            ZeroMQ engine from there; null (the default) to start empty. Ignored when the index is re-attached.
-     * @return this.
-     */
-    public DaemonContext peer(final String url) {
-        this.peer = url;
-        return this;
-    }
-
-    /**
-     * @return the peer to catch up from at start, or null for none.
-     */
-    public String peer() {
-        return peer;
-    }
-
-    /**
-     * @param optional true: start empty (logged) when the peer's snapshot cannot be fetched or is corrupt; false
-     *                 (the default): fail the start. A snapshot of another block size or key scheme always fails it.
-     * @return this.
-     */
-    public DaemonContext peerOptional(final boolean optional) {
-        this.peerOptional = optional;
-        return this;
-    }
-
-    /**
-     * @return whether the daemon starts empty when the peer's snapshot cannot be fetched.
-     */
-    public boolean peerOptional() {
-        return peerOptional;
-    }
-
-    /**
-     * @param ms bound on connecting to the peer and on the whole snapshot download.
-     * @return this.
-     */
-    public DaemonContext peerTimeoutMs(final long ms) {
-        this.peerTimeoutMs = ms;
-        return this;
-    }
-
-    /**
-     * @return bound on connecting to the peer and on the whole snapshot download.
-     */
-    public long peerTimeoutMs() {
-        return peerTimeoutMs;
-    }
-
-    /**
-     * @param bytes longest snapshot this daemon takes for a replica or loads from a peer; a longer one is refused.
-     * @return this.
-     */
-    public DaemonContext snapshotMaxBytes(final long bytes) {
-        this.snapshotMaxBytes = bytes;
-        return this;
-    }
-
-    /**
-     * @return longest snapshot taken or loaded.
-     */
-    public long snapshotMaxBytes() {
-        return snapshotMaxBytes;
-    }
-
-    /**
-     * @param ms how long the writers have to answer a snapshot request before it fails.
-     * @return this.
-     */
-    public DaemonContext snapshotTimeoutMs(final long ms) {
-        this.snapshotTimeoutMs = ms;
-        return this;
-    }
-
-    /**
-     * @return how long the writers have to answer a snapshot request.
-     */
-    public long snapshotTimeoutMs() {
-        return snapshotTimeoutMs;
-    }
-
-    /**
-     * @param hostPort where to serve Prometheus metrics ({@code HOST:PORT}; port 0 picks a free one), or null for
-     *                 no metrics endpoint.
-     * @return this.
-     */
-    public DaemonContext metrics(final String hostPort) {
-        this.metrics = hostPort;
-        return this;
-    }
-
-    /**
-     * @return where to serve Prometheus metrics, or null for none.
-     */
-    public String metrics() {
-        return metrics;
-    }
-
-    /**
-     * @param allow true to accept a metrics endpoint on a wildcard or non-loopback address (it exports pod ids and
-     *              models, unauthenticated); false (default) refuses one at conclude.
-     * @return this.
-     */
-    public DaemonContext metricsAllowRemote(final boolean allow) {
-        this.metricsAllowRemote = allow;
-        return this;
-    }
-
-    /**
-     * @return whether the metrics endpoint may be reachable from other hosts.
-     */
-    public boolean metricsAllowRemote() {
-        return metricsAllowRemote;
-    }
-
-    /**
-     * @param hostPort where to serve the indexer HTTP API ({@code HOST:PORT}; port 0 picks a free one), or null for
-     *                 none (the default).
-     * @return this.
-     */
-    public DaemonContext http(final String hostPort) {
-        this.http = hostPort;
-        return this;
-    }
-
-    /**
-     * @return where to serve the indexer HTTP API, or null for none.
-     */
-    public String http() {
-        return http;
-    }
-
-    /**
-     * @param threads HTTP event-loop threads.
-     * @return this.
-     */
-    public DaemonContext httpThreads(final int threads) {
-        this.httpThreads = threads;
-        return this;
-    }
-
-    /**
-     * @return HTTP event-loop threads.
-     */
-    public int httpThreads() {
-        return httpThreads;
-    }
-
-    /**
-     * @param idle how the HTTP event loops wait: {@code block} (default) or {@code busy-spin} (each loop takes a
-     *             core; a request skips the thread wake-up, tens of microseconds on a VM).
-     * @return this.
-     */
-    public DaemonContext httpIdle(final String idle) {
-        this.httpIdle = idle;
-        return this;
-    }
-
-    /**
-     * @return how the HTTP event loops wait.
-     */
-    public String httpIdle() {
-        return httpIdle;
-    }
-
-    /**
-     * @param bytes largest HTTP request body; a larger one is answered 413 without being read further.
-     * @return this.
-     */
-    public DaemonContext httpMaxBodyBytes(final int bytes) {
-        this.httpMaxBodyBytes = bytes;
-        return this;
-    }
-
-    /**
-     * @return largest HTTP request body, in bytes.
-     */
-    public int httpMaxBodyBytes() {
-        return httpMaxBodyBytes;
-    }
-
-    /**
      * @param scheme how the cell keys blocks: {@code kvidx} (default: kvidx's router keys, docs/keys.md) or
      *               {@code xxh3-chain} (Mooncake's standard chained XXH3-64, for routers that hash prompts
      *               themselves; blocks with multimodal items are not keyed).
@@ -689,23 +462,6 @@ public final class DaemonContext {
      */
     public String keyScheme() {
         return keyScheme;
-    }
-
-    /**
-     * @param endpoint a ZeroMQ endpoint to bind one SUB socket to, which engines connect to (llm-d's centralized
-     *                 mode; pods named by the topic), or null for none.
-     * @return this.
-     */
-    public DaemonContext zmqBind(final String endpoint) {
-        this.zmqBind = endpoint;
-        return this;
-    }
-
-    /**
-     * @return the bound SUB socket's endpoint, or null for none.
-     */
-    public String zmqBind() {
-        return zmqBind;
     }
 
     /**

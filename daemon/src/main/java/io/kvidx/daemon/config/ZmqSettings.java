@@ -24,14 +24,19 @@ public final class ZmqSettings {
     private String replayGapPolicy = DaemonConfiguration.REPLAY_GAP_POLICY_DEFAULT;
     private long checkpointIntervalMs = DaemonConfiguration.CHECKPOINT_INTERVAL_MS_DEFAULT;
     private final List<String> topicPods = new ArrayList<>(DaemonConfiguration.ZMQ_TOPIC_PODS_DEFAULT);
+    private String bind = DaemonConfiguration.ZMQ_BIND_DEFAULT;
 
     /**
-     * Checks the replay timeout, the handshake timeout, the replay gap policy, the checkpoint interval, the I/O
-     * threads, the ingest threads and the topic pod patterns, in that order.
+     * Checks the bound socket's endpoint, the replay timeout, the handshake timeout, the replay gap policy, the
+     * checkpoint interval, the I/O threads, the ingest threads and the topic pod patterns, in that order.
      *
      * @throws ConfigException naming the key of the first value out of range.
      */
     void conclude() {
+        if (bind != null && !bind.startsWith("tcp://") && !bind.startsWith("ipc://")) {
+            throw new ConfigException(DaemonConfiguration.ZMQ_BIND_PROP_NAME,
+                "must be a ZeroMQ endpoint such as tcp://127.0.0.1:5557: " + bind);
+        }
         ConfigException.range(DaemonConfiguration.REPLAY_TIMEOUT_MS_PROP_NAME, replayTimeoutMs, 1, Integer.MAX_VALUE);
         // 0 would be ZeroMQ's "no timeout": a stalled handshake would never be retried.
         ConfigException.range(DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_PROP_NAME, handshakeTimeoutMs, 1,
@@ -234,5 +239,22 @@ public final class ZmqSettings {
      */
     public List<String> topicPods() {
         return topicPods;
+    }
+
+    /**
+     * @param endpoint a ZeroMQ endpoint to bind one SUB socket to, which engines connect to (llm-d's centralized
+     *                 mode; pods named by the topic), or null for none.
+     * @return this.
+     */
+    public ZmqSettings bind(final String endpoint) {
+        this.bind = endpoint;
+        return this;
+    }
+
+    /**
+     * @return the bound SUB socket's endpoint, or null for none.
+     */
+    public String bind() {
+        return bind;
     }
 }

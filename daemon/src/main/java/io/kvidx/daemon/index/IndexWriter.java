@@ -10,11 +10,10 @@ import org.agrona.CloseHelper;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
-import java.nio.file.Path;
 
 /**
- * The only code that writes a cell's index file: opens it ({@link #open}: re-attach and repair, or create),
- * and stores, removes and sweeps pod bits through its parts:
+ * The only code that writes a cell's index file: opens it ({@link #open}: re-attach and repair, or create; the parts
+ * are assembled by {@link IndexParts}), and stores, removes and sweeps pod bits through its parts:
  * <ul>
  *   <li>{@link IndexFiles}: creation, re-attach, and the decision between them;</li>
  *   <li>{@link IndexRepair}: what a crash or a failed writer thread left half-done;</li>
@@ -63,35 +62,19 @@ public final class IndexWriter implements AutoCloseable {
     private final CellLock ownLock;
     private volatile boolean closed;
 
-    private IndexWriter(final IndexWriterContext context, final CellLock ownLock, final IndexFiles.Opened opened) {
-        this.context = context;
-        this.ownLock = ownLock;
-        this.region = opened.region();
+    private IndexWriter(final IndexParts parts) {
+        this.context = parts.context();
+        this.ownLock = parts.ownLock();
+        this.region = parts.opened().region();
         this.segment = region.segment();
-        this.epoch = opened.epoch();
-        this.attached = opened.attached();
-        this.openReason = opened.reason();
-        final IndexGeometry g = new IndexGeometry(context.shardCount, context.slotsPerShard, context.maxPods,
-            context.maxLoadFactor);
-        try {
-            this.meta = WriterMeta.open(context.files, metaFile(context), epoch, g.totalSlots());
-        } catch (final RuntimeException ex) {
-            region.close();
-            throw ex;
-        }
-        this.entries = new EntryTable(g, segment, meta, context.prefetch);
-        this.pods = new PodTable(segment, entries, context.cell, context.maxPods);
-        // A new file needs no repair but the same scan rebuilds the writer's heap state (free lists, clocks).
-        this.repair = IndexRepair.attach(entries);
-        pods.load();
-        try {
-            this.tiers = TierMapWriter.create(context.files, context.indexFile(), context.maxPods,
-                context.tierMapBlocks);
-        } catch (final RuntimeException ex) {
-            meta.close();
-            region.close();
-            throw ex;
-        }
+        this.epoch = parts.opened().epoch();
+        this.attached = parts.opened().attached();
+        this.openReason = parts.opened().reason();
+        this.meta = parts.meta();
+        this.entries = parts.entries();
+        this.pods = parts.pods();
+        this.repair = parts.repair();
+        this.tiers = parts.tiers();
         // The first beat of a re-attached file (IndexFiles.open zeroed it): only once it is repaired.
         heartbeat(System.currentTimeMillis());
     }
@@ -107,14 +90,7 @@ public final class IndexWriter implements AutoCloseable {
      * @throws CellLockedException when another writer (a daemon, a demo, a benchmark) holds the cell's lock.
      */
     public static IndexWriter create(final IndexWriterContext context) {
-        context.conclude();
-        final CellLock lock = lock(context);
-        try {
-            return new IndexWriter(context, lock, IndexFiles.create(context, "asked to create a new index"));
-        } catch (final RuntimeException ex) {
-            CloseHelper.quietClose(lock);
-            throw ex;
-        }
+        return new IndexWriter(IndexParts.create(context));
     }
 
     /**
@@ -128,35 +104,7 @@ public final class IndexWriter implements AutoCloseable {
      * @throws IndexFileOwnerException when the existing index file belongs to another user.
      */
     public static IndexWriter open(final IndexWriterContext context) {
-        context.conclude();
-        final CellLock lock = lock(context);
-        try {
-            return new IndexWriter(context, lock, IndexFiles.open(context));
-        } catch (final RuntimeException ex) {
-            CloseHelper.quietClose(lock);
-            throw ex;
-        }
-    }
-
-    /**
-     * @return the cell's lock, taken here; null when the caller handed in the one it holds.
-     */
-    private static CellLock lock(final IndexWriterContext context) {
-        final CellLock held = context.cellLock();
-        if (held == null) {
-            return CellLock.acquire(context.dir(), context.cell(), context.files());
-        }
-        final Path cellDirectory = context.indexFile().toAbsolutePath().normalize().getParent();
-        if (!held.file().toAbsolutePath().normalize().getParent().equals(cellDirectory)) {
-            throw new IllegalArgumentException("the handed-in lock " + held.file() + " is not the lock of cell "
-                + cellDirectory);
-        }
-        return null;
-    }
-
-    private static Path metaFile(final IndexWriterContext context) {
-        final Path file = context.indexFile();
-        return file.resolveSibling(file.getFileName() + WriterMeta.FILE_SUFFIX);
+        return new IndexWriter(IndexParts.open(context));
     }
 
     /**

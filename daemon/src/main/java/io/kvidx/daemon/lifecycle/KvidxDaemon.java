@@ -21,11 +21,9 @@ import io.kvidx.daemon.ops.CountersFile;
 import io.kvidx.daemon.ops.ErrorLogFile;
 import io.kvidx.daemon.ingest.EngineDecoders;
 import io.kvidx.daemon.ingest.aeron.AeronIngestAgent;
-import io.kvidx.daemon.ingest.zmq.ZmqIngestAgent;
 import io.kvidx.daemon.metrics.DaemonMetrics;
 import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.daemon.state.PodBlockMaps;
-import io.kvidx.daemon.state.ProgressLog;
 import io.kvidx.daemon.state.PublisherProgress;
 import io.kvidx.client.tiers.TierMapDescriptor;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
@@ -39,12 +37,9 @@ import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterMessages;
 import io.kvidx.daemon.writer.WriterPool;
 import io.kvidx.ffm.PosixNative;
-import io.kvidx.daemon.snapshot.PeerClient;
 import io.kvidx.daemon.snapshot.SnapshotException;
-import io.kvidx.daemon.snapshot.SnapshotIncompatibleException;
 import io.kvidx.daemon.snapshot.SnapshotLoader;
 import io.kvidx.daemon.snapshot.SnapshotService;
-import io.kvidx.daemon.snapshot.SnapshotView;
 import org.agrona.CloseHelper;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -83,7 +78,7 @@ public final class KvidxDaemon implements AutoCloseable {
     private final java.nio.file.Path stateDir;
     private final PublisherProgress progress;
     /** The ZeroMQ ingest agents ({@code --zmq-ingest-threads}), or null without the ZeroMQ transport. */
-    private ZmqIngestAgent[] zmq;
+    private ZmqTransport zmq;
     private final Membership membership;
     private IndexHttpServer http;
     private ConfigWatcher configWatcher;
@@ -92,9 +87,7 @@ public final class KvidxDaemon implements AutoCloseable {
     private final DaemonMetrics metrics;
     private static final Logger LOG = LoggerFactory.getLogger(KvidxDaemon.class);
     private final AgentThreads threads;
-    private final Object fatalLock = new Object();
-    private String fatalError;
-    private java.util.function.Consumer<String> fatalListener;
+    private final FatalError fatal = new FatalError();
     private final PodBlockMaps blockMaps;
     private final SnapshotService snapshots;
     private SnapshotLoader.Loaded catchUp;
@@ -126,13 +119,13 @@ public final class KvidxDaemon implements AutoCloseable {
             this.counters = IngestCounters.in(CountersFile.createLocal(context.sharedFiles(), cellDirectory,
                 CountersFile.MAX_COUNTERS_DEFAULT).manager());
         }
-        this.index = openIndex(context, lock);
+        this.index = PeerCatchUp.openIndex(context, lock);
         LOG.info("{} {} ({}; epoch {}); repair: {}", index.attached() ? "re-attached to" : "created",
             context.indexContext().indexFile(), index.openReason(), index.epoch(), index.repairSummary());
         if (context.mlockIndex()) {
             mlockIndex();
         }
-        this.threads = new AgentThreads(errors, counters, this::fatal);
+        this.threads = new AgentThreads(errors, counters, fatal::report);
         if (index.attached()) {
             counters.get(CounterType.WARM_RESTARTS).increment();
         }
@@ -149,21 +142,22 @@ public final class KvidxDaemon implements AutoCloseable {
             context.podTimeoutMs(), IdleStrategies.supplier(context.agents().writerIdle()),
             IdleStrategies.supplier(IdleStrategies.BACKOFF), EngineDecoders.standard());
         this.podStats = PodStatsFile.create(context.sharedFiles(), cellDirectory, index.context().maxPods());
-        this.metrics = context.metrics() != null || context.http() != null ? new DaemonMetrics() : null;
+        this.metrics = context.serving().metrics() != null || context.serving().http() != null ? new DaemonMetrics()
+            : null;
         this.membership = new Membership(new EngineFile(stateDir), new Membership.Subscriptions() {
             @Override
             public void subscribe(final ZmqEndpoint endpoint) {
-                change(endpoint, true);
+                zmq().subscribe(endpoint);
             }
 
             @Override
             public void unsubscribe(final ZmqEndpoint endpoint) {
-                change(endpoint, false);
+                zmq().unsubscribe(endpoint);
             }
         });
         writers.observe(podStats, metrics != null ? metrics.observer() : ApplyObserver.NONE);
-        this.snapshots = new SnapshotService(index, writers, progress, context.snapshotMaxBytes(),
-            context.snapshotTimeoutMs());
+        this.snapshots = new SnapshotService(index, writers, progress, context.snapshots().snapshotMaxBytes(),
+            context.snapshots().snapshotTimeoutMs());
         // A snapshot names the engines registered through the API, so that a replica subscribes to them too.
         snapshots.membership(() -> {
             final List<Engine> registered = new ArrayList<>();
@@ -174,7 +168,7 @@ public final class KvidxDaemon implements AutoCloseable {
             }
             return EngineFile.encode(registered);
         });
-        this.evictions = new EvictionMirror();
+        this.evictions = new EvictionMirror(index, counters);
     }
 
     /**
@@ -214,79 +208,8 @@ public final class KvidxDaemon implements AutoCloseable {
         }
     }
 
-    /**
-     * Opens the cell's index; a cell whose catch-up from a peer did not finish ({@link SnapshotLoader}) gets a new
-     * index rather than the half-loaded one. The writers get the daemon's cell lock: they neither take nor release
-     * it.
-     */
-    private static IndexWriter openIndex(final DaemonContext context, final CellLock lock) {
-        final IndexWriter opened = IndexWriter.open(context.indexContext().cellLock(lock));
-        final java.nio.file.Path state = context.indexContext().indexFile().resolveSibling(
-            PodBlockMaps.STATE_DIR_NAME);
-        if (!SnapshotLoader.unfinished(state)) {
-            return opened;
-        }
-        LOG.warn("the cell's last catch-up from a peer did not finish: its index is replaced by a new one");
-        CloseHelper.closeAll(opened);
-        final IndexWriter created = IndexWriter.create(context.indexContext().cellLock(lock));
-        try {
-            java.nio.file.Files.deleteIfExists(state.resolve(SnapshotLoader.MARKER_FILE_NAME));
-        } catch (final java.io.IOException ex) {
-            CloseHelper.quietClose(created);
-            throw new java.io.UncheckedIOException("cannot delete the catch-up marker in " + state, ex);
-        }
-        return created;
-    }
-
-    /**
-     * Loads the peer's snapshot into a new index ({@code --peer}), before any agent starts: the writers then find
-     * the pods restored and the ZeroMQ ingest agent replays each engine from the snapshot's sequences.
-     *
-     * @throws IllegalStateException when the peer cannot be fetched (unless {@code peerOptional}), its snapshot is
-     *                               corrupt (likewise) or of another block size or key scheme, or loading fails.
-     */
-    private void catchUpFromPeer() {
-        final String peer = context.peer();
-        if (peer == null) {
-            return;
-        }
-        if (index.attached()) {
-            LOG.info("re-attached to the cell's index: it continues from its own state, --peer {} not used", peer);
-            return;
-        }
-        final long start = System.nanoTime();
-        // Until the load finishes, this new index is not to be continued: a failed start catches up again next time.
-        SnapshotLoader.markUnfinished(stateDir, "catch-up from peer " + peer);
-        final SnapshotView view;
-        try {
-            view = SnapshotView.wrap(PeerClient.fetch(peer, context.peerTimeoutMs(), context.snapshotMaxBytes()),
-                context.snapshotMaxBytes());
-        } catch (final SnapshotException ex) {
-            if (context.peerOptional()) {
-                LOG.warn("no snapshot from peer {} ({}); starting empty (peerOptional)", peer, ex.getMessage());
-                SnapshotLoader.markFinished(stateDir);
-                return;
-            }
-            throw new IllegalStateException("cannot catch up from peer " + peer + ": " + ex.getMessage()
-                + " (--peer-optional starts empty instead)", ex);
-        }
-        final long fetchedMs = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-        try {
-            catchUp = new SnapshotLoader(index, blockMaps, progress, context.snapshotMaxBytes()).load(view);
-        } catch (final SnapshotIncompatibleException ex) {
-            throw new IllegalStateException("cannot catch up from peer " + peer + ": " + ex.getMessage(), ex);
-        } catch (final SnapshotException ex) {
-            throw new IllegalStateException("catch-up from peer " + peer + " failed part-way (the next start "
-                + "creates a new index): " + ex.getMessage(), ex);
-        }
-        LOG.info("caught up from peer {}: {} pods, {} blocks ({} over podMaxBlocks left out), {} publishers to "
-            + "replay from their snapshot sequences; {} bytes taken {} ms ago, fetched in {} ms, loaded in {} ms",
-            peer, catchUp.pods(), catchUp.blocks(), catchUp.skippedBlocks(), catchUp.publishers(), catchUp.bytes(),
-            System.currentTimeMillis() - catchUp.takenAtMs(), fetchedMs, catchUp.millis());
-    }
-
     private void startAgents() {
-        catchUpFromPeer();
+        catchUp = PeerCatchUp.load(context.snapshots(), index, blockMaps, progress, stateDir);
         final AgentSettings agents = context.agents();
         writers.start((i, agent) -> threads.runner(agent, agents.writerCpu(i),
             IdleStrategies.supplier(agents.writerIdle()).get()));
@@ -315,57 +238,32 @@ public final class KvidxDaemon implements AutoCloseable {
             }
         }
         final List<ZmqEndpoint> subscriptions = new ArrayList<>();
-        for (final Engine e : membership.start(configuredEngines(context.zmq().endpoints()))) {
+        for (final Engine e : membership.start(ZmqTransport.configuredEngines(context.zmq().endpoints()))) {
             subscriptions.add(e.toEndpoint());
         }
-        if (!subscriptions.isEmpty() || context.http() != null || context.zmqBind() != null) {
-            // One agent per ingest thread, each with its share of the subscriptions (by endpoint) and of the
-            // progress file; agent 0 also holds the bound socket and is the one pinned to --zmq-ingest-cpu.
-            final int parts = context.zmq().ingestThreads();
-            final ProgressLog[] shares = parts == 1 ? new ProgressLog[] {progress}
-                : progress.shares(parts, endpoint -> ZmqIngestAgent.partOf(endpoint, parts));
-            zmq = new ZmqIngestAgent[parts];
-            for (int i = 0; i < parts; i++) {
-                final int part = i;
-                zmq[i] = new ZmqIngestAgent(subscriptions.stream()
-                        .filter(e -> ZmqIngestAgent.partOf(e.endpoint(), parts) == part).toList(), directory, writers,
-                    counters, errors, clock, context.heartbeatIntervalMs(), context.zmq().replayTimeoutMs(),
-                    context.zmq().handshakeTimeoutMs(), new ZmqIngestAgent.Recovery(shares[i],
-                    context.zmq().checkpointIntervalMs(), "clear".equals(context.zmq().replayGapPolicy())))
-                    .topicPods(DaemonConfiguration.ZMQ_TOPIC_PODS_PROP_NAME, context.zmq().topicPods())
-                    .ioThreads(context.zmq().ioThreads());
-                if (parts > 1) {
-                    zmq[i].part(i);
-                }
-            }
-            if (context.zmqBind() != null) {
-                // Engines that connect name their pods by topic; a registration of the same pod gives its replay.
-                zmq[0].bind(context.zmqBind(), podId -> {
+        if (!subscriptions.isEmpty() || context.serving().http() != null || context.zmq().bind() != null) {
+            zmq = new ZmqTransport(context, subscriptions, progress, directory, writers, counters, errors, clock,
+                podId -> {
                     final Engine e = membership.engines().get(podId);
                     return e == null ? null : e.toEndpoint();
                 });
-            }
-            for (int i = 0; i < parts; i++) {
-                // The replay agent after its ingest agent: closed before it (runners close in reverse order).
-                run(zmq[i], i == 0 ? agents.zmqIngestCpu() : AgentSettings.NO_CPU, agents.zmqIngestIdle());
-                run(zmq[i].replayAgent(), agents.zmqReplayCpu(), agents.zmqReplayIdle());
-            }
+            zmq.start(agents, this::run);
         }
         if (metrics != null) {
-            final java.net.InetSocketAddress address = context.metrics() == null ? null
-                : DaemonMetrics.parseAddress(context.metrics());
+            final java.net.InetSocketAddress address = context.serving().metrics() == null ? null
+                : DaemonMetrics.parseAddress(context.serving().metrics());
             metrics.start(address, IndexReader.attach(new IndexReaderContext().dir(context.dir())
                 .cell(context.cell()).attachTimeoutMs(0).heartbeatTimeoutMs(0)), context.cell(), writers);
             if (address != null) {
                 LOG.info("metrics at http://{}:{}/metrics", address.getHostString(), metrics.port());
             }
         }
-        if (context.http() != null) {
+        if (context.serving().http() != null) {
             startHttp();
         }
         if (context.configReload() != null) {
             configWatcher = new ConfigWatcher(context.configReload().file(), () -> {
-                final List<Engine> engines = configuredEngines(context.configReload().endpoints().get());
+                final List<Engine> engines = ZmqTransport.configuredEngines(context.configReload().endpoints().get());
                 membership.reconfigure(engines).whenComplete((n, ex) -> {
                     if (ex != null) {
                         errors.report(0, -3, () -> "config reload failed: " + ex);
@@ -382,37 +280,27 @@ public final class KvidxDaemon implements AutoCloseable {
         }
     }
 
-    private static List<Engine> configuredEngines(final List<ZmqEndpoint> endpoints) {
-        final List<Engine> engines = new ArrayList<>(endpoints.size());
-        for (final ZmqEndpoint e : endpoints) {
-            engines.add(Engine.configured(e));
-        }
-        return engines;
-    }
-
-    private void change(final ZmqEndpoint endpoint, final boolean add) {
-        final ZmqIngestAgent[] all = zmq;
-        if (all == null) {
+    /**
+     * @return the ZeroMQ transport, for the membership's subscription changes.
+     * @throws IllegalStateException when the daemon runs without one.
+     */
+    private ZmqTransport zmq() {
+        final ZmqTransport transport = zmq;
+        if (transport == null) {
             throw new IllegalStateException("no ZeroMQ transport: start the daemon with --http or --zmq");
         }
-        final ZmqIngestAgent agent = all[ZmqIngestAgent.partOf(endpoint.endpoint(), all.length)];
-        final long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
-        while (!(add ? agent.subscribe(endpoint) : agent.unsubscribe(endpoint))) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("the ZeroMQ transport takes no more subscription changes");
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
-        }
+        return transport;
     }
 
     private void startHttp() {
-        final java.net.InetSocketAddress address = DaemonMetrics.parseAddress(context.http());
+        final java.net.InetSocketAddress address = DaemonMetrics.parseAddress(context.serving().http());
         final IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(context.dir())
             .cell(context.cell()).attachTimeoutMs(0));
         final java.nio.file.Path cellDir = context.indexContext().indexFile().getParent();
         final long healthMaxAgeMs = Math.max(1_000, 3 * context.heartbeatIntervalMs());
-        http = IndexHttpServer.start(address, context.httpThreads(),
-            DaemonConfiguration.HTTP_IDLE_BUSY_SPIN.equals(context.httpIdle()), context.httpMaxBodyBytes(), reader,
+        http = IndexHttpServer.start(address, context.serving().httpThreads(),
+            DaemonConfiguration.HTTP_IDLE_BUSY_SPIN.equals(context.serving().httpIdle()),
+            context.serving().httpMaxBodyBytes(), reader,
             cellDir.resolve(TierMapDescriptor.FILE_NAME),
             PodStatsFile.open(cellDir), new FleetApi() {
                 @Override
@@ -494,47 +382,17 @@ public final class KvidxDaemon implements AutoCloseable {
     }
 
     /**
-     * Records a fatal error (a writer stopped with a shard left locked) and tells the listener: the daemon's command
-     * stops the daemon with the message and a non-zero status. Any thread; the first error wins.
-     *
-     * @param message what stopped.
-     */
-    void fatal(final String message) {
-        final java.util.function.Consumer<String> l;
-        synchronized (fatalLock) {
-            if (fatalError != null) {
-                return;
-            }
-            fatalError = message;
-            l = fatalListener;
-        }
-        LOG.error("fatal: {}; the daemon stops (a restart repairs the shard)", message);
-        if (l != null) {
-            l.accept(message);
-        }
-    }
-
-    /**
      * @param listener told once, on any thread, when a fatal error stops the daemon (at once if one already did).
      */
     public void onFatal(final java.util.function.Consumer<String> listener) {
-        final String already;
-        synchronized (fatalLock) {
-            fatalListener = listener;
-            already = fatalError;
-        }
-        if (already != null) {
-            listener.accept(already);
-        }
+        fatal.listen(listener);
     }
 
     /**
      * @return the fatal error that stopped the daemon, or null.
      */
     public String fatalError() {
-        synchronized (fatalLock) {
-            return fatalError;
-        }
+        return fatal.message();
     }
 
     /**
@@ -598,11 +456,7 @@ public final class KvidxDaemon implements AutoCloseable {
         final boolean drained = writers.isIdle();
         CloseHelper.closeAll(writers);
         if (zmq != null && drained) {
-            final List<PublisherProgress.Entry> dispatched = new ArrayList<>();
-            for (final ZmqIngestAgent agent : zmq) {
-                dispatched.addAll(agent.dispatched());
-            }
-            progress.write(dispatched);
+            progress.write(zmq.dispatched());
         }
         // The counters and the error log stay mapped: callers may read them after close (their files stay in the
         // cell for the tools too); the mappings go with the process.
@@ -612,25 +466,5 @@ public final class KvidxDaemon implements AutoCloseable {
     /** How long close waits for the writers to drain their queues. */
     private static final long CLOSE_DRAIN_NS = java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
 
-    /** Mirrors the index's and the tier map's eviction counts into their counters once a second. */
-    private final class EvictionMirror implements Agent {
-        private long next;
 
-        @Override
-        public int doWork() {
-            final long now = System.currentTimeMillis();
-            if (now < next) {
-                return 0;
-            }
-            next = now + 1000;
-            counters.get(CounterType.EVICTIONS).setRelease(index.evictions());
-            counters.get(CounterType.TIER_MAP_EVICTIONS).setRelease(index.tiers().evictions());
-            return 1;
-        }
-
-        @Override
-        public String roleName() {
-            return "kvidx-eviction-mirror";
-        }
-    }
 }

@@ -1,30 +1,18 @@
 package io.kvidx.daemon.state;
 
-import io.kvidx.ffm.MappedRegion;
-
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.CLOCK_OFFSET;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.COUNT_OFFSET;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.ENTRY_HASH_OFFSET;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.ENTRY_KEY_OFFSET;
-import static io.kvidx.daemon.state.PodBlockMapDescriptor.ENTRY_LENGTH;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.ENTRY_MEDIA_OFFSET;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.ENTRY_STAMP_OFFSET;
-import static io.kvidx.daemon.state.PodBlockMapDescriptor.GENERATION_OFFSET;
-import static io.kvidx.daemon.state.PodBlockMapDescriptor.HEADER_LENGTH;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.LONG_LAYOUT;
-import static io.kvidx.daemon.state.PodBlockMapDescriptor.MAGIC;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.MAIN_GROUP_OFFSET;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.MEDIA_TIERED;
-import static io.kvidx.daemon.state.PodBlockMapDescriptor.POD_ID_MAX;
 import static io.kvidx.daemon.state.PodBlockMapDescriptor.entry;
 
 /**
@@ -36,38 +24,32 @@ import static io.kvidx.daemon.state.PodBlockMapDescriptor.entry;
  * stored mapping (sampled), and the caller removes that block from the index for the pod, so the map and the
  * index never disagree and a pod that never removes blocks cannot grow the daemon (ADR 0007).
  *
- * <p>The file's layout is {@link PodBlockMapDescriptor}'s; the hash table in it (open addressing, linear probing,
- * backward-shift deletion) is {@link PodBlockTable}'s, and the choice of the mapping to evict
- * {@link SampledEviction}'s. This class opens, re-uses and grows the file and gives the entries their meaning:
- * router key, store stamp and media bits. A crash can leave a shift half done: {@link #open} re-inserts every entry
- * of a re-used file, which also drops duplicates.
+ * <p>The file's layout is {@link PodBlockMapDescriptor}'s; opening, re-using and growing the file are
+ * {@link PodBlockMapFile}'s; the hash table in it (open addressing, linear probing, backward-shift deletion) is
+ * {@link PodBlockTable}'s, and the choice of the mapping to evict {@link SampledEviction}'s. This class gives the
+ * entries their meaning: router key, store stamp and media bits. A crash can leave a shift half done: {@link #open}
+ * re-inserts every entry of a re-used file, which also drops duplicates.
  *
  * <p><b>Note:</b> one writer: the pod's writer agent. No other thread reads it.
  */
 public final class PodBlockMap implements AutoCloseable {
     private static final double MAX_LOAD = 0.7;
 
-    private final Path file;
-    private MappedRegion region;
     private final PodBlockTable table = new PodBlockTable();
     private final SampledEviction eviction = new SampledEviction(table);
+    private final PodBlockMapFile file;
     private final int maxSlots;
     private final int maxBlocks;
-    private final boolean restored;
     private boolean lastReleaseRemoved;
     private long lastMedia;
     private boolean lastTiered;
     /** The entry the last {@link #store} wrote (its offset in the table's segment), -1 after a release. */
     private long lastEntry = -1;
 
-    private PodBlockMap(final Path file, final MappedRegion region, final int slots, final int maxBlocks,
-        final boolean restored) {
-        this.file = file;
-        this.region = region;
-        this.table.wrap(region.segment(), slots);
+    private PodBlockMap(final Path file, final String podId, final int generation, final int maxBlocks) {
+        this.file = PodBlockMapFile.open(file, podId, generation, maxBlocks, table);
         this.maxSlots = slotsFor(maxBlocks);
         this.maxBlocks = maxBlocks;
-        this.restored = restored;
     }
 
     /**
@@ -87,12 +69,9 @@ public final class PodBlockMap implements AutoCloseable {
         return PodBlockMapDescriptor.length(slotsFor(maxBlocks));
     }
 
-    /** Slots a new map starts with: small, so that a pod holding few blocks touches little memory. */
-    private static final int INITIAL_SLOTS = 4096;
-
     /**
      * Opens a pod's map: the existing file is re-used (and its entries re-inserted) when it belongs to the same pod
-     * id and slot generation and has the same size; otherwise the map starts empty.
+     * id and slot generation and has the same size; otherwise the map starts empty ({@link PodBlockMapFile}).
      *
      * @param file       the map's file.
      * @param podId      the pod.
@@ -101,67 +80,14 @@ public final class PodBlockMap implements AutoCloseable {
      * @return the map.
      */
     public static PodBlockMap open(final Path file, final String podId, final int generation, final int maxBlocks) {
-        if (maxBlocks < 1 || maxBlocks > (1 << 28)) {
-            throw new IllegalArgumentException("max blocks per pod must be in [1, 2^28]: " + maxBlocks);
-        }
-        final byte[] id = podId.getBytes(StandardCharsets.UTF_8);
-        if (id.length > POD_ID_MAX) {
-            throw new IllegalArgumentException("pod id longer than " + POD_ID_MAX + " bytes: " + podId);
-        }
-        final int maxSlots = slotsFor(maxBlocks);
-        try {
-            final long size = Files.exists(file) ? Files.size(file) : 0;
-            final long found = (size - HEADER_LENGTH) / ENTRY_LENGTH;
-            if (size > HEADER_LENGTH && (size - HEADER_LENGTH) % ENTRY_LENGTH == 0 && Long.bitCount(found) == 1
-                && found <= maxSlots) {
-                final int slots = (int) found;
-                final MappedRegion region = MappedRegion.mapReadWrite(file, size);
-                if (PodBlockMapDescriptor.matches(region.segment(), slots, maxBlocks, generation, id)) {
-                    final PodBlockMap map = new PodBlockMap(file, region, slots, maxBlocks, true);
-                    map.table.reinsertAll(maxBlocks);
-                    region.segment().set(LONG_LAYOUT, 0, MAGIC);
-                    return map;
-                }
-                region.close();
-            }
-            final int slots = Math.min(INITIAL_SLOTS, maxSlots);
-            final MappedRegion region = PodBlockMapDescriptor.create(file, slots, maxBlocks, generation, id, 0);
-            return new PodBlockMap(file, region, slots, maxBlocks, false);
-        } catch (final IOException ex) {
-            throw new UncheckedIOException("cannot open the block map " + file, ex);
-        }
-    }
-
-    /**
-     * Doubles the table: builds the larger one in a new file, re-inserts every entry, then renames it over the old
-     * one (a crash leaves the old or the new file, each whole), so the table stays as dense as the pod's live blocks
-     * and its cache footprint follows them.
-     */
-    private void grow() {
-        final MemorySegment s = table.segment();
-        final Path temp = file.resolveSibling(file.getFileName() + ".grow");
-        final int newSlots = table.slots() * 2;
-        final byte[] id = PodBlockMapDescriptor.podId(s);
-        try {
-            final MappedRegion bigger = PodBlockMapDescriptor.create(temp, newSlots, maxBlocks,
-                s.get(ValueLayout.JAVA_INT, GENERATION_OFFSET), id, s.get(LONG_LAYOUT, CLOCK_OFFSET));
-            final MemorySegment b = bigger.segment();
-            b.set(ValueLayout.JAVA_INT, MAIN_GROUP_OFFSET, s.get(ValueLayout.JAVA_INT, MAIN_GROUP_OFFSET));
-            table.rehashInto(b, newSlots);
-            Files.move(temp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            region.close();
-            region = bigger;
-            table.wrap(b, newSlots);
-        } catch (final IOException ex) {
-            throw new UncheckedIOException("cannot grow the block map " + file + " to " + newSlots + " slots", ex);
-        }
+        return new PodBlockMap(file, podId, generation, maxBlocks);
     }
 
     /**
      * @return true when the map was re-used from a previous daemon (its mappings are the pod's), false when new.
      */
     public boolean restored() {
-        return restored;
+        return file.restored();
     }
 
     /**
@@ -244,7 +170,7 @@ public final class PodBlockMap implements AutoCloseable {
             }
             final int slots = table.slots();
             if (count + 1 > slots * MAX_LOAD && slots < maxSlots) {
-                grow();
+                file.grow(table);
                 return store(hash, routerKey, mediumBit);
             }
             final long e = entry(~i);
@@ -523,11 +449,11 @@ public final class PodBlockMap implements AutoCloseable {
      * @return the map's file.
      */
     public Path path() {
-        return file;
+        return file.path();
     }
 
     @Override
     public void close() {
-        region.close();
+        file.close();
     }
 }

@@ -115,11 +115,11 @@ class DaemonCommandTest {
     @Test
     void shouldParseZmqSpecs() {
         assertEquals(new ZmqEndpoint("tcp://h:5557", "pod-1", "org/model@v2", null),
-            DaemonCommand.parseZmq("pod-1@org/model@v2=tcp://h:5557"));
+            TransportOptions.parseZmq("pod-1@org/model@v2=tcp://h:5557"));
         assertEquals(new ZmqEndpoint("tcp://h:5557", "pod-1", null, null),
-            DaemonCommand.parseZmq("pod-1=tcp://h:5557"));
-        assertEquals(new ZmqEndpoint("tcp://h:5557", null, null, null), DaemonCommand.parseZmq("*=tcp://h:5557"));
-        assertThrows(IllegalArgumentException.class, () -> DaemonCommand.parseZmq("tcp://h:5557"));
+            TransportOptions.parseZmq("pod-1=tcp://h:5557"));
+        assertEquals(new ZmqEndpoint("tcp://h:5557", null, null, null), TransportOptions.parseZmq("*=tcp://h:5557"));
+        assertThrows(IllegalArgumentException.class, () -> TransportOptions.parseZmq("tcp://h:5557"));
     }
 
     @Test
@@ -133,8 +133,8 @@ class DaemonCommandTest {
         assertThrows(IllegalArgumentException.class, () -> DaemonConfigFile.parse(String.join("\n",
             "zmq:", "  - endpoint: tcp://a:5557", "    engine: trtllm"), new DaemonContext(), "test"));
         // --engine POD=ENGINE or ENDPOINT=ENGINE, as DaemonCommand applies it.
-        final ZmqSettings cli = new DaemonContext().zmq().addEndpoint(DaemonCommand.parseZmq("a=tcp://a:5557"))
-            .addEndpoint(DaemonCommand.parseZmq("*=tcp://b:5557")).engine("a", "sglang")
+        final ZmqSettings cli = new DaemonContext().zmq().addEndpoint(TransportOptions.parseZmq("a=tcp://a:5557"))
+            .addEndpoint(TransportOptions.parseZmq("*=tcp://b:5557")).engine("a", "sglang")
             .engine("tcp://b:5557", "SGLang");
         assertEquals(List.of(ZmqEndpoint.Engine.SGLANG, ZmqEndpoint.Engine.SGLANG),
             cli.endpoints().stream().map(ZmqEndpoint::engine).toList());

@@ -73,18 +73,24 @@ class RemoteAccessConfigTest {
             assertThrows(ConfigException.class, emptyTopicPod::conclude).key());
     }
 
+    private DaemonContext metrics(final String address, final boolean allowRemote) {
+        final DaemonContext c = context();
+        c.serving().metrics(address).metricsAllowRemote(allowRemote);
+        return c;
+    }
+
     @Test
     void shouldRefuseRemoteMetricsWithoutTheOptIn() {
         for (final String address : new String[] {"0.0.0.0:9464", "[::]:9464", "10.0.0.7:9464", "metrics-host:9464"}) {
             final ConfigException ex = assertThrows(ConfigException.class,
-                () -> context().metrics(address).conclude(), address);
+                () -> metrics(address, false).conclude(), address);
             assertEquals(DaemonConfiguration.METRICS_PROP_NAME, ex.key());
             assertTrue(ex.getMessage().contains("metricsAllowRemote (--metrics-allow-remote)"), ex.getMessage());
         }
-        context().metrics("127.0.0.1:9464").conclude();
-        context().metrics("[::1]:9464").conclude();
-        context().metrics("localhost:0").conclude();
-        context().metrics("0.0.0.0:9464").metricsAllowRemote(true).conclude();
+        metrics("127.0.0.1:9464", false).conclude();
+        metrics("[::1]:9464", false).conclude();
+        metrics("localhost:0", false).conclude();
+        metrics("0.0.0.0:9464", true).conclude();
     }
 
     @Test

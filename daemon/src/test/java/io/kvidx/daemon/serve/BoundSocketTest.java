@@ -45,7 +45,8 @@ class BoundSocketTest {
             port = s.getLocalPort();
         }
         final String bind = "tcp://127.0.0.1:" + port;
-        final DaemonContext ctx = HttpApiClient.daemonContext(dir).zmqBind(bind);
+        final DaemonContext ctx = HttpApiClient.daemonContext(dir);
+        ctx.zmq().bind(bind);
         try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
             PyPeer a = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-x@" + model, "--connect", bind);
             PyPeer b = new PyPeer(PyPeer.VLLM, "--topic", "kv@10.0.0.2:8000@" + model, "--connect", bind)) {

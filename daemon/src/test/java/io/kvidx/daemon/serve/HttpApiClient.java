@@ -39,8 +39,10 @@ final class HttpApiClient {
      * HTTP API on a free loopback port.
      */
     static io.kvidx.daemon.config.DaemonContext daemonContext(final java.nio.file.Path dir) {
-        return new io.kvidx.daemon.config.DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192).podTimeoutMs(0)
-            .heartbeatIntervalMs(50).idleStrategy("backoff").http("127.0.0.1:0");
+        final io.kvidx.daemon.config.DaemonContext context = new io.kvidx.daemon.config.DaemonContext().dir(dir)
+            .shardCount(16).capacityBlocks(8192).podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff");
+        context.serving().http("127.0.0.1:0");
+        return context;
     }
 
     /**

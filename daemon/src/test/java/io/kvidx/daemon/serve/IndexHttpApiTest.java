@@ -129,7 +129,9 @@ class IndexHttpApiTest {
 
     @Test
     void shouldRefuseBadRequestsWithJsonErrorsWithoutTouchingTheIndex() throws Exception {
-        try (KvidxDaemon daemon = KvidxDaemon.start(context().httpMaxBodyBytes(4096))) {
+        final DaemonContext small = context();
+        small.serving().httpMaxBodyBytes(4096);
+        try (KvidxDaemon daemon = KvidxDaemon.start(small)) {
             final HttpApiClient http = new HttpApiClient(daemon.httpPort());
             assertError(http.post("/query", "not json"), 400, "bad_json");
             assertError(http.post("/query", "[1,2]"), 400, "bad_json");

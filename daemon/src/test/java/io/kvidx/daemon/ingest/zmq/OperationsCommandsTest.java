@@ -135,7 +135,8 @@ class OperationsCommandsTest {
         try (PythonPublisherTest.Peer peer =
                  new PythonPublisherTest.Peer("kv@" + pod + "@" + MODEL, "array", "old", "uint")) {
             final DaemonContext ctx = new DaemonContext().dir(dir).cell("m").shardCount(16).capacityBlocks(8192)
-                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff").metrics("127.0.0.1:0");
+                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff");
+            ctx.serving().metrics("127.0.0.1:0");
             ctx.zmq().addEndpoint(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell("m"))) {

@@ -26,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import static io.kvidx.daemon.ingest.zmq.ZmqIngestTest.await;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -151,6 +152,12 @@ class SnapshotCatchUpTest {
         return context;
     }
 
+    /** @return the context after the change (for the settings parts, whose setters return the part). */
+    private static DaemonContext with(final DaemonContext context, final Consumer<DaemonContext> change) {
+        change.accept(context);
+        return context;
+    }
+
     private static IndexReader reader(final Path dir, final String cell) {
         return IndexReader.attach(new IndexReaderContext().dir(dir).cell(cell).attachTimeoutMs(5_000)
             .heartbeatTimeoutMs(0));
@@ -224,7 +231,8 @@ class SnapshotCatchUpTest {
                 }
                 await("the first daemon follows", () -> fleet.answeredBy(one));
                 final HttpServer peer = serve(snapshot, 200);
-                try (KvidxDaemon second = KvidxDaemon.start(context("two", publishers).peer(url(peer)));
+                try (KvidxDaemon second = KvidxDaemon.start(with(context("two", publishers),
+                    c -> c.snapshots().peer(url(peer))));
                     IndexReader two = reader(dir, "two")) {
                     final SnapshotLoader.Loaded loaded = second.catchUp();
                     assertNotNull(loaded);
@@ -260,7 +268,8 @@ class SnapshotCatchUpTest {
             JavaVllmPublisher b = new JavaVllmPublisher("kv@" + PODS[1] + "@" + MODEL, true)) {
             final JavaVllmPublisher[] publishers = {a, b};
             final Fleet fleet = new Fleet(publishers);
-            try (KvidxDaemon first = KvidxDaemon.start(context("one", publishers).http("127.0.0.1:0"));
+            try (KvidxDaemon first = KvidxDaemon.start(with(context("one", publishers),
+                c -> c.serving().http("127.0.0.1:0")));
                 KvidxDaemon second = KvidxDaemon.start(context("two", publishers));
                 IndexReader one = reader(dir, "one");
                 IndexReader two = reader(dir, "two")) {
@@ -280,8 +289,8 @@ class SnapshotCatchUpTest {
                         java.util.concurrent.locks.LockSupport.parkNanos(2_000_000);
                     }
                 });
-                try (KvidxDaemon third = KvidxDaemon.start(context("three", publishers)
-                    .peer("http://127.0.0.1:" + first.httpPort()));
+                try (KvidxDaemon third = KvidxDaemon.start(with(context("three", publishers),
+                    c -> c.snapshots().peer("http://127.0.0.1:" + first.httpPort())));
                     IndexReader three = reader(dir, "three")) {
                     assertNotNull(third.catchUp());
                     assertEquals(2, third.catchUp().pods());
@@ -308,7 +317,8 @@ class SnapshotCatchUpTest {
         try (JavaVllmPublisher a = new JavaVllmPublisher("kv@" + PODS[0] + "@" + MODEL, true)) {
             final JavaVllmPublisher[] publishers = {a};
             final Fleet fleet = new Fleet(publishers);
-            try (KvidxDaemon daemon = KvidxDaemon.start(context("one", publishers).snapshotMaxBytes(2048));
+            try (KvidxDaemon daemon = KvidxDaemon.start(with(context("one", publishers),
+                c -> c.snapshots().snapshotMaxBytes(2048)));
                 IndexReader one = reader(dir, "one")) {
                 join(daemon, publishers);
                 for (int i = 0; i < 20; i++) {
@@ -350,10 +360,11 @@ class SnapshotCatchUpTest {
                 nobody = "http://127.0.0.1:" + socket.getLocalPort();
             }
             final IllegalStateException failure = assertThrows(IllegalStateException.class,
-                () -> KvidxDaemon.start(context("one", publishers).peer(nobody).peerTimeoutMs(2_000)).close());
+                () -> KvidxDaemon.start(with(context("one", publishers),
+                    c -> c.snapshots().peer(nobody).peerTimeoutMs(2_000))).close());
             assertTrue(failure.getMessage().contains("cannot catch up from peer " + nobody), failure.getMessage());
-            try (KvidxDaemon daemon = KvidxDaemon.start(context("one", publishers).peer(nobody).peerTimeoutMs(2_000)
-                .peerOptional(true))) {
+            try (KvidxDaemon daemon = KvidxDaemon.start(with(context("one", publishers),
+                c -> c.snapshots().peer(nobody).peerTimeoutMs(2_000).peerOptional(true)))) {
                 assertNull(daemon.catchUp(), "started empty");
             }
         }
@@ -366,13 +377,14 @@ class SnapshotCatchUpTest {
         final HttpServer peer = serve(other, 200);
         try (JavaVllmPublisher a = new JavaVllmPublisher("kv@" + PODS[0] + "@" + MODEL, true)) {
             final IllegalStateException failure = assertThrows(IllegalStateException.class,
-                () -> KvidxDaemon.start(context("one", new JavaVllmPublisher[] {a}).peer(url(peer))
-                    .peerOptional(true)).close());
+                () -> KvidxDaemon.start(with(context("one", new JavaVllmPublisher[] {a}),
+                    c -> c.snapshots().peer(url(peer)).peerOptional(true))).close());
             assertTrue(failure.getMessage().contains("--block-size 64"), failure.getMessage());
             final HttpServer missing = serve("no such endpoint".getBytes(), 404);
             try {
                 final IllegalStateException notFound = assertThrows(IllegalStateException.class,
-                    () -> KvidxDaemon.start(context("one", new JavaVllmPublisher[] {a}).peer(url(missing))).close());
+                    () -> KvidxDaemon.start(with(context("one", new JavaVllmPublisher[] {a}),
+                        c -> c.snapshots().peer(url(missing)))).close());
                 assertTrue(notFound.getMessage().contains("HTTP 404"), notFound.getMessage());
             } finally {
                 missing.stop(0);

@@ -54,8 +54,8 @@ class TopicPodAllowListTest {
             JavaVllmPublisher fixed = new JavaVllmPublisher("kv@whatever@" + MODEL, true);
             ZContext zmq = new ZContext(1)) {
             final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
-                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff").zmqBind(bind);
-            ctx.zmq().addTopicPod("pod-*").addTopicPod("10.0.0.?:8000")
+                .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff");
+            ctx.zmq().bind(bind).addTopicPod("pod-*").addTopicPod("10.0.0.?:8000")
                 .addEndpoint(new ZmqEndpoint(allowed.endpoint(), null, null, allowed.replayEndpoint()))
                 .addEndpoint(new ZmqEndpoint(refused.endpoint(), null, null, refused.replayEndpoint()))
                 .addEndpoint(new ZmqEndpoint(fixed.endpoint(), "configured", MODEL, fixed.replayEndpoint()));

@@ -1,0 +1,102 @@
+package io.kvidx.daemon.cli;
+
+import io.kvidx.daemon.config.DaemonConfiguration;
+import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.config.ServingSettings;
+import io.kvidx.daemon.config.SnapshotSettings;
+import picocli.CommandLine.Option;
+
+/**
+ * The options of {@code kvidx daemon} that open it to the network (a picocli mixin): the Prometheus endpoint, the
+ * indexer HTTP API, and the snapshots a replica catches up from ({@code --peer}). Unset options leave the context as
+ * the config file made it.
+ */
+final class ServingOptions {
+    @Option(names = "--metrics", paramLabel = "HOST:PORT", description = "Serve Prometheus metrics at "
+        + "http://HOST:PORT/metrics, e.g. 127.0.0.1:9464 (default: off). A loopback address unless "
+        + "--metrics-allow-remote: it exports pod ids and models, unauthenticated.")
+    private String metrics;
+
+    @Option(names = "--metrics-allow-remote", negatable = true, description = "Accept a --metrics address that is a "
+        + "wildcard or not loopback (default " + DaemonConfiguration.METRICS_ALLOW_REMOTE_DEFAULT + ").")
+    private Boolean metricsAllowRemote;
+
+    @Option(names = "--peer", paramLabel = "URL", description = "Catch up from a running daemon at start: when "
+        + "this cell's index is created new, load the snapshot at URL/dump?format=kvidx (its HTTP API), then replay "
+        + "each ZeroMQ engine from the snapshot's sequences, as after a restart (default: start empty). A snapshot of "
+        + "another --block-size is refused.")
+    private String peer;
+
+    @Option(names = "--peer-optional", negatable = true, description = "Start empty (logged) when the --peer "
+        + "snapshot cannot be fetched or is corrupt, instead of failing the start (default "
+        + DaemonConfiguration.PEER_OPTIONAL_DEFAULT + ").")
+    private Boolean peerOptional;
+
+    @Option(names = "--peer-timeout-ms", paramLabel = "MS", description = "Bound on connecting to the --peer and "
+        + "on the whole snapshot download (default " + DaemonConfiguration.PEER_TIMEOUT_MS_DEFAULT + ").")
+    private Long peerTimeoutMs;
+
+    @Option(names = "--snapshot-max-bytes", paramLabel = "BYTES", description = "Longest snapshot this daemon takes "
+        + "for a replica (/dump?format=kvidx) or loads from a --peer (default "
+        + DaemonConfiguration.SNAPSHOT_MAX_BYTES_DEFAULT + ").")
+    private Long snapshotMaxBytes;
+
+    @Option(names = "--http", paramLabel = "HOST:PORT", description = "Serve the indexer HTTP API (Dynamo standalone "
+        + "indexer / Mooncake compatible: register, unregister, workers, query, query_by_hash, dump, health, metrics) "
+        + "at http://HOST:PORT/ (default: off). Unauthenticated, and it registers engines: bind loopback "
+        + "(127.0.0.1) or put an authenticating proxy in front.")
+    private String http;
+
+    @Option(names = "--http-threads", paramLabel = "N", description = "HTTP event-loop threads (default "
+        + DaemonConfiguration.HTTP_THREADS_DEFAULT + ").")
+    private Integer httpThreads;
+
+    @Option(names = "--http-idle", paramLabel = "block|busy-spin", description = "How the HTTP event loops wait "
+        + "(default " + DaemonConfiguration.HTTP_IDLE_DEFAULT + "); busy-spin takes a core per loop and saves the "
+        + "thread wake-up per request.")
+    private String httpIdle;
+
+    @Option(names = "--http-max-body-bytes", paramLabel = "BYTES", description = "Largest HTTP request body "
+        + "(default " + DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT + "); larger ones get 413.")
+    private Integer httpMaxBodyBytes;
+
+    /**
+     * Sets the options given.
+     *
+     * @param context the daemon's context.
+     */
+    void applyTo(final DaemonContext context) {
+        final ServingSettings settings = context.serving();
+        final SnapshotSettings snapshots = context.snapshots();
+        if (metrics != null) {
+            settings.metrics(metrics);
+        }
+        if (metricsAllowRemote != null) {
+            settings.metricsAllowRemote(metricsAllowRemote);
+        }
+        if (peer != null) {
+            snapshots.peer(peer);
+        }
+        if (peerOptional != null) {
+            snapshots.peerOptional(peerOptional);
+        }
+        if (peerTimeoutMs != null) {
+            snapshots.peerTimeoutMs(peerTimeoutMs);
+        }
+        if (snapshotMaxBytes != null) {
+            snapshots.snapshotMaxBytes(snapshotMaxBytes);
+        }
+        if (http != null) {
+            settings.http(http);
+        }
+        if (httpThreads != null) {
+            settings.httpThreads(httpThreads);
+        }
+        if (httpIdle != null) {
+            settings.httpIdle(httpIdle);
+        }
+        if (httpMaxBodyBytes != null) {
+            settings.httpMaxBodyBytes(httpMaxBodyBytes);
+        }
+    }
+}

@@ -1,0 +1,161 @@
+package io.kvidx.daemon.config;
+
+import io.kvidx.daemon.metrics.DaemonMetrics;
+
+/**
+ * The daemon's doors onto the network: its Prometheus endpoint ({@code metrics}, loopback unless
+ * {@code metricsAllowRemote}) and its indexer HTTP API ({@code http}, with its event-loop threads, how they wait and
+ * the largest request body). Both are off by default. Defaults from {@link DaemonConfiguration}.
+ *
+ * <p><b>Note:</b> part of a {@link DaemonContext}: not thread safe; filled in on one thread, read after
+ * {@link #conclude()}.
+ */
+public final class ServingSettings {
+    private String metrics = DaemonConfiguration.METRICS_DEFAULT;
+    private boolean metricsAllowRemote = DaemonConfiguration.METRICS_ALLOW_REMOTE_DEFAULT;
+    private String http = DaemonConfiguration.HTTP_DEFAULT;
+    private int httpThreads = DaemonConfiguration.HTTP_THREADS_DEFAULT;
+    private String httpIdle = DaemonConfiguration.HTTP_IDLE_DEFAULT;
+    private int httpMaxBodyBytes = DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT;
+
+    /**
+     * Checks the metrics address (and that it is loopback unless allowed otherwise), the HTTP API's address, how its
+     * event loops wait, its threads and its largest body, in that order.
+     *
+     * @throws ConfigException naming the key of the first value out of range.
+     */
+    void conclude() {
+        if (metrics != null) {
+            try {
+                DaemonMetrics.parseAddress(metrics);
+            } catch (final IllegalArgumentException ex) {
+                throw new ConfigException(DaemonConfiguration.METRICS_PROP_NAME,
+                    "must be HOST:PORT with a port in [0, 65535]: " + metrics);
+            }
+            if (!metricsAllowRemote && !NetworkScope.isLoopback(NetworkScope.hostOf(metrics))) {
+                throw new ConfigException(DaemonConfiguration.METRICS_PROP_NAME, "must be on a loopback address "
+                    + "(127.0.0.1:PORT, [::1]:PORT, localhost:PORT) unless "
+                    + DaemonConfiguration.METRICS_ALLOW_REMOTE_PROP_NAME + " (--metrics-allow-remote) is set: it "
+                    + "exports pod ids and models to anyone who reaches it: " + metrics);
+            }
+        }
+        if (http != null) {
+            try {
+                DaemonMetrics.parseAddress(http);
+            } catch (final IllegalArgumentException ex) {
+                throw new ConfigException(DaemonConfiguration.HTTP_PROP_NAME,
+                    "must be HOST:PORT with a port in [0, 65535]: " + http);
+            }
+        }
+        if (!DaemonConfiguration.HTTP_IDLE_BLOCK.equals(httpIdle)
+            && !DaemonConfiguration.HTTP_IDLE_BUSY_SPIN.equals(httpIdle)) {
+            throw new ConfigException(DaemonConfiguration.HTTP_IDLE_PROP_NAME, "must be "
+                + DaemonConfiguration.HTTP_IDLE_BLOCK + " or " + DaemonConfiguration.HTTP_IDLE_BUSY_SPIN + ": "
+                + httpIdle);
+        }
+        ConfigException.range(DaemonConfiguration.HTTP_THREADS_PROP_NAME, httpThreads, 1,
+            DaemonConfiguration.HTTP_THREADS_MAX);
+        ConfigException.range(DaemonConfiguration.HTTP_MAX_BODY_BYTES_PROP_NAME, httpMaxBodyBytes,
+            DaemonConfiguration.HTTP_MAX_BODY_BYTES_MIN, DaemonConfiguration.HTTP_MAX_BODY_BYTES_MAX);
+    }
+
+    /**
+     * @param hostPort where to serve Prometheus metrics ({@code HOST:PORT}; port 0 picks a free one), or null for
+     *                 no metrics endpoint.
+     * @return this.
+     */
+    public ServingSettings metrics(final String hostPort) {
+        this.metrics = hostPort;
+        return this;
+    }
+
+    /**
+     * @return where to serve Prometheus metrics, or null for none.
+     */
+    public String metrics() {
+        return metrics;
+    }
+
+    /**
+     * @param allow true to accept a metrics endpoint on a wildcard or non-loopback address (it exports pod ids and
+     *              models, unauthenticated); false (default) refuses one at conclude.
+     * @return this.
+     */
+    public ServingSettings metricsAllowRemote(final boolean allow) {
+        this.metricsAllowRemote = allow;
+        return this;
+    }
+
+    /**
+     * @return whether the metrics endpoint may be reachable from other hosts.
+     */
+    public boolean metricsAllowRemote() {
+        return metricsAllowRemote;
+    }
+
+    /**
+     * @param hostPort where to serve the indexer HTTP API ({@code HOST:PORT}; port 0 picks a free one), or null for
+     *                 none (the default).
+     * @return this.
+     */
+    public ServingSettings http(final String hostPort) {
+        this.http = hostPort;
+        return this;
+    }
+
+    /**
+     * @return where to serve the indexer HTTP API, or null for none.
+     */
+    public String http() {
+        return http;
+    }
+
+    /**
+     * @param threads HTTP event-loop threads.
+     * @return this.
+     */
+    public ServingSettings httpThreads(final int threads) {
+        this.httpThreads = threads;
+        return this;
+    }
+
+    /**
+     * @return HTTP event-loop threads.
+     */
+    public int httpThreads() {
+        return httpThreads;
+    }
+
+    /**
+     * @param idle how the HTTP event loops wait: {@code block} (default) or {@code busy-spin} (each loop takes a
+     *             core; a request skips the thread wake-up, tens of microseconds on a VM).
+     * @return this.
+     */
+    public ServingSettings httpIdle(final String idle) {
+        this.httpIdle = idle;
+        return this;
+    }
+
+    /**
+     * @return how the HTTP event loops wait.
+     */
+    public String httpIdle() {
+        return httpIdle;
+    }
+
+    /**
+     * @param bytes largest HTTP request body; a larger one is answered 413 without being read further.
+     * @return this.
+     */
+    public ServingSettings httpMaxBodyBytes(final int bytes) {
+        this.httpMaxBodyBytes = bytes;
+        return this;
+    }
+
+    /**
+     * @return largest HTTP request body, in bytes.
+     */
+    public int httpMaxBodyBytes() {
+        return httpMaxBodyBytes;
+    }
+}

@@ -1,0 +1,149 @@
+package io.kvidx.daemon.lifecycle;
+
+import io.kvidx.daemon.config.AgentSettings;
+import io.kvidx.daemon.config.DaemonConfiguration;
+import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.counters.IngestCounters;
+import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
+import io.kvidx.daemon.ingest.zmq.ZmqIngestAgent;
+import io.kvidx.daemon.membership.Engine;
+import io.kvidx.daemon.membership.Membership;
+import io.kvidx.daemon.state.ProgressLog;
+import io.kvidx.daemon.state.PublisherProgress;
+import io.kvidx.daemon.writer.PodDirectory;
+import io.kvidx.daemon.writer.WriterPool;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.EpochClock;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The daemon's ZeroMQ transport: one {@link ZmqIngestAgent} per ingest thread ({@code zmqIngestThreads}), each with
+ * its share of the subscriptions (by endpoint, {@link ZmqIngestAgent#partOf}) and of the progress file, and each
+ * with its replay agent. Agent 0 also holds the bound socket ({@code zmqBind}) and is the one pinned to
+ * {@code zmqIngestCpu}. Subscriptions added and dropped at runtime ({@link Membership.Subscriptions}) go to the
+ * agent that owns their endpoint.
+ *
+ * <p><b>Note:</b> made and started by the thread that starts the daemon; {@link #subscribe} and {@link #unsubscribe}
+ * from any thread (the membership's).
+ */
+final class ZmqTransport implements Membership.Subscriptions {
+    /** How long a subscription change waits for room in an ingest agent's queue of changes. */
+    private static final long CHANGE_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(5);
+
+    private final ZmqIngestAgent[] agents;
+
+    /** Starts an agent on a thread of its own. */
+    @FunctionalInterface
+    interface Runner {
+        /**
+         * @param agent the agent.
+         * @param cpu   its CPU, or {@link AgentSettings#NO_CPU}.
+         * @param idle  its idle strategy's canonical name.
+         */
+        void run(Agent agent, int cpu, String idle);
+    }
+
+    /**
+     * @param context       the daemon's configuration.
+     * @param subscriptions the engines subscribed to at start.
+     * @param progress      each publisher's recorded sequence.
+     * @param directory     pod ids.
+     * @param writers       the writer agents.
+     * @param counters      counters.
+     * @param errors        error log.
+     * @param clock         clock.
+     * @param registered    a pod id's registered subscription, for the bound socket (its replay endpoint and event
+     *                      format), or null.
+     */
+    ZmqTransport(final DaemonContext context, final List<ZmqEndpoint> subscriptions, final PublisherProgress progress,
+        final PodDirectory directory, final WriterPool writers, final IngestCounters counters,
+        final IngestErrors errors, final EpochClock clock,
+        final java.util.function.Function<String, ZmqEndpoint> registered) {
+        final int parts = context.zmq().ingestThreads();
+        final ProgressLog[] shares = parts == 1 ? new ProgressLog[] {progress}
+            : progress.shares(parts, endpoint -> ZmqIngestAgent.partOf(endpoint, parts));
+        agents = new ZmqIngestAgent[parts];
+        for (int i = 0; i < parts; i++) {
+            final int part = i;
+            agents[i] = new ZmqIngestAgent(subscriptions.stream()
+                    .filter(e -> ZmqIngestAgent.partOf(e.endpoint(), parts) == part).toList(), directory, writers,
+                counters, errors, clock, context.heartbeatIntervalMs(), context.zmq().replayTimeoutMs(),
+                context.zmq().handshakeTimeoutMs(), new ZmqIngestAgent.Recovery(shares[i],
+                context.zmq().checkpointIntervalMs(), "clear".equals(context.zmq().replayGapPolicy())))
+                .topicPods(DaemonConfiguration.ZMQ_TOPIC_PODS_PROP_NAME, context.zmq().topicPods())
+                .ioThreads(context.zmq().ioThreads());
+            if (parts > 1) {
+                agents[i].part(i);
+            }
+        }
+        if (context.zmq().bind() != null) {
+            // Engines that connect name their pods by topic; a registration of the same pod gives its replay.
+            agents[0].bind(context.zmq().bind(), registered);
+        }
+    }
+
+    /**
+     * Starts every ingest agent, each followed by its replay agent (so the replay agent is closed first: runners
+     * close in reverse order).
+     *
+     * @param agentSettings each agent's CPU and idle strategy.
+     * @param runner        starts one agent.
+     */
+    void start(final AgentSettings agentSettings, final Runner runner) {
+        for (int i = 0; i < agents.length; i++) {
+            runner.run(agents[i], i == 0 ? agentSettings.zmqIngestCpu() : AgentSettings.NO_CPU,
+                agentSettings.zmqIngestIdle());
+            runner.run(agents[i].replayAgent(), agentSettings.zmqReplayCpu(), agentSettings.zmqReplayIdle());
+        }
+    }
+
+    @Override
+    public void subscribe(final ZmqEndpoint endpoint) {
+        change(endpoint, true);
+    }
+
+    @Override
+    public void unsubscribe(final ZmqEndpoint endpoint) {
+        change(endpoint, false);
+    }
+
+    private void change(final ZmqEndpoint endpoint, final boolean add) {
+        final ZmqIngestAgent agent = agents[ZmqIngestAgent.partOf(endpoint.endpoint(), agents.length)];
+        final long deadline = System.nanoTime() + CHANGE_TIMEOUT_NS;
+        while (!(add ? agent.subscribe(endpoint) : agent.unsubscribe(endpoint))) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("the ZeroMQ transport takes no more subscription changes");
+            }
+            LockSupport.parkNanos(1_000_000);
+        }
+    }
+
+    /**
+     * @return each publisher's last dispatched sequence, over every agent (once they have stopped and the writers
+     * have drained their queues: then also the last applied one).
+     */
+    List<PublisherProgress.Entry> dispatched() {
+        final List<PublisherProgress.Entry> all = new ArrayList<>();
+        for (final ZmqIngestAgent agent : agents) {
+            all.addAll(agent.dispatched());
+        }
+        return all;
+    }
+
+    /**
+     * @param endpoints configured subscriptions.
+     * @return them as configured engines.
+     */
+    static List<Engine> configuredEngines(final List<ZmqEndpoint> endpoints) {
+        final List<Engine> engines = new ArrayList<>(endpoints.size());
+        for (final ZmqEndpoint e : endpoints) {
+            engines.add(Engine.configured(e));
+        }
+        return engines;
+    }
+}
