@@ -3,16 +3,15 @@ package io.kvidx.router;
 import io.kvidx.routing.RoutingContext;
 import io.kvidx.routing.RoutingPlan;
 import io.kvidx.serve.BodyLimit;
+import io.kvidx.serve.HttpRequestHandler;
 import io.kvidx.serve.ErrorShape;
 import io.kvidx.serve.HttpError;
 import io.kvidx.serve.OpenAiRequest;
 import io.kvidx.serve.Responses;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpUtil;
-import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.FastThreadLocal;
 
 /**
@@ -26,7 +25,7 @@ import io.netty.util.concurrent.FastThreadLocal;
  * <p><b>Note:</b> one instance per connection, confined to its event loop (a tokenizing thread touches only the
  * request's context and hands back).
  */
-final class FrontHandler extends ChannelInboundHandlerAdapter {
+final class FrontHandler extends HttpRequestHandler {
     private static final FastThreadLocal<OpenAiRequest> PARSERS = new FastThreadLocal<>() {
         @Override
         protected OpenAiRequest initialValue() {
@@ -55,23 +54,14 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     }
 
     @Override
-    public void channelRead(final ChannelHandlerContext ctx, final Object msg) {
-        if (msg instanceof BodyLimit.TooLarge tooLarge) {
+    protected void tooLarge(final ChannelHandlerContext ctx, final BodyLimit.TooLarge tooLarge) {
             metrics.requests.labelValues("any", "413").inc();
             error(ctx, false, 413, OpenAiRequest.INVALID, "request body exceeds " + tooLarge.maxBodyBytes()
                 + " bytes (max-body-bytes)");
-        } else if (msg instanceof FullHttpRequest request) {
-            try {
-                handle(ctx, request);
-            } finally {
-                request.release();
-            }
-        } else {
-            ReferenceCountUtil.release(msg);
-        }
     }
 
-    private void handle(final ChannelHandlerContext ctx, final FullHttpRequest request) {
+    @Override
+    protected void request(final ChannelHandlerContext ctx, final FullHttpRequest request) {
         final long arrived = System.nanoTime();
         final boolean keepAlive = HttpUtil.isKeepAlive(request);
         if (!request.decoderResult().isSuccess()) {

@@ -4,17 +4,16 @@ import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.tiers.TierMap;
 import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.serve.BodyLimit;
+import io.kvidx.serve.HttpRequestHandler;
 import io.kvidx.serve.ErrorShape;
 import io.kvidx.serve.HttpError;
 import io.kvidx.serve.Responses;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpUtil;
-import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.FastThreadLocal;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,7 +33,7 @@ import java.io.IOException;
  * {@link FastThreadLocal} of the event-loop thread.
  */
 @ChannelHandler.Sharable
-final class ApiHandler extends ChannelInboundHandlerAdapter {
+final class ApiHandler extends HttpRequestHandler {
     private static final Logger LOG = LoggerFactory.getLogger(ApiHandler.class);
 
     private final IndexReader reader;
@@ -81,22 +80,13 @@ final class ApiHandler extends ChannelInboundHandlerAdapter {
     }
 
     @Override
-    public void channelRead(final ChannelHandlerContext ctx, final Object msg) {
-        if (msg instanceof BodyLimit.TooLarge tooLarge) {
+    protected void tooLarge(final ChannelHandlerContext ctx, final BodyLimit.TooLarge tooLarge) {
             error(ctx, false, new ApiException(413, ApiException.BODY_TOO_LARGE, "request body exceeds "
                 + tooLarge.maxBodyBytes() + " bytes (--http-max-body-bytes)"));
-        } else if (msg instanceof FullHttpRequest request) {
-            try {
-                handle(ctx, request);
-            } finally {
-                request.release();
-            }
-        } else {
-            ReferenceCountUtil.release(msg);
-        }
     }
 
-    private void handle(final ChannelHandlerContext ctx, final FullHttpRequest request) {
+    @Override
+    protected void request(final ChannelHandlerContext ctx, final FullHttpRequest request) {
         final boolean keepAlive = HttpUtil.isKeepAlive(request);
         if (!request.decoderResult().isSuccess()) {
             error(ctx, false, ApiException.badJson("malformed HTTP request"));
