@@ -94,8 +94,9 @@ public final class EppServer implements AutoCloseable {
         final NettyServerBuilder b = tls == null ? NettyServerBuilder.forAddress(config.listenAddress())
             : NettyServerBuilder.forAddress(config.listenAddress(), tls);
         b.addService(service).addService(health.getHealthService()).executor(grpcExecutor)
-            .maxInboundMessageSize(limits.maxBodyBytes() + EppLimits.MESSAGE_OVERHEAD_BYTES)
-            .maxConcurrentCallsPerConnection(limits.maxStreams());
+            .maxInboundMessageSize(limits.maxBodyBytes() + EppLimits.MESSAGE_OVERHEAD_BYTES);
+        // No per-connection stream cap: HTTP/2 would queue a stream beyond it in the proxy, unanswered; the
+        // picker's own bound (max-streams, all connections) answers it at once with a 503 instead.
         NettyServer h = null;
         try {
             this.grpc = b.build().start();
