@@ -195,7 +195,7 @@ class CrashPointTest {
         // The next daemon finds the odd shard and rebuilds it: killed inside that rebuild, after it made it odd.
         final Daemon repairing = startSuspended(true);
         final Debugger.Point inRepair = repairing.debugger().breakAtLine("io.kvidx.daemon.index.IndexRepair",
-            "rebuild", "VarHandle.storeStoreFence();", 1);
+            "rebuild", "final int n = g.slotsPerShard;", 1);
         repairing.debugger().resume();
         assertTrue(inRepair.await(30_000), () -> "the restarted daemon did not rebuild a shard: "
             + ChildProcesses.tail(repairing.log(), 20));
