@@ -36,7 +36,8 @@ import java.util.concurrent.TimeUnit;
  *       Envoy as streamed body mutations of at most {@link EppLimits#STREAMED_CHUNK_BYTES} bytes, the last one
  *       ending the stream (or followed by the trailers' answer when trailers ended the request).</li>
  * </ul>
- * Response-phase messages are passed through (their body echoed in FULL_DUPLEX_STREAMED). A request that cannot be
+ * A request without a body (its headers end the stream: a GET) is picked without a prompt and answered on its
+ * headers. Response-phase messages are passed through (their body echoed in FULL_DUPLEX_STREAMED). A request that cannot be
  * routed gets an immediate response (400, 404, 405, 408, 413, 503) with OpenAI's JSON error body, and the stream is
  * closed. Every stream is bounded: body size, a deadline from its first message to its answer.
  *
@@ -62,6 +63,7 @@ final class PickStream implements StreamObserver<ProcessingRequest> {
     private boolean responseFullDuplex;
     private boolean first = true;
     private boolean chat;
+    private boolean bodyless;
     private String session;
     private Set<String> subset;
     private ByteString body = ByteString.EMPTY;
@@ -151,6 +153,17 @@ final class PickStream implements StreamObserver<ProcessingRequest> {
             immediate(400, OpenAiRequest.INVALID, "the request headers lack :method or :path", "bad_request");
             return;
         }
+        chat = false;
+        readSubset(req);
+        if (h.getEndOfStream()) {
+            // No body (a GET such as /v1/models): picked without a prompt, on the headers, as the reference EPP
+            // routes a bodyless request to any ready endpoint.
+            bodyless = true;
+            phase = Phase.DECIDING;
+            bodyEnded = System.nanoTime();
+            picker.pick(null, null, session, subset, picked());
+            return;
+        }
         final int q = path.indexOf('?');
         final String p = q >= 0 ? path.substring(0, q) : path;
         if (!COMPLETIONS.equals(p) && !CHAT.equals(p)) {
@@ -163,6 +176,13 @@ final class PickStream implements StreamObserver<ProcessingRequest> {
             return;
         }
         chat = CHAT.equals(p);
+        phase = Phase.BODY;
+        if (mode == BodyMode.BUFFERED) {
+            send(Answers.headersContinue());
+        }
+    }
+
+    private void readSubset(final ProcessingRequest req) {
         final Struct hint = req.getMetadataContext().getFilterMetadataMap().get(Answers.SUBSET_NAMESPACE);
         if (hint != null && hint.containsFields(Answers.SUBSET_KEY)) {
             final Value list = hint.getFieldsOrThrow(Answers.SUBSET_KEY);
@@ -175,14 +195,6 @@ final class PickStream implements StreamObserver<ProcessingRequest> {
                     subset.add(s.trim());
                 }
             }
-        }
-        if (h.getEndOfStream()) {
-            immediate(400, OpenAiRequest.INVALID, "the request has no body", "bad_request");
-            return;
-        }
-        phase = Phase.BODY;
-        if (mode == BodyMode.BUFFERED) {
-            send(Answers.headersContinue());
         }
     }
 
@@ -235,7 +247,11 @@ final class PickStream implements StreamObserver<ProcessingRequest> {
             return;
         }
         final String text = parsed.chat ? body.toStringUtf8() : null;
-        picker.pick(parsed, text, session, subset, new Picker.Picked() {
+        picker.pick(parsed, text, session, subset, picked());
+    }
+
+    private Picker.Picked picked() {
+        return new Picker.Picked() {
             @Override
             public void picked(final Picker.Pick pick) {
                 answer(pick);
@@ -245,7 +261,7 @@ final class PickStream implements StreamObserver<ProcessingRequest> {
             public void refused(final int status, final String message) {
                 refuseIfDeciding(status, message);
             }
-        });
+        };
     }
 
     private synchronized void answer(final Picker.Pick pick) {
@@ -262,6 +278,10 @@ final class PickStream implements StreamObserver<ProcessingRequest> {
         cancelDeadline();
         metrics.requests.labelValues(pick.fallback() ? "fallback" : "picked").inc();
         metrics.predictedTokens.observe(pick.predictedTokens());
+        if (bodyless) {
+            send(Answers.picked(pick, true));
+            return;
+        }
         switch (mode) {
             case BUFFERED -> send(Answers.picked(pick, false));
             case STREAMED -> {

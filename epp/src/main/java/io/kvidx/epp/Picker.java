@@ -63,7 +63,7 @@ final class Picker {
     /**
      * Picks an endpoint.
      *
-     * @param parsed  the parsed body (read before this returns when decided here; copied for the tokenizers).
+     * @param parsed  the parsed body (read before this returns when decided here), or null for a request without one.
      * @param body    the body as text, for a chat (the chat template reads the whole request).
      * @param session the session header's value, or null.
      * @param subset  the endpoints the proxy allows, or null for all.
@@ -78,7 +78,7 @@ final class Picker {
             return;
         }
         fill(rc, parsed, body, session);
-        if (parsed.tokenCount >= 0 || !tokenizes) {
+        if (parsed == null || parsed.tokenCount >= 0 || !tokenizes) {
             final Pick p = plan(rc);
             release(rc);
             then.picked(p);
@@ -125,18 +125,21 @@ final class Picker {
 
     private void fill(final RoutingContext rc, final OpenAiRequest parsed, final String body, final String session) {
         final RequestMeta meta = rc.request();
-        final String model = parsed.model != null ? parsed.model : book.defaultModel();
+        final String model = parsed != null && parsed.model != null ? parsed.model : book.defaultModel();
         final String base = model == null ? null : loraAdapters.get(model);
         if (base != null) {
             meta.model(base).lora(model);
         } else {
             meta.model(model);
         }
-        if (parsed.cacheSalt != null) {
-            meta.cacheSalt(parsed.cacheSalt);
-        }
         if (session != null) {
             meta.header(sessionHeader, session);
+        }
+        if (parsed == null) {
+            return; // a request without a body: no prompt
+        }
+        if (parsed.cacheSalt != null) {
+            meta.cacheSalt(parsed.cacheSalt);
         }
         if (parsed.tokenCount >= 0) {
             meta.promptTokens(parsed.tokenCount);

@@ -316,6 +316,15 @@ class EppTest {
         s.finish();
     }
 
+    @Test
+    void aRequestWithoutABodyIsPickedOnItsHeaders() throws Exception {
+        final Envoy.Stream s = new Envoy.Stream(channel);
+        s.send(Envoy.headers("GET", "/v1/models", BodySendMode.FULL_DUPLEX_STREAMED, List.of("10.0.0.3:8000"), true));
+        assertEquals("10.0.0.3:8000", pickOf(s.next(), true));
+        responsePhase(s, BodySendMode.FULL_DUPLEX_STREAMED);
+        s.finish();
+    }
+
     /** A bad input, what Envoy sends, and the immediate response's status. */
     record Bad(String name, int status, List<ProcessingRequest> messages) {
     }
@@ -347,8 +356,6 @@ class EppTest {
             Envoy.body("{\"model\":\"m\",\"prompt\":[1]}", true))));
         all.add(new Bad("messages not an array", 400, List.of(Envoy.post("/v1/chat/completions", fd, null),
             Envoy.body("{\"messages\":\"hi\"}", true))));
-        all.add(new Bad("no body (headers end the stream)", 400, List.of(Envoy.headers("POST", "/v1/completions",
-            fd, null, true))));
         all.add(new Bad("empty body", 400, List.of(Envoy.post("/v1/completions", fd, null), Envoy.body("", true))));
         final byte[] big = new byte[EppLimits.MAX_BODY_BYTES_DEFAULT + 1];
         all.add(new Bad("oversized body, one message", 413, List.of(Envoy.post("/v1/completions", fd, null),
@@ -364,7 +371,9 @@ class EppTest {
         all.add(new Bad("no :path", 400, List.of(Envoy.headers("POST", null, fd, null, false))));
         all.add(new Bad("no :method", 400, List.of(Envoy.headers(null, "/v1/completions", fd, null, false))));
         all.add(new Bad("unknown path", 404, List.of(Envoy.headers("POST", "/v1/embeddings", fd, null, false))));
-        all.add(new Bad("GET", 405, List.of(Envoy.headers("GET", "/v1/completions", fd, null, true))));
+        all.add(new Bad("GET with a body", 405, List.of(Envoy.headers("GET", "/v1/completions", fd, null, false))));
+        all.add(new Bad("a bodyless request outside the subset", 503, List.of(Envoy.headers("GET", "/v1/models", fd,
+            List.of("192.168.9.9:8000"), true))));
         all.add(new Bad("body before headers", 400, List.of(Envoy.body(ok, true))));
         all.add(new Bad("trailers only", 400, List.of(Envoy.trailers())));
         all.add(new Bad("headers twice", 400, List.of(Envoy.post("/v1/completions", fd, null),
