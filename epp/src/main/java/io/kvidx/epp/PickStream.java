@@ -359,6 +359,13 @@ final class PickStream implements StreamObserver<ProcessingRequest> {
         }
     }
 
+    /** The gateway cancelled the stream (gRPC's cancel handler). */
+    synchronized void cancelled() {
+        phase = Phase.CLOSED;
+        body = ByteString.EMPTY;
+        end();
+    }
+
     @Override
     public synchronized void onError(final Throwable t) {
         // Envoy went away or cancelled the stream: drop what was read; a pick still running is ignored.

@@ -41,6 +41,9 @@ final class PickerService extends ExternalProcessorGrpc.ExternalProcessorImplBas
                 open.decrementAndGet();
                 metrics.streams.dec();
             });
+        // With a cancel handler a late answer to a cancelled stream is dropped by gRPC instead of throwing on the
+        // thread that sends it (a tokenizing thread, the timer).
+        ((ServerCallStreamObserver<ProcessingResponse>) responses).setOnCancelHandler(stream::cancelled);
         if (now > limits.maxStreams()) {
             stream.refuse();
         }
