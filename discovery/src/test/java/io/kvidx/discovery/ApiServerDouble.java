@@ -25,12 +25,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * keeps no event history: a watch resumed from an old resource version misses what changed meanwhile, so only a
  * re-list (after the 410) brings those changes, which is what the tests check.
  */
-final class ApiServerDouble implements AutoCloseable {
+public final class ApiServerDouble implements AutoCloseable {
     private final Faults dispatcher = new Faults();
     private final KubernetesMockServer server;
     private final NamespacedKubernetesClient client;
 
-    ApiServerDouble() {
+    /** Starts the double (HTTP on a free loopback port) and a client for it. */
+    public ApiServerDouble() {
         server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(), dispatcher, false);
         server.init();
         server.expectCustomResource(new CustomResourceDefinitionContext.Builder()
@@ -39,12 +40,13 @@ final class ApiServerDouble implements AutoCloseable {
         client = server.createClient();
     }
 
-    NamespacedKubernetesClient client() {
+    /** @return a client of the double. */
+    public NamespacedKubernetesClient client() {
         return client;
     }
 
     /** Closes every watch open now; the informers must re-list and re-watch. */
-    void closeWatches() {
+    public void closeWatches() {
         for (final WebSocket ws : dispatcher.open) {
             ws.close(1000, "closed by the API server double");
         }
@@ -53,13 +55,70 @@ final class ApiServerDouble implements AutoCloseable {
     /**
      * @param n how many of the next watch requests to refuse with 410 Gone.
      */
-    void goneOnNextWatches(final int n) {
+    public void goneOnNextWatches(final int n) {
         dispatcher.gone.set(n);
     }
 
     /** @return watch requests refused with 410 so far. */
-    int goneServed() {
+    public int goneServed() {
         return dispatcher.goneServed.get();
+    }
+
+    /**
+     * @param namespace the namespace the kubeconfig names.
+     * @return a kubeconfig (YAML) for the double, as a process outside this JVM would be given.
+     */
+    public String kubeconfig(final String namespace) {
+        return String.join("\n", "apiVersion: v1", "kind: Config", "clusters:", "- name: double", "  cluster:",
+            "    server: " + client.getConfiguration().getMasterUrl(), "contexts:", "- name: double", "  context:",
+            "    cluster: double", "    user: test", "    namespace: " + namespace, "current-context: double",
+            "users:", "- name: test", "  user:", "    token: test", "");
+    }
+
+    /**
+     * Creates or replaces a pod, its status included (as the kubelet would set it).
+     *
+     * @param pod the pod.
+     */
+    public void put(final io.fabric8.kubernetes.api.model.Pod pod) {
+        final String ns = pod.getMetadata().getNamespace();
+        final io.fabric8.kubernetes.api.model.Pod existing = client.pods().inNamespace(ns)
+            .withName(pod.getMetadata().getName()).get();
+        if (existing == null) {
+            client.pods().inNamespace(ns).resource(pod).create();
+        } else {
+            pod.getMetadata().setResourceVersion(existing.getMetadata().getResourceVersion());
+            client.pods().inNamespace(ns).resource(pod).update();
+        }
+        final io.fabric8.kubernetes.api.model.Pod stored = client.pods().inNamespace(ns)
+            .withName(pod.getMetadata().getName()).get();
+        if (stored.getStatus() == null || !pod.getStatus().equals(stored.getStatus())) {
+            stored.setStatus(pod.getStatus());
+            client.pods().inNamespace(ns).resource(stored).updateStatus();
+        }
+    }
+
+    /**
+     * @param namespace   namespace.
+     * @param name        pod name.
+     * @param ip          pod IP.
+     * @param ready       whether its Ready condition is True.
+     * @param labels      labels ({@code topology.kubernetes.io/zone: zone-1} is added).
+     * @param annotations annotations.
+     * @return a Running pod on node-a.
+     */
+    public static io.fabric8.kubernetes.api.model.Pod pod(final String namespace, final String name,
+        final String ip, final boolean ready, final java.util.Map<String, String> labels,
+        final java.util.Map<String, String> annotations) {
+        final java.util.Map<String, String> allLabels = new java.util.HashMap<>(labels);
+        allLabels.put(DiscoveryContext.ZONE_LABEL, "zone-1");
+        return new io.fabric8.kubernetes.api.model.PodBuilder().withNewMetadata().withName(name)
+            .withNamespace(namespace).withLabels(allLabels).withAnnotations(annotations).endMetadata()
+            .withNewSpec().withNodeName("node-a").addNewContainer().withName("vllm").withImage("vllm/vllm-openai")
+            .endContainer().endSpec()
+            .withNewStatus().withPhase("Running").withPodIP(ip)
+            .addNewCondition().withType("Ready").withStatus(ready ? "True" : "False").endCondition()
+            .endStatus().build();
     }
 
     @Override

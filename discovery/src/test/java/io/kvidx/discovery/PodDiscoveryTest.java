@@ -3,7 +3,6 @@ package io.kvidx.discovery;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -16,7 +15,6 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -177,32 +175,12 @@ class PodDiscoveryTest {
     }
 
     private void create(final Pod pod) {
-        final Pod existing = client.pods().inNamespace(NS).withName(pod.getMetadata().getName()).get();
-        if (existing == null) {
-            client.pods().inNamespace(NS).resource(pod).create();
-        } else {
-            pod.getMetadata().setResourceVersion(existing.getMetadata().getResourceVersion());
-            client.pods().inNamespace(NS).resource(pod).update();
-        }
-        final Pod stored = client.pods().inNamespace(NS).withName(pod.getMetadata().getName()).get();
-        assertNotNull(stored);
-        if (stored.getStatus() == null || !pod.getStatus().equals(stored.getStatus())) {
-            stored.setStatus(pod.getStatus());
-            client.pods().inNamespace(NS).resource(stored).updateStatus();
-        }
+        api.put(pod);
     }
 
     static Pod pod(final String name, final String ip, final boolean ready, final Map<String, String> labels,
         final Map<String, String> annotations) {
-        final java.util.Map<String, String> allLabels = new java.util.HashMap<>(labels);
-        allLabels.put(DiscoveryContext.ZONE_LABEL, "zone-1");
-        return new PodBuilder().withNewMetadata().withName(name).withNamespace(NS).withLabels(allLabels)
-            .withAnnotations(annotations).endMetadata()
-            .withNewSpec().withNodeName("node-a").addNewContainer().withName("vllm").withImage("vllm/vllm-openai")
-            .endContainer().endSpec()
-            .withNewStatus().withPhase("Running").withPodIP(ip)
-            .addNewCondition().withType("Ready").withStatus(ready ? "True" : "False").endCondition()
-            .endStatus().build();
+        return ApiServerDouble.pod(NS, name, ip, ready, labels, annotations);
     }
 
     static GenericKubernetesResource pool(final String label, final String value, final int port) {

@@ -126,6 +126,9 @@ public final class DaemonCommand implements Callable<Integer> {
     @Mixin
     private AgentOptions agentOptions;
 
+    @Mixin
+    private DiscoveryOptions discovery;
+
     @Override
     public Integer call() {
         final DaemonContext context = configure();
@@ -258,5 +261,6 @@ public final class DaemonCommand implements Callable<Integer> {
         serving.applyTo(context);
         agentOptions.applyTo(context);
         transports.applyEndpointsTo(context);
+        discovery.applyTo(context);
     }
 }

@@ -42,6 +42,7 @@ public final class DaemonContext {
     private final AeronSettings aeron = new AeronSettings();
     private final ServingSettings serving = new ServingSettings();
     private final SnapshotSettings snapshots = new SnapshotSettings();
+    private final DiscoverySettings discovery = new DiscoverySettings();
     private boolean deleteOnClose;
     private int podMaxBlocks = DaemonConfiguration.POD_MAX_BLOCKS_DEFAULT;
     private int tierMapBlocks = IndexWriterContext.Configuration.TIER_MAP_BLOCKS_DEFAULT;
@@ -87,6 +88,7 @@ public final class DaemonContext {
             DaemonConfiguration.POD_MAX_BLOCKS_MAX);
         ConfigException.range(DaemonConfiguration.STATS_INTERVAL_MS_PROP_NAME, statsIntervalMs, 0, Long.MAX_VALUE);
         serving.conclude();
+        discovery.conclude();
         try {
             IndexDescriptor.keySchemeOf(keyScheme);
         } catch (final IllegalArgumentException ex) {
@@ -150,6 +152,13 @@ public final class DaemonContext {
      */
     public ServingSettings serving() {
         return serving;
+    }
+
+    /**
+     * @return pod discovery from the Kubernetes API server (off unless given a context).
+     */
+    public DiscoverySettings discovery() {
+        return discovery;
     }
 
     /**

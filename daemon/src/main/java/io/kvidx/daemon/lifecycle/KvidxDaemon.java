@@ -82,6 +82,7 @@ public final class KvidxDaemon implements AutoCloseable {
     private final Membership membership;
     private IndexHttpServer http;
     private ConfigWatcher configWatcher;
+    private DiscoveryFeed discovery;
     private final CellLock lock;
     private final PodStatsFile podStats;
     private final DaemonMetrics metrics;
@@ -241,13 +242,20 @@ public final class KvidxDaemon implements AutoCloseable {
         for (final Engine e : membership.start(ZmqTransport.configuredEngines(context.zmq().endpoints()))) {
             subscriptions.add(e.toEndpoint());
         }
-        if (!subscriptions.isEmpty() || context.serving().http() != null || context.zmq().bind() != null) {
+        if (!subscriptions.isEmpty() || context.serving().http() != null || context.zmq().bind() != null
+            || context.discovery().context() != null) {
             zmq = new ZmqTransport(context, subscriptions, progress, directory, writers, counters, errors, clock,
                 podId -> {
                     final Engine e = membership.engines().get(podId);
                     return e == null ? null : e.toEndpoint();
                 });
             zmq.start(agents, this::run);
+        }
+        if (context.discovery().context() != null) {
+            discovery = new DiscoveryFeed(context.discovery(), membership, errors);
+            if (metrics != null) {
+                metrics.discovery(discovery::status);
+            }
         }
         if (metrics != null) {
             final java.net.InetSocketAddress address = context.serving().metrics() == null ? null
@@ -322,8 +330,21 @@ public final class KvidxDaemon implements AutoCloseable {
                 public long healthMaxHeartbeatAgeMs() {
                     return healthMaxAgeMs;
                 }
+
+                @Override
+                public io.kvidx.discovery.DiscoveryStatus discovery() {
+                    return discoveryStatus();
+                }
             });
         LOG.info("indexer HTTP API at http://{}:{}/", address.getHostString(), http.port());
+    }
+
+    /**
+     * @return what pod discovery knows now, or null when discovery is off.
+     */
+    public io.kvidx.discovery.DiscoveryStatus discoveryStatus() {
+        final DiscoveryFeed feed = discovery;
+        return feed == null ? null : feed.status();
     }
 
     /**
@@ -445,7 +466,7 @@ public final class KvidxDaemon implements AutoCloseable {
     public void close() {
         final List<AgentRunner> reversed = new ArrayList<>(runners);
         java.util.Collections.reverse(reversed);
-        CloseHelper.closeAll(configWatcher, http, metrics, snapshots);
+        CloseHelper.closeAll(discovery, configWatcher, http, metrics, snapshots);
         CloseHelper.closeAll(reversed);
         membership.close();
         // Let the writers apply what the transports queued (bounded), then record how far each publisher got.

@@ -34,7 +34,12 @@ public record Engine(String instanceId, int dpRank, String endpoint, String repl
         /** {@code POST /register}; kept in the cell's state directory across restarts. */
         API,
         /** The {@code --zmq} flags or the YAML file; follows the file when it is reloaded. */
-        CONFIG
+        CONFIG,
+        /**
+         * Pod discovery from the Kubernetes API server ({@code --discover}); follows the ready pods. Never kept in the
+         * state directory: a restarted daemon learns them again from the API server.
+         */
+        DISCOVERY
     }
 
     /**

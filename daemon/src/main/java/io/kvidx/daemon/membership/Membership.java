@@ -14,8 +14,8 @@ import java.util.concurrent.Executors;
 
 /**
  * The daemon's one table of engines: pod id to {@link Engine}. Every way of adding or removing an engine goes
- * through it — {@code POST /register} and {@code /unregister}, the YAML file when it is reloaded, and the
- * {@code --zmq} flags at start — and it tells the transport ({@link Subscriptions}) what to subscribe to or drop.
+ * through it — {@code POST /register} and {@code /unregister}, the YAML file when it is reloaded, the
+ * {@code --zmq} flags at start, and pod discovery ({@link #reconcile}) — and it tells the transport ({@link Subscriptions}) what to subscribe to or drop.
  * Engines added through the API are kept in the cell's state directory ({@link EngineFile}) and come back after a
  * daemon restart; configured ones come from the configuration again.
  *
@@ -62,6 +62,7 @@ public final class Membership implements AutoCloseable {
     private final ExecutorService thread;
     private final Map<String, Engine> byPod = new LinkedHashMap<>();
     private volatile Map<String, Engine> snapshot = Map.of();
+    private volatile int discoveryConflicts;
 
     /**
      * @param file          where API registrations are kept (null: nowhere, e.g. in tests).
@@ -127,7 +128,36 @@ public final class Membership implements AutoCloseable {
      * @return how many engines were added, removed or changed.
      */
     public CompletableFuture<Integer> reconfigure(final Collection<Engine> configured) {
-        return CompletableFuture.supplyAsync(() -> reconfigureNow(configured), thread);
+        return reconcile(Engine.Source.CONFIG, configured);
+    }
+
+    /**
+     * Makes one source's engines those given: adds the new, removes the gone (two-phase removal in the transport),
+     * re-subscribes the changed (a pod back with a new IP). The configuration wins over the other sources for the
+     * same key; a discovered engine whose pod an API registration or the configuration already holds is left out
+     * (and counted in {@link #discoveryConflicts()}).
+     *
+     * @param source  {@link Engine.Source#CONFIG} or {@link Engine.Source#DISCOVERY}.
+     * @param engines that source's engines now, each of that source.
+     * @return how many engines were added, removed or changed.
+     */
+    public CompletableFuture<Integer> reconcile(final Engine.Source source, final Collection<Engine> engines) {
+        if (source == Engine.Source.API) {
+            throw new IllegalArgumentException("API registrations are added and removed one by one");
+        }
+        for (final Engine e : engines) {
+            if (e.source() != source) {
+                throw new IllegalArgumentException("engine " + e.key() + " is from " + e.source() + ", not " + source);
+            }
+        }
+        return CompletableFuture.supplyAsync(() -> reconcileNow(source, engines), thread);
+    }
+
+    /**
+     * @return discovered engines left out because another source holds their pod id, at the last reconciliation.
+     */
+    public int discoveryConflicts() {
+        return discoveryConflicts;
     }
 
     private synchronized Outcome registerNow(final Engine engine) {
@@ -163,14 +193,15 @@ public final class Membership implements AutoCloseable {
         return Outcome.REMOVED;
     }
 
-    private synchronized int reconfigureNow(final Collection<Engine> configured) {
+    private synchronized int reconcileNow(final Engine.Source source, final Collection<Engine> engines) {
         final Map<String, Engine> wanted = new HashMap<>();
-        for (final Engine e : configured) {
+        for (final Engine e : engines) {
             wanted.put(e.key(), e);
         }
         int changes = 0;
+        int conflicts = 0;
         for (final Engine e : new ArrayList<>(byPod.values())) {
-            if (e.source() == Engine.Source.CONFIG && !wanted.containsKey(e.key())) {
+            if (e.source() == source && !wanted.containsKey(e.key())) {
                 byPod.remove(e.key());
                 subscriptions.unsubscribe(e.toEndpoint());
                 changes++;
@@ -178,6 +209,10 @@ public final class Membership implements AutoCloseable {
         }
         for (final Engine e : wanted.values()) {
             final Engine old = byPod.get(e.key());
+            if (old != null && source == Engine.Source.DISCOVERY && old.source() != Engine.Source.DISCOVERY) {
+                conflicts++;
+                continue;
+            }
             if (old != null && old.sameSubscription(e)) {
                 if (old.source() != e.source()) {
                     byPod.put(e.key(), e);
@@ -190,6 +225,9 @@ public final class Membership implements AutoCloseable {
             }
             subscriptions.subscribe(e.toEndpoint());
             changes++;
+        }
+        if (source == Engine.Source.DISCOVERY) {
+            discoveryConflicts = conflicts;
         }
         persist();
         publish();

@@ -184,6 +184,37 @@ public final class DaemonMetrics implements AutoCloseable {
         return InetSocketAddress.createUnresolved(host, port);
     }
 
+    /**
+     * Exports pod discovery's state: {@code kvidx_discovery_synced}, {@code _pods_seen}, {@code _pods_ready},
+     * {@code _engines}, {@code _pods_rejected} (gauges), {@code _watch_restarts} (counter) and
+     * {@code _last_sync_timestamp_seconds}.
+     *
+     * @param status what discovery knows now (read at every scrape).
+     * @return this.
+     */
+    public DaemonMetrics discovery(final java.util.function.Supplier<io.kvidx.discovery.DiscoveryStatus> status) {
+        registry.register(() -> {
+            final io.kvidx.discovery.DiscoveryStatus s = status.get();
+            final List<MetricSnapshot> out = new ArrayList<>();
+            out.add(CellCollector.gauge("kvidx_discovery_synced", "1 once pod discovery has listed the pods",
+                s.synced() ? 1 : 0));
+            out.add(CellCollector.gauge("kvidx_discovery_pods_seen", "Pods the discovery selector matches",
+                s.podsSeen()));
+            out.add(CellCollector.gauge("kvidx_discovery_pods_ready", "Matched pods that are Running, Ready, with an IP",
+                s.podsReady()));
+            out.add(CellCollector.gauge("kvidx_discovery_engines", "Engines discovery publishes (pods x ranks)",
+                s.engines()));
+            out.add(CellCollector.gauge("kvidx_discovery_pods_rejected", "Ready pods whose annotations were refused",
+                s.podsRejected()));
+            out.add(CellCollector.counter("kvidx_discovery_watch_restarts",
+                "Watches of the API server lost and re-established", s.watchRestarts()));
+            out.add(CellCollector.gauge("kvidx_discovery_last_sync_timestamp_seconds",
+                "When discovery last saw a list, watch event or resync", s.lastSyncMs() / 1e3));
+            return new MetricSnapshots(out);
+        });
+        return this;
+    }
+
     /** Everything but the histograms, read once per scrape. */
     private static final class CellCollector implements MultiCollector {
         private final IndexReader index;

@@ -35,4 +35,12 @@ public interface FleetApi {
      * @return the largest heartbeat age (ms) at which {@code /health} still answers 200.
      */
     long healthMaxHeartbeatAgeMs();
+
+    /**
+     * @return what pod discovery knows now, or null when the daemon does not discover pods ({@code /health} is not
+     * ready until discovery has listed the pods once).
+     */
+    default io.kvidx.discovery.DiscoveryStatus discovery() {
+        return null;
+    }
 }

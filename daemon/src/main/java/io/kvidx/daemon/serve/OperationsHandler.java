@@ -1,5 +1,6 @@
 package io.kvidx.daemon.serve;
 
+import io.kvidx.discovery.DiscoveryStatus;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.serve.Responses;
 import io.netty.buffer.Unpooled;
@@ -27,11 +28,28 @@ final class OperationsHandler {
         final long age = reader.heartbeatAgeMs();
         final boolean replaced = reader.isReplaced();
         final boolean stale = reader.isWriterStale() || age < 0 || age > fleet.healthMaxHeartbeatAgeMs();
-        final boolean ok = !replaced && !stale;
+        final DiscoveryStatus discovery = fleet.discovery();
+        final boolean unsynced = discovery != null && !discovery.synced();
+        final boolean ok = !replaced && !stale && !unsynced;
         Responses.health(ctx, keepAlive, ok, ok ? "ok" : "unhealthy", g -> {
             if (!ok) {
-                g.writeStringField("reason", replaced ? "the index file was replaced" : "the writer's heartbeat is "
-                    + (age < 0 ? "missing" : age + " ms old"));
+                g.writeStringField("reason", replaced ? "the index file was replaced" : stale
+                    ? "the writer's heartbeat is " + (age < 0 ? "missing" : age + " ms old")
+                    : "pod discovery has not listed the pods yet" + (discovery.lastError() == null ? ""
+                    : " (" + discovery.lastError() + ")"));
+            }
+            if (discovery != null) {
+                g.writeObjectFieldStart("discovery");
+                g.writeBooleanField("synced", discovery.synced());
+                g.writeStringField("selector", discovery.selector());
+                g.writeNumberField("pods_seen", discovery.podsSeen());
+                g.writeNumberField("pods_ready", discovery.podsReady());
+                g.writeNumberField("engines", discovery.engines());
+                g.writeNumberField("pods_rejected", discovery.podsRejected());
+                g.writeNumberField("watch_restarts", discovery.watchRestarts());
+                g.writeNumberField("last_sync_ms", discovery.lastSyncMs());
+                g.writeStringField("last_error", discovery.lastError());
+                g.writeEndObject();
             }
             g.writeNumberField("heartbeat_age_ms", age);
             g.writeNumberField("entries", reader.entryCount());

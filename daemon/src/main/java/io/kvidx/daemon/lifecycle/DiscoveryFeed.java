@@ -1,0 +1,108 @@
+package io.kvidx.daemon.lifecycle;
+
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.kvidx.daemon.config.DiscoverySettings;
+import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
+import io.kvidx.daemon.membership.Engine;
+import io.kvidx.daemon.membership.Membership;
+import io.kvidx.discovery.DiscoveredEngine;
+import io.kvidx.discovery.DiscoveryStatus;
+import io.kvidx.discovery.PodDiscovery;
+import org.agrona.CloseHelper;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Pod discovery feeding the daemon's one membership table: every engine list discovery publishes becomes the
+ * {@link Engine.Source#DISCOVERY} engines of the {@link Membership} (new pods subscribed and replayed, gone or unready
+ * pods taken down through the two-phase removal, a pod back with a new IP re-subscribed). Engines the configuration
+ * or an API registration already holds keep their source.
+ *
+ * <p><b>Note:</b> the engine lists arrive on discovery's own thread; the membership applies them on its thread.
+ */
+final class DiscoveryFeed implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(DiscoveryFeed.class);
+    /** Error-log kind of discovery's problems (the daemon's lifecycle kinds are negative). */
+    private static final int ERROR_KIND = -4;
+
+    private final KubernetesClient client;
+    private final PodDiscovery discovery;
+
+    /**
+     * Connects to the API server and starts watching.
+     *
+     * @param settings   what to discover and which credentials to use.
+     * @param membership the table to feed.
+     * @param errors     the daemon's error log.
+     */
+    DiscoveryFeed(final DiscoverySettings settings, final Membership membership, final IngestErrors errors) {
+        this.client = new KubernetesClientBuilder().withConfig(config(settings)).build();
+        PodDiscovery started = null;
+        try {
+            started = new PodDiscovery(client, settings.context(), engines -> {
+                final List<Engine> wanted = new ArrayList<>(engines.size());
+                for (final DiscoveredEngine d : engines) {
+                    wanted.add(new Engine(d.podName(), d.dpRank(), d.kvEndpoint(), d.replayEndpoint(), d.model(), 0,
+                        null, null, ZmqEndpoint.Engine.parse(d.engine()), Engine.Source.DISCOVERY));
+                }
+                membership.reconcile(Engine.Source.DISCOVERY, wanted).whenComplete((changes, ex) -> {
+                    if (ex != null) {
+                        errors.report(ERROR_KIND, -1, () -> "discovery: applying " + wanted.size()
+                            + " engine(s) failed: " + ex);
+                    } else if (changes > 0) {
+                        LOG.info("discovery: {} engine(s) from {} ready pod(s); {} subscription(s) changed",
+                            wanted.size(), engines.stream().map(DiscoveredEngine::podName).distinct().count(),
+                            changes);
+                    }
+                    if (membership.discoveryConflicts() > 0) {
+                        errors.report(ERROR_KIND, -2, () -> "discovery: " + membership.discoveryConflicts()
+                            + " discovered pod(s) left out: the configuration or an API registration holds their "
+                            + "pod id");
+                    }
+                });
+            });
+        } finally {
+            if (started == null) {
+                client.close();
+            }
+        }
+        this.discovery = started;
+        LOG.info("discovery: watching pods in namespace {} ({})", discovery.namespace(),
+            settings.context().pool() != null ? "InferencePool " + settings.context().pool()
+                : "selector " + settings.context().selector());
+    }
+
+    private static Config config(final DiscoverySettings settings) {
+        if (settings.kubeconfig() == null) {
+            // KUBECONFIG, ~/.kube/config, then the pod's service account (token and CA), as kubectl does.
+            return Config.autoConfigure(null);
+        }
+        try {
+            return Config.fromKubeconfig(Files.readString(settings.kubeconfig(), StandardCharsets.UTF_8));
+        } catch (final IOException ex) {
+            throw new IllegalArgumentException("cannot read kubeconfig " + settings.kubeconfig() + ": "
+                + ex.getMessage(), ex);
+        }
+    }
+
+    /**
+     * @return what discovery knows now.
+     */
+    DiscoveryStatus status() {
+        return discovery.status();
+    }
+
+    @Override
+    public void close() {
+        CloseHelper.closeAll(discovery, client);
+    }
+}
