@@ -1,6 +1,7 @@
 package io.kvidx.daemon.cli;
 
 import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.config.DiscoverySettings;
 import io.kvidx.discovery.DiscoveryContext;
 import picocli.CommandLine.Option;
 
@@ -33,7 +34,7 @@ final class DiscoveryOptions {
     private Integer kvPort;
 
     @Option(names = "--discover-replay-port", paramLabel = "PORT", description = "Engines' replay ROUTER port when "
-        + "the pod has no kvidx.io/kv-replay-port annotation (default: none).")
+        + "the pod has no kvidx.io/kv-replay-port annotation; 0 for none (default 0).")
     private Integer replayPort;
 
     @Option(names = "--discover-engine", paramLabel = "vllm|sglang", description = "Event format when the pod has no "
@@ -62,49 +63,39 @@ final class DiscoveryOptions {
      * @param context the daemon's context.
      */
     void applyTo(final DaemonContext context) {
-        if (selector != null && pool != null) {
-            throw new IllegalArgumentException("--discover and --discover-pool are exclusive");
+        final DiscoverySettings d = context.discovery();
+        if (selector != null) {
+            d.selector(selector).pool(null);
         }
-        DiscoveryContext d = context.discovery().context();
-        if (selector != null || pool != null) {
-            d = d == null ? new DiscoveryContext() : d;
-            if (selector != null) {
-                d.selector(DiscoveryContext.parseSelector(selector)).pool(null);
-            } else {
-                d.pool(pool).selector(null);
+        if (pool != null) {
+            d.pool(pool);
+            if (selector == null) {
+                d.selector(null);
             }
         }
-        final boolean tuned = namespace != null || kvPort != null || replayPort != null || engine != null
-            || model != null || modelLabel != null || resyncMs != null;
-        if (tuned && d == null) {
-            throw new IllegalArgumentException("the --discover-* options need --discover or --discover-pool");
+        if (namespace != null) {
+            d.namespace(namespace);
         }
-        if (d != null) {
-            if (namespace != null) {
-                d.namespace(namespace);
-            }
-            if (kvPort != null) {
-                d.kvEventsPort(kvPort);
-            }
-            if (replayPort != null) {
-                d.kvReplayPort(replayPort);
-            }
-            if (engine != null) {
-                d.engine(engine);
-            }
-            if (model != null) {
-                d.model(model);
-            }
-            if (modelLabel != null) {
-                d.modelLabel(modelLabel);
-            }
-            if (resyncMs != null) {
-                d.resyncMs(resyncMs);
-            }
-            context.discovery().context(d);
+        if (kvPort != null) {
+            d.kvEventsPort(kvPort);
+        }
+        if (replayPort != null) {
+            d.kvReplayPort(replayPort);
+        }
+        if (engine != null) {
+            d.engine(engine);
+        }
+        if (model != null) {
+            d.model(model);
+        }
+        if (modelLabel != null) {
+            d.modelLabel(modelLabel);
+        }
+        if (resyncMs != null) {
+            d.resyncMs(resyncMs);
         }
         if (kubeconfig != null) {
-            context.discovery().kubeconfig(kubeconfig);
+            d.kubeconfig(kubeconfig);
         }
     }
 }

@@ -117,6 +117,24 @@ class DaemonConfigTest {
             "snapshotMaxBytes: 1048576"));
         s.put("--tier-map-blocks", new Sample(List.of("--tier-map-blocks", "4096"), "tierMapBlocks: 4096"));
         s.put("--aeron", new Sample(List.of("--aeron", "aeron:ipc"), "aeron: {channels: ['aeron:ipc']}"));
+        s.put("--discover", new Sample(List.of("--discover", "app=vllm"), "discovery: {selector: app=vllm}"));
+        s.put("--discover-pool", new Sample(List.of("--discover-pool", "llama"), "discovery: {pool: llama}"));
+        s.put("--discover-namespace", new Sample(List.of("--discover", "a=b", "--discover-namespace", "fleet"),
+            "discovery: {selector: a=b, namespace: fleet}"));
+        s.put("--discover-kv-port", new Sample(List.of("--discover", "a=b", "--discover-kv-port", "6000"),
+            "discovery: {selector: a=b, kvEventsPort: 6000}"));
+        s.put("--discover-replay-port", new Sample(List.of("--discover", "a=b", "--discover-replay-port", "6001"),
+            "discovery: {selector: a=b, kvReplayPort: 6001}"));
+        s.put("--discover-engine", new Sample(List.of("--discover", "a=b", "--discover-engine", "sglang"),
+            "discovery: {selector: a=b, engine: sglang}"));
+        s.put("--discover-model", new Sample(List.of("--discover", "a=b", "--discover-model", "qwen"),
+            "discovery: {selector: a=b, model: qwen}"));
+        s.put("--discover-model-label", new Sample(List.of("--discover", "a=b", "--discover-model-label", "m"),
+            "discovery: {selector: a=b, modelLabel: m}"));
+        s.put("--discover-resync-ms", new Sample(List.of("--discover", "a=b", "--discover-resync-ms", "0"),
+            "discovery: {selector: a=b, resyncMs: 0}"));
+        s.put("--kubeconfig", new Sample(List.of("--discover", "a=b", "--kubeconfig", "pom.xml"),
+            "discovery: {selector: a=b, kubeconfig: pom.xml}"));
         s.put("--aeron-stream-id", new Sample(List.of("--aeron-stream-id", "9"), "aeron: {streamId: 9}"));
         s.put("--aeron-dir", new Sample(List.of("--aeron-dir", "/tmp/a"), "aeron: {dir: /tmp/a}"));
         s.put("--embedded-driver", new Sample(List.of("--no-embedded-driver"), "aeron: {embeddedDriver: false}"));
@@ -202,11 +220,16 @@ class DaemonConfigTest {
     void shouldReadThePrintedConfigurationBackToTheSameConfiguration() throws IOException {
         final List<String> args = new ArrayList<>();
         SAMPLES.forEach((option, sample) -> {
-            if (!option.equals("--replay") && !option.equals("--writers") && !option.equals("--engine")) {
+            if (!option.equals("--replay") && !option.equals("--writers") && !option.equals("--engine")
+                && !option.startsWith("--discover") && !option.equals("--kubeconfig")) {
                 args.addAll(sample.args());
             }
         });
         args.addAll(List.of("--writers", "1", "--replay", "pod-a=tcp://h:5558"));
+        // Discovery's options once each (a selector and a pool are exclusive).
+        args.addAll(List.of("--discover", "app=vllm,tier=gpu", "--discover-namespace", "fleet", "--discover-kv-port",
+            "6000", "--discover-replay-port", "6001", "--discover-engine", "sglang", "--discover-model", "qwen",
+            "--discover-model-label", "m", "--discover-resync-ms", "0", "--kubeconfig", "pom.xml"));
         final CliRun first = printConfig(args, null);
         assertEquals(0, first.code(), first.err());
         final CliRun second = printConfig(List.of(), first.out());

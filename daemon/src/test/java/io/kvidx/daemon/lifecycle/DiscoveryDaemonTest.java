@@ -57,8 +57,7 @@ class DiscoveryDaemonTest {
             final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(8192)
                 .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff");
             ctx.serving().http("127.0.0.1:0");
-            ctx.discovery().kubeconfig(kubeconfig).context(new DiscoveryContext().namespace(NS)
-                .selector(DiscoveryContext.parseSelector("app=vllm")).model(MODEL).resyncMs(0));
+            ctx.discovery().kubeconfig(kubeconfig).namespace(NS).selector("app=vllm").model(MODEL).resyncMs(0);
             try (KvidxDaemon daemon = KvidxDaemon.start(ctx);
                 IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir))) {
                 await("discovery listed the pods", () -> status(daemon).synced());
