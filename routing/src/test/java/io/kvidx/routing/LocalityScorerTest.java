@@ -103,7 +103,8 @@ class LocalityScorerTest {
         env.topology().put("decode-near", null, null);
         assertEquals(2, router.plan(router.newContext().reset()).slot(), "then the one in its zone");
 
-        final ProfileValidationException bad = assertThrows(ProfileValidationException.class, () -> YamlRouting.parse("""
+        final ProfileValidationException bad = assertThrows(ProfileValidationException.class,
+            () -> YamlRouting.parse("""
             profiles:
               p:
                 score: [{type: locality, reference: nearby}]
