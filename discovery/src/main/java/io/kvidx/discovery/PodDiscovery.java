@@ -31,7 +31,7 @@ import java.util.stream.Collectors;
  * new IP is a removal and an arrival there).
  *
  * <p>Informer callbacks only mark the list dirty; one thread of its own ({@code kvidx-discovery}) rebuilds and
- * publishes it, and looks every second whether each watch is still up (counting the restarts).
+ * publishes it, and looks every 100 ms whether each watch is still up (counting the restarts).
  *
  * <p><b>Note:</b> the listener is called on the discovery thread only, never concurrently; {@link #status()} may be
  * read by any thread.
@@ -43,7 +43,8 @@ public final class PodDiscovery implements AutoCloseable {
         .withPlural("inferencepools").withNamespaced(true).build();
 
     private static final Logger LOG = LoggerFactory.getLogger(PodDiscovery.class);
-    private static final long WATCH_CHECK_MS = 1_000;
+    /** How often the watches are looked at (a lost watch stays down at least the client's 1 s reconnect backoff). */
+    private static final long WATCH_CHECK_MS = 100;
 
     private final KubernetesClient client;
     private final DiscoveryContext context;
