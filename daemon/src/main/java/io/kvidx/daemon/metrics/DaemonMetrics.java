@@ -200,8 +200,8 @@ public final class DaemonMetrics implements AutoCloseable {
                 s.synced() ? 1 : 0));
             out.add(CellCollector.gauge("kvidx_discovery_pods_seen", "Pods the discovery selector matches",
                 s.podsSeen()));
-            out.add(CellCollector.gauge("kvidx_discovery_pods_ready", "Matched pods that are Running, Ready, with an IP",
-                s.podsReady()));
+            out.add(CellCollector.gauge("kvidx_discovery_pods_ready",
+                "Matched pods that are Running, Ready, with an IP", s.podsReady()));
             out.add(CellCollector.gauge("kvidx_discovery_engines", "Engines discovery publishes (pods x ranks)",
                 s.engines()));
             out.add(CellCollector.gauge("kvidx_discovery_pods_rejected", "Ready pods whose annotations were refused",

@@ -6,9 +6,6 @@ import io.kvidx.daemon.TestGroups;
 import io.kvidx.daemon.config.DaemonConfigFile;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.config.ZmqSettings;
-import io.kvidx.daemon.ingest.vllm.Capture;
-import io.kvidx.daemon.ingest.vllm.VllmPayloads;
-import io.kvidx.daemon.ingest.zmq.JavaVllmPublisherAccess;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.daemon.index.CellLock;
 import io.kvidx.daemon.index.CellLockedException;
@@ -18,7 +15,6 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
