@@ -193,7 +193,7 @@ class AttachWhileRestartingTest {
         // Back, and frozen while it repairs that shard: the file is there, its heartbeat fresh, the shard odd.
         final Daemon repairing = start(true);
         final Debugger.Point inRepair = repairing.debugger().breakAtLine("io.kvidx.daemon.index.IndexRepair",
-            "rebuild", "VarHandle.storeStoreFence();", 1);
+            "rebuild", "final int n = g.slotsPerShard;", 1);
         repairing.debugger().resume();
         assertTrue(inRepair.await(30_000), () -> "no shard repaired: " + ChildProcesses.tail(repairing.log(), 20));
         Thread.sleep(HEARTBEAT_TIMEOUT_MS + 1_500);
