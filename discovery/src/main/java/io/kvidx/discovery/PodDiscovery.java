@@ -3,6 +3,10 @@ package io.kvidx.discovery;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.http.BasicBuilder;
+import io.fabric8.kubernetes.client.http.HttpRequest;
+import io.fabric8.kubernetes.client.http.Interceptor;
 import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
@@ -31,7 +35,8 @@ import java.util.stream.Collectors;
  * new IP is a removal and an arrival there).
  *
  * <p>Informer callbacks only mark the list dirty; one thread of its own ({@code kvidx-discovery}) rebuilds and
- * publishes it, and looks every 100 ms whether each watch is still up (counting the restarts).
+ * publishes it. Watch restarts are counted where they happen: a client of its own counts the watch requests it
+ * sends, and every one beyond an informer's first re-establishes a lost watch.
  *
  * <p><b>Note:</b> the listener is called on the discovery thread only, never concurrently; {@link #status()} may be
  * read by any thread.
@@ -43,7 +48,7 @@ public final class PodDiscovery implements AutoCloseable {
         .withPlural("inferencepools").withNamespaced(true).build();
 
     private static final Logger LOG = LoggerFactory.getLogger(PodDiscovery.class);
-    /** How often the watches are looked at (a lost watch stays down at least the client's 1 s reconnect backoff). */
+    /** How often the status is republished (with the watch restarts counted so far). */
     private static final long WATCH_CHECK_MS = 100;
 
     private final KubernetesClient client;
@@ -52,17 +57,16 @@ public final class PodDiscovery implements AutoCloseable {
     private final String namespace;
     private final ScheduledExecutorService thread;
     private final AtomicBoolean dirty = new AtomicBoolean();
-    private final AtomicLong watchRestarts = new AtomicLong();
+    /** Watch requests sent (every informer's first one and each re-established one). */
+    private final AtomicLong watchRequests = new AtomicLong();
+    /** Informers started: each sends one watch request that is not a restart. */
+    private final AtomicLong informerStarts = new AtomicLong();
     private final AtomicLong lastSyncMs = new AtomicLong();
 
     private SharedIndexInformer<Pod> pods;
     private SharedIndexInformer<GenericKubernetesResource> pool;
     private Map<String, String> selector;
     private int poolPort;
-    private boolean podsWatching;
-    private boolean podsEverWatched;
-    private boolean poolWatching;
-    private boolean poolEverWatched;
     private List<DiscoveredEngine> published;
     private volatile DiscoveryStatus status;
     private volatile String lastError;
@@ -77,7 +81,20 @@ public final class PodDiscovery implements AutoCloseable {
      */
     public PodDiscovery(final KubernetesClient client, final DiscoveryContext context,
         final Consumer<List<DiscoveredEngine>> listener) {
-        this.client = Objects.requireNonNull(client, "client");
+        Objects.requireNonNull(client, "client");
+        // A client of its own on the caller's configuration, whose requests are counted: every watch request beyond
+        // one per informer start is a watch the informer lost and re-established (a closed watch, a 410 Gone).
+        this.client = new KubernetesClientBuilder().withConfig(client.getConfiguration())
+            .withHttpClientBuilderConsumer(b -> b.addOrReplaceInterceptor("kvidx-watch-count", new Interceptor() {
+                @Override
+                public void before(final BasicBuilder builder, final HttpRequest request,
+                    final Interceptor.RequestTags tags) {
+                    final String query = request.uri().getRawQuery();
+                    if (query != null && (query.startsWith("watch=true") || query.contains("&watch=true"))) {
+                        watchRequests.incrementAndGet();
+                    }
+                }
+            })).build();
         this.context = Objects.requireNonNull(context, "context").conclude();
         this.listener = Objects.requireNonNull(listener, "listener");
         this.namespace = context.namespace() != null ? context.namespace() : client.getNamespace();
@@ -116,6 +133,7 @@ public final class PodDiscovery implements AutoCloseable {
     }
 
     private void startPool() {
+        informerStarts.incrementAndGet();
         pool = client.genericKubernetesResources(POOL).inNamespace(namespace)
             .withName(context.pool()).runnableInformer(context.resyncMs());
         pool.addEventHandler(new ResourceEventHandler<>() {
@@ -174,6 +192,7 @@ public final class PodDiscovery implements AutoCloseable {
     }
 
     private void startPods() {
+        informerStarts.incrementAndGet();
         pods = client.pods().inNamespace(namespace).withLabels(selector).runnableInformer(context.resyncMs());
         pods.addEventHandler(new ResourceEventHandler<>() {
             @Override
@@ -192,8 +211,6 @@ public final class PodDiscovery implements AutoCloseable {
             }
         });
         pods.exceptionHandler((started, t) -> retry("pods " + selectorText(selector), t));
-        podsWatching = false;
-        podsEverWatched = false;
         pods.start().whenComplete((ok, failure) -> markDirty());
     }
 
@@ -247,7 +264,7 @@ public final class PodDiscovery implements AutoCloseable {
         final boolean synced = informer != null && informer.hasSynced();
         status = new DiscoveryStatus(synced || (context.pool() != null && selector == null && pool != null
             && pool.hasSynced()), selectorText(selector), matched.size(), ready, engines.size(), rejected,
-            watchRestarts.get(), lastSyncMs.get(), lastError);
+            watchRestarts(), lastSyncMs.get(), lastError);
         if (!engines.equals(published) && (synced || informer == null)) {
             published = List.copyOf(engines);
             try {
@@ -262,42 +279,30 @@ public final class PodDiscovery implements AutoCloseable {
     private void publishStatus() {
         final DiscoveryStatus s = status;
         status = new DiscoveryStatus(s.synced(), selectorText(selector), s.podsSeen(), s.podsReady(), s.engines(),
-            s.podsRejected(), watchRestarts.get(), lastSyncMs.get(), lastError);
+            s.podsRejected(), watchRestarts(), lastSyncMs.get(), lastError);
     }
 
-    /** Counts watches that were lost and came back (the informers re-list and re-watch by themselves). */
+    /** Publishes the status (with the watch restarts counted so far) and finishes a first sync seen late. */
     private void checkWatches() {
         if (closed) {
             return;
         }
         final SharedIndexInformer<Pod> p = pods;
-        if (p != null) {
-            final boolean watching = p.isWatching();
-            if (watching && !podsWatching && podsEverWatched) {
-                watchRestarts.incrementAndGet();
-            }
-            podsEverWatched |= watching;
-            podsWatching = watching;
-            if (!status.synced() && p.hasSynced()) {
-                rebuild();
-            }
+        if (p != null && !status.synced() && p.hasSynced()) {
+            rebuild();
         }
         final SharedIndexInformer<GenericKubernetesResource> q = pool;
-        if (q != null) {
-            final boolean watching = q.isWatching();
-            if (watching && !poolWatching && poolEverWatched) {
-                watchRestarts.incrementAndGet();
+        if (q != null && selector == null && q.hasSynced() && !status.synced()) {
+            if (lastError == null) {
+                lastError = "InferencePool " + namespace + "/" + context.pool() + " not found";
             }
-            poolEverWatched |= watching;
-            poolWatching = watching;
-            if (selector == null && q.hasSynced() && !status.synced()) {
-                if (lastError == null) {
-                    lastError = "InferencePool " + namespace + "/" + context.pool() + " not found";
-                }
-                rebuild();
-            }
+            rebuild();
         }
         publishStatus();
+    }
+
+    private long watchRestarts() {
+        return Math.max(0, watchRequests.get() - informerStarts.get());
     }
 
     static String selectorText(final Map<String, String> labels) {
@@ -321,5 +326,6 @@ public final class PodDiscovery implements AutoCloseable {
         if (pool != null) {
             pool.stop();
         }
+        client.close();
     }
 }

@@ -86,6 +86,7 @@ class PodDiscoveryTest {
         assertEquals(0, s.podsSeen());
         assertEquals("app=vllm", s.selector());
         assertTrue(s.lastSyncMs() > 0);
+        assertEquals(0, s.watchRestarts(), "no watch was lost");
     }
 
     @Test
