@@ -3,6 +3,7 @@ package io.kvidx.daemon.cli;
 import io.kvidx.client.json.MiniJson;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ops.CellStatus;
+import io.kvidx.daemon.ops.DiscoveryStatusFile;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -75,6 +76,17 @@ public final class StatusCommand implements Callable<Integer> {
         b.append(String.format(", pods %d alive, %d draining, %d suspect", s.pods().stream().filter(
             CellStatus.Pod::alive).count(), s.pods().stream().filter(p -> !p.alive()).count(),
             s.pods().stream().filter(CellStatus.Pod::suspect).count()));
+        final Map<String, Object> d = DiscoveryStatusFile.read(s.indexFile().getParent());
+        if (d != null) {
+            b.append(String.format("%ndiscovery %s, selector %s, pods %s seen / %s ready, %s engines, %s rejected, "
+                + "%s watch restarts, last sync %s", Boolean.TRUE.equals(d.get("synced")) ? "synced" : "NOT SYNCED",
+                d.get("selector"), d.get("pods_seen"), d.get("pods_ready"), d.get("engines"), d.get("pods_rejected"),
+                d.get("watch_restarts"), d.get("last_sync_ms") instanceof Number n && n.longValue() > 0
+                    ? age(System.currentTimeMillis() - n.longValue()) + " ago" : "never"));
+            if (d.get("last_error") != null) {
+                b.append(", last error: ").append(d.get("last_error"));
+            }
+        }
         b.append(String.format("%n%n%-24s %4s %4s %-16s %10s %11s %9s  %s%n", "POD", "SLOT", "GEN", "STATE",
             "BLOCKS", "LAST EVENT", "EVENTS/S", "MODEL"));
         for (final CellStatus.Pod p : s.pods()) {
@@ -126,6 +138,10 @@ public final class StatusCommand implements Callable<Integer> {
                 "last_event_age_ms", p.lastEventAgeMs(), "events_per_s", p.eventsPerSecond(), "events", p.events()));
         }
         o.put("pods", pods);
+        final Map<String, Object> d = DiscoveryStatusFile.read(s.indexFile().getParent());
+        if (d != null) {
+            o.put("discovery", d);
+        }
         return MiniJson.write(o);
     }
 

@@ -8,6 +8,7 @@ import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.daemon.membership.Engine;
 import io.kvidx.daemon.membership.Membership;
+import io.kvidx.daemon.ops.DiscoveryStatusFile;
 import io.kvidx.discovery.DiscoveredEngine;
 import io.kvidx.discovery.DiscoveryStatus;
 import io.kvidx.discovery.PodDiscovery;
@@ -18,8 +19,12 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Pod discovery feeding the daemon's one membership table: every engine list discovery publishes becomes the
@@ -34,8 +39,14 @@ final class DiscoveryFeed implements AutoCloseable {
     /** Error-log kind of discovery's problems (the daemon's lifecycle kinds are negative). */
     private static final int ERROR_KIND = -4;
 
+    /** How often the state file is brought up to date (when the state changed). */
+    private static final long STATUS_FILE_INTERVAL_MS = 1_000;
+
     private final KubernetesClient client;
     private final PodDiscovery discovery;
+    private final Path cellDir;
+    private final ScheduledExecutorService statusWriter;
+    private DiscoveryStatus written;
 
     /**
      * Connects to the API server and starts watching.
@@ -43,8 +54,12 @@ final class DiscoveryFeed implements AutoCloseable {
      * @param settings   what to discover and which credentials to use.
      * @param membership the table to feed.
      * @param errors     the daemon's error log.
+     * @param cellDir    the cell directory, where {@link DiscoveryStatusFile} records the state for
+     *                   {@code kvidx status}.
      */
-    DiscoveryFeed(final DiscoverySettings settings, final Membership membership, final IngestErrors errors) {
+    DiscoveryFeed(final DiscoverySettings settings, final Membership membership, final IngestErrors errors,
+        final Path cellDir) {
+        this.cellDir = cellDir;
         this.client = new KubernetesClientBuilder().withConfig(config(settings)).build();
         PodDiscovery started = null;
         try {
@@ -76,6 +91,13 @@ final class DiscoveryFeed implements AutoCloseable {
             }
         }
         this.discovery = started;
+        this.statusWriter = Executors.newSingleThreadScheduledExecutor(r -> {
+            final Thread t = new Thread(r, "kvidx-discovery-status");
+            t.setDaemon(true);
+            return t;
+        });
+        statusWriter.scheduleWithFixedDelay(() -> writeStatus(errors), 0, STATUS_FILE_INTERVAL_MS,
+            TimeUnit.MILLISECONDS);
         LOG.info("discovery: watching pods in namespace {} ({})", discovery.namespace(),
             settings.context().pool() != null ? "InferencePool " + settings.context().pool()
                 : "selector " + settings.context().selector());
@@ -94,6 +116,20 @@ final class DiscoveryFeed implements AutoCloseable {
         }
     }
 
+    private void writeStatus(final IngestErrors errors) {
+        final DiscoveryStatus s = discovery.status();
+        if (s.equals(written)) {
+            return;
+        }
+        try {
+            DiscoveryStatusFile.write(cellDir, s);
+            written = s;
+        } catch (final IOException | RuntimeException ex) {
+            errors.report(ERROR_KIND, -3, () -> "discovery: cannot write " + cellDir.resolve(
+                DiscoveryStatusFile.FILE_NAME) + ": " + ex.getMessage());
+        }
+    }
+
     /**
      * @return what discovery knows now.
      */
@@ -103,6 +139,18 @@ final class DiscoveryFeed implements AutoCloseable {
 
     @Override
     public void close() {
+        statusWriter.shutdownNow();
+        try {
+            statusWriter.awaitTermination(5, TimeUnit.SECONDS);
+        } catch (final InterruptedException ex) {
+            Thread.currentThread().interrupt();
+        }
         CloseHelper.closeAll(discovery, client);
+        try {
+            DiscoveryStatusFile.remove(cellDir);
+        } catch (final IOException ex) {
+            LOG.warn("discovery: cannot remove {}: {}", cellDir.resolve(DiscoveryStatusFile.FILE_NAME),
+                ex.getMessage());
+        }
     }
 }

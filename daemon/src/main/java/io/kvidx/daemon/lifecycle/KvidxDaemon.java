@@ -252,7 +252,8 @@ public final class KvidxDaemon implements AutoCloseable {
             zmq.start(agents, this::run);
         }
         if (context.discovery().context() != null) {
-            discovery = new DiscoveryFeed(context.discovery(), membership, errors);
+            discovery = new DiscoveryFeed(context.discovery(), membership, errors,
+                context.indexContext().indexFile().getParent());
             if (metrics != null) {
                 metrics.discovery(discovery::status);
             }

@@ -4,11 +4,13 @@ import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RouterKeyHasher;
+import io.kvidx.daemon.cli.CliRun;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.ingest.vllm.Capture;
 import io.kvidx.daemon.ingest.vllm.VllmPayloads;
 import io.kvidx.daemon.ingest.zmq.JavaVllmPublisherAccess;
 import io.kvidx.daemon.membership.Engine;
+import io.kvidx.daemon.ops.DiscoveryStatusFile;
 import io.kvidx.discovery.ApiServerDouble;
 import io.kvidx.discovery.DiscoveryContext;
 import io.kvidx.discovery.DiscoveryStatus;
@@ -34,7 +36,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * kubeconfig file as a pod's daemon would): real ZeroMQ publishers send vLLM events for the pods discovery made
  * engines of. A pod that becomes Ready is subscribed and its blocks are indexed; one that loses readiness is taken
  * down (its blocks leave every answer); re-created with a new endpoint it is subscribed there; deleted, it is gone.
- * {@code /health} is not ready until discovery has listed the pods, and reports discovery's state.
+ * {@code /health} is not ready until discovery has listed the pods, and reports discovery's state, as
+ * {@code kvidx status} does from the cell's state file.
  */
 @Timeout(120)
 class DiscoveryDaemonTest {
@@ -68,6 +71,10 @@ class DiscoveryDaemonTest {
                 api.put(pod("vllm-0", first, true));
                 await("subscribed", () -> engine(daemon, "vllm-0") != null);
                 assertEquals(first.endpoint(), engine(daemon, "vllm-0").endpoint());
+                await("kvidx status shows discovery", () -> CliRun.of("status", "--dir", dir.toString()).out()
+                    .contains("discovery synced, selector app=vllm, pods 1 seen / 1 ready, 1 engines, 0 rejected"));
+                assertTrue(CliRun.of("status", "--dir", dir.toString(), "--json").out()
+                    .contains("\"discovery\":{\"synced\":true,\"selector\":\"app=vllm\""));
                 assertEquals(Engine.Source.DISCOVERY, engine(daemon, "vllm-0").source());
                 await("indexed", () -> {
                     first.publish(store);
@@ -92,6 +99,8 @@ class DiscoveryDaemonTest {
                 assertEquals(0, s.podsSeen());
                 assertEquals(0, s.engines());
             }
+            assertTrue(Files.notExists(dir.resolve("default").resolve(DiscoveryStatusFile.FILE_NAME)),
+                "the state file goes with the daemon");
         }
     }
 
