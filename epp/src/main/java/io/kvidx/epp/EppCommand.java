@@ -32,6 +32,11 @@ public final class EppCommand implements Callable<Integer> {
         + EppConfig.METRICS_DEFAULT + ").")
     private String metrics;
 
+    @Option(names = "--allow-remote", description = "Accept --listen and --metrics addresses other hosts reach "
+        + "(default: loopback only; neither door authenticates its clients, so admit only the gateway and "
+        + "Prometheus with a NetworkPolicy, and serve TLS).")
+    private Boolean allowRemote;
+
     @Option(names = "--tls-cert", description = "PEM certificate chain: serve TLS (plaintext without it).")
     private Path tlsCert;
 
@@ -107,6 +112,7 @@ public final class EppCommand implements Callable<Integer> {
         }
         c.listen = listen != null ? listen : c.listen;
         c.metrics = metrics != null ? metrics : c.metrics;
+        c.allowRemote = allowRemote != null ? allowRemote : c.allowRemote;
         c.tlsCert = tlsCert != null ? tlsCert : c.tlsCert;
         c.tlsKey = tlsKey != null ? tlsKey : c.tlsKey;
         c.urlTemplate = urlTemplate != null ? urlTemplate : c.urlTemplate;

@@ -22,8 +22,9 @@ import java.util.Set;
  *
  * <pre>
  * epp:
- *   listen: 0.0.0.0:9002          # the ext_proc gRPC server (GIE's port)
- *   metrics: 0.0.0.0:9090         # Prometheus /metrics and /health over HTTP ("off": none)
+ *   listen: 127.0.0.1:9002        # the ext_proc gRPC server (GIE's port)
+ *   metrics: 127.0.0.1:9090       # Prometheus /metrics and /health over HTTP ("off": none)
+ *   allow-remote: false           # true to accept addresses other hosts reach (see docs/epp.md)
  *   tls-cert: /etc/epp/tls.crt    # both or neither; plaintext without them
  *   tls-key: /etc/epp/tls.key
  *   stream-deadline-ms: 10000
@@ -37,13 +38,15 @@ import java.util.Set;
  * <p><b>Note:</b> not thread safe while being built; read-only once validated.
  */
 public final class EppConfig {
-    /** Default gRPC listen address (GIE's EPP port). */
-    public static final String LISTEN_DEFAULT = "0.0.0.0:9002";
-    /** Default metrics listen address (GIE's EPP metrics port). */
-    public static final String METRICS_DEFAULT = "0.0.0.0:9090";
+    /** Default gRPC listen address (GIE's EPP port), loopback: other hosts only with {@code allow-remote}. */
+    public static final String LISTEN_DEFAULT = "127.0.0.1:9002";
+    /** Default metrics listen address (GIE's EPP metrics port), loopback. */
+    public static final String METRICS_DEFAULT = "127.0.0.1:9090";
 
     String listen = LISTEN_DEFAULT;
     String metrics = METRICS_DEFAULT;
+    /** Accept listen and metrics addresses other hosts reach (neither door authenticates its clients). */
+    boolean allowRemote;
     Path tlsCert;
     Path tlsKey;
     String dir = RouterConfig.DIR_DEFAULT;
@@ -134,8 +137,8 @@ public final class EppConfig {
     }
 
     private void epp(final Map<?, ?> m) {
-        final Set<String> allowed = Set.of("listen", "metrics", "tls-cert", "tls-key", "stream-deadline-ms",
-            "max-streams", "body-mode");
+        final Set<String> allowed = Set.of("listen", "metrics", "allow-remote", "tls-cert", "tls-key",
+            "stream-deadline-ms", "max-streams", "body-mode");
         for (final Map.Entry<?, ?> e : m.entrySet()) {
             final String k = String.valueOf(e.getKey());
             final Object v = e.getValue();
@@ -145,6 +148,12 @@ public final class EppConfig {
             switch (k) {
                 case "listen" -> listen = String.valueOf(v);
                 case "metrics" -> metrics = String.valueOf(v);
+                case "allow-remote" -> {
+                    if (!(v instanceof Boolean b)) {
+                        throw new IllegalArgumentException("epp.allow-remote must be true or false: " + v);
+                    }
+                    allowRemote = b;
+                }
                 case "tls-cert" -> tlsCert = resolve(String.valueOf(v));
                 case "tls-key" -> tlsKey = resolve(String.valueOf(v));
                 case "stream-deadline-ms" -> streamDeadlineMs = integer("epp." + k, v);
@@ -207,8 +216,10 @@ public final class EppConfig {
      */
     public EppConfig validate() {
         address("listen", listen);
+        local("listen", listen, "answers ext_proc (and so routes traffic) for anyone who reaches it");
         if (!"off".equals(metrics)) {
             address("metrics", metrics);
+            local("metrics", metrics, "exports pod ids and models, unauthenticated");
         }
         if ((tlsCert == null) != (tlsKey == null)) {
             throw new IllegalArgumentException("tls-cert and tls-key go together");
@@ -262,6 +273,15 @@ public final class EppConfig {
      */
     public InetSocketAddress metricsAddress() {
         return "off".equals(metrics) ? null : address("metrics", metrics);
+    }
+
+    /** Refuses an address other hosts reach unless {@link #allowRemote}. */
+    private void local(final String key, final String hostPort, final String why) {
+        if (!allowRemote && !io.kvidx.serve.NetworkScope.isLoopback(io.kvidx.serve.NetworkScope.hostOf(hostPort))) {
+            throw new IllegalArgumentException(key + " " + hostPort + " is not a loopback address and the picker "
+                + why + ": set --allow-remote (epp.allow-remote) where a NetworkPolicy admits only the gateway "
+                + "(docs/epp.md, \"Exposing the picker\")");
+        }
     }
 
     static InetSocketAddress address(final String key, final String hostPort) {

@@ -594,4 +594,29 @@ class EppTest {
         assertEquals(Set.of("9002"), got.stream().collect(Collectors.toSet()));
         assertNotNull(EppLimits.DEFAULTS);
     }
+
+    @Test
+    void refusesAddressesOtherHostsReachUnlessAllowed() throws Exception {
+        final EppConfig defaults = new EppConfig().validate();
+        assertTrue(defaults.listenAddress().getAddress().isLoopbackAddress(), "loopback by default");
+        assertTrue(defaults.metricsAddress().getAddress().isLoopbackAddress(), "loopback by default");
+        for (final String yaml : List.of("epp: {listen: '0.0.0.0:9002'}\n", "epp: {listen: '10.0.0.7:9002'}\n",
+            "epp: {metrics: '0.0.0.0:9090'}\n", "epp: {listen: 'epp.example:9002'}\n")) {
+            final IllegalArgumentException ex = org.junit.jupiter.api.Assertions.assertThrows(
+                IllegalArgumentException.class, () -> EppConfig.fromYaml(yaml, null).validate(), yaml);
+            assertTrue(ex.getMessage().contains("--allow-remote"), ex.getMessage());
+        }
+        final EppConfig allowed = EppConfig.fromYaml("epp: {listen: '0.0.0.0:9002', metrics: '0.0.0.0:9090',"
+            + " allow-remote: true}\n", null).validate();
+        assertEquals(9002, allowed.listenAddress().getPort());
+        assertEquals(9090, allowed.metricsAddress().getPort());
+        final EppCommand cli = new EppCommand();
+        new picocli.CommandLine(cli).parseArgs("--listen", "0.0.0.0:9002", "--allow-remote");
+        assertEquals(9002, cli.build().listenAddress().getPort());
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> {
+            final EppCommand refused = new EppCommand();
+            new picocli.CommandLine(refused).parseArgs("--listen", "0.0.0.0:9002");
+            refused.build();
+        });
+    }
 }

@@ -6,48 +6,27 @@ import io.aeron.CommonContext;
 import java.net.InetAddress;
 
 /**
- * Whether an address a daemon listens on is reachable from other hosts: loopback addresses ({@code 127.0.0.0/8},
- * {@code ::1}, {@code localhost}) are not; wildcards ({@code 0.0.0.0}, {@code ::}, {@code *}), other addresses and
- * host names are. No DNS lookup is made (a host name other than {@code localhost} counts as remote).
+ * Whether an address or an Aeron channel a daemon uses is reachable from other hosts. Addresses are the serving
+ * layer's {@link io.kvidx.serve.NetworkScope} (one rule for every door); this class adds Aeron's channels.
  */
 final class NetworkScope {
     private NetworkScope() {
     }
 
     /**
-     * @param host a host or address literal, IPv6 possibly in brackets, possibly with a {@code /prefix}.
-     * @return true for a loopback address or {@code localhost}.
+     * @param host a host or address literal.
+     * @return true for a loopback address or {@code localhost} ({@link io.kvidx.serve.NetworkScope#isLoopback}).
      */
     static boolean isLoopback(final String host) {
-        if (host == null) {
-            return false;
-        }
-        String h = host.strip();
-        final int slash = h.indexOf('/');
-        if (slash >= 0) {
-            h = h.substring(0, slash);
-        }
-        if (h.startsWith("[") && h.endsWith("]")) {
-            h = h.substring(1, h.length() - 1);
-        }
-        if ("localhost".equalsIgnoreCase(h)) {
-            return true;
-        }
-        try {
-            return InetAddress.ofLiteral(h).isLoopbackAddress();
-        } catch (final IllegalArgumentException ex) {
-            return false; // a host name, or a wildcard such as '*'
-        }
+        return io.kvidx.serve.NetworkScope.isLoopback(host);
     }
 
     /**
      * @param hostPort {@code HOST:PORT}, IPv6 in brackets.
-     * @return the host part.
+     * @return the host part ({@link io.kvidx.serve.NetworkScope#hostOf}).
      */
     static String hostOf(final String hostPort) {
-        final int colon = hostPort.lastIndexOf(':');
-        final String host = colon < 0 ? hostPort : hostPort.substring(0, colon);
-        return host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+        return io.kvidx.serve.NetworkScope.hostOf(hostPort);
     }
 
     /**
