@@ -77,4 +77,30 @@ public final class TestIndexes {
         z = (z ^ (z >>> 27)) * 0x94D0_49BB_1331_11EBL;
         return z ^ (z >>> 31);
     }
+
+    /**
+     * Depth the pod holds of the chain {@code keys[0..n)}, or 0 when no alive pod has that id. A reader gives up
+     * after its bound while a writer holds the shard (it may be descheduled on a busy host): ask again, as a
+     * router's next request would.
+     *
+     * @param reader the index.
+     * @param podId  the pod.
+     * @param keys   the chain.
+     * @param n      its length.
+     * @return the pod's depth.
+     */
+    public static int depthOf(final io.kvidx.client.index.IndexReader reader, final String podId, final long[] keys,
+        final int n) {
+        final io.kvidx.client.index.PrefixResult result = new io.kvidx.client.index.PrefixResult();
+        unbusy(() -> {
+            reader.query(keys, n, null, result);
+            return result;
+        });
+        for (int slot = 0; slot < reader.maxPods(); slot++) {
+            if (reader.isAlive(slot) && podId.equals(reader.pod(slot).podId())) {
+                return result.depthOf(slot);
+            }
+        }
+        return 0;
+    }
 }

@@ -2,10 +2,10 @@ package io.kvidx.daemon.lifecycle;
 
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
-import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.cli.CliRun;
 import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.index.TestIndexes;
 import io.kvidx.daemon.ingest.vllm.Capture;
 import io.kvidx.daemon.ingest.vllm.VllmPayloads;
 import io.kvidx.daemon.ingest.zmq.JavaVllmPublisherAccess;
@@ -132,24 +132,7 @@ class DiscoveryDaemonTest {
         final long[] keys = new long[64];
         final int n = new RouterKeyHasher(16).keys(RouterKeyHasher.chainSeed(MODEL, null, null), capture.tokenIds(),
             capture.tokenIds().length, keys);
-        final PrefixResult result = new PrefixResult();
-        for (int attempt = 0; ; attempt++) {
-            try {
-                reader.query(keys, n, null, result);
-                break;
-            } catch (final io.kvidx.client.index.IndexBusyException ex) {
-                if (attempt == 1_000) {
-                    throw ex;
-                }
-                Thread.onSpinWait();
-            }
-        }
-        for (int slot = 0; slot < reader.maxPods(); slot++) {
-            if (reader.isAlive(slot) && podId.equals(reader.pod(slot).podId())) {
-                return result.depthOf(slot);
-            }
-        }
-        return 0;
+        return TestIndexes.depthOf(reader, podId, keys, n);
     }
 
     private static void await(final String what, final BooleanSupplier condition) throws InterruptedException {

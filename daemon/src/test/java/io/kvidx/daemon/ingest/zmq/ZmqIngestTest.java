@@ -2,7 +2,6 @@ package io.kvidx.daemon.ingest.zmq;
 
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
-import io.kvidx.client.index.PrefixResult;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
@@ -47,26 +46,7 @@ class ZmqIngestTest {
 
     /** Depth the pod holds of the chain {@code keys[0..n)}. */
     static int depthOfKeys(final IndexReader reader, final String podId, final long[] keys, final int n) {
-        final PrefixResult result = new PrefixResult();
-        // A reader gives up after its bound while a writer holds the shard (it may be descheduled on a busy host):
-        // ask again, as a router's next request would.
-        for (int attempt = 0; ; attempt++) {
-            try {
-                reader.query(keys, n, null, result);
-                break;
-            } catch (final io.kvidx.client.index.IndexBusyException ex) {
-                if (attempt == 1_000) {
-                    throw ex;
-                }
-                Thread.onSpinWait();
-            }
-        }
-        for (int slot = 0; slot < reader.maxPods(); slot++) {
-            if (reader.isAlive(slot) && podId.equals(reader.pod(slot).podId())) {
-                return result.depthOf(slot);
-            }
-        }
-        return 0;
+        return io.kvidx.daemon.index.TestIndexes.depthOf(reader, podId, keys, n);
     }
 
     static void await(final String what, final BooleanSupplier condition) throws InterruptedException {
