@@ -2,6 +2,7 @@ package io.kvidx.discovery;
 
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.http.BasicBuilder;
@@ -75,16 +76,17 @@ public final class PodDiscovery implements AutoCloseable {
     /**
      * Starts watching (returns at once; the first list arrives on the informer's thread).
      *
-     * @param client   the Kubernetes client (in-cluster credentials or a kubeconfig); the caller closes it.
+     * @param config   how to reach the API server (in-cluster credentials or a kubeconfig: fabric8's
+     *                 {@code Config.autoConfigure}, {@code Config.fromKubeconfig}); discovery makes its client.
      * @param context  what to discover ({@link DiscoveryContext#conclude()} is called here).
      * @param listener takes the whole engine list after every change (on the discovery thread).
      */
-    public PodDiscovery(final KubernetesClient client, final DiscoveryContext context,
+    public PodDiscovery(final Config config, final DiscoveryContext context,
         final Consumer<List<DiscoveredEngine>> listener) {
-        Objects.requireNonNull(client, "client");
-        // A client of its own on the caller's configuration, whose requests are counted: every watch request beyond
-        // one per informer start is a watch the informer lost and re-established (a closed watch, a 410 Gone).
-        this.client = new KubernetesClientBuilder().withConfig(client.getConfiguration())
+        Objects.requireNonNull(config, "config");
+        // Its own client, whose requests are counted: every watch request beyond one per informer start is a watch
+        // the informer lost and re-established (a closed watch, a 410 Gone).
+        this.client = new KubernetesClientBuilder().withConfig(config)
             .withHttpClientBuilderConsumer(b -> b.addOrReplaceInterceptor("kvidx-watch-count", new Interceptor() {
                 @Override
                 public void before(final BasicBuilder builder, final HttpRequest request,
@@ -97,8 +99,9 @@ public final class PodDiscovery implements AutoCloseable {
             })).build();
         this.context = Objects.requireNonNull(context, "context").conclude();
         this.listener = Objects.requireNonNull(listener, "listener");
-        this.namespace = context.namespace() != null ? context.namespace() : client.getNamespace();
+        this.namespace = context.namespace() != null ? context.namespace() : config.getNamespace();
         if (namespace == null || namespace.isBlank()) {
+            client.close();
             throw new IllegalArgumentException("discovery needs a namespace: none given and the client has none");
         }
         this.status = new DiscoveryStatus(false, null, 0, 0, 0, 0, 0, 0, null);

@@ -51,7 +51,7 @@ class PodDiscoveryTest {
 
     @Test
     void shouldFollowPodsThroughReadinessDeletionAndANewIp() {
-        discovery = new PodDiscovery(client, new DiscoveryContext().namespace(NS)
+        discovery = new PodDiscovery(config(), new DiscoveryContext().namespace(NS)
             .selector(DiscoveryContext.parseSelector("app=vllm")).model("qwen"), engines::set);
         await("the first list", () -> engines.get() != null && discovery.status().synced());
         assertEquals(List.of(), engines.get());
@@ -91,7 +91,7 @@ class PodDiscoveryTest {
 
     @Test
     void shouldReadPortsRanksModelAndEngineFromAnnotationsAndRefuseBadOnes() {
-        discovery = new PodDiscovery(client, new DiscoveryContext().namespace(NS)
+        discovery = new PodDiscovery(config(), new DiscoveryContext().namespace(NS)
             .selector(Map.of("app", "vllm")).kvReplayPort(5558), engines::set);
         create(pod("dp", "10.0.0.7", true, Map.of("app", "vllm", "llm-d.ai/model", "llama"),
             Map.of(DiscoveryContext.DP_SIZE_ANNOTATION, "2", DiscoveryContext.KV_EVENTS_PORT_ANNOTATION, "6000",
@@ -116,7 +116,7 @@ class PodDiscoveryTest {
 
     @Test
     void shouldFollowAnInferencePoolsSelectorAndTargetPort() {
-        discovery = new PodDiscovery(client, new DiscoveryContext().namespace(NS).pool("llama-pool"), engines::set);
+        discovery = new PodDiscovery(config(), new DiscoveryContext().namespace(NS).pool("llama-pool"), engines::set);
         create(pod("a-0", "10.0.1.1", true, Map.of("app", "a"), Map.of()));
         create(pod("b-0", "10.0.2.1", true, Map.of("app", "b"), Map.of()));
         await("a missing pool is reported", () -> discovery.status().lastError() != null
@@ -142,7 +142,7 @@ class PodDiscoveryTest {
 
     @Test
     void shouldRelistAfterAClosedWatchAndA410Gone() {
-        discovery = new PodDiscovery(client, new DiscoveryContext().namespace(NS).selector(Map.of("app", "vllm")),
+        discovery = new PodDiscovery(config(), new DiscoveryContext().namespace(NS).selector(Map.of("app", "vllm")),
             engines::set);
         create(pod("vllm-0", "10.0.0.7", true, Map.of("app", "vllm"), Map.of()));
         await("ready", () -> engines.get() != null && engines.get().size() == 1);
@@ -173,6 +173,10 @@ class PodDiscoveryTest {
         assertEquals(Map.of("app", "x", "tier", "y"), DiscoveryContext.parseSelector("app=x, tier==y"));
         assertThrows(IllegalArgumentException.class, () -> new DiscoveryContext().selector(Map.of("a", "b"))
             .engine("trt").conclude());
+    }
+
+    private io.fabric8.kubernetes.client.Config config() {
+        return client.getConfiguration();
     }
 
     private void create(final Pod pod) {

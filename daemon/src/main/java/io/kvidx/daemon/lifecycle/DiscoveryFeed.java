@@ -1,8 +1,6 @@
 package io.kvidx.daemon.lifecycle;
 
 import io.fabric8.kubernetes.client.Config;
-import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.kvidx.daemon.config.DiscoverySettings;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
@@ -42,7 +40,6 @@ final class DiscoveryFeed implements AutoCloseable {
     /** How often the state file is brought up to date (when the state changed). */
     private static final long STATUS_FILE_INTERVAL_MS = 1_000;
 
-    private final KubernetesClient client;
     private final PodDiscovery discovery;
     private final Path cellDir;
     private final ScheduledExecutorService statusWriter;
@@ -60,37 +57,28 @@ final class DiscoveryFeed implements AutoCloseable {
     DiscoveryFeed(final DiscoverySettings settings, final Membership membership, final IngestErrors errors,
         final Path cellDir) {
         this.cellDir = cellDir;
-        this.client = new KubernetesClientBuilder().withConfig(config(settings)).build();
-        PodDiscovery started = null;
-        try {
-            started = new PodDiscovery(client, settings.context(), engines -> {
-                final List<Engine> wanted = new ArrayList<>(engines.size());
-                for (final DiscoveredEngine d : engines) {
-                    wanted.add(new Engine(d.podName(), d.dpRank(), d.kvEndpoint(), d.replayEndpoint(), d.model(), 0,
-                        null, null, ZmqEndpoint.Engine.parse(d.engine()), Engine.Source.DISCOVERY));
-                }
-                membership.reconcile(Engine.Source.DISCOVERY, wanted).whenComplete((changes, ex) -> {
-                    if (ex != null) {
-                        errors.report(ERROR_KIND, -1, () -> "discovery: applying " + wanted.size()
-                            + " engine(s) failed: " + ex);
-                    } else if (changes > 0) {
-                        LOG.info("discovery: {} engine(s) from {} ready pod(s); {} subscription(s) changed",
-                            wanted.size(), engines.stream().map(DiscoveredEngine::podName).distinct().count(),
-                            changes);
-                    }
-                    if (membership.discoveryConflicts() > 0) {
-                        errors.report(ERROR_KIND, -2, () -> "discovery: " + membership.discoveryConflicts()
-                            + " discovered pod(s) left out: the configuration or an API registration holds their "
-                            + "pod id");
-                    }
-                });
-            });
-        } finally {
-            if (started == null) {
-                client.close();
+        this.discovery = new PodDiscovery(config(settings), settings.context(), engines -> {
+            final List<Engine> wanted = new ArrayList<>(engines.size());
+            for (final DiscoveredEngine d : engines) {
+                wanted.add(new Engine(d.podName(), d.dpRank(), d.kvEndpoint(), d.replayEndpoint(), d.model(), 0,
+                    null, null, ZmqEndpoint.Engine.parse(d.engine()), Engine.Source.DISCOVERY));
             }
-        }
-        this.discovery = started;
+            membership.reconcile(Engine.Source.DISCOVERY, wanted).whenComplete((changes, ex) -> {
+                if (ex != null) {
+                    errors.report(ERROR_KIND, -1, () -> "discovery: applying " + wanted.size()
+                        + " engine(s) failed: " + ex);
+                } else if (changes > 0) {
+                    LOG.info("discovery: {} engine(s) from {} ready pod(s); {} subscription(s) changed",
+                        wanted.size(), engines.stream().map(DiscoveredEngine::podName).distinct().count(),
+                        changes);
+                }
+                if (membership.discoveryConflicts() > 0) {
+                    errors.report(ERROR_KIND, -2, () -> "discovery: " + membership.discoveryConflicts()
+                        + " discovered pod(s) left out: the configuration or an API registration holds their "
+                        + "pod id");
+                }
+            });
+        });
         this.statusWriter = Executors.newSingleThreadScheduledExecutor(r -> {
             final Thread t = new Thread(r, "kvidx-discovery-status");
             t.setDaemon(true);
@@ -145,7 +133,7 @@ final class DiscoveryFeed implements AutoCloseable {
         } catch (final InterruptedException ex) {
             Thread.currentThread().interrupt();
         }
-        CloseHelper.closeAll(discovery, client);
+        CloseHelper.close(discovery);
         try {
             DiscoveryStatusFile.remove(cellDir);
         } catch (final IOException ex) {
