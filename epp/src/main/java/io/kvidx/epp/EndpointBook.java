@@ -1,19 +1,22 @@
 package io.kvidx.epp;
 
-import io.kvidx.client.index.DataParallelRanks;
 import io.kvidx.routing.PodIndex;
+import io.kvidx.routing.PodLocator;
 import io.kvidx.routing.PodRegistry;
 import io.kvidx.routing.PodRole;
+import io.kvidx.routing.PodTopology;
 import io.kvidx.routing.RoutingContext;
 
 import java.net.URI;
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * The pods the picker may answer and the endpoint ({@code host:port}) of each, by slot: the pods the index registers
- * (at their listed URL, else the URL template's), and the listed pods registered by hand while no index was ever
+ * (where {@link PodLocator} says: the listed URL, else the one the daemon's pod discovery recorded in the cell, else
+ * the URL template's), and the listed pods registered by hand while no index was ever
  * seen (as {@code kvidx router} does, so that a picker in front of listed pods answers before its daemon is up).
  * A data-parallel rank pod {@code <pod>#<r>} is answered at its engine's endpoint. Refreshed by one housekeeping
  * thread; read by deciding threads (an atomic array, allocation-free).
@@ -25,7 +28,7 @@ final class EndpointBook {
     private final PodIndex index;
     private final Map<String, URI> listed;
     private final Map<String, String> listedModels;
-    private final String urlTemplate;
+    private final PodLocator locator;
     private final AtomicReferenceArray<String> endpoints = new AtomicReferenceArray<>(PodRegistry.MAX_PODS);
     private final boolean[] hand = new boolean[PodRegistry.MAX_PODS];
     private volatile String defaultModel;
@@ -37,19 +40,24 @@ final class EndpointBook {
      * @param index        the index (may be unmapped).
      * @param listed       pod id to URL (its host:port answered).
      * @param listedModels pod id to model for listed pods that name one.
-     * @param urlTemplate  URL for pods the index knows and the list does not name ({@code {pod}}), or null.
+     * @param urlTemplate  URL for pods the index knows and neither the list nor discovery names ({@code {pod}}), or
+     *                     null.
+     * @param cellDir      the cell directory, where the daemon's pod discovery records pods' URLs; null for none.
+     * @param topology     where discovered pods' nodes and zones are recorded (the {@code locality} scorer's).
      */
     EndpointBook(final PodRegistry registry, final PodIndex index, final Map<String, URI> listed,
-        final Map<String, String> listedModels, final String urlTemplate) {
+        final Map<String, String> listedModels, final String urlTemplate, final Path cellDir,
+        final PodTopology topology) {
         this.registry = registry;
         this.index = index;
         this.listed = listed;
         this.listedModels = listedModels;
-        this.urlTemplate = urlTemplate;
+        this.locator = new PodLocator(listed, urlTemplate, cellDir, topology);
     }
 
     /** Brings the slots in step with the index (or the list while no index was seen). Housekeeping thread. */
     void refresh() {
+        locator.refresh();
         boolean available;
         try {
             available = index.isAvailable();
@@ -107,21 +115,7 @@ final class EndpointBook {
     }
 
     private String endpointOf(final String podId) {
-        if (podId == null) {
-            return null;
-        }
-        URI url = listed.get(podId);
-        final String engine = DataParallelRanks.basePodId(podId);
-        if (url == null) {
-            url = listed.get(engine);
-        }
-        if (url == null && urlTemplate != null) {
-            try {
-                url = URI.create(urlTemplate.replace("{pod}", engine));
-            } catch (final IllegalArgumentException ex) {
-                return null;
-            }
-        }
+        final URI url = locator.url(podId);
         if (url == null || url.getHost() == null) {
             return null;
         }
@@ -163,6 +157,13 @@ final class EndpointBook {
      */
     String defaultModel() {
         return defaultModel;
+    }
+
+    /**
+     * @return where the pods are found (for the metrics door's discovery state).
+     */
+    PodLocator locator() {
+        return locator;
     }
 
     /**

@@ -9,6 +9,7 @@ import io.grpc.protobuf.services.HealthStatusManager;
 import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.routing.IndexReaderPodIndex;
 import io.kvidx.routing.PodRegistry;
+import io.kvidx.routing.PodTopology;
 import io.kvidx.routing.Profile;
 import io.kvidx.routing.Router;
 import io.kvidx.routing.yaml.YamlRouting;
@@ -68,15 +69,18 @@ public final class EppServer implements AutoCloseable {
     private volatile boolean running = true;
 
     private EppServer(final EppConfig config) throws IOException {
-        this.index = new IndexReaderPodIndex(new IndexReaderContext().dir(Path.of(config.dir)).cell(config.cell),
-            1_000);
+        final IndexReaderContext indexContext = new IndexReaderContext().dir(Path.of(config.dir)).cell(config.cell);
+        this.index = new IndexReaderPodIndex(indexContext, 1_000);
         this.registry = new PodRegistry();
         final int mapped = index.isAvailable() ? index.blockSize() : 0;
         this.blockSize = mapped > 0 ? mapped : config.blockSize;
-        this.environment = new YamlRouting.Environment().index(index).registry(registry).blockSize(blockSize);
+        final PodTopology topology = new PodTopology();
+        this.environment = new YamlRouting.Environment().index(index).registry(registry).blockSize(blockSize)
+            .topology(topology);
         this.loaded = YamlRouting.parse(config.routingDocument(), environment, config.baseDir);
         final Router router = loaded.router();
-        this.book = new EndpointBook(registry, index, config.pods, config.podModels, config.urlTemplate);
+        this.book = new EndpointBook(registry, index, config.pods, config.podModels, config.urlTemplate,
+            indexContext.indexFile().getParent(), topology);
         this.book.refresh();
         this.metrics = new EppMetrics(book::ready);
         this.tokenizePool = pool("kvidx-epp-tokenize", Math.max(1, Math.min(4,

@@ -1,17 +1,20 @@
 package io.kvidx.router;
 
-import io.kvidx.client.index.DataParallelRanks;
 import io.kvidx.routing.PodIndex;
+import io.kvidx.routing.PodLocator;
 import io.kvidx.routing.PodRegistry;
+import io.kvidx.routing.PodTopology;
 import io.kvidx.routing.RoutingContext;
 
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -22,14 +25,14 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <ul>
  *   <li><b>Slots:</b> while the index is mapped, pods come from its pod table ({@link PodRegistry#registerFromIndex}),
- *   each reached at its URL from the configuration's list, else from {@code pod-url-template} (a data-parallel rank
- *   {@code <pod>#<r>} at its engine's: the list's or the template's for {@code <pod>}); a listed pod takes
- *   its role and model from the list. While no index was ever seen, the listed pods are registered by hand in
+ *   each reached where {@link PodLocator} says: the configuration's list, else the daemon's pod discovery (the
+ *   cell's {@code pods.json}), else {@code pod-url-template} (a data-parallel rank {@code <pod>#<r>} at its
+ *   engine's); a listed pod takes its role and model from the list. While no index was ever seen, the listed pods are registered by hand in
  *   slots 0..n-1 (the fallback picker routes among them); once the index shows its pod table, a hand slot the index
  *   gives to another pod is dropped and every pod re-learnt at the index's slot.</li>
  *   <li><b>Down:</b> a pod that refuses a connection is marked down at once ({@link #markDown}, from an event loop);
  *   a health check ({@code GET <url><health-path>}, every {@code health.interval-ms}) marks pods down and up
- *   again.</li>
+ *   again; a check's answer is dropped when its slot changed hands meanwhile.</li>
  *   <li><b>Load:</b> optionally each engine's {@code /metrics} ({@link EngineMetrics}) every
  *   {@code scrape.interval-ms}, into {@link PodRegistry#load} and {@link PodRegistry#kvUtilization}.</li>
  * </ul>
@@ -45,10 +48,14 @@ final class PodBook {
     private final PodRegistry registry;
     private final PodIndex index;
     private final Map<String, RouterConfig.Pod> listed = new HashMap<>();
+    private final PodLocator locator;
     /** Pod slots with no URL (no listed URL, no template) or whose pod is down. */
     private final AtomicLongArray noUrl = new AtomicLongArray(WORDS);
     private final AtomicLongArray down = new AtomicLongArray(WORDS);
     private final AtomicReferenceArray<URI> urls = new AtomicReferenceArray<>(PodRegistry.MAX_PODS);
+    /** The pod each slot held at the last refresh, and its generation (housekeeping thread only). */
+    private final String[] slotPod = new String[PodRegistry.MAX_PODS];
+    private final int[] slotGeneration = new int[PodRegistry.MAX_PODS];
     /** Slots this book registered by hand (housekeeping thread only). */
     private final boolean[] hand = new boolean[PodRegistry.MAX_PODS];
     /** Slots this book registered with a listed pod's role and URL (housekeeping thread only). */
@@ -62,13 +69,24 @@ final class PodBook {
     private long nextHealthMs;
     private long nextScrapeMs;
 
-    PodBook(final RouterConfig config, final PodRegistry registry, final PodIndex index) {
+    /**
+     * @param config   the router's configuration.
+     * @param registry the routing registry the decisions read.
+     * @param index    the index (may be unmapped).
+     * @param cellDir  the cell directory, where the daemon's pod discovery records pods' URLs; null for none.
+     * @param topology where discovered pods' nodes and zones are recorded (the {@code locality} scorer's).
+     */
+    PodBook(final RouterConfig config, final PodRegistry registry, final PodIndex index, final Path cellDir,
+        final PodTopology topology) {
         this.config = config;
         this.registry = registry;
         this.index = index;
+        final Map<String, URI> urls = new HashMap<>();
         for (final RouterConfig.Pod p : config.pods) {
             listed.put(p.id(), p);
+            urls.put(p.id(), p.url());
         }
+        this.locator = new PodLocator(urls, config.urlTemplate, cellDir, topology);
         this.http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(config.connectMs))
             .version(HttpClient.Version.HTTP_1_1).build();
     }
@@ -80,6 +98,7 @@ final class PodBook {
      * @param nowMs the current time.
      */
     void refresh(final long nowMs) {
+        locator.refresh();
         boolean available;
         try {
             available = index.isAvailable();
@@ -99,6 +118,14 @@ final class PodBook {
         String only = null;
         boolean several = false;
         for (int slot = 0; slot < PodRegistry.MAX_PODS; slot++) {
+            final String pod = registry.podId(slot);
+            final int generation = registry.generation(slot);
+            if (!Objects.equals(pod, slotPod[slot]) || generation != slotGeneration[slot]) {
+                // Another pod now: the old one's down mark is not the new one's.
+                slotPod[slot] = pod;
+                slotGeneration[slot] = generation;
+                setBit(down, slot, false);
+            }
             final URI url = registry.isRegistered(slot) || hand[slot] ? urlOf(slot) : null;
             urls.set(slot, url);
             setBit(noUrl, slot, url == null);
@@ -187,31 +214,7 @@ final class PodBook {
 
     private URI urlOf(final int slot) {
         final URI registered = registry.endpoint(slot);
-        if (registered != null) {
-            return registered;
-        }
-        final String id = registry.podId(slot);
-        if (id == null) {
-            return null;
-        }
-        final RouterConfig.Pod p = listed.get(id);
-        if (p != null) {
-            return p.url();
-        }
-        // A data-parallel rank <pod>#<r> not listed itself is reached at its engine's URL (with the rank header).
-        final String engine = DataParallelRanks.basePodId(id);
-        final RouterConfig.Pod e = engine.equals(id) ? null : listed.get(engine);
-        if (e != null) {
-            return e.url();
-        }
-        if (config.urlTemplate != null) {
-            try {
-                return URI.create(config.urlTemplate.replace("{pod}", engine));
-            } catch (final IllegalArgumentException ex) {
-                return null;
-            }
-        }
-        return null;
+        return registered != null ? registered : locator.url(registry.podId(slot));
     }
 
     private void checkHealth() {
@@ -221,6 +224,8 @@ final class PodBook {
                 continue;
             }
             final int s = slot;
+            final String id = registry.podId(slot);
+            final int generation = registry.generation(slot);
             final HttpRequest get = HttpRequest.newBuilder(join(url, config.healthPath))
                 .timeout(Duration.ofMillis(Math.max(config.connectMs, config.healthIntervalMs))).GET().build();
             http.sendAsync(get, HttpResponse.BodyHandlers.discarding()).whenComplete((r, ex) -> {
@@ -228,7 +233,9 @@ final class PodBook {
                 if (!ok) {
                     healthFailures.increment();
                 }
-                setBit(down, s, !ok);
+                if (id != null && id.equals(registry.podId(s)) && generation == registry.generation(s)) {
+                    setBit(down, s, !ok); // else the slot changed hands: its new pod is checked next round
+                }
             });
         }
     }
@@ -241,6 +248,7 @@ final class PodBook {
             }
             final int s = slot;
             final String id = registry.podId(slot);
+            final int generation = registry.generation(slot);
             final HttpRequest get = HttpRequest.newBuilder(join(url, "/metrics"))
                 .timeout(Duration.ofMillis(Math.max(config.connectMs, config.scrapeIntervalMs))).GET().build();
             http.sendAsync(get, HttpResponse.BodyHandlers.ofString()).whenComplete((r, ex) -> {
@@ -249,7 +257,7 @@ final class PodBook {
                     return;
                 }
                 final EngineMetrics m = EngineMetrics.parse(r.body());
-                if (id == null || !id.equals(registry.podId(s))) {
+                if (id == null || !id.equals(registry.podId(s)) || generation != registry.generation(s)) {
                     return; // the slot changed hands while the page was read
                 }
                 if (m.waiting() >= 0 || m.running() >= 0) {
@@ -357,6 +365,10 @@ final class PodBook {
 
     PodRegistry registry() {
         return registry;
+    }
+
+    PodLocator locator() {
+        return locator;
     }
 
     private static void setBit(final AtomicLongArray words, final int slot, final boolean on) {

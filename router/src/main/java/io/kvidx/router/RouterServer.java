@@ -3,6 +3,7 @@ package io.kvidx.router;
 import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.routing.IndexReaderPodIndex;
 import io.kvidx.routing.PodRegistry;
+import io.kvidx.routing.PodTopology;
 import io.kvidx.routing.Profile;
 import io.kvidx.routing.Router;
 import io.kvidx.routing.TierMapLookup;
@@ -61,15 +62,17 @@ public final class RouterServer implements AutoCloseable {
     private volatile boolean running = true;
 
     private RouterServer(final RouterConfig config) {
-        this.index = new IndexReaderPodIndex(new IndexReaderContext().dir(Path.of(config.dir)).cell(config.cell),
-            1_000);
+        final IndexReaderContext indexContext = new IndexReaderContext().dir(Path.of(config.dir)).cell(config.cell);
+        this.index = new IndexReaderPodIndex(indexContext, 1_000);
         this.registry = new PodRegistry();
         final int mapped = index.isAvailable() ? index.blockSize() : 0;
         this.blockSize = mapped > 0 ? mapped : config.blockSize;
-        this.environment = new YamlRouting.Environment().index(index).registry(registry).blockSize(blockSize);
+        final PodTopology topology = new PodTopology();
+        this.environment = new YamlRouting.Environment().index(index).registry(registry).blockSize(blockSize)
+            .topology(topology);
         this.loaded = YamlRouting.parse(config.routingDocument(), environment, config.baseDir);
         final Router router = loaded.router();
-        this.pods = new PodBook(config, registry, index);
+        this.pods = new PodBook(config, registry, index, indexContext.indexFile().getParent(), topology);
         this.pods.refresh(System.currentTimeMillis());
         final RouterMetrics metrics = new RouterMetrics(router.workflow(), pods);
         this.tokenizePool = tokenizers();

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.lifecycle;
 
 import io.fabric8.kubernetes.client.Config;
+import io.kvidx.client.index.PodDirectory;
 import io.kvidx.daemon.config.DiscoverySettings;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
@@ -19,7 +20,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -28,7 +31,9 @@ import java.util.concurrent.TimeUnit;
  * Pod discovery feeding the daemon's one membership table: every engine list discovery publishes becomes the
  * {@link Engine.Source#DISCOVERY} engines of the {@link Membership} (new pods subscribed and replayed, gone or unready
  * pods taken down through the two-phase removal, a pod back with a new IP re-subscribed). Engines the configuration
- * or an API registration already holds keep their source.
+ * or an API registration already holds keep their source. Once the membership applied a list, the pods' URLs and
+ * locations are written to the cell's {@link PodDirectory} ({@code pods.json}) for the routers and pickers beside
+ * the daemon; the file is removed, with {@code discovery.json}, when discovery stops.
  *
  * <p><b>Note:</b> the engine lists arrive on discovery's own thread; the membership applies them on its thread.
  */
@@ -57,6 +62,11 @@ final class DiscoveryFeed implements AutoCloseable {
     DiscoveryFeed(final DiscoverySettings settings, final Membership membership, final IngestErrors errors,
         final Path cellDir) {
         this.cellDir = cellDir;
+        this.statusWriter = Executors.newSingleThreadScheduledExecutor(r -> {
+            final Thread t = new Thread(r, "kvidx-discovery-status");
+            t.setDaemon(true);
+            return t;
+        });
         this.discovery = new PodDiscovery(config(settings), settings.context(), engines -> {
             final List<Engine> wanted = new ArrayList<>(engines.size());
             for (final DiscoveredEngine d : engines) {
@@ -67,7 +77,11 @@ final class DiscoveryFeed implements AutoCloseable {
                 if (ex != null) {
                     errors.report(ERROR_KIND, -1, () -> "discovery: applying " + wanted.size()
                         + " engine(s) failed: " + ex);
-                } else if (changes > 0) {
+                    return;
+                }
+                final List<PodDirectory.Pod> pods = directory(engines);
+                statusWriter.execute(() -> writePods(pods, errors));
+                if (changes > 0) {
                     LOG.info("discovery: {} engine(s) from {} ready pod(s); {} subscription(s) changed",
                         wanted.size(), engines.stream().map(DiscoveredEngine::podName).distinct().count(),
                         changes);
@@ -78,11 +92,6 @@ final class DiscoveryFeed implements AutoCloseable {
                         + "pod id");
                 }
             });
-        });
-        this.statusWriter = Executors.newSingleThreadScheduledExecutor(r -> {
-            final Thread t = new Thread(r, "kvidx-discovery-status");
-            t.setDaemon(true);
-            return t;
         });
         statusWriter.scheduleWithFixedDelay(() -> writeStatus(errors), 0, STATUS_FILE_INTERVAL_MS,
             TimeUnit.MILLISECONDS);
@@ -101,6 +110,28 @@ final class DiscoveryFeed implements AutoCloseable {
         } catch (final IOException ex) {
             throw new IllegalArgumentException("cannot read kubeconfig " + settings.kubeconfig() + ": "
                 + ex.getMessage(), ex);
+        }
+    }
+
+    /**
+     * @param engines the discovered engines (one per data-parallel rank).
+     * @return one directory entry per pod (its first rank's URL, model and location: the ranks share the pod's).
+     */
+    static List<PodDirectory.Pod> directory(final List<DiscoveredEngine> engines) {
+        final Map<String, PodDirectory.Pod> pods = new LinkedHashMap<>();
+        for (final DiscoveredEngine d : engines) {
+            pods.putIfAbsent(d.podName(), new PodDirectory.Pod(d.podName(), d.httpUrl(), d.model(), d.node(),
+                d.zone()));
+        }
+        return new ArrayList<>(pods.values());
+    }
+
+    private void writePods(final List<PodDirectory.Pod> pods, final IngestErrors errors) {
+        try {
+            PodDirectory.write(cellDir, pods);
+        } catch (final IOException | RuntimeException ex) {
+            errors.report(ERROR_KIND, -5, () -> "discovery: cannot write " + cellDir.resolve(PodDirectory.FILE_NAME)
+                + ": " + ex.getMessage());
         }
     }
 
@@ -134,11 +165,12 @@ final class DiscoveryFeed implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         CloseHelper.close(discovery);
-        try {
-            DiscoveryStatusFile.remove(cellDir);
-        } catch (final IOException ex) {
-            LOG.warn("discovery: cannot remove {}: {}", cellDir.resolve(DiscoveryStatusFile.FILE_NAME),
-                ex.getMessage());
+        for (final String name : new String[] {DiscoveryStatusFile.FILE_NAME, PodDirectory.FILE_NAME}) {
+            try {
+                Files.deleteIfExists(cellDir.resolve(name));
+            } catch (final IOException ex) {
+                LOG.warn("discovery: cannot remove {}: {}", cellDir.resolve(name), ex.getMessage());
+            }
         }
     }
 }

@@ -17,7 +17,7 @@ import java.util.Map;
  * Pod discovery's state as a file in the cell directory ({@value #FILE_NAME}), for {@code kvidx status}, which reads
  * the cell's files rather than asking the daemon: one JSON object with the fields of {@code /health}'s
  * {@code discovery} object. Written whole to a temporary file and renamed into place, so a reader sees the old or the
- * new state; removed when discovery stops.
+ * new state; removed when discovery stops (by the daemon's discovery feed).
  *
  * <p><b>Note:</b> written only by the daemon's discovery feed; read by any process.
  */
@@ -60,14 +60,6 @@ public final class DiscoveryStatusFile {
         } catch (final AtomicMoveNotSupportedException ex) {
             Files.move(temp, file, StandardCopyOption.REPLACE_EXISTING);
         }
-    }
-
-    /**
-     * @param cellDir the cell directory.
-     * @throws IOException when the file exists and cannot be removed.
-     */
-    public static void remove(final Path cellDir) throws IOException {
-        Files.deleteIfExists(cellDir.resolve(FILE_NAME));
     }
 
     /**

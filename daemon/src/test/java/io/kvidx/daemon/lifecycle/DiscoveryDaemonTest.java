@@ -2,6 +2,7 @@ package io.kvidx.daemon.lifecycle;
 
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
+import io.kvidx.client.index.PodDirectory;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.cli.CliRun;
 import io.kvidx.daemon.config.DaemonContext;
@@ -37,7 +38,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * engines of. A pod that becomes Ready is subscribed and its blocks are indexed; one that loses readiness is taken
  * down (its blocks leave every answer); re-created with a new endpoint it is subscribed there; deleted, it is gone.
  * {@code /health} is not ready until discovery has listed the pods, and reports discovery's state, as
- * {@code kvidx status} does from the cell's state file.
+ * {@code kvidx status} does from the cell's state file; the cell's pod directory gives routers each Ready pod's URL
+ * and location, and forgets the pod when it leaves.
  */
 @Timeout(120)
 class DiscoveryDaemonTest {
@@ -76,6 +78,9 @@ class DiscoveryDaemonTest {
                 assertTrue(CliRun.of("status", "--dir", dir.toString(), "--json").out()
                     .contains("\"discovery\":{\"synced\":true,\"selector\":\"app=vllm\""));
                 assertEquals(Engine.Source.DISCOVERY, engine(daemon, "vllm-0").source());
+                await("the pod's URL and location recorded for routers", () -> Map.of("vllm-0",
+                    new PodDirectory.Pod("vllm-0", "http://127.0.0.1:8000", MODEL, "node-a", "zone-1"))
+                    .equals(directory()));
                 await("indexed", () -> {
                     first.publish(store);
                     return depth(reader, "vllm-0", base) == 25;
@@ -84,6 +89,7 @@ class DiscoveryDaemonTest {
                 api.put(pod("vllm-0", first, false));
                 await("readiness lost: out of every answer", () -> depth(reader, "vllm-0", base) == 0
                     && engine(daemon, "vllm-0") == null);
+                await("and out of the routers' directory", () -> Map.of().equals(directory()));
 
                 api.put(pod("vllm-0", second, true));
                 await("back at a new endpoint", () -> engine(daemon, "vllm-0") != null
@@ -101,6 +107,8 @@ class DiscoveryDaemonTest {
             }
             assertTrue(Files.notExists(dir.resolve("default").resolve(DiscoveryStatusFile.FILE_NAME)),
                 "the state file goes with the daemon");
+            assertTrue(Files.notExists(dir.resolve("default").resolve(PodDirectory.FILE_NAME)),
+                "the pod directory goes with the daemon");
         }
     }
 
@@ -111,6 +119,14 @@ class DiscoveryDaemonTest {
         return ApiServerDouble.pod(NS, name, pub.getHost(), ready, Map.of("app", "vllm"),
             Map.of(DiscoveryContext.KV_EVENTS_PORT_ANNOTATION, Integer.toString(pub.getPort()),
                 DiscoveryContext.KV_REPLAY_PORT_ANNOTATION, Integer.toString(replay.getPort())));
+    }
+
+    private Map<String, PodDirectory.Pod> directory() {
+        try {
+            return PodDirectory.parse(Files.readString(dir.resolve("default").resolve(PodDirectory.FILE_NAME)));
+        } catch (final java.io.IOException ex) {
+            return null;
+        }
     }
 
     private static Engine engine(final KvidxDaemon daemon, final String pod) {

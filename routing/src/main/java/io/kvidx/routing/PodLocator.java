@@ -1,0 +1,186 @@
+package io.kvidx.routing;
+
+import io.kvidx.client.index.DataParallelRanks;
+import io.kvidx.client.index.PodDirectory;
+
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Where a router or a picker reaches each pod, and where the pod runs. A pod's URL is, in this order:
+ * <ol>
+ *   <li>the URL the configuration lists for it ({@code --pod ID=URL}, {@code pods:});</li>
+ *   <li>the URL the daemon's pod discovery recorded in the cell ({@link PodDirectory}, {@code pods.json}:
+ *   {@code http://<podIP>:<targetPort>} of a Ready pod);</li>
+ *   <li>the configuration's {@code pod-url-template} with {@code {pod}} replaced by the pod id.</li>
+ * </ol>
+ * A data-parallel rank {@code <pod>#<r>} not listed itself is reached at its pod's URL. Discovered pods' nodes and
+ * zones go into the {@link PodTopology} the {@code locality} scorer reads.
+ *
+ * <p>The directory file is re-read only when it changed (another file key, modification time or size); a file that
+ * cannot be read or parsed keeps the last good directory and is reported by {@link #lastError()}; a removed file (the
+ * daemon stopped discovering) empties it.
+ *
+ * <p><b>Note:</b> {@link #refresh()} from one housekeeping thread; {@link #url} and the getters from any thread
+ * (cold path: called when the pod table changes, not per decision).
+ */
+public final class PodLocator {
+    private final Map<String, URI> listed;
+    private final String urlTemplate;
+    private final Path directoryFile;
+    private final PodTopology topology;
+    private volatile Map<String, PodDirectory.Pod> discovered = Map.of();
+    private volatile String lastError;
+    private Object seenKey;
+    private long seenModified = -1;
+    private long seenSize = -1;
+    private long readFailures;
+
+    /**
+     * @param listed      pod id to URL from the configuration (not copied; not changed afterwards).
+     * @param urlTemplate URL of pods neither listed nor discovered, with {@code {pod}}; or null.
+     * @param cellDir     the cell directory holding {@code pods.json}, or null to use no discovered pods.
+     * @param topology    where discovered pods' locations are recorded.
+     */
+    public PodLocator(final Map<String, URI> listed, final String urlTemplate, final Path cellDir,
+        final PodTopology topology) {
+        this.listed = Objects.requireNonNull(listed, "listed");
+        this.urlTemplate = urlTemplate;
+        this.directoryFile = cellDir == null ? null : cellDir.resolve(PodDirectory.FILE_NAME);
+        this.topology = Objects.requireNonNull(topology, "topology");
+    }
+
+    /**
+     * Re-reads the discovered pods when the daemon rewrote or removed them. Housekeeping thread.
+     *
+     * @return true when the discovered pods changed.
+     */
+    public boolean refresh() {
+        if (directoryFile == null) {
+            return false;
+        }
+        final BasicFileAttributes a;
+        try {
+            a = Files.readAttributes(directoryFile, BasicFileAttributes.class);
+        } catch (final NoSuchFileException ex) {
+            seenKey = null;
+            seenModified = -1;
+            seenSize = -1;
+            lastError = null;
+            return apply(Map.of());
+        } catch (final IOException ex) {
+            fail("cannot read " + directoryFile + ": " + ex.getMessage());
+            return false;
+        }
+        final long modified = a.lastModifiedTime().toMillis();
+        if (Objects.equals(a.fileKey(), seenKey) && modified == seenModified && a.size() == seenSize) {
+            return false;
+        }
+        final Map<String, PodDirectory.Pod> pods;
+        try {
+            if (a.size() > PodDirectory.MAX_FILE_CHARS) {
+                throw new IOException("larger than " + PodDirectory.MAX_FILE_CHARS + " bytes");
+            }
+            pods = PodDirectory.parse(Files.readString(directoryFile, StandardCharsets.UTF_8));
+        } catch (final NoSuchFileException ex) {
+            return false; // renamed over between the two reads: the next round reads the new file
+        } catch (final IOException | IllegalArgumentException ex) {
+            fail("cannot read " + directoryFile + ": " + ex.getMessage());
+            return false;
+        }
+        seenKey = a.fileKey();
+        seenModified = modified;
+        seenSize = a.size();
+        lastError = null;
+        return apply(pods);
+    }
+
+    private boolean apply(final Map<String, PodDirectory.Pod> pods) {
+        if (pods.equals(discovered)) {
+            return false;
+        }
+        final Map<String, PodTopology.Location> locations = new HashMap<>();
+        for (final PodDirectory.Pod p : pods.values()) {
+            if (p.node() != null || p.zone() != null) {
+                locations.put(p.id(), new PodTopology.Location(p.node(), p.zone()));
+            }
+        }
+        discovered = Map.copyOf(pods);
+        topology.replaceAll(locations);
+        return true;
+    }
+
+    private void fail(final String message) {
+        readFailures++;
+        lastError = message;
+    }
+
+    /**
+     * @param podId a pod id (a rank pod's id finds its pod's URL).
+     * @return where it is reached, or null when no source names it (or the template makes no valid URI).
+     */
+    public URI url(final String podId) {
+        if (podId == null) {
+            return null;
+        }
+        URI u = listed.get(podId);
+        if (u != null) {
+            return u;
+        }
+        final String pod = DataParallelRanks.basePodId(podId);
+        if (!pod.equals(podId)) {
+            u = listed.get(pod);
+            if (u != null) {
+                return u;
+            }
+        }
+        final PodDirectory.Pod d = discovered.get(pod);
+        if (d != null) {
+            return d.uri();
+        }
+        if (urlTemplate != null) {
+            try {
+                return URI.create(urlTemplate.replace("{pod}", pod));
+            } catch (final IllegalArgumentException ex) {
+                return null;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * @return the discovered pods now (pod id to pod).
+     */
+    public Map<String, PodDirectory.Pod> discovered() {
+        return discovered;
+    }
+
+    /**
+     * @return the topology discovered pods' locations are recorded in.
+     */
+    public PodTopology topology() {
+        return topology;
+    }
+
+    /**
+     * @return why the directory file could not be read at the last attempt, or null.
+     */
+    public String lastError() {
+        return lastError;
+    }
+
+    /**
+     * @return how many reads of the directory file failed (housekeeping thread's count).
+     */
+    public long readFailures() {
+        return readFailures;
+    }
+}
