@@ -185,6 +185,10 @@ final class TransportOptions {
         final int at = left.indexOf('@');
         final String pod = at < 0 ? left : left.substring(0, at);
         final String model = at < 0 ? null : left.substring(at + 1);
+        final String invalid = "*".equals(pod) ? null : io.kvidx.client.index.PodIds.checkPodId(pod);
+        if (invalid != null) {
+            throw new IllegalArgumentException("--zmq " + spec + ": " + invalid);
+        }
         return new ZmqEndpoint(endpoint, "*".equals(pod) ? null : pod, model == null || model.isEmpty() ? null : model,
             null);
     }

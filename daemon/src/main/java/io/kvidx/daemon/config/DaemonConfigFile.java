@@ -1,5 +1,6 @@
 package io.kvidx.daemon.config;
 
+import io.kvidx.client.index.PodIds;
 import io.kvidx.daemon.config.DaemonSettings.Setting;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import org.snakeyaml.engine.v2.api.Dump;
@@ -227,6 +228,10 @@ public final class DaemonConfigFile {
                     : ZmqEndpoint.Engine.parse(str(m.get("engine")));
             } catch (final IllegalArgumentException ex) {
                 throw bad(source, "zmq.engine", "must be vllm or sglang", m.get("engine"));
+            }
+            final String invalidPod = str(m.get("pod")) == null ? null : PodIds.checkPodId(str(m.get("pod")));
+            if (invalidPod != null) {
+                throw new IllegalArgumentException(source + ": zmq.pod: " + invalidPod);
             }
             endpoints.add(new ZmqEndpoint(str(m.get("endpoint")), str(m.get("pod")), str(m.get("model")),
                 str(m.get("replay")), engine));

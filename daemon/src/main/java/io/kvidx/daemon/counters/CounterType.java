@@ -109,7 +109,13 @@ public enum CounterType {
      * Messages dropped because their pod id is not in the transport's allow-list ({@code aeron.pods} for Aeron,
      * {@code zmqTopicPods} for pods named by a ZeroMQ topic); the pod is never registered.
      */
-    PODS_NOT_ALLOWED(5100, "kvidx pods not allowed");
+    PODS_NOT_ALLOWED(5100, "kvidx pods not allowed"),
+    /**
+     * Messages dropped because the pod id they name (a ZeroMQ topic's, an Aeron message's) is not a valid pod id
+     * ({@link io.kvidx.client.index.PodIds}: its character set, its length bound, a {@code #} only before a rank);
+     * the pod is never registered and the id is used nowhere.
+     */
+    INVALID_POD_IDS(5101, "kvidx invalid pod ids");
 
     private final int typeId;
     private final String label;

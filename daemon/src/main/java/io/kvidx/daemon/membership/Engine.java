@@ -1,6 +1,7 @@
 package io.kvidx.daemon.membership;
 
 import io.kvidx.client.index.DataParallelRanks;
+import io.kvidx.client.index.PodIds;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 
 import java.util.Objects;
@@ -9,7 +10,8 @@ import java.util.Objects;
  * One engine (one data-parallel rank of one instance) the daemon subscribes to: where its ZeroMQ publisher and
  * replay socket are, which model it serves, and which routing group (tenant) it belongs to. Its pod id in the
  * index is {@link #podId()}: the instance id, with {@code #<rank>} appended for ranks above 0
- * ({@link DataParallelRanks}), so that every answer maps back to (instance, rank).
+ * ({@link DataParallelRanks}), so that every answer maps back to (instance, rank). The instance id is checked by
+ * {@link PodIds} (its character set, no {@code #}, the pod table's length bound).
  *
  * @param instanceId     the instance id (Dynamo's worker id: a number, kept as its decimal string; or any name); null
  *                       for a configured endpoint whose pods are named by its messages' topics.
@@ -51,6 +53,10 @@ public record Engine(String instanceId, int dpRank, String endpoint, String repl
         Objects.requireNonNull(source, "source");
         if (instanceId == null ? source == Source.API : instanceId.isEmpty()) {
             throw new IllegalArgumentException("instance id must not be empty");
+        }
+        final String invalid = instanceId == null ? null : PodIds.checkInstanceId(instanceId);
+        if (invalid != null) {
+            throw new IllegalArgumentException(invalid);
         }
         if (dpRank < 0 || dpRank > DataParallelRanks.MAX_RANK) {
             throw new IllegalArgumentException("dp_rank must be in [0, " + DataParallelRanks.MAX_RANK + "]: "

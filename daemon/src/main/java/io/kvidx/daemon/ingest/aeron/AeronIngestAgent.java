@@ -5,6 +5,7 @@ import io.aeron.FragmentAssembler;
 import io.aeron.Subscription;
 import io.aeron.logbuffer.FragmentHandler;
 import io.aeron.logbuffer.Header;
+import io.kvidx.client.index.PodIds;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
@@ -44,7 +45,8 @@ import java.util.List;
  *
  * <p>The pod id comes from the wire: with an allow-list ({@code aeron.pods}), a message of a pod outside it is
  * dropped before its pod is registered, counted ({@link CounterType#PODS_NOT_ALLOWED}) and logged once per pod id.
- * The verdict is cached per pod id ({@link PodAllowList}); the last pod's own messages skip the check.
+ * The verdict is cached per pod id ({@link PodAllowList}); the last pod's own messages skip the check. A pod id
+ * that is not a valid one ({@link PodIds}) is dropped the same way, counted as {@link CounterType#INVALID_POD_IDS}.
  *
  * <p><b>Note:</b> run by one {@link org.agrona.concurrent.AgentRunner}.
  */
@@ -58,6 +60,8 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
     private final WriterPool writers;
     private final IngestErrors errors;
     private final AtomicCounter decodeErrors;
+    private final AtomicCounter invalidPodIds;
+    private final byte[] podIdScratch = new byte[PodIds.MAX_LENGTH];
     private final AtomicCounter gaps;
     private final AtomicCounter resets;
     private final PodAllowList allowList;
@@ -94,6 +98,7 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
         this.writers = writers;
         this.errors = errors;
         this.decodeErrors = counters.get(CounterType.DECODE_ERRORS);
+        this.invalidPodIds = counters.get(CounterType.INVALID_POD_IDS);
         this.gaps = counters.get(CounterType.SEQUENCE_GAPS);
         this.resets = counters.get(CounterType.SEQUENCE_RESETS);
         this.allowList = new PodAllowList("Aeron stream " + streamId, setting,
@@ -198,6 +203,13 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
         if (!allowList.allows(buffer, off, len)) {
             return -1;
         }
+        if (len <= 0 || len > PodIds.MAX_LENGTH) {
+            return invalidPodId(buffer, off, Math.clamp(len, 0, PodIds.MAX_LENGTH));
+        }
+        buffer.getBytes(off, podIdScratch, 0, len);
+        if (!PodIds.isPodId(podIdScratch, 0, len)) {
+            return invalidPodId(buffer, off, len);
+        }
         final byte[] id = new byte[len];
         buffer.getBytes(off, id);
         final String podId = new String(id, StandardCharsets.UTF_8);
@@ -214,6 +226,16 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
         lastPodIdLength = len;
         lastPod = pod;
         return pod;
+    }
+
+    /** Drops a message whose pod id is not a valid one: counted, the first logged (escaped, cut). */
+    private int invalidPodId(final DirectBuffer buffer, final int off, final int len) {
+        invalidPodIds.increment();
+        errors.report(CounterType.INVALID_POD_IDS.typeId(), -1, () -> "Aeron stream " + streamId + ": pod id '"
+            + PodIds.printable(buffer.getStringWithoutLengthUtf8(off, len)) + "' is not a valid pod id ("
+            + PodIds.CHARACTERS + ", at most " + PodIds.MAX_LENGTH + " bytes, '#' only before a rank); its messages "
+            + "are dropped (counted: " + CounterType.INVALID_POD_IDS.label() + ")");
+        return -1;
     }
 
     @Override

@@ -27,7 +27,9 @@ import java.util.function.Function;
  * replay endpoint, gaps are replayed through it.
  *
  * <p>Trust: anyone who reaches the socket can publish; with a topic pod allow-list ({@code zmqTopicPods}) a topic
- * naming another pod is dropped (counted, logged once per pod id) before it gets a publisher or a pod.
+ * naming another pod is dropped (counted, logged once per pod id) before it gets a publisher or a pod, and so is
+ * a topic whose pod id is not a valid one ({@link io.kvidx.client.index.PodIds}; counted as
+ * {@link CounterType#INVALID_POD_IDS}): it is never looked up, registered, or pasted anywhere.
  *
  * <p>Liveness: the socket cannot tell which engine is connected, so a topic's pods are kept alive by their events
  * only (an idle pod is taken down after the pod timeout, its identity freed); a topic whose pods all went down is
@@ -53,6 +55,7 @@ final class BoundSocket {
     private final Sequencer sequencer;
     private final IngestErrors errors;
     private final AtomicCounter framingErrors;
+    private final AtomicCounter invalidPodIds;
     private final Publishers publishers;
     private final PodAllowList allowList;
     private final Map<String, Publisher> byTopic = new HashMap<>();
@@ -61,8 +64,10 @@ final class BoundSocket {
 
     BoundSocket(final String endpoint, final ZContext context, final PodDirectory directory,
         final Function<String, ZmqEndpoint> registered, final Sequencer sequencer, final IngestErrors errors,
-        final AtomicCounter framingErrors, final Publishers publishers, final PodAllowList allowList) {
+        final AtomicCounter framingErrors, final AtomicCounter invalidPodIds, final Publishers publishers,
+        final PodAllowList allowList) {
         this.endpoint = endpoint;
+        this.invalidPodIds = invalidPodIds;
         this.allowList = allowList;
         this.registered = registered;
         this.sequencer = sequencer;
@@ -107,7 +112,8 @@ final class BoundSocket {
         if (last != null && Arrays.equals(topic, lastTopic)) {
             return last;
         }
-        if (!TopicPods.allowed(allowList, topic)) {
+        if (!TopicPods.allowed(allowList, topic) || !TopicPods.validPod(topic, invalidPodIds, errors,
+            endpoint + " (bound)")) {
             return null;
         }
         // SGLang appends "\0sgl-kv-epoch=<epoch>" to the topic: the publisher is what precedes the first NUL.

@@ -72,7 +72,8 @@ final class Sequencer implements MessageHandler {
         this.channel = channel;
         this.clearOnReplayGap = clearOnReplayGap;
         this.replayTimeoutMs = replayTimeoutMs;
-        this.topicPods = new TopicPods(directory, counters.get(CounterType.FRAMING_ERRORS), errors);
+        this.topicPods = new TopicPods(directory, counters.get(CounterType.FRAMING_ERRORS),
+            counters.get(CounterType.INVALID_POD_IDS), errors);
         this.gaps = counters.get(CounterType.SEQUENCE_GAPS);
         this.replays = counters.get(CounterType.REPLAYS);
         this.replayFailures = counters.get(CounterType.REPLAY_FAILURES);

@@ -1,5 +1,6 @@
 package io.kvidx.daemon.ingest.zmq;
 
+import io.kvidx.client.index.PodIds;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.ingest.PodAllowList;
@@ -16,19 +17,23 @@ import java.util.Arrays;
  * that is no longer current, its pod having gone down, is resolved again: a new handle). A topic that names no pod
  * is a framing error, counted and logged. With a topic pod allow-list ({@code zmqTopicPods}), a topic naming a pod
  * outside it is dropped before its pod is registered (counted and logged by the {@link PodAllowList}, whose verdict
- * per pod id is cached: a refused topic seen before allocates nothing).
+ * per pod id is cached: a refused topic seen before allocates nothing). A topic whose pod id is not a valid one
+ * ({@link PodIds}) is dropped and counted ({@link CounterType#INVALID_POD_IDS}) before its pod is registered.
  *
  * <p><b>Note:</b> used by the ZeroMQ ingest thread only (through its {@link Sequencer}).
  */
 final class TopicPods {
     private final PodDirectory directory;
     private final AtomicCounter framingErrors;
+    private final AtomicCounter invalidPodIds;
     private final IngestErrors errors;
     private PodAllowList allowList;
 
-    TopicPods(final PodDirectory directory, final AtomicCounter framingErrors, final IngestErrors errors) {
+    TopicPods(final PodDirectory directory, final AtomicCounter framingErrors, final AtomicCounter invalidPodIds,
+        final IngestErrors errors) {
         this.directory = directory;
         this.framingErrors = framingErrors;
+        this.invalidPodIds = invalidPodIds;
         this.errors = errors;
     }
 
@@ -43,7 +48,7 @@ final class TopicPods {
         if (Arrays.equals(topic, p.lastTopic) && directory.isCurrent(p.lastTopicPod)) {
             return p.lastTopicPod;
         }
-        if (!allowed(allowList, topic)) {
+        if (!allowed(allowList, topic) || !validPod(topic, invalidPodIds, errors, p.config.endpoint())) {
             return -1;
         }
         // SGLang publishers with a snapshot endpoint append "\0sgl-kv-epoch=<epoch>" (and barrier markers) to the
@@ -129,6 +134,37 @@ final class TopicPods {
             end++;
         }
         return end == 3 || allow.allows(topic, 3, end - 3);
+    }
+
+    /**
+     * Checks the pod id a topic {@code kv@<pod>[@<model>][\0...]} names ({@link PodIds#isPodId}), without allocating;
+     * a topic of another shape passes, to be reported as a framing error by its parser.
+     *
+     * @param topic     the topic.
+     * @param invalid   counts a refusal.
+     * @param errors    logs the first refusal of the endpoint (the id escaped and cut: it is a stranger's text).
+     * @param where     the endpoint, for the log.
+     * @return false (counted, logged) when the pod id is not a valid one: the message is dropped.
+     */
+    static boolean validPod(final byte[] topic, final AtomicCounter invalid, final IngestErrors errors,
+        final String where) {
+        if (topic.length < 3 || topic[0] != 'k' || topic[1] != 'v' || topic[2] != '@') {
+            return true;
+        }
+        int end = 3;
+        while (end < topic.length && topic[end] != '@' && topic[end] != 0) {
+            end++;
+        }
+        if (end == 3 || PodIds.isPodId(topic, 3, end - 3)) {
+            return true;
+        }
+        invalid.increment();
+        final int podEnd = end;
+        errors.report(CounterType.INVALID_POD_IDS.typeId(), -1, () -> "ZeroMQ " + where + ": topic pod id '"
+            + PodIds.printable(new String(topic, 3, podEnd - 3, StandardCharsets.UTF_8)) + "' is not a valid pod "
+            + "id (" + PodIds.CHARACTERS + ", at most " + PodIds.MAX_LENGTH + " bytes, '#' only before a rank); its "
+            + "messages are dropped (counted: " + CounterType.INVALID_POD_IDS.label() + ")");
+        return false;
     }
 
     /** Counts a framing error of a publisher's message and logs it (once per distinct text, by the error log). */

@@ -1,12 +1,16 @@
 package io.kvidx.daemon.ingest.zmq;
 
+import io.kvidx.client.index.PodIds;
+
 import java.util.Locale;
 
 /**
  * One KV event publisher to subscribe to.
  *
  * @param endpoint       the engine's PUB endpoint, e.g. {@code tcp://10.0.0.7:5557}.
- * @param podId          pod id of every message, or null to take it from the topic {@code kv@<pod>@<model>}.
+ * @param podId          pod id of every message ({@link PodIds#checkPodId}: one character set, a length bound, a
+ *                       {@code #} only before a data-parallel rank), or null to take it from the topic
+ *                       {@code kv@<pod>@<model>}.
  * @param model          model name, or null to take it from the topic (or leave it unknown).
  * @param replayEndpoint the engine's replay ROUTER endpoint, or null when it has none.
  * @param engine         the engine whose event format the publisher sends.
@@ -49,6 +53,12 @@ public record ZmqEndpoint(String endpoint, String podId, String model, String re
     public ZmqEndpoint {
         if (endpoint == null || endpoint.isBlank()) {
             throw new IllegalArgumentException("ZeroMQ endpoint must not be empty");
+        }
+        if (podId != null) {
+            final String invalid = PodIds.checkPodId(podId);
+            if (invalid != null) {
+                throw new IllegalArgumentException(invalid);
+            }
         }
         if (engine == null) {
             engine = Engine.VLLM;

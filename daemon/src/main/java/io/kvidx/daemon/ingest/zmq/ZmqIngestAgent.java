@@ -208,7 +208,8 @@ public final class ZmqIngestAgent implements Agent {
         context = new ZContext(ioThreads);
         if (bindEndpoint != null) {
             bound = new BoundSocket(bindEndpoint, context, directory, registered, sequencer, errors,
-                counters.get(CounterType.FRAMING_ERRORS), new BoundSocket.Publishers() {
+                counters.get(CounterType.FRAMING_ERRORS), counters.get(CounterType.INVALID_POD_IDS),
+                new BoundSocket.Publishers() {
                     @Override
                     public Publisher create(final ZmqEndpoint config) {
                         final Publisher p = new Publisher(freeIndex(), config, directory, HOLD_CAPACITY_BYTES);
