@@ -2,6 +2,7 @@ package io.kvidx.routing;
 
 import java.net.URI;
 import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
@@ -18,9 +19,11 @@ final class PodIdentities {
     private final AtomicReferenceArray<String> podIds = new AtomicReferenceArray<>(PodRegistry.MAX_PODS);
     private final AtomicReferenceArray<String> models = new AtomicReferenceArray<>(PodRegistry.MAX_PODS);
     private final AtomicReferenceArray<URI> endpoints = new AtomicReferenceArray<>(PodRegistry.MAX_PODS);
+    private final AtomicLongArray idHashes = new AtomicLongArray(PodRegistry.MAX_PODS);
 
     /** Records a slot's pod. Under the registry's lock. */
     void learn(final int slot, final String podId, final String model, final PodRole role, final URI endpoint) {
+        idHashes.set(slot, RoutingContext.hash(podId));
         podIds.set(slot, podId);
         models.set(slot, model);
         endpoints.set(slot, endpoint);
@@ -45,6 +48,10 @@ final class PodIdentities {
 
     String podId(final int slot) {
         return podIds.get(slot);
+    }
+
+    long idHash(final int slot) {
+        return idHashes.get(slot);
     }
 
     String model(final int slot) {

@@ -251,6 +251,15 @@ public final class PodRegistry {
     }
 
     /**
+     * @param slot pod slot.
+     * @return {@link RoutingContext#hash} of its pod's id (the same in every process for the same id), or
+     * meaningless when the slot holds no pod.
+     */
+    public long podIdHash(final int slot) {
+        return pods.idHash(slot);
+    }
+
+    /**
      * @param podId pod id.
      * @return its slot, or -1 when no registered pod has that id. Linear scan: cold path.
      */

@@ -14,6 +14,9 @@ import java.util.Objects;
  * <p><b>Note:</b> not thread safe: one context per thread.
  */
 public final class RoutingContext {
+    /** Token ids at each end of a prompt that {@link #requestFingerprint()} reads. */
+    public static final int FINGERPRINT_TOKENS = 64;
+
     private final Object[] values;
     private final long[] candidates = new long[4];
     private final long[] excluded = new long[4];
@@ -125,6 +128,37 @@ public final class RoutingContext {
     public RoutingContext keys(final long[] keys, final int offset, final int length) {
         get(Slots.BLOCK_KEYS).set(keys, offset, length);
         return this;
+    }
+
+    /**
+     * A hash of the request's prompt, the same in every process for the same prompt: of its last block key and the
+     * number of keys when the request has keys (router keys chain over the whole prefix), else of its token ids (the
+     * first and the last {@value #FINGERPRINT_TOKENS} and the count). Replicas that see the same scores break ties
+     * alike with it. Allocation-free.
+     *
+     * @return the fingerprint, or 0 when the request has neither keys nor tokens (yet).
+     */
+    public long requestFingerprint() {
+        final BlockKeys k = get(Slots.BLOCK_KEYS);
+        final int nk = k.length();
+        if (nk > 0) {
+            return mix(k.keys()[nk - 1] ^ mix(nk)) | 1L;
+        }
+        final TokenIds t = tokens();
+        final int n = t.length();
+        if (n == 0) {
+            return 0;
+        }
+        final int[] ids = t.ids();
+        long h = mix(n);
+        final int head = Math.min(n, FINGERPRINT_TOKENS);
+        for (int i = 0; i < head; i++) {
+            h = (h ^ ids[i]) * 0x100000001b3L;
+        }
+        for (int i = Math.max(head, n - FINGERPRINT_TOKENS); i < n; i++) {
+            h = (h ^ ids[i]) * 0x100000001b3L;
+        }
+        return mix(h) | 1L;
     }
 
     /**

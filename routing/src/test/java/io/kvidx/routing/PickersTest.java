@@ -8,6 +8,8 @@ import io.kvidx.routing.plugins.StickySessionPicker;
 import io.kvidx.routing.plugins.WeightedRandomPicker;
 import org.junit.jupiter.api.Test;
 
+import java.util.Arrays;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -35,6 +37,55 @@ class PickersTest {
         final int[] h = histogram(new MaxScorePicker("m"), ctx, totals, 4);
         assertEquals(0, h[0] + h[3]);
         assertTrue(Math.abs(h[1] - h[2]) < N / 20, "ties split evenly: " + h[1] + " vs " + h[2]);
+    }
+
+    @Test
+    void shouldBreakTiesByThePromptAlikeOnReplicasWhoseSlotsDiffer() {
+        // Two replicas know the same four pods in different slots (each daemon numbers its pods as they came).
+        final String[] ids = {"vllm-a", "vllm-b", "vllm-c", "vllm-d"};
+        final PodRegistry one = new PodRegistry();
+        final PodRegistry two = new PodRegistry();
+        for (int i = 0; i < 4; i++) {
+            one.register(i, ids[i], "m", PodRole.BOTH, null);
+            two.register(7 - i, ids[i], "m", PodRole.BOTH, null);
+        }
+        final double[] t1 = new double[256];
+        final double[] t2 = new double[256];
+        t1[0] = t1[1] = t1[2] = 0.9; // a, b and c tie; d scores less
+        t1[3] = 0.2;
+        t2[7] = t2[6] = t2[5] = 0.9;
+        t2[4] = 0.2;
+        final MaxScorePicker p1 = new MaxScorePicker("m", one);
+        final MaxScorePicker p2 = new MaxScorePicker("m", two);
+        final int[] h = new int[3];
+        final java.util.SplittableRandom random = new java.util.SplittableRandom(3);
+        for (int r = 0; r < 3_000; r++) {
+            final int[] prompt = new int[1 + random.nextInt(300)];
+            for (int i = 0; i < prompt.length; i++) {
+                prompt[i] = random.nextInt(150_000);
+            }
+            final RoutingContext c1 = PluginTestSupport.context(one, null);
+            c1.tokens(prompt, 0, prompt.length);
+            final RoutingContext c2 = PluginTestSupport.context(two, null);
+            c2.tokens(prompt, 0, prompt.length);
+            final int s1 = p1.pick(c1, t1);
+            final int s2 = p2.pick(c2, t2);
+            assertEquals(one.podId(s1), two.podId(s2), "the same pod for the same prompt");
+            assertEquals(s1, p1.pick(c1, t1), "and again for its repeat");
+            h[s1]++;
+        }
+        for (final int n : h) {
+            assertTrue(n > 800 && n < 1_200, "different prompts spread over the tied pods: " + Arrays.toString(h));
+        }
+        // Keys, when the request has them, are what the fingerprint reads.
+        final RoutingContext k1 = PluginTestSupport.context(one, null);
+        k1.keys(new long[] {11, 12, 13}, 0, 3);
+        final RoutingContext k2 = PluginTestSupport.context(one, null);
+        k2.keys(new long[] {99, 12, 13}, 0, 3);
+        assertEquals(k1.requestFingerprint(), k2.requestFingerprint(), "the last key chains over the prefix");
+        k2.keys(new long[] {11, 12, 14}, 0, 3);
+        assertTrue(k1.requestFingerprint() != k2.requestFingerprint());
+        assertEquals(0, PluginTestSupport.context(one, null).requestFingerprint(), "no prompt, no fingerprint");
     }
 
     @Test

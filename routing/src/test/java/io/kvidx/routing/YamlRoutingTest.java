@@ -77,7 +77,7 @@ class YamlRoutingTest {
                 prepare: [block-keys, prefix-query]
                 filter: [alive]
                 score: [{type: cache-affinity%s}]
-                pick: max-score
+                pick: {type: max-score, tie-break: random}
             workflow: {type: single, profile: p}
             """;
         final Router distrusting = YamlRouting.parse(yaml.formatted(""), env).router();

@@ -115,7 +115,7 @@ public final class RoutingProfiles {
                 CacheAffinityScorer.CPU_WEIGHT_DEFAULT, CacheAffinityScorer.DISK_WEIGHT_DEFAULT,
                 CacheAffinityScorer.TIER_CANDIDATES_DEFAULT, registry), CACHE_WEIGHT_DEFAULT)
             .score(new LeastLoadScorer("least-load", registry, LoadMetric.REQUESTS), LOAD_WEIGHT_DEFAULT)
-            .pick(new MaxScorePicker("max-score"))
+            .pick(new MaxScorePicker("max-score", registry))
             .build(registry);
     }
 
@@ -138,7 +138,7 @@ public final class RoutingProfiles {
             b.filter(new AliveFilter("alive", index));
         }
         return b.score(new RoundRobinScorer("round-robin"), 1.0)
-            .pick(new MaxScorePicker("max-score"))
+            .pick(new MaxScorePicker("max-score", registry))
             .build(registry);
     }
 

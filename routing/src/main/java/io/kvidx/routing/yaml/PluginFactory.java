@@ -238,7 +238,8 @@ final class PluginFactory {
 
     Picker picker(final PluginSpec s) {
         return switch (s.type) {
-            case "max-score" -> new MaxScorePicker(s.name);
+            case "max-score" -> new MaxScorePicker(s.name, s.enumOf("tie-break", MaxScorePicker.TieBreak.class,
+                MaxScorePicker.TieBreak.PROMPT) == MaxScorePicker.TieBreak.PROMPT ? env.registry : null);
             case "weighted-random" -> new WeightedRandomPicker(s.name);
             case "softmax" -> new SoftmaxPicker(s.name, s.dbl("temperature", 1.0));
             case "consistent-hash" -> new ConsistentHashPicker(s.name, env.registry,
