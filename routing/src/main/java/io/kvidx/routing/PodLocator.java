@@ -1,7 +1,7 @@
 package io.kvidx.routing;
 
 import io.kvidx.client.index.DataParallelRanks;
-import io.kvidx.client.index.PodDirectory;
+import io.kvidx.client.index.DiscoveredPods;
 
 import java.io.IOException;
 import java.net.URI;
@@ -18,7 +18,7 @@ import java.util.Objects;
  * Where a router or a picker reaches each pod, and where the pod runs. A pod's URL is, in this order:
  * <ol>
  *   <li>the URL the configuration lists for it ({@code --pod ID=URL}, {@code pods:});</li>
- *   <li>the URL the daemon's pod discovery recorded in the cell ({@link PodDirectory}, {@code pods.json}:
+ *   <li>the URL the daemon's pod discovery recorded in the cell ({@link DiscoveredPods}, {@code pods.json}:
  *   {@code http://<podIP>:<targetPort>} of a Ready pod);</li>
  *   <li>the configuration's {@code pod-url-template} with {@code {pod}} replaced by the pod id.</li>
  * </ol>
@@ -37,7 +37,7 @@ public final class PodLocator {
     private final String urlTemplate;
     private final Path directoryFile;
     private final PodTopology topology;
-    private volatile Map<String, PodDirectory.Pod> discovered = Map.of();
+    private volatile Map<String, DiscoveredPods.Pod> discovered = Map.of();
     private volatile String lastError;
     private Object seenKey;
     private long seenModified = -1;
@@ -54,7 +54,7 @@ public final class PodLocator {
         final PodTopology topology) {
         this.listed = Objects.requireNonNull(listed, "listed");
         this.urlTemplate = urlTemplate;
-        this.directoryFile = cellDir == null ? null : cellDir.resolve(PodDirectory.FILE_NAME);
+        this.directoryFile = cellDir == null ? null : cellDir.resolve(DiscoveredPods.FILE_NAME);
         this.topology = Objects.requireNonNull(topology, "topology");
     }
 
@@ -84,12 +84,12 @@ public final class PodLocator {
         if (Objects.equals(a.fileKey(), seenKey) && modified == seenModified && a.size() == seenSize) {
             return false;
         }
-        final Map<String, PodDirectory.Pod> pods;
+        final Map<String, DiscoveredPods.Pod> pods;
         try {
-            if (a.size() > PodDirectory.MAX_FILE_CHARS) {
-                throw new IOException("larger than " + PodDirectory.MAX_FILE_CHARS + " bytes");
+            if (a.size() > DiscoveredPods.MAX_FILE_CHARS) {
+                throw new IOException("larger than " + DiscoveredPods.MAX_FILE_CHARS + " bytes");
             }
-            pods = PodDirectory.parse(Files.readString(directoryFile, StandardCharsets.UTF_8));
+            pods = DiscoveredPods.parse(Files.readString(directoryFile, StandardCharsets.UTF_8));
         } catch (final NoSuchFileException ex) {
             return false; // renamed over between the two reads: the next round reads the new file
         } catch (final IOException | IllegalArgumentException ex) {
@@ -103,12 +103,12 @@ public final class PodLocator {
         return apply(pods);
     }
 
-    private boolean apply(final Map<String, PodDirectory.Pod> pods) {
+    private boolean apply(final Map<String, DiscoveredPods.Pod> pods) {
         if (pods.equals(discovered)) {
             return false;
         }
         final Map<String, PodTopology.Location> locations = new HashMap<>();
-        for (final PodDirectory.Pod p : pods.values()) {
+        for (final DiscoveredPods.Pod p : pods.values()) {
             if (p.node() != null || p.zone() != null) {
                 locations.put(p.id(), new PodTopology.Location(p.node(), p.zone()));
             }
@@ -142,7 +142,7 @@ public final class PodLocator {
                 return u;
             }
         }
-        final PodDirectory.Pod d = discovered.get(pod);
+        final DiscoveredPods.Pod d = discovered.get(pod);
         if (d != null) {
             return d.uri();
         }
@@ -159,7 +159,7 @@ public final class PodLocator {
     /**
      * @return the discovered pods now (pod id to pod).
      */
-    public Map<String, PodDirectory.Pod> discovered() {
+    public Map<String, DiscoveredPods.Pod> discovered() {
         return discovered;
     }
 

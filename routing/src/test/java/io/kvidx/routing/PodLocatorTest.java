@@ -1,6 +1,6 @@
 package io.kvidx.routing;
 
-import io.kvidx.client.index.PodDirectory;
+import io.kvidx.client.index.DiscoveredPods;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -31,8 +31,8 @@ class PodLocatorTest {
         final PodTopology topology = new PodTopology();
         final PodLocator l = new PodLocator(Map.of("a", URI.create("http://listed-a:1")), "http://{pod}.svc:8000",
             cell, topology);
-        PodDirectory.write(cell, List.of(new PodDirectory.Pod("a", "http://10.0.0.1:8000", null, "n1", "z1"),
-            new PodDirectory.Pod("b", "http://10.0.0.2:8000", "m", "n2", null)));
+        DiscoveredPods.write(cell, List.of(new DiscoveredPods.Pod("a", "http://10.0.0.1:8000", null, "n1", "z1"),
+            new DiscoveredPods.Pod("b", "http://10.0.0.2:8000", "m", "n2", null)));
         assertTrue(l.refresh());
         assertEquals(URI.create("http://listed-a:1"), l.url("a"));
         assertEquals(URI.create("http://listed-a:1"), l.url("a#2"), "a rank is reached at its pod's URL");
@@ -53,17 +53,17 @@ class PodLocatorTest {
         final PodLocator l = new PodLocator(Map.of(), null, cell, topology);
         assertFalse(l.refresh());
         assertNull(l.url("b"), "no source names it");
-        PodDirectory.write(cell, List.of(new PodDirectory.Pod("b", "http://10.0.0.2:8000", null, "n", "z")));
+        DiscoveredPods.write(cell, List.of(new DiscoveredPods.Pod("b", "http://10.0.0.2:8000", null, "n", "z")));
         assertTrue(l.refresh());
         assertEquals(URI.create("http://10.0.0.2:8000"), l.url("b"));
 
         // Re-created with a new IP.
-        PodDirectory.write(cell, List.of(new PodDirectory.Pod("b", "http://10.0.0.9:8000", null, "n", "z")));
+        DiscoveredPods.write(cell, List.of(new DiscoveredPods.Pod("b", "http://10.0.0.9:8000", null, "n", "z")));
         assertTrue(l.refresh());
         assertEquals(URI.create("http://10.0.0.9:8000"), l.url("b"));
 
         // A broken file: the last good directory stays, the error is told.
-        Files.writeString(cell.resolve(PodDirectory.FILE_NAME), "{\"version\":1,\"pods\":[{\"id\":\"b\"}]}",
+        Files.writeString(cell.resolve(DiscoveredPods.FILE_NAME), "{\"version\":1,\"pods\":[{\"id\":\"b\"}]}",
             StandardCharsets.UTF_8);
         assertFalse(l.refresh());
         assertEquals(URI.create("http://10.0.0.9:8000"), l.url("b"));
@@ -72,7 +72,7 @@ class PodLocatorTest {
         assertEquals(1, l.readFailures());
 
         // The daemon stopped discovering: nothing discovered remains.
-        PodDirectory.remove(cell);
+        DiscoveredPods.remove(cell);
         assertTrue(l.refresh());
         assertNull(l.url("b"));
         assertNull(l.lastError());

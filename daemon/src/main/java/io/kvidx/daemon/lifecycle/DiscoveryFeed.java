@@ -1,7 +1,7 @@
 package io.kvidx.daemon.lifecycle;
 
 import io.fabric8.kubernetes.client.Config;
-import io.kvidx.client.index.PodDirectory;
+import io.kvidx.client.index.DiscoveredPods;
 import io.kvidx.daemon.config.DiscoverySettings;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
@@ -32,7 +32,7 @@ import java.util.concurrent.TimeUnit;
  * {@link Engine.Source#DISCOVERY} engines of the {@link Membership} (new pods subscribed and replayed, gone or unready
  * pods taken down through the two-phase removal, a pod back with a new IP re-subscribed). Engines the configuration
  * or an API registration already holds keep their source. Once the membership applied a list, the pods' URLs and
- * locations are written to the cell's {@link PodDirectory} ({@code pods.json}) for the routers and pickers beside
+ * locations are written to the cell's {@link DiscoveredPods} ({@code pods.json}) for the routers and pickers beside
  * the daemon; the file is removed, with {@code discovery.json}, when discovery stops.
  *
  * <p><b>Note:</b> the engine lists arrive on discovery's own thread; the membership applies them on its thread.
@@ -79,7 +79,7 @@ final class DiscoveryFeed implements AutoCloseable {
                         + " engine(s) failed: " + ex);
                     return;
                 }
-                final List<PodDirectory.Pod> pods = directory(engines);
+                final List<DiscoveredPods.Pod> pods = directory(engines);
                 statusWriter.execute(() -> writePods(pods, errors));
                 if (changes > 0) {
                     LOG.info("discovery: {} engine(s) from {} ready pod(s); {} subscription(s) changed",
@@ -117,20 +117,20 @@ final class DiscoveryFeed implements AutoCloseable {
      * @param engines the discovered engines (one per data-parallel rank).
      * @return one directory entry per pod (its first rank's URL, model and location: the ranks share the pod's).
      */
-    static List<PodDirectory.Pod> directory(final List<DiscoveredEngine> engines) {
-        final Map<String, PodDirectory.Pod> pods = new LinkedHashMap<>();
+    static List<DiscoveredPods.Pod> directory(final List<DiscoveredEngine> engines) {
+        final Map<String, DiscoveredPods.Pod> pods = new LinkedHashMap<>();
         for (final DiscoveredEngine d : engines) {
-            pods.putIfAbsent(d.podName(), new PodDirectory.Pod(d.podName(), d.httpUrl(), d.model(), d.node(),
+            pods.putIfAbsent(d.podName(), new DiscoveredPods.Pod(d.podName(), d.httpUrl(), d.model(), d.node(),
                 d.zone()));
         }
         return new ArrayList<>(pods.values());
     }
 
-    private void writePods(final List<PodDirectory.Pod> pods, final IngestErrors errors) {
+    private void writePods(final List<DiscoveredPods.Pod> pods, final IngestErrors errors) {
         try {
-            PodDirectory.write(cellDir, pods);
+            DiscoveredPods.write(cellDir, pods);
         } catch (final IOException | RuntimeException ex) {
-            errors.report(ERROR_KIND, -5, () -> "discovery: cannot write " + cellDir.resolve(PodDirectory.FILE_NAME)
+            errors.report(ERROR_KIND, -5, () -> "discovery: cannot write " + cellDir.resolve(DiscoveredPods.FILE_NAME)
                 + ": " + ex.getMessage());
         }
     }
@@ -165,7 +165,7 @@ final class DiscoveryFeed implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         CloseHelper.close(discovery);
-        for (final String name : new String[] {DiscoveryStatusFile.FILE_NAME, PodDirectory.FILE_NAME}) {
+        for (final String name : new String[] {DiscoveryStatusFile.FILE_NAME, DiscoveredPods.FILE_NAME}) {
             try {
                 Files.deleteIfExists(cellDir.resolve(name));
             } catch (final IOException ex) {

@@ -2,7 +2,7 @@ package io.kvidx.daemon.lifecycle;
 
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
-import io.kvidx.client.index.PodDirectory;
+import io.kvidx.client.index.DiscoveredPods;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.cli.CliRun;
 import io.kvidx.daemon.config.DaemonContext;
@@ -79,7 +79,7 @@ class DiscoveryDaemonTest {
                     .contains("\"discovery\":{\"synced\":true,\"selector\":\"app=vllm\""));
                 assertEquals(Engine.Source.DISCOVERY, engine(daemon, "vllm-0").source());
                 await("the pod's URL and location recorded for routers", () -> Map.of("vllm-0",
-                    new PodDirectory.Pod("vllm-0", "http://127.0.0.1:8000", MODEL, "node-a", "zone-1"))
+                    new DiscoveredPods.Pod("vllm-0", "http://127.0.0.1:8000", MODEL, "node-a", "zone-1"))
                     .equals(directory()));
                 await("indexed", () -> {
                     first.publish(store);
@@ -107,7 +107,7 @@ class DiscoveryDaemonTest {
             }
             assertTrue(Files.notExists(dir.resolve("default").resolve(DiscoveryStatusFile.FILE_NAME)),
                 "the state file goes with the daemon");
-            assertTrue(Files.notExists(dir.resolve("default").resolve(PodDirectory.FILE_NAME)),
+            assertTrue(Files.notExists(dir.resolve("default").resolve(DiscoveredPods.FILE_NAME)),
                 "the pod directory goes with the daemon");
         }
     }
@@ -121,9 +121,9 @@ class DiscoveryDaemonTest {
                 DiscoveryContext.KV_REPLAY_PORT_ANNOTATION, Integer.toString(replay.getPort())));
     }
 
-    private Map<String, PodDirectory.Pod> directory() {
+    private Map<String, DiscoveredPods.Pod> directory() {
         try {
-            return PodDirectory.parse(Files.readString(dir.resolve("default").resolve(PodDirectory.FILE_NAME)));
+            return DiscoveredPods.parse(Files.readString(dir.resolve("default").resolve(DiscoveredPods.FILE_NAME)));
         } catch (final java.io.IOException ex) {
             return null;
         }

@@ -35,7 +35,7 @@ import java.util.Objects;
  *
  * <p><b>Note:</b> written only by the daemon's discovery feed; read by any process (cold path: allocates).
  */
-public final class PodDirectory {
+public final class DiscoveredPods {
     /** The file's name in the cell directory. */
     public static final String FILE_NAME = "pods.json";
     /** The format's version; a reader refuses another. */
@@ -45,13 +45,13 @@ public final class PodDirectory {
 
     private static final MiniJson.Limits LIMITS = new MiniJson.Limits(MAX_FILE_CHARS, 4, 1 << 16, 4096, 32);
 
-    private PodDirectory() {
+    private DiscoveredPods() {
     }
 
     /**
      * One discovered pod.
      *
-     * @param id    its pod id (the base id, without a rank suffix).
+     * @param id    its pod id (an instance id, {@link PodIds}: no rank suffix).
      * @param url   its engine's HTTP server, {@code http://host:port} (an absolute http or https URI with a host).
      * @param model the model it serves, or null.
      * @param node  the node it runs on, or null.
@@ -64,8 +64,9 @@ public final class PodDirectory {
         public Pod {
             Objects.requireNonNull(id, "id");
             Objects.requireNonNull(url, "url");
-            if (id.isEmpty() || id.indexOf(DataParallelRanks.SEPARATOR) >= 0) {
-                throw new IllegalArgumentException("pod id must be a base pod id: '" + id + "'");
+            final String why = PodIds.checkInstanceId(id);
+            if (why != null) {
+                throw new IllegalArgumentException(why);
             }
             checkUrl(url);
         }

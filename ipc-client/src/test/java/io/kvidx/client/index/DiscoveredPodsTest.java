@@ -15,29 +15,29 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The cell's discovered-pod directory: its bytes, a round trip, and every way a file is refused. */
-class PodDirectoryTest {
+class DiscoveredPodsTest {
     @TempDir
     Path dir;
 
     @Test
     void shouldWriteThePinnedFormatAndReadItBack() throws Exception {
-        final List<PodDirectory.Pod> pods = List.of(
-            new PodDirectory.Pod("vllm-0", "http://10.0.0.7:8000", "Qwen/Qwen3-0.6B", "gpu-3", "us-east1-b"),
-            new PodDirectory.Pod("vllm-1", "http://[fd00::1]:8000", null, null, null));
-        PodDirectory.write(dir, pods);
-        final String text = Files.readString(dir.resolve(PodDirectory.FILE_NAME), StandardCharsets.UTF_8);
+        final List<DiscoveredPods.Pod> pods = List.of(
+            new DiscoveredPods.Pod("vllm-0", "http://10.0.0.7:8000", "Qwen/Qwen3-0.6B", "gpu-3", "us-east1-b"),
+            new DiscoveredPods.Pod("vllm-1", "http://[fd00::1]:8000", null, null, null));
+        DiscoveredPods.write(dir, pods);
+        final String text = Files.readString(dir.resolve(DiscoveredPods.FILE_NAME), StandardCharsets.UTF_8);
         assertEquals("{\"version\":1,\"pods\":[{\"id\":\"vllm-0\",\"url\":\"http://10.0.0.7:8000\","
             + "\"model\":\"Qwen/Qwen3-0.6B\",\"node\":\"gpu-3\",\"zone\":\"us-east1-b\"},{\"id\":\"vllm-1\","
             + "\"url\":\"http://[fd00::1]:8000\",\"model\":null,\"node\":null,\"zone\":null}]}\n", text);
-        final Map<String, PodDirectory.Pod> read = PodDirectory.parse(text);
+        final Map<String, DiscoveredPods.Pod> read = DiscoveredPods.parse(text);
         assertEquals(List.of("vllm-0", "vllm-1"), List.copyOf(read.keySet()));
         assertEquals(pods.get(0), read.get("vllm-0"));
         assertEquals(pods.get(1), read.get("vllm-1"));
         assertEquals("fd00::1", read.get("vllm-1").uri().getHost().replace("[", "").replace("]", ""));
-        assertFalse(Files.exists(dir.resolve(PodDirectory.FILE_NAME + ".tmp")), "the temporary file is renamed");
-        PodDirectory.remove(dir);
-        assertFalse(Files.exists(dir.resolve(PodDirectory.FILE_NAME)));
-        PodDirectory.remove(dir); // removing nothing is fine
+        assertFalse(Files.exists(dir.resolve(DiscoveredPods.FILE_NAME + ".tmp")), "the temporary file is renamed");
+        DiscoveredPods.remove(dir);
+        assertFalse(Files.exists(dir.resolve(DiscoveredPods.FILE_NAME)));
+        DiscoveredPods.remove(dir); // removing nothing is fine
     }
 
     @Test
@@ -62,9 +62,9 @@ class PodDirectoryTest {
             "{\"version\":1,\"pods\":[" + ok + "]",
         }) {
             final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class,
-                () -> PodDirectory.parse(bad), bad);
+                () -> DiscoveredPods.parse(bad), bad);
             assertTrue(ex.getMessage() != null && !ex.getMessage().isEmpty(), bad);
         }
-        assertEquals(1, PodDirectory.parse("{\"version\":1,\"pods\":[" + ok + "]}").size());
+        assertEquals(1, DiscoveredPods.parse("{\"version\":1,\"pods\":[" + ok + "]}").size());
     }
 }
