@@ -21,12 +21,17 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
- * Opens the OCI tarballs that `mvn -Pimages package` writes (deploy/images/{daemon,router}/target/jib-image.tar) and
- * checks the config (user, entrypoint, environment, volumes) and the layers (java, glibc's loader, the jars).
+ * Opens the OCI tarballs that `mvn -Pimages package` writes (deploy/images/{daemon,router,epp}/target/jib-image.tar)
+ * and checks the config (user, entrypoint, environment, volumes) and the layers (java, glibc's loader, the jars).
  * Skipped, saying so, without -Pimages.
  */
 class ImageTarballTest {
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** Each image's main class, by the module directory its tarball lies in. */
+    private static final Map<String, String> MAIN_CLASSES = Map.of(
+        "daemon", "io.kvidx.daemon.cli.KvidxCli",
+        "router", "io.kvidx.router.RouterCommand",
+        "epp", "io.kvidx.epp.EppCommand");
 
     @Test
     void theImagesHoldTheRuntimeTheJarsAndANonRootEntrypoint() throws IOException {
@@ -36,7 +41,8 @@ class ImageTarballTest {
         for (final String t : tars.split(",")) {
             final Path tar = Path.of(t.trim());
             assertTrue(Files.isRegularFile(tar), tar + " is missing");
-            check(tar, tar.toString().contains("router") ? "router" : "daemon");
+            // deploy/images/<which>/target/jib-image.tar
+            check(tar, tar.getParent().getParent().getFileName().toString());
         }
     }
 
@@ -56,8 +62,8 @@ class ImageTarballTest {
         assertEquals("java", entrypoint.getFirst(), "entrypoint " + entrypoint);
         assertTrue(entrypoint.contains("--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED"), entrypoint.toString());
         assertTrue(entrypoint.contains("--enable-native-access=ALL-UNNAMED"), entrypoint.toString());
-        assertEquals(which.equals("router") ? "io.kvidx.router.RouterCommand" : "io.kvidx.daemon.cli.KvidxCli",
-            entrypoint.getLast(), "main class");
+        assertTrue(MAIN_CLASSES.containsKey(which), tar + ": an image of " + MAIN_CLASSES.keySet());
+        assertEquals(MAIN_CLASSES.get(which), entrypoint.getLast(), "main class");
         final List<String> env = new ArrayList<>();
         c.get("Env").forEach(n -> env.add(n.asText()));
         assertTrue(env.stream().anyMatch(e -> e.startsWith("PATH=/opt/java/openjdk/bin:")), env.toString());
@@ -88,10 +94,24 @@ class ImageTarballTest {
         assertTrue(modes.containsKey("/app/jib-classpath-file"), "Jib's class path file");
         assertTrue(modes.keySet().stream().anyMatch(n -> n.matches("/app/libs/kvidx-" + which + "-.*\\.jar")),
             "the kvidx-" + which + " jar");
-        if (which.equals("router")) {
+        if (which.equals("router") || which.equals("epp")) {
             assertTrue(modes.containsKey("/lib/x86_64-linux-gnu/libstdc++.so.6"), "libstdc++ for libtokenizers.so");
             assertTrue(modes.containsKey("/lib/x86_64-linux-gnu/libgcc_s.so.1"), "libgcc_s for libtokenizers.so");
             assertTrue(modes.keySet().stream().anyMatch(n -> n.matches("/app/libs/tokenizers-.*\\.jar")), "DJL");
+            assertTrue(entrypoint.contains("-Dai.djl.offline=true"), entrypoint.toString());
+            assertTrue(env.contains("ENGINE_CACHE_DIR=/tmp/djl"), "DJL extracts under /tmp: " + env);
+        }
+        if (which.equals("epp")) {
+            assertTrue(modes.keySet().stream().anyMatch(n -> n.matches("/app/libs/kvidx-router-.*\\.jar")),
+                "the router's configuration and decision layer");
+            assertTrue(modes.keySet().stream().anyMatch(n -> n.matches("/app/libs/grpc-netty-shaded-.*\\.jar")),
+                "grpc-netty-shaded (its epoll library extracts under /tmp)");
+            assertTrue(modes.keySet().stream().anyMatch(n -> n.matches("/app/libs/guava-.*-jre\\.jar")),
+                "Guava's jre flavour (the chat template's jinjava fails on the android one)");
+            assertTrue(modes.keySet().stream().noneMatch(n -> n.matches("/app/libs/guava-.*-android\\.jar")),
+                "no android Guava beside it");
+            assertTrue(modes.keySet().stream().noneMatch(n -> n.matches("/app/libs/kvidx-daemon-.*\\.jar")),
+                "the picker carries no daemon");
         }
     }
 

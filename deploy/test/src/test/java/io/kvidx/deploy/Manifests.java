@@ -12,6 +12,7 @@ import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceAccount;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.api.model.gatewayapi.v1.HTTPRoute;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
 import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
 import io.fabric8.kubernetes.api.model.rbac.Role;
@@ -22,11 +23,16 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.snakeyaml.engine.v2.api.Load;
 import org.snakeyaml.engine.v2.api.LoadSettings;
 
-/** Loads deploy/kubernetes into fabric8's typed model, strictly: a field the model does not know fails. */
+/**
+ * Loads deploy/kubernetes into fabric8's typed model (and {@link InferencePool}'s, which fabric8 lacks), strictly: a
+ * field the model does not know fails.
+ */
 final class Manifests {
     /** The kinds the manifests may hold, by apiVersion/kind. Any other kind fails the parse. */
     static final Map<String, Class<? extends HasMetadata>> KINDS = Map.of(
@@ -37,7 +43,9 @@ final class Manifests {
         "policy/v1/PodDisruptionBudget", PodDisruptionBudget.class,
         "networking.k8s.io/v1/NetworkPolicy", NetworkPolicy.class,
         "rbac.authorization.k8s.io/v1/Role", Role.class,
-        "rbac.authorization.k8s.io/v1/RoleBinding", RoleBinding.class);
+        "rbac.authorization.k8s.io/v1/RoleBinding", RoleBinding.class,
+        "gateway.networking.k8s.io/v1/HTTPRoute", HTTPRoute.class,
+        InferencePool.API_VERSION + "/" + InferencePool.KIND, InferencePool.class);
 
     /**
      * fabric8's model classes keep unknown fields in an "additionalProperties" any-setter: this mapper removes every
@@ -55,6 +63,32 @@ final class Manifests {
 
     static Path routerBase() {
         return deployDir().resolve("kubernetes/router");
+    }
+
+    static Path pickerBase() {
+        return deployDir().resolve("kubernetes/picker");
+    }
+
+    /**
+     * Every overlay under deploy/kubernetes/examples whose kustomization lists {@code base} among its resources,
+     * rendered by {@code kubectl kustomize} and typed, by directory name; empty when kubectl is not on this machine.
+     */
+    @SuppressWarnings("unchecked")
+    static Map<String, List<HasMetadata>> overlaysOf(final Path base) throws IOException, InterruptedException {
+        final Map<String, List<HasMetadata>> out = new TreeMap<>();
+        try (Stream<Path> s = Files.list(deployDir().resolve("kubernetes/examples"))) {
+            for (final Path overlay : s.sorted().toList()) {
+                final Map<String, Object> k = documents(Files.readString(overlay.resolve("kustomization.yaml")))
+                    .getFirst();
+                final boolean usesBase = ((List<String>) k.get("resources")).stream()
+                    .anyMatch(r -> overlay.resolve(r).normalize().equals(base.normalize()));
+                final String rendered = usesBase ? kustomize(overlay) : null;
+                if (rendered != null) {
+                    out.put(overlay.getFileName().toString(), typed(documents(rendered)));
+                }
+            }
+        }
+        return out;
     }
 
     static ObjectMapper strictMapper() {
