@@ -147,13 +147,13 @@ public final class KvidxDaemon implements AutoCloseable {
             : null;
         this.membership = new Membership(new EngineFile(stateDir), new Membership.Subscriptions() {
             @Override
-            public void subscribe(final ZmqEndpoint endpoint) {
-                zmq().subscribe(endpoint);
+            public java.util.concurrent.CompletableFuture<Void> subscribe(final ZmqEndpoint endpoint) {
+                return zmq().subscribe(endpoint);
             }
 
             @Override
-            public void unsubscribe(final ZmqEndpoint endpoint) {
-                zmq().unsubscribe(endpoint);
+            public java.util.concurrent.CompletableFuture<Void> unsubscribe(final ZmqEndpoint endpoint) {
+                return zmq().unsubscribe(endpoint);
             }
         });
         writers.observe(podStats, metrics != null ? metrics.observer() : ApplyObserver.NONE);

@@ -18,6 +18,7 @@ import org.agrona.concurrent.EpochClock;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -36,6 +37,7 @@ final class ZmqTransport implements Membership.Subscriptions {
     private static final long CHANGE_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(5);
 
     private final ZmqIngestAgent[] agents;
+    private final WriterPool writers;
 
     /** Starts an agent on a thread of its own. */
     @FunctionalInterface
@@ -67,6 +69,7 @@ final class ZmqTransport implements Membership.Subscriptions {
         final int parts = context.zmq().ingestThreads();
         final ProgressLog[] shares = parts == 1 ? new ProgressLog[] {progress}
             : progress.shares(parts, endpoint -> ZmqIngestAgent.partOf(endpoint, parts));
+        this.writers = writers;
         agents = new ZmqIngestAgent[parts];
         for (int i = 0; i < parts; i++) {
             final int part = i;
@@ -103,21 +106,39 @@ final class ZmqTransport implements Membership.Subscriptions {
     }
 
     @Override
-    public void subscribe(final ZmqEndpoint endpoint) {
-        change(endpoint, true);
+    public CompletableFuture<Void> subscribe(final ZmqEndpoint endpoint) {
+        final CompletableFuture<Void> subscribed = new CompletableFuture<>();
+        final ZmqIngestAgent agent = agentOf(endpoint);
+        change(() -> agent.subscribe(endpoint, subscribed), subscribed);
+        return subscribed;
     }
 
+    /**
+     * {@inheritDoc} Completes once the pods' writers have applied their takedowns: the ingest thread queues them
+     * behind every batch of the endpoint it had queued, and the writers' tasks ({@link WriterPool#applied}) say when
+     * the queues are read past them. No thread waits meanwhile.
+     */
     @Override
-    public void unsubscribe(final ZmqEndpoint endpoint) {
-        change(endpoint, false);
+    public CompletableFuture<Void> unsubscribe(final ZmqEndpoint endpoint) {
+        final CompletableFuture<long[]> queued = new CompletableFuture<>();
+        final ZmqIngestAgent agent = agentOf(endpoint);
+        change(() -> agent.unsubscribe(endpoint, queued), queued);
+        return queued.thenCompose(writers::applied);
     }
 
-    private void change(final ZmqEndpoint endpoint, final boolean add) {
-        final ZmqIngestAgent agent = agents[ZmqIngestAgent.partOf(endpoint.endpoint(), agents.length)];
+    private ZmqIngestAgent agentOf(final ZmqEndpoint endpoint) {
+        return agents[ZmqIngestAgent.partOf(endpoint.endpoint(), agents.length)];
+    }
+
+    /** Queues a change, waiting (bounded) for room in the agent's queue; fails the change's future otherwise. */
+    private static void change(final java.util.function.BooleanSupplier offer, final CompletableFuture<?> done) {
         final long deadline = System.nanoTime() + CHANGE_TIMEOUT_NS;
-        while (!(add ? agent.subscribe(endpoint) : agent.unsubscribe(endpoint))) {
+        while (!offer.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("the ZeroMQ transport takes no more subscription changes");
+                done.completeExceptionally(new IllegalStateException("the ZeroMQ transport takes no more "
+                    + "subscription changes (its queue stayed full for " + TimeUnit.NANOSECONDS.toSeconds(
+                    CHANGE_TIMEOUT_NS) + " s)"));
+                return;
             }
             LockSupport.parkNanos(1_000_000);
         }

@@ -9,8 +9,12 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * The daemon's one table of engines: pod id to {@link Engine}. Every way of adding or removing an engine goes
@@ -19,8 +23,8 @@ import java.util.concurrent.Executors;
  * Engines added through the API are kept in the cell's state directory ({@link EngineFile}) and come back after a
  * daemon restart; configured ones come from the configuration again.
  *
- * <p>Changes run one at a time on the table's own thread (file writes included), so an HTTP event loop that
- * asks for one only waits on a future. Readers ({@link #engines()}) see an immutable snapshot
+ * <p>Changes run one at a time on the table's own thread (file writes included, and a registration's wait, bounded,
+ * for its subscription), so an HTTP event loop that asks for one only waits on a future. Readers ({@link #engines()}) see an immutable snapshot
  * through a volatile read.
  *
  * <p><b>Note:</b> written only by its own single thread; read by any thread.
@@ -32,15 +36,19 @@ public final class Membership implements AutoCloseable {
          * Subscribes to an engine's publisher (and replays it from the start); its events are the pod's.
          *
          * @param endpoint the subscription.
+         * @return completed once the transport holds the subscription; exceptionally when it cannot (the endpoint
+         * refused, the transport full or closed).
          */
-        void subscribe(ZmqEndpoint endpoint);
+        CompletableFuture<Void> subscribe(ZmqEndpoint endpoint);
 
         /**
          * Drops a subscription and takes its pods down (two-phase removal: alive bit now, blocks swept after).
          *
          * @param endpoint the subscription, as it was subscribed.
+         * @return completed once the first phase is done: the pods' alive bits are cleared, so that no reader of the
+         * index (no query answer) sees them any more.
          */
-        void unsubscribe(ZmqEndpoint endpoint);
+        CompletableFuture<Void> unsubscribe(ZmqEndpoint endpoint);
     }
 
     /** What a change did. */
@@ -56,6 +64,9 @@ public final class Membership implements AutoCloseable {
         /** No such engine. */
         UNKNOWN
     }
+
+    /** How long a registration waits for the transport to make its subscription before it is refused. */
+    public static final long SUBSCRIBE_TIMEOUT_MS = 10_000;
 
     private final EngineFile file;
     private final Subscriptions subscriptions;
@@ -100,24 +111,32 @@ public final class Membership implements AutoCloseable {
     }
 
     /**
-     * Registers an engine (an API registration is kept in the state directory before the transport subscribes).
+     * Registers an engine, as one transaction: the transport subscribes first; only once it holds the subscription is
+     * the engine kept (an API registration in the state directory) and published to readers. A subscription that
+     * fails, or is not made within {@link #SUBSCRIBE_TIMEOUT_MS}, leaves nothing behind (no kept engine, no entry, no
+     * subscription): the future fails and registering again really tries again.
      *
      * @param engine the engine.
-     * @return what happened, once the subscription is under way.
+     * @return what happened, once the transport holds the subscription.
      */
     public CompletableFuture<Outcome> register(final Engine engine) {
         return CompletableFuture.supplyAsync(() -> registerNow(engine), thread);
     }
 
     /**
-     * Unregisters an instance's engines: one rank, or every rank when {@code dpRank} is negative.
+     * Unregisters an instance's engines: one rank, or every rank when {@code dpRank} is negative. They leave the table
+     * (and the kept file) at once; the future completes once the transport has taken their pods down to readers
+     * (their alive bits cleared: no query answer names them), their blocks being swept after. The table's thread does
+     * not wait for that.
      *
      * @param instanceId the instance.
      * @param dpRank     its rank, or -1 for all.
-     * @return {@link Outcome#REMOVED} or {@link Outcome#UNKNOWN}.
+     * @return {@link Outcome#REMOVED}, once the pods are down; or {@link Outcome#UNKNOWN}.
      */
     public CompletableFuture<Outcome> unregister(final String instanceId, final int dpRank) {
-        return CompletableFuture.supplyAsync(() -> unregisterNow(instanceId, dpRank), thread);
+        return CompletableFuture.supplyAsync(() -> unregisterNow(instanceId, dpRank), thread)
+            .thenCompose(removals -> removals == null ? CompletableFuture.completedFuture(Outcome.UNKNOWN)
+                : removals.thenApply(done -> Outcome.REMOVED));
     }
 
     /**
@@ -165,14 +184,35 @@ public final class Membership implements AutoCloseable {
         if (old != null) {
             return old.sameSubscription(engine) ? Outcome.UNCHANGED : Outcome.CONFLICT;
         }
+        final ZmqEndpoint endpoint = engine.toEndpoint();
+        try {
+            subscriptions.subscribe(endpoint).get(SUBSCRIBE_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        } catch (final TimeoutException ex) {
+            // It may still be made: the drop is queued behind it, so that nothing is left behind either way.
+            subscriptions.unsubscribe(endpoint);
+            throw new CompletionException(new IllegalStateException("the transport did not subscribe to "
+                + engine.endpoint() + " within " + SUBSCRIBE_TIMEOUT_MS + " ms"));
+        } catch (final ExecutionException ex) {
+            throw new CompletionException(ex.getCause());
+        } catch (final InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            subscriptions.unsubscribe(endpoint);
+            throw new CompletionException(ex);
+        }
         byPod.put(engine.key(), engine);
-        persist();
+        try {
+            persist();
+        } catch (final RuntimeException ex) {
+            byPod.remove(engine.key());
+            subscriptions.unsubscribe(endpoint);
+            throw ex;
+        }
         publish();
-        subscriptions.subscribe(engine.toEndpoint());
         return Outcome.ADDED;
     }
 
-    private synchronized Outcome unregisterNow(final String instanceId, final int dpRank) {
+    /** @return the removals under way (see {@link #unregister}), or null when no engine matched. */
+    private synchronized CompletableFuture<Void> unregisterNow(final String instanceId, final int dpRank) {
         final List<Engine> gone = new ArrayList<>();
         for (final Engine e : byPod.values()) {
             if (instanceId.equals(e.instanceId()) && (dpRank < 0 || e.dpRank() == dpRank)) {
@@ -180,17 +220,18 @@ public final class Membership implements AutoCloseable {
             }
         }
         if (gone.isEmpty()) {
-            return Outcome.UNKNOWN;
+            return null;
         }
         for (final Engine e : gone) {
             byPod.remove(e.key());
         }
         persist();
         publish();
-        for (final Engine e : gone) {
-            subscriptions.unsubscribe(e.toEndpoint());
+        final CompletableFuture<?>[] removals = new CompletableFuture<?>[gone.size()];
+        for (int i = 0; i < removals.length; i++) {
+            removals[i] = subscriptions.unsubscribe(gone.get(i).toEndpoint());
         }
-        return Outcome.REMOVED;
+        return CompletableFuture.allOf(removals);
     }
 
     private synchronized int reconcileNow(final Engine.Source source, final Collection<Engine> engines) {
@@ -203,7 +244,7 @@ public final class Membership implements AutoCloseable {
         for (final Engine e : new ArrayList<>(byPod.values())) {
             if (e.source() == source && !wanted.containsKey(e.key())) {
                 byPod.remove(e.key());
-                subscriptions.unsubscribe(e.toEndpoint());
+                queued(subscriptions.unsubscribe(e.toEndpoint()));
                 changes++;
             }
         }
@@ -221,9 +262,9 @@ public final class Membership implements AutoCloseable {
             }
             byPod.put(e.key(), e);
             if (old != null) {
-                subscriptions.unsubscribe(old.toEndpoint());
+                queued(subscriptions.unsubscribe(old.toEndpoint()));
             }
-            subscriptions.subscribe(e.toEndpoint());
+            queued(subscriptions.subscribe(e.toEndpoint()));
             changes++;
         }
         if (source == Engine.Source.DISCOVERY) {
@@ -232,6 +273,16 @@ public final class Membership implements AutoCloseable {
         persist();
         publish();
         return changes;
+    }
+
+    /**
+     * A reconciliation does not wait for its changes (the transport reports a subscription it cannot make in the
+     * error log), but one the transport refused at once (its queue full) fails it, as it always did.
+     */
+    private static void queued(final CompletableFuture<Void> change) {
+        if (change.isCompletedExceptionally()) {
+            change.join();
+        }
     }
 
     private void persist() {

@@ -37,6 +37,17 @@ public interface FleetApi {
     long healthMaxHeartbeatAgeMs();
 
     /**
+     * @return how long {@code POST /unregister} waits for the instance's pods to be taken down to readers before it
+     * answers 503 (the answer waits on a future, never on an event loop).
+     */
+    default long changeTimeoutMs() {
+        return CHANGE_TIMEOUT_MS_DEFAULT;
+    }
+
+    /** Default of {@link #changeTimeoutMs()}. */
+    long CHANGE_TIMEOUT_MS_DEFAULT = 10_000;
+
+    /**
      * @return what pod discovery knows now, or null when the daemon does not discover pods ({@code /health} is not
      * ready until discovery has listed the pods once).
      */

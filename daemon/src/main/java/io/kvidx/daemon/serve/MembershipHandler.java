@@ -15,11 +15,16 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * {@code POST /register}, {@code POST /unregister} and {@code GET /workers}: the API's door onto the daemon's
  * {@link Membership} table. A change is validated here (fields, endpoint shape, block size) and carried out on the
- * table's own thread; the answer is written when its future completes, so the event loop never waits.
+ * table's own thread; the answer is written when its future completes, so the event loop never waits: a registration
+ * once the transport holds its subscription (nothing is kept when it cannot subscribe), an unregistration once its
+ * pods are down to readers (or 503 after {@link FleetApi#changeTimeoutMs()}).
  *
  * <p><b>Note:</b> stateless; called on event-loop threads.
  */
@@ -70,9 +75,7 @@ final class MembershipHandler {
         }
         fleet.membership().register(engine).whenComplete((outcome, failure) -> {
             if (failure != null) {
-                LOG.warn("register {} failed", engine.podId(), failure);
-                ApiHandler.error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL,
-                    "registration failed: " + failure));
+                ApiHandler.error(ctx, keepAlive, subscribeFailed(engine, unwrap(failure)));
             } else if (outcome == Membership.Outcome.CONFLICT) {
                 ApiHandler.error(ctx, keepAlive, new ApiException(409, ApiException.CONFLICT, "instance "
                     + engine.instanceId() + " rank " + engine.dpRank() + " is registered with another endpoint, model "
@@ -89,6 +92,30 @@ final class MembershipHandler {
         });
     }
 
+    /**
+     * A registration the transport could not subscribe: nothing was kept, so registering again tries again. An
+     * endpoint ZeroMQ refuses (no port, a port out of range, a bad URI) is the request's fault (400); any other cause
+     * (a name that does not resolve, the transport's queue full, no subscription within the bound) is 503.
+     */
+    private static ApiException subscribeFailed(final Engine engine, final Throwable cause) {
+        if (cause instanceof IllegalArgumentException) {
+            return ApiException.invalid("endpoint", "is refused by ZeroMQ (" + cause.getMessage() + "): "
+                + engine.endpoint() + "; nothing was registered");
+        }
+        LOG.warn("register {}: cannot subscribe to {}", engine.podId(), engine.endpoint(), cause);
+        return new ApiException(503, ApiException.UNAVAILABLE, "cannot subscribe to " + engine.endpoint() + ": "
+            + cause.getMessage() + "; nothing was registered (retry)");
+    }
+
+    private static Throwable unwrap(final Throwable failure) {
+        Throwable t = failure;
+        while ((t instanceof java.util.concurrent.CompletionException
+            || t instanceof java.util.concurrent.ExecutionException) && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
     private static void checkEndpoint(final String field, final String endpoint) {
         if (!(endpoint.startsWith("tcp://") || endpoint.startsWith("ipc://")) || endpoint.length() < 8) {
             throw ApiException.invalid(field, "must be a ZeroMQ endpoint such as tcp://10.0.0.7:5557: " + endpoint);
@@ -100,11 +127,21 @@ final class MembershipHandler {
             throw ApiException.missing("instance_id");
         }
         final String instance = b.instanceId;
-        fleet.membership().unregister(instance, b.dpRank).whenComplete((outcome, failure) -> {
-            if (failure != null) {
-                LOG.warn("unregister {} failed", instance, failure);
+        final long timeoutMs = fleet.changeTimeoutMs();
+        // Answered once the pods are down to readers (no query names them, /workers does not list them), or 503
+        // after the bound; the event loop never waits: the answer is written when the future completes.
+        final CompletableFuture<Membership.Outcome> removal = fleet.membership().unregister(instance, b.dpRank)
+            .orTimeout(timeoutMs, TimeUnit.MILLISECONDS);
+        removal.whenComplete((outcome, failure) -> {
+            final Throwable cause = failure == null ? null : unwrap(failure);
+            if (cause instanceof TimeoutException) {
+                ApiHandler.error(ctx, keepAlive, new ApiException(503, ApiException.UNAVAILABLE, "instance "
+                    + instance + " was not taken down within " + timeoutMs + " ms (the membership table's thread or "
+                    + "a writer is far behind): its removal goes on, and answers may name it until it is done"));
+            } else if (cause != null) {
+                LOG.warn("unregister {} failed", instance, cause);
                 ApiHandler.error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL,
-                    "unregistration failed: " + failure));
+                    "unregistration failed: " + cause));
             } else if (outcome == Membership.Outcome.UNKNOWN) {
                 ApiHandler.error(ctx, keepAlive, new ApiException(404, ApiException.UNKNOWN_INSTANCE,
                     "no registered instance " + instance));
@@ -127,10 +164,11 @@ final class MembershipHandler {
             }
             byInstance.computeIfAbsent(e.instanceId(), k -> new ArrayList<>()).add(e);
         }
-        // Pods in the index that no registration names (topics of a bound socket, Aeron publishers).
+        // Pods alive in the index that no registration names (topics of a bound socket, Aeron publishers). A pod
+        // taken down (unregistered, silent, its publisher gone) is no worker while its blocks are swept.
         final Map<String, List<Integer>> unregistered = new TreeMap<>();
         for (int slot = 0; slot < view.present.length; slot++) {
-            if (view.present[slot] && !byInstance.containsKey(view.instance[slot])) {
+            if (view.present[slot] && !byInstance.containsKey(view.instance[slot]) && reader.isAlive(slot)) {
                 unregistered.computeIfAbsent(view.instance[slot], k -> new ArrayList<>()).add(slot);
             }
         }
@@ -168,11 +206,7 @@ final class MembershipHandler {
                 g.writeStartObject();
                 writeInstanceId(g, entry.getKey());
                 g.writeStringField("source", "events");
-                boolean alive = false;
-                for (final int slot : entry.getValue()) {
-                    alive |= reader.isAlive(slot);
-                }
-                g.writeStringField("status", alive ? "active" : "draining");
+                g.writeStringField("status", "active");
                 g.writeObjectFieldStart("endpoints");
                 g.writeEndObject();
                 g.writeEndObject();

@@ -25,6 +25,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
@@ -328,6 +329,47 @@ public final class WriterPool implements AutoCloseable {
             }
         }
         return true;
+    }
+
+    /**
+     * A future that completes once every writer has applied every message before the given positions, without a
+     * thread waiting for it: a task on each writer still behind ({@link WriterTask}) completes it from the writer's
+     * thread when its queue's consumer position reaches the position.
+     *
+     * @param positions producer positions taken earlier ({@link #producerPositions()}); a shorter array (none)
+     *                  covers the writers it has.
+     * @return completed when they are applied; exceptionally when a writer cannot take the task (its inbox full, the
+     * pool closed) or closes first.
+     */
+    public CompletableFuture<Void> applied(final long[] positions) {
+        final List<CompletableFuture<Void>> parts = new ArrayList<>();
+        for (int w = 0; w < positions.length && w < queues.length; w++) {
+            final long position = positions[w];
+            if (queues[w].consumerPosition() >= position) {
+                continue;
+            }
+            final CompletableFuture<Void> part = new CompletableFuture<>();
+            parts.add(part);
+            if (!submit(w, new WriterTask() {
+                @Override
+                public boolean step(final Pods pods) {
+                    if (pods.consumerPosition() < position) {
+                        return false;
+                    }
+                    part.complete(null);
+                    return true;
+                }
+
+                @Override
+                public void abandon(final Throwable cause) {
+                    part.completeExceptionally(cause);
+                }
+            })) {
+                part.completeExceptionally(new IllegalStateException("writer " + w + " takes no task now (its inbox "
+                    + "is full or the pool is closed)"));
+            }
+        }
+        return CompletableFuture.allOf(parts.toArray(new CompletableFuture<?>[0]));
     }
 
     @Override

@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -25,13 +26,15 @@ class MembershipTest {
     private Membership membership(final EngineFile file) {
         return new Membership(file, new Membership.Subscriptions() {
             @Override
-            public void subscribe(final ZmqEndpoint endpoint) {
+            public CompletableFuture<Void> subscribe(final ZmqEndpoint endpoint) {
                 calls.add("+" + endpoint.podId() + "@" + endpoint.endpoint());
+                return CompletableFuture.completedFuture(null);
             }
 
             @Override
-            public void unsubscribe(final ZmqEndpoint endpoint) {
+            public CompletableFuture<Void> unsubscribe(final ZmqEndpoint endpoint) {
                 calls.add("-" + endpoint.podId() + "@" + endpoint.endpoint());
+                return CompletableFuture.completedFuture(null);
             }
         });
     }
@@ -86,5 +89,36 @@ class MembershipTest {
         assertTrue(ex.getMessage().contains(EngineFile.FILE_NAME), ex.getMessage());
         assertEquals(List.of(api("1", 2, "tcp://e:1")), EngineFile.decode(EngineFile.encode(
             List.of(api("1", 2, "tcp://e:1")))));
+    }
+
+    @Test
+    void shouldKeepNothingWhenTheSubscriptionFailsAndTryAgainOnARetry() throws Exception {
+        final List<String> subscribed = new ArrayList<>();
+        final boolean[] fail = {true};
+        try (Membership m = new Membership(new EngineFile(dir), new Membership.Subscriptions() {
+            @Override
+            public CompletableFuture<Void> subscribe(final ZmqEndpoint endpoint) {
+                subscribed.add(endpoint.podId());
+                return fail[0] ? CompletableFuture.failedFuture(new IllegalStateException("transport full"))
+                    : CompletableFuture.completedFuture(null);
+            }
+
+            @Override
+            public CompletableFuture<Void> unsubscribe(final ZmqEndpoint endpoint) {
+                return CompletableFuture.completedFuture(null);
+            }
+        })) {
+            m.start(List.of());
+            final java.util.concurrent.ExecutionException failed = assertThrows(
+                java.util.concurrent.ExecutionException.class, () -> m.register(api("7", 1, "tcp://a:1")).get());
+            assertTrue(failed.getCause().getMessage().contains("transport full"), failed.toString());
+            assertTrue(m.engines().isEmpty(), "not published");
+            assertTrue(new EngineFile(dir).read().isEmpty(), "not kept");
+            assertEquals(Membership.Outcome.UNKNOWN, m.unregister("7", -1).get());
+            fail[0] = false;
+            assertEquals(Membership.Outcome.ADDED, m.register(api("7", 1, "tcp://a:1")).get(), "a retry retries");
+            assertEquals(List.of("7#1", "7#1"), subscribed);
+            assertEquals(1, new EngineFile(dir).read().size());
+        }
     }
 }

@@ -85,17 +85,28 @@ final class Publisher {
         this.directory = directory;
         this.held = new HeldBatches(holdCapacity);
         this.sub = context.createSocket(SocketType.SUB);
-        sub.setLinger(0);
-        sub.setRcvHWM(100_000);
-        // A handshake that never completes (JeroMQ 0.6.0, about one new connection in 25) is dropped and made again
-        // after this, not after ZeroMQ's default 30 s (DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT).
-        sub.setHandshakeIvl(handshakeTimeoutMs);
-        sub.subscribe(EMPTY);
-        final String monitorAddress = "inproc://kvidx-zmq-monitor-" + System.identityHashCode(this) + "-" + index;
-        sub.monitor(monitorAddress, ZMQ.EVENT_CONNECTED | ZMQ.EVENT_DISCONNECTED);
-        this.monitor = context.createSocket(SocketType.PAIR);
-        monitor.connect(monitorAddress);
-        sub.connect(config.endpoint());
+        ZMQ.Socket pair = null;
+        try {
+            sub.setLinger(0);
+            sub.setRcvHWM(100_000);
+            // A handshake that never completes (JeroMQ 0.6.0, about one new connection in 25) is dropped and made
+            // again after this, not after ZeroMQ's default 30 s (DaemonConfiguration.ZMQ_HANDSHAKE_TIMEOUT_MS_DEFAULT).
+            sub.setHandshakeIvl(handshakeTimeoutMs);
+            sub.subscribe(EMPTY);
+            final String monitorAddress = "inproc://kvidx-zmq-monitor-" + System.identityHashCode(this) + "-" + index;
+            sub.monitor(monitorAddress, ZMQ.EVENT_CONNECTED | ZMQ.EVENT_DISCONNECTED);
+            pair = context.createSocket(SocketType.PAIR);
+            pair.connect(monitorAddress);
+            sub.connect(config.endpoint());
+        } catch (final RuntimeException ex) {
+            // An endpoint ZeroMQ refuses (no such host, no port): nothing of the publisher is left open.
+            if (pair != null) {
+                pair.close();
+            }
+            sub.close();
+            throw ex;
+        }
+        this.monitor = pair;
         rankFixed = config.podId() != null && io.kvidx.client.index.DataParallelRanks.rankOf(config.podId()) > 0;
         if (config.podId() != null) {
             fixedPod = directory.pin(config.podId(), config.model());

@@ -17,6 +17,7 @@ import org.zeromq.ZContext;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * Subscribes to vLLM engines' ZeroMQ PUB sockets (JeroMQ SUB, one socket per endpoint) and hands their batches to
@@ -63,8 +64,15 @@ public final class ZmqIngestAgent implements Agent {
     /** Subscription changes queued for the ingest thread at most. */
     static final int CHANGES_CAPACITY = 4096;
 
-    /** A subscription added or dropped at runtime, applied by the ingest thread. */
-    private record Change(ZmqEndpoint endpoint, boolean add) {
+    /** A subscription added ({@code subscribed} set) or dropped ({@code queued} set) at runtime. */
+    private record Change(ZmqEndpoint endpoint, CompletableFuture<Void> subscribed, CompletableFuture<long[]> queued) {
+        void fail(final Throwable cause) {
+            if (subscribed != null) {
+                subscribed.completeExceptionally(cause);
+            } else {
+                queued.completeExceptionally(cause);
+            }
+        }
     }
 
     private final List<ZmqEndpoint> endpoints;
@@ -224,7 +232,11 @@ public final class ZmqIngestAgent implements Agent {
                 }, topicPodAllowList);
         }
         for (final ZmqEndpoint e : endpoints) {
-            add(e);
+            try {
+                add(e);
+            } catch (final RuntimeException ex) {
+                // A configured endpoint ZeroMQ refuses is reported (by add) and skipped: the others still flow.
+            }
         }
         if (recovery != null) {
             final Map<String, PublisherProgress.Entry> recorded = recovery.progress().read();
@@ -241,11 +253,13 @@ public final class ZmqIngestAgent implements Agent {
      * Subscribes to one more publisher (a registered engine) from any thread; the ingest thread connects within its
      * next duty cycle, and the publisher's first batch triggers a replay from its start, as at startup.
      *
-     * @param endpoint the subscription.
+     * @param endpoint   the subscription.
+     * @param subscribed completed by the ingest thread: with null once the publisher's socket is made and polled,
+     *                   exceptionally when it cannot be made (the endpoint refused by ZeroMQ, too many pods).
      * @return false when too many changes are queued (the caller retries).
      */
-    public boolean subscribe(final ZmqEndpoint endpoint) {
-        return changes.offer(new Change(endpoint, true));
+    public boolean subscribe(final ZmqEndpoint endpoint, final CompletableFuture<Void> subscribed) {
+        return changes.offer(new Change(endpoint, subscribed, null));
     }
 
     /**
@@ -253,26 +267,35 @@ public final class ZmqIngestAgent implements Agent {
      * takes its pods down (their alive bits at once, their blocks swept after), and frees their identities.
      *
      * @param endpoint the subscription, as subscribed.
+     * @param queued   completed by the ingest thread once the pods' takedowns are queued, with the writers'
+     *                 producer positions after them ({@link WriterPool#applied}: once the writers reach them, no
+     *                 reader sees the pods alive); with an empty array when no publisher had that subscription.
      * @return false when too many changes are queued (the caller retries).
      */
-    public boolean unsubscribe(final ZmqEndpoint endpoint) {
-        return changes.offer(new Change(endpoint, false));
+    public boolean unsubscribe(final ZmqEndpoint endpoint, final CompletableFuture<long[]> queued) {
+        return changes.offer(new Change(endpoint, null, queued));
     }
 
     private int applyChanges() {
         int work = 0;
         Change c;
         while ((c = changes.poll()) != null) {
-            if (c.add()) {
-                add(c.endpoint());
-            } else {
-                remove(c.endpoint());
+            try {
+                if (c.subscribed() != null) {
+                    add(c.endpoint());
+                    c.subscribed().complete(null);
+                } else {
+                    c.queued().complete(remove(c.endpoint()));
+                }
+            } catch (final RuntimeException ex) {
+                c.fail(ex);
             }
             work++;
         }
         return work;
     }
 
+    /** Makes and polls a publisher; throws (reported in the error log too) when its socket cannot be made. */
     private void add(final ZmqEndpoint endpoint) {
         final int index = freeIndex();
         final Publisher p;
@@ -281,7 +304,7 @@ public final class ZmqIngestAgent implements Agent {
         } catch (final RuntimeException ex) {
             errors.report(CounterType.FRAMING_ERRORS.typeId(), -1 - index, () -> "ZeroMQ " + endpoint.endpoint()
                 + ": cannot subscribe: " + ex.getMessage());
-            return;
+            throw ex;
         }
         install(p);
         if (p.fixedPod >= 0) {
@@ -320,7 +343,8 @@ public final class ZmqIngestAgent implements Agent {
         checkpoints.publishers(publishers);
     }
 
-    private void remove(final ZmqEndpoint endpoint) {
+    /** @return the writers' producer positions after the pods' takedowns; empty when no publisher matched. */
+    private long[] remove(final ZmqEndpoint endpoint) {
         for (int i = 0; i < publishers.length; i++) {
             final Publisher p = publishers[i];
             if (p != null && !p.isBound() && p.config.equals(endpoint)) {
@@ -331,9 +355,10 @@ public final class ZmqIngestAgent implements Agent {
                 for (final int pod : pods) {
                     writers.offer(pod, WriterMessages.POD_DOWN);
                 }
-                return;
+                return writers.producerPositions();
             }
         }
+        return new long[0];
     }
 
     /**
@@ -442,6 +467,10 @@ public final class ZmqIngestAgent implements Agent {
         }
         if (context != null) {
             context.close();
+        }
+        Change c;
+        while ((c = changes.poll()) != null) {
+            c.fail(new IllegalStateException("the ZeroMQ transport closed before the change was applied"));
         }
     }
 
