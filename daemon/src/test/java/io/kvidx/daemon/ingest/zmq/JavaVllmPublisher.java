@@ -28,16 +28,21 @@ final class JavaVllmPublisher implements AutoCloseable {
     private long seq;
 
     JavaVllmPublisher(final String topic, final boolean newFraming) {
+        this(topic, newFraming, "127.0.0.1");
+    }
+
+    /** Binds both sockets on {@code host} (any 127.x.y.z works on Linux: one "pod IP" per engine). */
+    JavaVllmPublisher(final String topic, final boolean newFraming, final String host) {
         this.topic = topic.getBytes(StandardCharsets.UTF_8);
         this.newFraming = newFraming;
         this.pub = context.createSocket(SocketType.PUB);
         pub.setLinger(0);
         pub.setSndHWM(100_000);
-        pub.bind("tcp://127.0.0.1:*");
+        pub.bind("tcp://" + host + ":*");
         this.pubEndpoint = pub.getLastEndpoint();
         final ZMQ.Socket router = context.createSocket(SocketType.ROUTER);
         router.setLinger(0);
-        router.bind("tcp://127.0.0.1:*");
+        router.bind("tcp://" + host + ":*");
         this.replayEndpoint = router.getLastEndpoint();
         this.replayThread = Thread.ofPlatform().name("test-replay").start(() -> serveReplay(router));
     }

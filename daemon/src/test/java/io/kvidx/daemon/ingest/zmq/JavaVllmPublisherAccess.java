@@ -16,6 +16,19 @@ public final class JavaVllmPublisherAccess implements AutoCloseable {
         publisher = new JavaVllmPublisher(topic, newFraming);
     }
 
+    private JavaVllmPublisherAccess(final JavaVllmPublisher publisher) {
+        this.publisher = publisher;
+    }
+
+    /**
+     * @param topic topic frame.
+     * @param host  the loopback address both sockets bind on (a "pod IP": 127.0.0.2, 127.0.0.3, ...).
+     * @return a publisher with the 0.26+ replay framing, reached at that address.
+     */
+    public static JavaVllmPublisherAccess at(final String topic, final String host) {
+        return new JavaVllmPublisherAccess(new JavaVllmPublisher(topic, true, host));
+    }
+
     /**
      * @return PUB endpoint.
      */
