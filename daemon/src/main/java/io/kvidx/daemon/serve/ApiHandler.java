@@ -53,11 +53,11 @@ final class ApiHandler extends HttpRequestHandler {
     }
 
     ApiHandler(final IndexReader reader, final FleetApi fleet, final PodTableView.Source pods, final TierMap tiers,
-        final PodStatsFile stats, final int maxBodyBytes) {
+        final PodStatsFile stats, final IndexFileWatch file, final int maxBodyBytes) {
         this.reader = reader;
         this.pods = pods;
         this.membership = new MembershipHandler(reader, fleet, pods);
-        this.operations = new OperationsHandler(reader, fleet);
+        this.operations = new OperationsHandler(reader, fleet, file);
         // A JSON array element takes at least two bytes ("1,"): no body holds more elements than this.
         final int maxArray = Math.max(1024, maxBodyBytes / 2);
         this.scratch = new FastThreadLocal<>() {

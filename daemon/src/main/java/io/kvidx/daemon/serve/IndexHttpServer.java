@@ -34,13 +34,15 @@ public final class IndexHttpServer implements AutoCloseable {
     private final IndexReader reader;
     private final TierMap tiers;
     private final PodStatsFile stats;
+    private final IndexFileWatch file;
 
     private IndexHttpServer(final NettyServer server, final IndexReader reader, final TierMap tiers,
-        final PodStatsFile stats) {
+        final PodStatsFile stats, final IndexFileWatch file) {
         this.server = server;
         this.reader = reader;
         this.tiers = tiers;
         this.stats = stats;
+        this.file = file;
     }
 
     /**
@@ -65,14 +67,16 @@ public final class IndexHttpServer implements AutoCloseable {
         // Tier lookups name the slot's generation as the pod table view saw it (no pod table read per lookup).
         final TierMap tiers = tierMapFile == null ? null : new TierMap(tierMapFile, pods::generation,
             TierMap.RETRY_INTERVAL_MS_DEFAULT, TierMapReader.READ_BOUND_NS_DEFAULT, reader::isWriterStale);
-        final ApiHandler api = new ApiHandler(reader, fleet, pods, tiers, stats, maxBodyBytes);
+        final IndexFileWatch file = new IndexFileWatch(reader);
+        final ApiHandler api = new ApiHandler(reader, fleet, pods, tiers, stats, file, maxBodyBytes);
         final ServeContext context = new ServeContext().listen(address).threads(threads).busySpin(busySpin)
             .threadName("kvidx-http").idleTimeoutS(IDLE_TIMEOUT_S).maxHeaderBytes(MAX_HEADER_BYTES)
             .maxBodyBytes(maxBodyBytes);
         try {
             return new IndexHttpServer(NettyServer.start(context, HttpPipeline.of(context, () -> api)), reader,
-                tiers, stats);
+                tiers, stats, file);
         } catch (final RuntimeException ex) {
+            file.close();
             if (tiers != null) {
                 tiers.close();
             }
@@ -92,6 +96,7 @@ public final class IndexHttpServer implements AutoCloseable {
     @Override
     public void close() {
         server.close();
+        file.close();
         if (tiers != null) {
             tiers.close();
         }

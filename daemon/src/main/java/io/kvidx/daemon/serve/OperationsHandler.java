@@ -10,30 +10,34 @@ import java.io.IOException;
 
 /**
  * {@code GET /health}, {@code GET /metrics} and {@code GET /dump}: what operators and peers read. Health and metrics
- * read the index and the daemon's registry on the event loop (bounded reads, no locks); a dump is taken on the
- * daemon's threads and written when its future completes.
+ * read the index and the daemon's registry on the event loop (bounded reads, no locks, no file opened: whether the
+ * index file was replaced comes from {@link IndexFileWatch}); a dump is taken on the daemon's threads and written when
+ * its future completes.
  *
  * <p><b>Note:</b> stateless; called on event-loop threads.
  */
 final class OperationsHandler {
     private final IndexReader reader;
     private final FleetApi fleet;
+    private final IndexFileWatch file;
 
-    OperationsHandler(final IndexReader reader, final FleetApi fleet) {
+    OperationsHandler(final IndexReader reader, final FleetApi fleet, final IndexFileWatch file) {
         this.reader = reader;
         this.fleet = fleet;
+        this.file = file;
     }
 
     void health(final ChannelHandlerContext ctx, final boolean keepAlive) {
         final long age = reader.heartbeatAgeMs();
-        final boolean replaced = reader.isReplaced();
+        // Kept current off the event loop: no file is opened here.
+        final String fileProblem = file.problem();
         final boolean stale = reader.isWriterStale() || age < 0 || age > fleet.healthMaxHeartbeatAgeMs();
         final DiscoveryStatus discovery = fleet.discovery();
         final boolean unsynced = discovery != null && !discovery.synced();
-        final boolean ok = !replaced && !stale && !unsynced;
+        final boolean ok = fileProblem == null && !stale && !unsynced;
         Responses.health(ctx, keepAlive, ok, ok ? "ok" : "unhealthy", g -> {
             if (!ok) {
-                g.writeStringField("reason", replaced ? "the index file was replaced" : stale
+                g.writeStringField("reason", fileProblem != null ? fileProblem : stale
                     ? "the writer's heartbeat is " + (age < 0 ? "missing" : age + " ms old")
                     : "pod discovery has not listed the pods yet" + (discovery.lastError() == null ? ""
                     : " (" + discovery.lastError() + ")"));
