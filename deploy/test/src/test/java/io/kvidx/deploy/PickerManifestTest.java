@@ -71,7 +71,7 @@ class PickerManifestTest {
     @Test
     void everyDocumentParsesIntoTheTypedModel() throws Exception {
         final List<HasMetadata> all = base();
-        assertEquals(9, all.size(), "documents of the picker base");
+        assertEquals(10, all.size(), "documents of the picker base");
         final Set<String> kinds = new HashSet<>();
         all.forEach(r -> kinds.add(r.getKind()));
         assertEquals(Set.of("ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Deployment", "Service",
@@ -123,7 +123,13 @@ class PickerManifestTest {
                 }
                 for (final NetworkPolicyPeer peer : rule.getFrom()) {
                     assertNull(peer.getIpBlock(), what + ": peers are pods and namespaces");
-                    assertNotNull(peer.getNamespaceSelector(), what + ": " + peer);
+                    if (peer.getNamespaceSelector() == null) {
+                        // Pods of the policy's own namespace: only the other picker replicas (catch-up snapshots).
+                        assertEquals(d.getSpec().getSelector().getMatchLabels(), peer.getPodSelector().getMatchLabels(),
+                            what + ": " + peer);
+                        assertNull(admitted.put("picker replicas", names), what + ": one rule for the replicas");
+                        continue;
+                    }
                     assertFalse(peer.getNamespaceSelector().getMatchLabels().isEmpty(), what + ": every namespace");
                     final String kind = peer.getPodSelector() != null ? "gateway pods" : "prometheus namespace";
                     assertNull(admitted.put(kind, names), what + ": one rule for the " + kind);
@@ -133,7 +139,7 @@ class PickerManifestTest {
                 }
             }
             assertEquals(Map.of("gateway pods", Set.of("ext-proc"), "prometheus namespace",
-                Set.of("metrics", "daemon-metrics")), admitted, what);
+                Set.of("metrics", "daemon-metrics"), "picker replicas", Set.of("daemon-http")), admitted, what);
             assertEquals(9002, ports.get("ext-proc"), what);
             assertEquals(9090, ports.get("metrics"), what);
         }
@@ -230,6 +236,28 @@ class PickerManifestTest {
             assertNotNull(discovery.get("pool"), e.getKey() + ": discovery.pool");
             assertNull(discovery.get("selector"), e.getKey() + ": the pool's selector, not one of its own");
             assertEquals(List.of(), daemon.get("zmq"), e.getKey() + ": no engines by hand");
+        }
+    }
+
+    @Test
+    void aStartingReplicaCatchesUpFromTheOthersThroughThePeersService() throws Exception {
+        for (final Map.Entry<String, List<HasMetadata>> e : allRenderings().entrySet()) {
+            final Deployment d = picker(e.getValue());
+            final PodSpec pod = d.getSpec().getTemplate().getSpec();
+            final Map<String, Object> daemon = PodChecks.daemonEffectiveConfig(e.getValue(), pod,
+                tmp.resolve(e.getKey().replace(' ', '-') + "-peer"));
+            final java.net.URI peer = java.net.URI.create(String.valueOf(daemon.get("peer")));
+            assertEquals(Boolean.TRUE, daemon.get("peerOptional"), e.getKey() + ": the first replica starts empty");
+            final Service peers = named(e.getValue(), Service.class, peer.getHost());
+            assertEquals(d.getSpec().getSelector().getMatchLabels(), peers.getSpec().getSelector(),
+                e.getKey() + ": the peers Service reaches the picker replicas");
+            final ServicePort port = peers.getSpec().getPorts().stream().filter(p -> p.getPort() == peer.getPort())
+                .findFirst().orElseThrow(() -> new AssertionError(e.getKey() + ": no port " + peer.getPort()));
+            final Map<String, Integer> ports = PodChecks.assertPortsDeclared(e.getKey(), e.getValue(), d);
+            assertEquals("daemon-http", port.getTargetPort().getStrVal(), e.getKey());
+            final String http = pod.getContainers().stream().filter(c -> c.getName().equals("daemon")).findFirst()
+                .orElseThrow().getArgs().stream().filter(a -> a.startsWith("--http=")).findFirst().orElseThrow();
+            assertTrue(http.endsWith(":" + ports.get("daemon-http")), e.getKey() + ": the daemon's API is " + http);
         }
     }
 
