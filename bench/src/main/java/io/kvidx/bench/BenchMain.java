@@ -8,8 +8,9 @@ import java.util.Arrays;
  * times a writer's re-attach to a large index ({@link RestartBench}), {@code http} times {@code POST /query}
  * against an in-process daemon ({@link HttpQueryBench}), {@code tokenize} runs the text-to-router-keys
  * JMH benchmark and summarises it ({@link io.kvidx.bench.tokenize.TokenizeBench}), {@code router} measures
- * {@code kvidx router} end to end and its added latency ({@link io.kvidx.bench.router.RouterBench}); anything
- * else is handed to JMH's {@code org.openjdk.jmh.Main} (benchmark names, -prof gc, -h, ...).
+ * {@code kvidx router} end to end and its added latency ({@link io.kvidx.bench.router.RouterBench}), {@code epp}
+ * the latency {@code kvidx epp} adds per request ({@link io.kvidx.bench.epp.EppBench}); anything else is handed to
+ * JMH's {@code org.openjdk.jmh.Main} (benchmark names, -prof gc, -h, ...).
  */
 public final class BenchMain {
     private BenchMain() {
@@ -92,6 +93,21 @@ public final class BenchMain {
                     return;
                 } catch (final java.io.IOException ex) {
                     System.err.println("kvidx bench router: " + ex.getMessage());
+                    System.exit(1);
+                    return;
+                }
+                System.exit(0);
+            }
+            case "epp" -> {
+                try {
+                    io.kvidx.bench.epp.EppBench.run(rest, System.out);
+                } catch (final IllegalArgumentException ex) {
+                    System.err.println("kvidx bench epp: " + ex.getMessage());
+                    System.err.println(io.kvidx.bench.epp.EppBench.usage());
+                    System.exit(2);
+                    return;
+                } catch (final java.io.IOException ex) {
+                    System.err.println("kvidx bench epp: " + ex.getMessage());
                     System.exit(1);
                     return;
                 }

@@ -88,6 +88,8 @@ public final class BenchOptions {
                    kvidx bench tokenize [--quick] [--json]   text of 2,048 tokens -> router keys (-h: options)
                    kvidx bench router [--engines N] [--requests N] [--skip-e2e] [--skip-overhead]   kvidx router
                                                           end to end and its added latency (-h: options)
+                   kvidx bench epp [--rates R,R] [--lengths N,N] [--quick] [--json]   latency kvidx epp adds per
+                                                          request, driven as Envoy's ext_proc (-h: options)
                    kvidx bench restart [--blocks N] [--pods P] [--rounds R]   writer re-attach time (-h: options)
                    kvidx bench <JMH args>                 JMH (e.g. IndexQueryBenchmark -prof gc; -h for help)
             options: --pods P (64) --chain N (32) --blocks B (1048576) --seed S --warmup-ms (1500)

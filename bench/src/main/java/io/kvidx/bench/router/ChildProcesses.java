@@ -15,16 +15,17 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The processes one part of {@code bench router} starts (mock engines, a daemon, routers, proxies, nginx), each with
- * its output in {@code <dir>/<name>.log}. {@link #close()} stops them all, newest first (SIGTERM, then SIGKILL after
- * {@link #GRACE_MS}, their descendants too: nginx's workers); a JVM shutdown hook does the same for any still alive
- * if the bench is killed or fails first, so a run leaves nothing behind.
+ * The processes one part of {@code bench router} or {@code bench epp} starts (mock engines, a daemon, routers,
+ * proxies, nginx, a picker), each with its output in {@code <dir>/<name>.log}. {@link #close()} stops them all,
+ * newest first (SIGTERM, then SIGKILL after {@link #GRACE_MS}, their descendants too: nginx's workers); a JVM
+ * shutdown hook does the same for any still alive if the bench is killed or fails first, so a run leaves nothing
+ * behind.
  *
  * <p><b>Note:</b> one instance per owning thread; only the shutdown hook's set is shared.
  */
-final class ChildProcesses implements AutoCloseable {
+public final class ChildProcesses implements AutoCloseable {
     /** Time a process gets to stop after SIGTERM. */
-    static final long GRACE_MS = 10_000;
+    public static final long GRACE_MS = 10_000;
 
     private static final Set<Process> LIVE = ConcurrentHashMap.newKeySet();
 
@@ -44,7 +45,7 @@ final class ChildProcesses implements AutoCloseable {
      * @param dir directory of the logs (created).
      * @throws IOException when it cannot be created.
      */
-    ChildProcesses(final Path dir) throws IOException {
+    public ChildProcesses(final Path dir) throws IOException {
         this.dir = Files.createDirectories(dir);
     }
 
@@ -54,7 +55,7 @@ final class ChildProcesses implements AutoCloseable {
      * @return the running process.
      * @throws IOException when it cannot be started.
      */
-    Process start(final String name, final List<String> cmd) throws IOException {
+    public Process start(final String name, final List<String> cmd) throws IOException {
         final Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log(name).toFile())
             .start();
         started.add(p);
@@ -66,12 +67,12 @@ final class ChildProcesses implements AutoCloseable {
      * @param name a process's name.
      * @return its log file.
      */
-    Path log(final String name) {
+    public Path log(final String name) {
         return dir.resolve(name + ".log");
     }
 
     /** @return the directory of the logs. */
-    Path dir() {
+    public Path dir() {
         return dir;
     }
 
@@ -85,7 +86,7 @@ final class ChildProcesses implements AutoCloseable {
      * @return group 1 of the first match.
      * @throws IOException when the process dies or the line does not come in time (the log's tail in the message).
      */
-    String awaitLog(final String name, final Process p, final Pattern pattern, final long timeoutMs)
+    public String awaitLog(final String name, final Process p, final Pattern pattern, final long timeoutMs)
         throws IOException {
         final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         while (true) {
@@ -106,7 +107,7 @@ final class ChildProcesses implements AutoCloseable {
      * @param name a process's name.
      * @return the last lines of its log, for error messages.
      */
-    String tail(final String name) {
+    public String tail(final String name) {
         try {
             return lastChars(Files.readString(log(name), StandardCharsets.UTF_8));
         } catch (final IOException ex) {
@@ -123,7 +124,7 @@ final class ChildProcesses implements AutoCloseable {
      *
      * @param p the process, or null.
      */
-    void stop(final Process p) {
+    public void stop(final Process p) {
         if (p == null) {
             return;
         }
@@ -173,14 +174,14 @@ final class ChildProcesses implements AutoCloseable {
      * @param args    program arguments.
      * @return the command line.
      */
-    static List<String> java(final String main, final List<String> jvm, final List<String> args) {
+    public static List<String> java(final String main, final List<String> jvm, final List<String> args) {
         return BenchFlags.javaCommand(main, jvm, args);
     }
 
     /**
      * @param ms milliseconds to sleep (an interrupt is kept and ends the sleep).
      */
-    static void sleep(final long ms) {
+    public static void sleep(final long ms) {
         try {
             Thread.sleep(ms);
         } catch (final InterruptedException ex) {
