@@ -36,7 +36,23 @@ final class QueryHandler {
     private static final int CPU = 1;
     private static final int DISK = 2;
 
-    private final IndexReader reader;
+    /** Searches of one query at most while the pod table's version keeps moving under them. */
+    static final int SEARCH_ATTEMPTS = 4;
+
+    /** The index search a query runs: {@link IndexReader#query}. */
+    @FunctionalInterface
+    interface Search {
+        /**
+         * @param keys       the chain's keys.
+         * @param length     its length.
+         * @param candidates pods to consider.
+         * @param result     overwritten with the answer and the pod table version it saw.
+         * @return the maximum depth.
+         */
+        int query(long[] keys, int length, PodSet candidates, PrefixResult result);
+    }
+
+    private final Search search;
     private final PodTableView.Source pods;
     private final TierMap tiers;
     private final PodStatsFile stats;
@@ -55,7 +71,19 @@ final class QueryHandler {
 
     QueryHandler(final IndexReader reader, final PodTableView.Source pods, final TierMap tiers,
         final PodStatsFile stats) {
-        this.reader = reader;
+        this(reader, reader::query, pods, tiers, stats);
+    }
+
+    /**
+     * @param reader the index.
+     * @param search its search ({@link IndexReader#query}; a test interposes on it).
+     * @param pods   the pod table view.
+     * @param tiers  the tier map, or null.
+     * @param stats  the pod statistics, or null.
+     */
+    QueryHandler(final IndexReader reader, final Search search, final PodTableView.Source pods, final TierMap tiers,
+        final PodStatsFile stats) {
+        this.search = search;
         this.pods = pods;
         this.tiers = tiers;
         this.stats = stats;
@@ -101,11 +129,6 @@ final class QueryHandler {
                 throw ApiException.missing("model_name");
             }
         }
-        final PodSet candidates = view.candidates(model, group);
-        if (candidates == null) {
-            throw new ApiException(404, ApiException.UNKNOWN_MODEL, "no indexer for model=" + model + " tenant="
-                + group);
-        }
         final int n;
         if (byHash) {
             n = Math.min(body.hashCount, maxChain);
@@ -123,12 +146,28 @@ final class QueryHandler {
                 n = hasher.keys(RouterKeyHasher.chainSeed(model, body.lora, body.salt), body.tokens, tokens, keys);
             }
         }
-        try {
-            reader.query(keys, n, candidates, result);
-        } catch (final IndexException ex) {
-            throw new ApiException(503, ApiException.UNAVAILABLE, "the index cannot answer now: " + ex.getMessage());
-        }
-        if (result.podTableVersion() != view.podTableVersion) {
+        // The answer's slots are named by the view only when the search saw the pod table at the view's version: a
+        // slot that changed hands meanwhile would otherwise give its old owner's depth to its new one. When the
+        // version moved, the search runs again with the newer view (its candidates too), a bounded number of times.
+        for (int attempt = 1; ; attempt++) {
+            final PodSet candidates = view.candidates(model, group);
+            if (candidates == null) {
+                throw new ApiException(404, ApiException.UNKNOWN_MODEL, "no indexer for model=" + model + " tenant="
+                    + group);
+            }
+            try {
+                search.query(keys, n, candidates, result);
+            } catch (final IndexException ex) {
+                throw new ApiException(503, ApiException.UNAVAILABLE, "the index cannot answer now: "
+                    + ex.getMessage());
+            }
+            if (result.podTableVersion() == view.podTableVersion) {
+                break;
+            }
+            if (attempt == SEARCH_ATTEMPTS) {
+                throw new ApiException(503, ApiException.UNAVAILABLE, "the pod table changed during each of "
+                    + SEARCH_ATTEMPTS + " searches: retry");
+            }
             view = pods.current();
         }
         tierDepths(n, tiers != null && tiers.isAttached());
