@@ -102,52 +102,93 @@ public final class RoutingSim {
      */
     public static Result run(final List<TraceRequest> trace, final int pods, final int blockSize, final int budget,
         final String policy, final Path scratch) throws IOException {
+        return run(trace, pods, blockSize, budget, policy, scratch, 1);
+    }
+
+    /**
+     * Routes the trace through {@code replicas} routers taking turns (request i through replica i mod replicas), as
+     * replicas of a router or picker behind one Service would. Each replica has its own registry, its own index (the
+     * cache-aware policy: every replica's index gets the engines' events, as each replica's daemon subscribes to every
+     * engine) in which the pods hold other slots, and its own state (the approximate policy's overlay of its own
+     * picks); the load model is the engines', the same for all.
+     *
+     * @param trace     requests sorted by timestamp.
+     * @param pods      engines (at most 256).
+     * @param blockSize engine block size.
+     * @param budget    blocks per engine.
+     * @param policy    one of {@link #POLICIES}.
+     * @param scratch   where the cache-aware policy's indexes go.
+     * @param replicas  routing replicas, at least 1.
+     * @return the outcome (named {@code <policy>_x<replicas>} for more than one replica).
+     * @throws IOException when an index directory cannot be made.
+     */
+    public static Result run(final List<TraceRequest> trace, final int pods, final int blockSize, final int budget,
+        final String policy, final Path scratch, final int replicas) throws IOException {
+        if (replicas < 1) {
+            throw new IllegalArgumentException("replicas must be at least 1: " + replicas);
+        }
         final int maxBlocks = Math.min(budget, IndexWriterContext.Configuration.MAX_CHAIN_LENGTH_DEFAULT);
         final long start = System.nanoTime();
-        final PodRegistry registry = new PodRegistry();
-        final SimFleet fleet = new SimFleet(registry, pods, blockSize, budget, maxBlocks);
+        final PodRegistry[] registries = new PodRegistry[replicas];
+        for (int k = 0; k < replicas; k++) {
+            registries[k] = new PodRegistry();
+        }
+        final SimFleet fleet = new SimFleet(registries, pods, blockSize, budget, maxBlocks);
         final TraceBlocks blocks = new TraceBlocks(blockSize, maxBlocks);
-        IndexWriter writer = null;
-        IndexReaderPodIndex index = null;
-        Path dir = null;
+        final IndexWriter[] writers = new IndexWriter[replicas];
+        final IndexReaderPodIndex[] indexes = new IndexReaderPodIndex[replicas];
+        final Path[] dirs = new Path[replicas];
         try {
-            final int[] slots = new int[pods];
-            if (policy.equals("cache_aware")) {
-                Files.createDirectories(scratch);
-                dir = Files.createTempDirectory(scratch, "routing-");
-                writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("trace").shardCount(256)
-                    .capacityBlocks(Math.max(1L << 16, 2L * pods * budget)).blockSize(blockSize).maxPods(pods)
-                    .deleteOnClose(true));
+            final Router[] routers = new Router[replicas];
+            final RoutingContext[] contexts = new RoutingContext[replicas];
+            for (int k = 0; k < replicas; k++) {
+                if (policy.equals("cache_aware")) {
+                    Files.createDirectories(scratch);
+                    dirs[k] = Files.createTempDirectory(scratch, "routing-");
+                    writers[k] = IndexWriter.create(new IndexWriterContext().dir(dirs[k]).cell("trace")
+                        .shardCount(256).capacityBlocks(Math.max(1L << 16, 2L * pods * budget)).blockSize(blockSize)
+                        .maxPods(pods).deleteOnClose(true));
+                }
+                // Each replica meets the pods in another order, so a pod's slot differs between replicas.
+                for (int i = 0; i < pods; i++) {
+                    final int p = (i + k * 7) % pods;
+                    fleet.register(k, p, writers[k] == null ? i
+                        : writers[k].registerPod(BatchEncoder.podId(p), TraceBlocks.MODEL));
+                }
+                if (writers[k] != null) {
+                    writers[k].heartbeat(System.currentTimeMillis());
+                    indexes[k] = new IndexReaderPodIndex(IndexReader.attach(new IndexReaderContext().dir(dirs[k])
+                        .cell("trace").heartbeatTimeoutMs(0)), 1_000);
+                }
+                routers[k] = RoutingProfiles.single(profile(policy, indexes[k], registries[k], blockSize),
+                    registries[k], indexes[k]);
+                contexts[k] = routers[k].newContext();
             }
-            for (int p = 0; p < pods; p++) {
-                slots[p] = writer == null ? p : writer.registerPod(BatchEncoder.podId(p), TraceBlocks.MODEL);
-                fleet.register(p, slots[p]);
-            }
-            if (writer != null) {
-                writer.heartbeat(System.currentTimeMillis());
-                index = new IndexReaderPodIndex(IndexReader.attach(new IndexReaderContext().dir(dir).cell("trace")
-                    .heartbeatTimeoutMs(0)), 1_000);
-            }
-            final Router router = RoutingProfiles.single(profile(policy, index, registry, blockSize), registry, index);
-            final RoutingContext ctx = router.newContext();
+            long i = 0;
             for (final TraceRequest r : trace) {
                 final int n = blocks.load(r);
-                final int pod = fleet.route(r, blocks, n, router, ctx);
-                if (writer != null) {
-                    apply(writer, fleet.lastSlot(), blocks, fleet.engine(pod));
+                final int k = (int) (i++ % replicas);
+                final int pod = fleet.route(k, r, blocks, n, routers[k], contexts[k]);
+                for (int w = 0; w < replicas; w++) {
+                    if (writers[w] != null) {
+                        apply(writers[w], fleet.slotOf(w, pod), blocks, fleet.engine(pod));
+                    }
                 }
             }
-            return fleet.result(policy, trace.size(), (System.nanoTime() - start) / 1e9);
+            return fleet.result(replicas == 1 ? policy : policy + "_x" + replicas, trace.size(),
+                (System.nanoTime() - start) / 1e9);
         } finally {
-            if (index != null) {
-                index.close();
-            }
-            if (writer != null) {
-                writer.close();
-            }
-            if (dir != null) {
-                // The index file went with the writer; the cell's lock file stays by design.
-                io.kvidx.bench.KvidxStore.deleteTree(dir);
+            for (int k = 0; k < replicas; k++) {
+                if (indexes[k] != null) {
+                    indexes[k].close();
+                }
+                if (writers[k] != null) {
+                    writers[k].close();
+                }
+                if (dirs[k] != null) {
+                    // The index file went with the writer; the cell's lock file stays by design.
+                    io.kvidx.bench.KvidxStore.deleteTree(dirs[k]);
+                }
             }
         }
     }
@@ -188,12 +229,12 @@ public final class RoutingSim {
                 .score(new CacheAffinityScorer("cache-affinity"), RoutingProfiles.CACHE_WEIGHT_DEFAULT)
                 .score(new LeastLoadScorer("least-load", registry, LoadMetric.REQUESTS),
                     RoutingProfiles.LOAD_WEIGHT_DEFAULT)
-                .pick(new MaxScorePicker("max-score"))
+                .pick(new MaxScorePicker("max-score", registry))
                 .build(registry);
             case "round_robin" -> RoutingProfiles.roundRobin("round-robin", null, registry, true);
             case "least_load" -> Profile.builder("least-load").input(Slots.BLOCK_KEYS)
                 .score(new LeastLoadScorer("least-load", registry, LoadMetric.REQUESTS), 1.0)
-                .pick(new MaxScorePicker("max-score"))
+                .pick(new MaxScorePicker("max-score", registry))
                 .build(registry);
             default -> throw new IllegalArgumentException("unknown policy " + policy + "; one of " + POLICIES);
         };

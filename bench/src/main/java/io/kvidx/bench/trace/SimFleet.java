@@ -14,12 +14,18 @@ import java.util.PriorityQueue;
  * arrival until arrival + uncached prompt tokens / {@value RoutingSim#PREFILL_TOKENS_PER_S} tokens/s + output tokens
  * x {@value RoutingSim#DECODE_MS_PER_TOKEN} ms, on the trace's clock) and the hit-rate tally.
  *
+ * <p>Several routing replicas may share the fleet ({@link #SimFleet(PodRegistry[], int, int, int, int)}): each has its
+ * own registry, in which the same pod may hold another slot (each replica's daemon numbers pods as they came); the
+ * load model is written to every replica's registry, as each replica would read it from the engines' metrics.
+ *
  * <p><b>Note:</b> not thread safe; one thread routes.
  */
 final class SimFleet {
-    private final PodRegistry registry;
+    private final PodRegistry[] registries;
     private final SimEngine[] engines;
-    private final int[] podOfSlot = new int[PodRegistry.MAX_PODS];
+    /** Per replica: the pod of each slot, and the slot of each pod. */
+    private final int[][] podOfSlot;
+    private final int[][] slotOfPod;
     private final long[] perPod;
     private final int blockSize;
     private final PriorityQueue<long[]> running = new PriorityQueue<>(Comparator.comparingLong(a -> a[0]));
@@ -36,7 +42,21 @@ final class SimFleet {
      * @param maxBlocks longest chain an engine keeps.
      */
     SimFleet(final PodRegistry registry, final int pods, final int blockSize, final int budget, final int maxBlocks) {
-        this.registry = registry;
+        this(new PodRegistry[] {registry}, pods, blockSize, budget, maxBlocks);
+    }
+
+    /**
+     * @param registries each routing replica's registry.
+     * @param pods       pods.
+     * @param blockSize  engine block size.
+     * @param budget     blocks per engine.
+     * @param maxBlocks  longest chain an engine keeps.
+     */
+    SimFleet(final PodRegistry[] registries, final int pods, final int blockSize, final int budget,
+        final int maxBlocks) {
+        this.registries = registries.clone();
+        this.podOfSlot = new int[registries.length][PodRegistry.MAX_PODS];
+        this.slotOfPod = new int[registries.length][pods];
         this.engines = new SimEngine[pods];
         this.perPod = new long[pods];
         this.blockSize = blockSize;
@@ -52,8 +72,20 @@ final class SimFleet {
      * @param slot its slot.
      */
     void register(final int p, final int slot) {
-        registry.register(slot, BatchEncoder.podId(p), TraceBlocks.MODEL, PodRole.BOTH, null);
-        podOfSlot[slot] = p;
+        register(0, p, slot);
+    }
+
+    /**
+     * Registers pod {@code p} at a slot of one replica's registry.
+     *
+     * @param replica the replica.
+     * @param p       pod number.
+     * @param slot    its slot there.
+     */
+    void register(final int replica, final int p, final int slot) {
+        registries[replica].register(slot, BatchEncoder.podId(p), TraceBlocks.MODEL, PodRole.BOTH, null);
+        podOfSlot[replica][slot] = p;
+        slotOfPod[replica][p] = slot;
     }
 
     /**
@@ -69,12 +101,30 @@ final class SimFleet {
      */
     int route(final TraceRequest r, final TraceBlocks blocks, final int n, final Router router,
         final RoutingContext ctx) {
+        return route(0, r, blocks, n, router, ctx);
+    }
+
+    /**
+     * Routes one request through one replica's router ({@link #lastSlot()} is the slot in that replica).
+     *
+     * @param replica the replica routing it.
+     * @param r       the request.
+     * @param blocks  its blocks, loaded.
+     * @param n       how many.
+     * @param router  the replica's router.
+     * @param ctx     its context.
+     * @return the chosen pod.
+     */
+    int route(final int replica, final TraceRequest r, final TraceBlocks blocks, final int n, final Router router,
+        final RoutingContext ctx) {
         while (!running.isEmpty() && running.peek()[0] <= r.timestampMs()) {
             final long[] done = running.poll();
-            registry.requestFinished((int) done[1], (int) done[2]);
+            for (int k = 0; k < registries.length; k++) {
+                registries[k].requestFinished(slotOfPod[k][(int) done[1]], (int) done[2]);
+            }
         }
         final int slot = router.routeKeys(ctx, blocks.routerKeys(), n);
-        final int pod = podOfSlot[slot];
+        final int pod = podOfSlot[replica][slot];
         final SimEngine engine = engines[pod];
         final int hit = engine.serve(blocks.engineHashes(), blocks.routerKeys(), n);
         perPod[pod]++;
@@ -84,8 +134,10 @@ final class SimFleet {
         final long uncached = Math.max(0, r.promptTokens() - (long) hit * blockSize);
         final long serviceMs = uncached * 1000 / RoutingSim.PREFILL_TOKENS_PER_S
             + (long) r.outputLength() * RoutingSim.DECODE_MS_PER_TOKEN;
-        registry.requestStarted(slot, r.promptTokens());
-        running.add(new long[] {r.timestampMs() + serviceMs, slot, r.promptTokens()});
+        for (int k = 0; k < registries.length; k++) {
+            registries[k].requestStarted(slotOfPod[k][pod], r.promptTokens());
+        }
+        running.add(new long[] {r.timestampMs() + serviceMs, pod, r.promptTokens()});
         lastSlot = slot;
         return pod;
     }
@@ -95,6 +147,15 @@ final class SimFleet {
      */
     int lastSlot() {
         return lastSlot;
+    }
+
+    /**
+     * @param replica a replica.
+     * @param pod     pod number.
+     * @return the pod's slot in that replica's registry.
+     */
+    int slotOf(final int replica, final int pod) {
+        return slotOfPod[replica][pod];
     }
 
     /**

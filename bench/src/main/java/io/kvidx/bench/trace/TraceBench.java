@@ -54,6 +54,8 @@ public final class TraceBench {
     public static final int GOAL_WRITERS = 8;
     /** Most requests of the default warm-up (a quarter of the trace when that is fewer). */
     public static final int WARM_UP_REQUESTS_MAX = 1_000;
+    /** Routing replicas taking turns in the replicas' hit-rate runs ({@code --routing-replicas}; 1: none). */
+    public static final int ROUTING_REPLICAS_DEFAULT = 3;
     /** Default writer threads (the daemon's default). */
     public static final int WRITERS_DEFAULT = DaemonConfiguration.WRITERS_DEFAULT;
 
@@ -101,6 +103,8 @@ public final class TraceBench {
         boolean noLiveRouting;
         @Option(names = "--warm-up-requests")
         int warmUpRequests = -1;
+        @Option(names = "--routing-replicas")
+        int routingReplicas = ROUTING_REPLICAS_DEFAULT;
         @Option(names = "--out")
         Path out = defaultResults();
         @Option(names = {"-h", "--help"})
@@ -129,6 +133,9 @@ public final class TraceBench {
             }
             if (o.requests < 0) {
                 throw new IllegalArgumentException("--requests must be >= 0: " + o.requests);
+            }
+            if (o.routingReplicas < 1 || o.routingReplicas > 16) {
+                throw new IllegalArgumentException("--routing-replicas must be in 1..16: " + o.routingReplicas);
             }
             if (o.writers < 1 || o.writers > DaemonConfiguration.WRITERS_MAX) {
                 throw new IllegalArgumentException("--writers must be in 1.." + DaemonConfiguration.WRITERS_MAX + ": "
@@ -177,7 +184,8 @@ public final class TraceBench {
         return "usage: kvidx bench trace [--trace FILE] [--pods N] [--quick] [--json] [--transport zmq|aeron|inproc]"
             + " [--aeron-channel CHANNEL] [--block-size B] [--budget BLOCKS] [--requests N] [--windows-ms W,W,...]"
             + " [--sockets N] [--seed S] [--out DIR] [--no-replay] [--daemon-arg ARG]... [--writers N]"
-            + " [--scale K] [--live-routing-window-ms W] [--no-live-routing] [--warm-up-requests N]";
+            + " [--scale K] [--live-routing-window-ms W] [--no-live-routing] [--warm-up-requests N]"
+            + " [--routing-replicas R]";
     }
 
     /**
@@ -212,6 +220,17 @@ public final class TraceBench {
                 routing.add(r);
                 out.printf("routing %-12s hit rate %.4f  prefill tokens saved %,d  busiest pod %d requests (%.1f s)%n",
                     policy, r.hitRate(), r.tokensSaved(), r.maxPodRequests(), r.seconds());
+            }
+            if (o.routingReplicas > 1) {
+                // Replicas taking turns: exact events lose nothing; an approximate tree per replica does.
+                for (final String policy : List.of("cache_aware", "approximate")) {
+                    final RoutingSim.Result r = RoutingSim.run(trace, o.pods, o.blockSize, o.budget, policy, scratch,
+                        o.routingReplicas);
+                    routing.add(r);
+                    out.printf("routing %-12s hit rate %.4f  prefill tokens saved %,d  busiest pod %d requests (%d "
+                            + "replicas taking turns, %.1f s)%n", r.policy(), r.hitRate(), r.tokensSaved(),
+                        r.maxPodRequests(), o.routingReplicas, r.seconds());
+                }
             }
             final TracePlan plan = TracePlan.build(trace, o.pods, o.blockSize, o.budget,
                 IndexWriterContext.Configuration.MAX_CHAIN_LENGTH_DEFAULT, o.seed, o.choice.encoder(), o.scale);
