@@ -49,4 +49,19 @@ class RoutingSimTest {
         assertTrue(cache.hitRate() > rr.hitRate() + 0.1, cache.hitRate() + " vs round robin " + rr.hitRate());
         assertTrue(approx.hitRate() > rr.hitRate(), approx.hitRate() + " vs round robin " + rr.hitRate());
     }
+
+    @Test
+    void shouldLoseNothingThroughReplicasWithExactEventsButLoseHitsWithApproximateTrees() throws IOException {
+        final List<TraceRequest> trace = sharedPrefixTrace(300);
+        final Path scratch = Path.of("target", "routing-sim-test");
+        final RoutingSim.Result one = RoutingSim.run(trace, 8, 16, 4_096, "cache_aware", scratch, 1);
+        final RoutingSim.Result three = RoutingSim.run(trace, 8, 16, 4_096, "cache_aware", scratch, 3);
+        assertEquals("cache_aware_x3", three.policy());
+        assertEquals(one.blocksReused(), three.blocksReused(), "exact events: three replicas pick as one");
+        assertEquals(one.maxPodRequests(), three.maxPodRequests());
+        final RoutingSim.Result approxOne = RoutingSim.run(trace, 8, 16, 4_096, "approximate", scratch, 1);
+        final RoutingSim.Result approxThree = RoutingSim.run(trace, 8, 16, 4_096, "approximate", scratch, 3);
+        assertTrue(approxThree.hitRate() < approxOne.hitRate() - 0.05, "each replica knows only its own picks: "
+            + approxThree.hitRate() + " vs " + approxOne.hitRate());
+    }
 }
