@@ -16,9 +16,11 @@ import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -63,6 +65,8 @@ public final class PodDiscovery implements AutoCloseable {
     /** Informers started: each sends one watch request that is not a restart. */
     private final AtomicLong informerStarts = new AtomicLong();
     private final AtomicLong lastSyncMs = new AtomicLong();
+    private final ModelProbe models = new ModelProbe(this::markDirty);
+    private final AtomicBoolean retryScheduled = new AtomicBoolean();
 
     private SharedIndexInformer<Pod> pods;
     private SharedIndexInformer<GenericKubernetesResource> pool;
@@ -249,8 +253,14 @@ public final class PodDiscovery implements AutoCloseable {
         final List<DiscoveredEngine> engines = new ArrayList<>();
         int ready = 0;
         int rejected = 0;
+        final long now = System.currentTimeMillis();
+        final Set<String> uids = new HashSet<>();
+        boolean asking = false;
         for (final Pod pod : matched) {
-            final PodEngines.Result r = PodEngines.of(pod, context, poolPort);
+            uids.add(pod.getMetadata().getUid());
+            final PodEngines.Result r = PodEngines.of(pod, context, poolPort, models, now);
+            asking |= r.ready() && r.engines().isEmpty() && r.rejected() != null
+                && models.whyFailed(pod.getMetadata().getUid()) != null;
             if (r.ready()) {
                 ready++;
             }
@@ -262,6 +272,14 @@ public final class PodDiscovery implements AutoCloseable {
                 }
             }
             engines.addAll(r.engines());
+        }
+        models.retain(uids);
+        if (asking && retryScheduled.compareAndSet(false, true) && !closed) {
+            // A pod whose model could not be asked: ask again once the retry delay passed.
+            thread.schedule(() -> {
+                retryScheduled.set(false);
+                markDirty();
+            }, ModelProbe.RETRY_MS, TimeUnit.MILLISECONDS);
         }
         engines.sort(Comparator.comparing(DiscoveredEngine::podName).thenComparingInt(DiscoveredEngine::dpRank));
         final boolean synced = informer != null && informer.hasSynced();
@@ -320,6 +338,7 @@ public final class PodDiscovery implements AutoCloseable {
     public void close() {
         closed = true;
         thread.shutdownNow();
+        models.close();
         try {
             thread.awaitTermination(5, TimeUnit.SECONDS);
         } catch (final InterruptedException ex) {

@@ -33,9 +33,12 @@ final class PodEngines {
      * @param pod      the pod.
      * @param context  defaults.
      * @param poolPort the InferencePool's target port, or 0 without a pool.
-     * @return its engines.
+     * @param models   asks a pod that names no model for it, or null to leave such a pod's model null.
+     * @param nowMs    the time.
+     * @return its engines (none while its model is being asked).
      */
-    static Result of(final Pod pod, final DiscoveryContext context, final int poolPort) {
+    static Result of(final Pod pod, final DiscoveryContext context, final int poolPort, final ModelProbe models,
+        final long nowMs) {
         if (!isReady(pod)) {
             return new Result(List.of(), false, null);
         }
@@ -66,6 +69,16 @@ final class PodEngines {
                 model = context.model();
             }
             final String host = ip.indexOf(':') >= 0 ? "[" + ip + "]" : ip;
+            final String httpUrl = "http://" + host + ":" + httpPort;
+            if (model == null && models != null) {
+                model = models.modelOf(pod.getMetadata().getUid(), httpUrl, nowMs);
+                if (model == null) {
+                    final String why = models.whyFailed(pod.getMetadata().getUid());
+                    return new Result(List.of(), true, "pod " + name + ": no model known (no annotation "
+                        + DiscoveryContext.MODEL_ANNOTATION + ", no model label, no default); asking " + httpUrl
+                        + "/v1/models" + (why == null ? "" : " (last answer: " + why + ")"));
+                }
+            }
             final String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
             final String zone = labels.getOrDefault(DiscoveryContext.ZONE_LABEL,
                 annotations.get(DiscoveryContext.ZONE_LABEL));
@@ -74,7 +87,7 @@ final class PodEngines {
                 engines.add(new DiscoveredEngine(name, pod.getMetadata().getUid(), ip, rank,
                     "tcp://" + host + ":" + (kvPort + rank),
                     replayPort == 0 ? null : "tcp://" + host + ":" + (replayPort + rank), engine,
-                    "http://" + host + ":" + httpPort, model, node, zone));
+                    httpUrl, model, node, zone));
             }
             // Throws for a name too long for the pod table once a rank is appended.
             DataParallelRanks.podId(name, dpSize - 1);

@@ -116,7 +116,8 @@ class PodDiscoveryTest {
 
     @Test
     void shouldFollowAnInferencePoolsSelectorAndTargetPort() {
-        discovery = new PodDiscovery(config(), new DiscoveryContext().namespace(NS).pool("llama-pool"), engines::set);
+        discovery = new PodDiscovery(config(), new DiscoveryContext().namespace(NS).pool("llama-pool").model("llama"),
+            engines::set);
         create(pod("a-0", "10.0.1.1", true, Map.of("app", "a"), Map.of()));
         create(pod("b-0", "10.0.2.1", true, Map.of("app", "b"), Map.of()));
         await("a missing pool is reported", () -> discovery.status().lastError() != null
@@ -142,8 +143,8 @@ class PodDiscoveryTest {
 
     @Test
     void shouldRelistAfterAClosedWatchAndA410Gone() {
-        discovery = new PodDiscovery(config(), new DiscoveryContext().namespace(NS).selector(Map.of("app", "vllm")),
-            engines::set);
+        discovery = new PodDiscovery(config(), new DiscoveryContext().namespace(NS).selector(Map.of("app", "vllm"))
+            .model("m"), engines::set);
         create(pod("vllm-0", "10.0.0.7", true, Map.of("app", "vllm"), Map.of()));
         await("ready", () -> engines.get() != null && engines.get().size() == 1);
         await("watching", () -> discovery.status().synced());
@@ -161,6 +162,46 @@ class PodDiscoveryTest {
 
         create(pod("vllm-2", "10.0.0.9", true, Map.of("app", "vllm"), Map.of()));
         await("the new watch delivers", () -> engines.get().size() == 2);
+    }
+
+    @Test
+    void shouldAskAnEngineThatNamesNoModelForItsModel() throws Exception {
+        // The engine's OpenAI server: refuses first (still loading), then names its model.
+        final java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+        final com.sun.net.httpserver.HttpServer engine = com.sun.net.httpserver.HttpServer.create(
+            new java.net.InetSocketAddress("127.0.0.1", 0), 0);
+        engine.createContext("/v1/models", x -> {
+            final byte[] body = (asked.incrementAndGet() == 1 ? "{\"error\": \"loading\"}"
+                : "{\"object\": \"list\", \"data\": [{\"id\": \"Qwen/Qwen3-0.6B\", \"object\": \"model\"}]}")
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            x.sendResponseHeaders(asked.get() == 1 ? 503 : 200, body.length);
+            x.getResponseBody().write(body);
+            x.close();
+        });
+        engine.start();
+        try {
+            discovery = new PodDiscovery(config(), new DiscoveryContext().namespace(NS)
+                .selector(Map.of("app", "vllm")), engines::set);
+            create(pod("vllm-0", "127.0.0.1", true, Map.of("app", "vllm"),
+                Map.of(DiscoveryContext.HTTP_PORT_ANNOTATION, Integer.toString(engine.getAddress().getPort()))));
+            await("the first answer refused", () -> asked.get() >= 1 && discovery.status().podsRejected() == 1
+                && discovery.status().lastError() != null && discovery.status().lastError().contains("503"));
+            assertTrue(engines.get() == null || engines.get().isEmpty(), "no engine while its model is unknown");
+            assertTrue(discovery.status().lastError().contains("/v1/models"), discovery.status().lastError());
+            await("asked again after the retry delay, and the model learnt", () -> engines.get() != null
+                && engines.get().size() == 1);
+            assertEquals("Qwen/Qwen3-0.6B", engines.get().get(0).model());
+            assertEquals(0, discovery.status().podsRejected());
+            assertEquals(2, asked.get(), "asked once more, not on every rebuild");
+            assertEquals("Qwen/Qwen3-0.6B", ModelProbe.firstModel(
+                "{\"data\": [{\"id\": \"Qwen/Qwen3-0.6B\"}, {\"id\": \"lora-a\"}]}"));
+            for (final String bad : new String[] {"", "[]", "{\"data\": []}", "{\"data\": [{\"id\": 3}]}",
+                "{\"data\": [{\"id\": \" \"}]}", "{\"data\": {}}", "not json"}) {
+                assertNull(ModelProbe.firstModel(bad), bad);
+            }
+        } finally {
+            engine.stop(0);
+        }
     }
 
     @Test
