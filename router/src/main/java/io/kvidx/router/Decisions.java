@@ -19,8 +19,11 @@ import java.util.concurrent.RejectedExecutionException;
  * A request's routing decision: its routing context (from a pool that grows to the peak concurrency), the pods that
  * cannot be routed to now excluded, its inputs filled (model or LoRA adapter, salt, session header, prompt), and the
  * plan. A request given as token ids is decided on the event loop (microseconds; the index read is bounded and never
- * waits); a text or chat request whose profile tokenizes goes to the tokenizing threads (a bounded queue: 503 when
- * full) and its decision comes back on the connection's event loop.
+ * waits), unless the workflow holds a plugin that {@link io.kvidx.routing.RoutingPlugin#mayBlock() may block} (the
+ * LMCache scorer's prefix lookup waits for its controller, up to its timeout): then every decision, as a text or chat
+ * request whose profile tokenizes, goes to the deciding threads (the tokenizing pool: a bounded queue, 503 when
+ * full) and comes back on the connection's event loop, so that no event loop waits. Such a plugin answers a replan of
+ * the same request (a pod failed, on the event loop) without waiting again.
  *
  * <p><b>Note:</b> shared by all connections; thread safe (the pool is a concurrent queue, a context is used by one
  * thread at a time).
@@ -46,6 +49,8 @@ final class Decisions {
     private final Map<String, String> loraAdapters;
     private final String sessionHeader;
     private final boolean tokenizes;
+    /** A plugin of the workflow may wait: every first decision leaves the event loop. */
+    private final boolean mayBlock;
     private final Executor tokenizers;
     private final RouterMetrics metrics;
     private final ConcurrentLinkedQueue<RoutingContext> free = new ConcurrentLinkedQueue<>();
@@ -56,7 +61,7 @@ final class Decisions {
      * @param loraAdapters  adapter name to base model.
      * @param sessionHeader the header carrying the session id.
      * @param tokenizes     whether a profile tokenizes text (else text requests are decided without tokens).
-     * @param tokenizers    the tokenizing threads (a bounded queue).
+     * @param tokenizers    the deciding threads: tokenizing, and decisions that may wait (a bounded queue).
      * @param metrics       the router's metrics.
      */
     Decisions(final Router router, final PodBook pods, final Map<String, String> loraAdapters,
@@ -66,6 +71,7 @@ final class Decisions {
         this.loraAdapters = loraAdapters;
         this.sessionHeader = sessionHeader;
         this.tokenizes = tokenizes;
+        this.mayBlock = mayBlock(router);
         this.tokenizers = tokenizers;
         this.metrics = metrics;
     }
@@ -84,7 +90,7 @@ final class Decisions {
         final RoutingContext rc = acquire();
         pods.excludeUnroutable(rc); // pods down (refused a connection, failed a health check) or without URL
         fill(rc, parsed, request);
-        if (parsed.tokenCount >= 0 || !tokenizes) {
+        if (!mayBlock && (parsed.tokenCount >= 0 || !tokenizes)) {
             final RoutingPlan plan = router.plan(rc);
             metrics.routerSeconds.observe((System.nanoTime() - arrived) / 1e9);
             then.decided(rc, plan, Math.max(0, parsed.tokenCount));
@@ -113,8 +119,21 @@ final class Decisions {
         } catch (final RejectedExecutionException ex) {
             release(rc);
             metrics.tokenizeRejected.inc();
-            then.refused(new HttpError(503, "overloaded", "the router's tokenizing queue is full; retry later"));
+            then.refused(new HttpError(503, "overloaded", "the router's deciding queue (tokenizing, or a lookup "
+                + "that may wait) is full; retry later"));
         }
+    }
+
+    /** @return true when a plugin of the workflow may wait ({@link io.kvidx.routing.RoutingPlugin#mayBlock}). */
+    private static boolean mayBlock(final Router router) {
+        for (final io.kvidx.routing.Selector selector : router.workflow().selectors()) {
+            for (final io.kvidx.routing.RoutingPlugin plugin : selector.profile().plugins()) {
+                if (plugin.mayBlock()) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /** Fills the request's routing inputs: model or adapter, salt, session header, and its prompt. */

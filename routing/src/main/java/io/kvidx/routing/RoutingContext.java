@@ -32,6 +32,7 @@ public final class RoutingContext {
     private boolean listStale = true;
     boolean lastFallback;
     private String fallbackScorer;
+    private long requestNumber;
 
     /**
      * @param cursor the index cursor this context queries with (may be null when no plugin needs the index).
@@ -82,12 +83,21 @@ public final class RoutingContext {
      * @return this.
      */
     public RoutingContext reset() {
+        requestNumber++;
         request().clear();
         tokens().clear();
         get(Slots.BLOCK_KEYS).length(0);
         get(Slots.PREFILL_PICK).slot(RoutingPlan.NO_POD);
         Arrays.fill(excluded, 0L);
         return this;
+    }
+
+    /**
+     * @return which request the context holds: bumped by every {@link #reset()}, so that a plugin that works once per
+     * request (a network lookup) can tell a replan of the same request from the next request.
+     */
+    public long requestNumber() {
+        return requestNumber;
     }
 
     /**

@@ -41,4 +41,16 @@ public interface RoutingPlugin {
     default boolean needsIndex() {
         return false;
     }
+
+    /**
+     * Whether a decision through this plugin may wait: a network call with a timeout (the LMCache controller's
+     * prefix lookup) rather than bounded memory reads. A server that decides on an event loop runs the decisions of a
+     * workflow holding such a plugin on threads of their own; such a plugin answers a replan of the same request
+     * (same {@link RoutingContext#requestNumber()}) without waiting again.
+     *
+     * @return true when a call of the plugin may wait.
+     */
+    default boolean mayBlock() {
+        return false;
+    }
 }

@@ -29,7 +29,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * When the request has no tokens, the lookup times out or fails, or no candidate matched anything, the scorer calls
  * {@link RoutingContext#fallBack(String)} and the selector picks with the profile's fallback picker (default
  * power-of-two choices), as the fork falls back to its {@code fallback_policy}; {@link #fallbacks()} and
- * {@link #misses()} count it. The lookup is a network call and allocates; nothing else does.</li>
+ * {@link #misses()} count it. The lookup is a network call and allocates; nothing else does. It waits (up to its
+ * timeout), so this mode {@link #mayBlock() may block}: servers decide off their event loops with it. Its answer is
+ * kept in the request's context (a slot of this scorer's own), so a replan of the request (a pod failed) does not
+ * ask again.</li>
  * </ul>
  *
  * <p><b>Note:</b> thread safe (reads the poller's atomics; the lookup client and counters are thread safe).
@@ -48,8 +51,16 @@ public final class LmCacheScorer implements Scorer {
         PREFIX_LOOKUP
     }
 
+    /** A request's lookup answer, kept in its context so that a replan of the request does not ask again. */
+    private static final class Lookup {
+        long request = -1;
+        int answered;
+        final long[] matched = new long[PodRegistry.MAX_PODS];
+    }
+
     private final String name;
     private final LookupMode mode;
+    private final Slot<Lookup> lookupSlot;
     private final LmCacheWorkerPoller keys;
     private final LmCacheLookupClient lookup;
     private final PodRegistry registry;
@@ -79,6 +90,8 @@ public final class LmCacheScorer implements Scorer {
         }
         this.name = name;
         this.mode = mode;
+        this.lookupSlot = mode == LookupMode.PREFIX_LOOKUP ? Slot.of("lmcache-lookup:" + name, Lookup.class,
+            Lookup::new) : null;
         this.keys = keys;
         this.lookup = lookup;
         this.registry = Objects.requireNonNull(registry, "registry");
@@ -113,6 +126,20 @@ public final class LmCacheScorer implements Scorer {
     }
 
     @Override
+    public Set<Slot<?>> writes() {
+        return mode == LookupMode.PREFIX_LOOKUP ? Set.of(lookupSlot) : Set.of();
+    }
+
+    /**
+     * @return true in prefix-lookup mode: a request's first decision waits for the controller (up to the lookup's
+     * timeout); a replan of the same request reuses its answer.
+     */
+    @Override
+    public boolean mayBlock() {
+        return mode == LookupMode.PREFIX_LOOKUP;
+    }
+
+    @Override
     public void score(final RoutingContext ctx, final double[] scores) {
         if (mode == LookupMode.PREFIX_LOOKUP) {
             scorePrefix(ctx, scores);
@@ -143,8 +170,14 @@ public final class LmCacheScorer implements Scorer {
             fallBack(ctx, false);
             return;
         }
-        final long[] matched = new long[PodRegistry.MAX_PODS];
-        if (lookup.lookup(tokens.ids(), 0, n, matched) < 0) {
+        // Once per request: a replan (a pod failed) reuses the answer instead of waiting for the controller again.
+        final Lookup done = ctx.get(lookupSlot);
+        final long[] matched = done.matched;
+        if (done.request != ctx.requestNumber()) {
+            done.answered = lookup.lookup(tokens.ids(), 0, n, matched);
+            done.request = ctx.requestNumber();
+        }
+        if (done.answered < 0) {
             fallBack(ctx, false);
             return;
         }
