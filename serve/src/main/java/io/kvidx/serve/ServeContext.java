@@ -33,6 +33,10 @@ public final class ServeContext {
     public static final int WRITE_BUFFER_HIGH_BYTES_DEFAULT = 64 << 10;
     /** Default accept backlog. */
     public static final int BACKLOG_DEFAULT = 1024;
+    /** Default connections a server keeps open at once ({@link ConnectionLimit}). */
+    public static final int MAX_CONNECTIONS_DEFAULT = 4096;
+    /** Default time a client may take to send one whole request, ms ({@link RequestReadDeadline}). */
+    public static final int REQUEST_READ_MS_DEFAULT = 15_000;
 
     private InetSocketAddress listen;
     private int threads = THREADS_DEFAULT;
@@ -44,6 +48,9 @@ public final class ServeContext {
     private int maxChunkBytes = MAX_CHUNK_BYTES_DEFAULT;
     private int maxBodyBytes = MAX_BODY_BYTES_DEFAULT;
     private int maxPipelined = MAX_PIPELINED_DEFAULT;
+    private int maxConnections = MAX_CONNECTIONS_DEFAULT;
+    private int requestReadMs = REQUEST_READ_MS_DEFAULT;
+    private BearerAuth auth;
 
     /**
      * @param address where to listen (port 0: any free port).
@@ -208,6 +215,54 @@ public final class ServeContext {
     }
 
     /**
+     * @param connections connections open at once; one more is closed at accept.
+     * @return this.
+     */
+    public ServeContext maxConnections(final int connections) {
+        this.maxConnections = connections;
+        return this;
+    }
+
+    /**
+     * @return the connection bound.
+     */
+    public int maxConnections() {
+        return maxConnections;
+    }
+
+    /**
+     * @param ms time a client may take to send one whole request (headers and body); its connection is closed after.
+     * @return this.
+     */
+    public ServeContext requestReadMs(final int ms) {
+        this.requestReadMs = ms;
+        return this;
+    }
+
+    /**
+     * @return the request read deadline, ms.
+     */
+    public int requestReadMs() {
+        return requestReadMs;
+    }
+
+    /**
+     * @param auth the bearer-token check every request passes, or null for none.
+     * @return this.
+     */
+    public ServeContext auth(final BearerAuth auth) {
+        this.auth = auth;
+        return this;
+    }
+
+    /**
+     * @return the bearer-token check, or null.
+     */
+    public BearerAuth auth() {
+        return auth;
+    }
+
+    /**
      * Validates.
      *
      * @return this.
@@ -223,6 +278,8 @@ public final class ServeContext {
         positive("maxChunkBytes", maxChunkBytes);
         positive("maxBodyBytes", maxBodyBytes);
         positive("maxPipelined", maxPipelined);
+        positive("maxConnections", maxConnections);
+        positive("requestReadMs", requestReadMs);
         return this;
     }
 

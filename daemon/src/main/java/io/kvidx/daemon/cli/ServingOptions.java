@@ -43,9 +43,27 @@ final class ServingOptions {
 
     @Option(names = "--http", paramLabel = "HOST:PORT", description = "Serve the indexer HTTP API (Dynamo standalone "
         + "indexer / Mooncake compatible: register, unregister, workers, query, query_by_hash, dump, health, metrics) "
-        + "at http://HOST:PORT/ (default: off). Unauthenticated, and it registers engines: bind loopback "
-        + "(127.0.0.1) or put an authenticating proxy in front.")
+        + "at http://HOST:PORT/ (default: off). It registers engines: a loopback address unless --http-token-file "
+        + "or --http-allow-remote.")
     private String http;
+
+    @Option(names = "--http-token-file", paramLabel = "FILE", description = "Require 'Authorization: Bearer "
+        + "<token>' on every HTTP API request but /health, the token read from FILE (at least 16 characters).")
+    private String httpTokenFile;
+
+    @Option(names = "--http-allow-remote", negatable = true, description = "Accept an --http address that is a "
+        + "wildcard or not loopback without --http-token-file (default "
+        + DaemonConfiguration.HTTP_ALLOW_REMOTE_DEFAULT + "): something else must keep others out.")
+    private Boolean httpAllowRemote;
+
+    @Option(names = "--http-max-connections", paramLabel = "N", description = "HTTP connections open at once; one "
+        + "more is closed at accept (default " + DaemonConfiguration.HTTP_MAX_CONNECTIONS_DEFAULT + ").")
+    private Integer httpMaxConnections;
+
+    @Option(names = "--http-request-read-ms", paramLabel = "MS", description = "Time a client may take to send one "
+        + "whole request; its connection is closed after (default " + DaemonConfiguration.HTTP_REQUEST_READ_MS_DEFAULT
+        + ").")
+    private Integer httpRequestReadMs;
 
     @Option(names = "--http-threads", paramLabel = "N", description = "HTTP event-loop threads (default "
         + DaemonConfiguration.HTTP_THREADS_DEFAULT + ").")
@@ -97,6 +115,18 @@ final class ServingOptions {
         }
         if (httpMaxBodyBytes != null) {
             settings.httpMaxBodyBytes(httpMaxBodyBytes);
+        }
+        if (httpTokenFile != null) {
+            settings.httpTokenFile(httpTokenFile);
+        }
+        if (httpAllowRemote != null) {
+            settings.httpAllowRemote(httpAllowRemote);
+        }
+        if (httpMaxConnections != null) {
+            settings.httpMaxConnections(httpMaxConnections);
+        }
+        if (httpRequestReadMs != null) {
+            settings.httpRequestReadMs(httpRequestReadMs);
         }
     }
 }

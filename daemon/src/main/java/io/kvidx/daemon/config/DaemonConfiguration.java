@@ -257,6 +257,27 @@ public final class DaemonConfiguration {
     /** Largest accepted value of the largest request body. */
     public static final int HTTP_MAX_BODY_BYTES_MAX = 64 << 20;
 
+    /** Property: a file holding the bearer token the HTTP API requires (all but /health); null for none. */
+    public static final String HTTP_TOKEN_FILE_PROP_NAME = "httpTokenFile";
+    /** Property: accept an {@code http} address other hosts reach without a token file. */
+    public static final String HTTP_ALLOW_REMOTE_PROP_NAME = "httpAllowRemote";
+    /** Default for {@link #HTTP_ALLOW_REMOTE_PROP_NAME}. */
+    public static final boolean HTTP_ALLOW_REMOTE_DEFAULT = false;
+    /** Property: connections the HTTP API keeps open at once. */
+    public static final String HTTP_MAX_CONNECTIONS_PROP_NAME = "httpMaxConnections";
+    /** Default for {@link #HTTP_MAX_CONNECTIONS_PROP_NAME}. */
+    public static final int HTTP_MAX_CONNECTIONS_DEFAULT = 1024;
+    /** Largest {@link #HTTP_MAX_CONNECTIONS_PROP_NAME}. */
+    public static final int HTTP_MAX_CONNECTIONS_MAX = 65_536;
+    /** Property: time a client may take to send one whole request to the HTTP API, ms. */
+    public static final String HTTP_REQUEST_READ_MS_PROP_NAME = "httpRequestReadMs";
+    /** Default for {@link #HTTP_REQUEST_READ_MS_PROP_NAME}. */
+    public static final int HTTP_REQUEST_READ_MS_DEFAULT = io.kvidx.serve.ServeContext.REQUEST_READ_MS_DEFAULT;
+    /** Smallest {@link #HTTP_REQUEST_READ_MS_PROP_NAME}. */
+    public static final int HTTP_REQUEST_READ_MS_MIN = 100;
+    /** Largest {@link #HTTP_REQUEST_READ_MS_PROP_NAME}. */
+    public static final int HTTP_REQUEST_READ_MS_MAX = 600_000;
+
     /** Key scheme key: how the cell keys blocks ({@code kvidx} or {@code xxh3-chain}). */
     public static final String KEY_SCHEME_PROP_NAME = "keyScheme";
     /** Default key scheme: kvidx's router keys (model, LoRA, salt and multimodal items in every key). */

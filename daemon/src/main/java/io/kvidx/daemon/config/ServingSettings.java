@@ -4,8 +4,9 @@ import io.kvidx.daemon.metrics.DaemonMetrics;
 
 /**
  * The daemon's doors onto the network: its Prometheus endpoint ({@code metrics}, loopback unless
- * {@code metricsAllowRemote}) and its indexer HTTP API ({@code http}, with its event-loop threads, how they wait and
- * the largest request body). Both are off by default. Defaults from {@link DaemonConfiguration}.
+ * {@code metricsAllowRemote}) and its indexer HTTP API ({@code http}: loopback unless it requires a bearer token,
+ * {@code httpTokenFile}, or {@code httpAllowRemote}; its event-loop threads, how they wait, the largest request body,
+ * the connection bound and the request read deadline). Both are off by default. Defaults from {@link DaemonConfiguration}.
  *
  * <p><b>Note:</b> part of a {@link DaemonContext}: not thread safe; filled in on one thread, read after
  * {@link #conclude()}.
@@ -17,6 +18,10 @@ public final class ServingSettings {
     private int httpThreads = DaemonConfiguration.HTTP_THREADS_DEFAULT;
     private String httpIdle = DaemonConfiguration.HTTP_IDLE_DEFAULT;
     private int httpMaxBodyBytes = DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT;
+    private String httpTokenFile;
+    private boolean httpAllowRemote = DaemonConfiguration.HTTP_ALLOW_REMOTE_DEFAULT;
+    private int httpMaxConnections = DaemonConfiguration.HTTP_MAX_CONNECTIONS_DEFAULT;
+    private int httpRequestReadMs = DaemonConfiguration.HTTP_REQUEST_READ_MS_DEFAULT;
 
     /**
      * Checks the metrics address (and that it is loopback unless allowed otherwise), the HTTP API's address, how its
@@ -46,7 +51,18 @@ public final class ServingSettings {
                 throw new ConfigException(DaemonConfiguration.HTTP_PROP_NAME,
                     "must be HOST:PORT with a port in [0, 65535]: " + http);
             }
+            if (httpTokenFile == null && !httpAllowRemote && !NetworkScope.isLoopback(NetworkScope.hostOf(http))) {
+                throw new ConfigException(DaemonConfiguration.HTTP_PROP_NAME, "must be on a loopback address "
+                    + "(127.0.0.1:PORT, [::1]:PORT, localhost:PORT) unless "
+                    + DaemonConfiguration.HTTP_TOKEN_FILE_PROP_NAME + " (--http-token-file) requires a bearer token or "
+                    + DaemonConfiguration.HTTP_ALLOW_REMOTE_PROP_NAME + " (--http-allow-remote) is set: it registers "
+                    + "engines and dumps the index for anyone who reaches it: " + http);
+            }
         }
+        ConfigException.range(DaemonConfiguration.HTTP_MAX_CONNECTIONS_PROP_NAME, httpMaxConnections, 1,
+            DaemonConfiguration.HTTP_MAX_CONNECTIONS_MAX);
+        ConfigException.range(DaemonConfiguration.HTTP_REQUEST_READ_MS_PROP_NAME, httpRequestReadMs,
+            DaemonConfiguration.HTTP_REQUEST_READ_MS_MIN, DaemonConfiguration.HTTP_REQUEST_READ_MS_MAX);
         if (!DaemonConfiguration.HTTP_IDLE_BLOCK.equals(httpIdle)
             && !DaemonConfiguration.HTTP_IDLE_BUSY_SPIN.equals(httpIdle)) {
             throw new ConfigException(DaemonConfiguration.HTTP_IDLE_PROP_NAME, "must be "
@@ -157,5 +173,71 @@ public final class ServingSettings {
      */
     public int httpMaxBodyBytes() {
         return httpMaxBodyBytes;
+    }
+
+    /**
+     * @param file a file holding the bearer token every HTTP API request but {@code /health} must carry (a mounted
+     *             Secret), or null for none.
+     * @return this.
+     */
+    public ServingSettings httpTokenFile(final String file) {
+        this.httpTokenFile = file;
+        return this;
+    }
+
+    /**
+     * @return the HTTP API's token file, or null.
+     */
+    public String httpTokenFile() {
+        return httpTokenFile;
+    }
+
+    /**
+     * @param allow true to accept an {@code http} address other hosts reach without a token (a NetworkPolicy or a
+     *              proxy in front must then keep others out).
+     * @return this.
+     */
+    public ServingSettings httpAllowRemote(final boolean allow) {
+        this.httpAllowRemote = allow;
+        return this;
+    }
+
+    /**
+     * @return whether the HTTP API may be reachable from other hosts without a token.
+     */
+    public boolean httpAllowRemote() {
+        return httpAllowRemote;
+    }
+
+    /**
+     * @param connections connections the HTTP API keeps open at once (one more is closed at accept).
+     * @return this.
+     */
+    public ServingSettings httpMaxConnections(final int connections) {
+        this.httpMaxConnections = connections;
+        return this;
+    }
+
+    /**
+     * @return the HTTP API's connection bound.
+     */
+    public int httpMaxConnections() {
+        return httpMaxConnections;
+    }
+
+    /**
+     * @param ms time a client may take to send one whole request (its connection is closed after).
+     * @return this.
+     */
+    public ServingSettings httpRequestReadMs(final int ms) {
+        this.httpRequestReadMs = ms;
+        return this;
+    }
+
+    /**
+     * @return the HTTP API's request read deadline, ms.
+     */
+    public int httpRequestReadMs() {
+        return httpRequestReadMs;
     }
 }

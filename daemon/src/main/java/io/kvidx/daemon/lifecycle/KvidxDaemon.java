@@ -309,7 +309,9 @@ public final class KvidxDaemon implements AutoCloseable {
         final long healthMaxAgeMs = Math.max(1_000, 3 * context.heartbeatIntervalMs());
         http = IndexHttpServer.start(address, context.serving().httpThreads(),
             DaemonConfiguration.HTTP_IDLE_BUSY_SPIN.equals(context.serving().httpIdle()),
-            context.serving().httpMaxBodyBytes(), reader,
+            context.serving().httpMaxBodyBytes(), new IndexHttpServer.Guards(context.serving().httpMaxConnections(),
+                context.serving().httpRequestReadMs(), context.serving().httpTokenFile() == null ? null
+                : java.nio.file.Path.of(context.serving().httpTokenFile())), reader,
             cellDir.resolve(TierMapDescriptor.FILE_NAME),
             PodStatsFile.open(cellDir), new FleetApi() {
                 @Override
@@ -337,7 +339,11 @@ public final class KvidxDaemon implements AutoCloseable {
                     return discoveryStatus();
                 }
             });
-        LOG.info("indexer HTTP API at http://{}:{}/", address.getHostString(), http.port());
+        if (metrics != null) {
+            metrics.httpGuards(http.pipeline());
+        }
+        LOG.info("indexer HTTP API at http://{}:{}/{}", address.getHostString(), http.port(),
+            context.serving().httpTokenFile() != null ? " (bearer token required)" : "");
     }
 
     /**

@@ -215,6 +215,29 @@ public final class DaemonMetrics implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Exports what the HTTP API's guards refused: {@code kvidx_http_connections_open} (gauge),
+     * {@code kvidx_http_connections_refused}, {@code kvidx_http_read_deadlines_expired} and
+     * {@code kvidx_http_unauthorized} (counters).
+     *
+     * @param pipeline the API's connection pipeline.
+     * @return this.
+     */
+    public DaemonMetrics httpGuards(final io.kvidx.serve.HttpPipeline pipeline) {
+        registry.register(() -> new MetricSnapshots(List.of(
+            CellCollector.gauge("kvidx_http_connections_open", "HTTP API connections open",
+                pipeline.connectionsOpen()),
+            CellCollector.counter("kvidx_http_connections_refused",
+                "HTTP API connections closed at accept: the connection bound was reached",
+                pipeline.connectionsRefused()),
+            CellCollector.counter("kvidx_http_read_deadlines_expired",
+                "HTTP API connections closed: a request did not arrive whole within the read deadline",
+                pipeline.readDeadlinesExpired()),
+            CellCollector.counter("kvidx_http_unauthorized",
+                "HTTP API requests refused (401) for a missing or wrong bearer token", pipeline.unauthorized()))));
+        return this;
+    }
+
     /** Everything but the histograms, read once per scrape. */
     private static final class CellCollector implements MultiCollector {
         private final IndexReader index;

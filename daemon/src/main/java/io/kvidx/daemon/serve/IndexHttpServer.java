@@ -4,12 +4,15 @@ import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.tiers.TierMap;
 import io.kvidx.client.tiers.TierMapReader;
 import io.kvidx.daemon.ops.PodStatsFile;
+import io.kvidx.serve.BearerAuth;
+import io.kvidx.serve.ErrorShape;
 import io.kvidx.serve.HttpPipeline;
 import io.kvidx.serve.NettyServer;
 import io.kvidx.serve.ServeContext;
 
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
+import java.util.Set;
 
 /**
  * The daemon's indexer HTTP API ({@code --http HOST:PORT}): the serving layer's HTTP/1.1 server
@@ -20,7 +23,9 @@ import java.nio.file.Path;
  * <p>Bounds: request line 4 KiB, headers 8 KiB, body {@code maxBodyBytes} (413 with a JSON error beyond, and the
  * connection closed), a connection with nothing in flight that stays silent for {@link #IDLE_TIMEOUT_S} seconds is
  * closed, pipelined requests are answered in order, JSON depth, number and string lengths as {@link RequestBody}
- * says.
+ * says; at most {@link Guards#maxConnections} connections, each request whole within {@link Guards#requestReadMs}
+ * of its first byte, and, with a token file, {@code Authorization: Bearer <token>} on every request but
+ * {@code /health} (401 without).
  *
  * <p><b>Note:</b> started and closed by the daemon's thread; requests run on the event loops.
  */
@@ -29,16 +34,30 @@ public final class IndexHttpServer implements AutoCloseable {
     public static final int IDLE_TIMEOUT_S = ServeContext.IDLE_TIMEOUT_S_DEFAULT;
     /** Largest header block. */
     static final int MAX_HEADER_BYTES = 8192;
+    /** The one path served without a token (the kubelet's probes carry none). */
+    public static final String OPEN_PATH = "/health";
+
+    /**
+     * The API's guards.
+     *
+     * @param maxConnections connections open at once.
+     * @param requestReadMs  time a client may take to send one whole request.
+     * @param tokenFile      the bearer token's file, or null for none.
+     */
+    public record Guards(int maxConnections, int requestReadMs, Path tokenFile) {
+    }
 
     private final NettyServer server;
+    private final HttpPipeline pipeline;
     private final IndexReader reader;
     private final TierMap tiers;
     private final PodStatsFile stats;
     private final IndexFileWatch file;
 
-    private IndexHttpServer(final NettyServer server, final IndexReader reader, final TierMap tiers,
-        final PodStatsFile stats, final IndexFileWatch file) {
+    private IndexHttpServer(final NettyServer server, final HttpPipeline pipeline, final IndexReader reader,
+        final TierMap tiers, final PodStatsFile stats, final IndexFileWatch file) {
         this.server = server;
+        this.pipeline = pipeline;
         this.reader = reader;
         this.tiers = tiers;
         this.stats = stats;
@@ -53,6 +72,7 @@ public final class IndexHttpServer implements AutoCloseable {
      * @param busySpin     true: the event loops poll their sockets without sleeping (a core each); false: they block
      *                     in the selector until a request comes.
      * @param maxBodyBytes largest request body.
+     * @param guards       the connection bound, the request read deadline and the bearer token file (or null).
      * @param reader       the cell's index, read-only (closed with the server).
      * @param tierMapFile  the cell's tier map file (followed when it appears or is replaced), or null for none.
      * @param stats        the cell's pod statistics, or null (closed with the server).
@@ -61,8 +81,8 @@ public final class IndexHttpServer implements AutoCloseable {
      * @throws IllegalStateException when the address cannot be bound.
      */
     public static IndexHttpServer start(final InetSocketAddress address, final int threads, final boolean busySpin,
-        final int maxBodyBytes, final IndexReader reader, final Path tierMapFile, final PodStatsFile stats,
-        final FleetApi fleet) {
+        final int maxBodyBytes, final Guards guards, final IndexReader reader, final Path tierMapFile,
+        final PodStatsFile stats, final FleetApi fleet) {
         final PodTableView.Source pods = new PodTableView.Source(reader, fleet.membership());
         // Tier lookups name the slot's generation as the pod table view saw it (no pod table read per lookup).
         final TierMap tiers = tierMapFile == null ? null : new TierMap(tierMapFile, pods::generation,
@@ -71,10 +91,13 @@ public final class IndexHttpServer implements AutoCloseable {
         final ApiHandler api = new ApiHandler(reader, fleet, pods, tiers, stats, file, maxBodyBytes);
         final ServeContext context = new ServeContext().listen(address).threads(threads).busySpin(busySpin)
             .threadName("kvidx-http").idleTimeoutS(IDLE_TIMEOUT_S).maxHeaderBytes(MAX_HEADER_BYTES)
-            .maxBodyBytes(maxBodyBytes);
+            .maxBodyBytes(maxBodyBytes).maxConnections(guards.maxConnections()).requestReadMs(guards.requestReadMs());
         try {
-            return new IndexHttpServer(NettyServer.start(context, HttpPipeline.of(context, () -> api)), reader,
-                tiers, stats, file);
+            if (guards.tokenFile() != null) {
+                context.auth(BearerAuth.fromFile(guards.tokenFile(), Set.of(OPEN_PATH), ErrorShape.FLAT));
+            }
+            final HttpPipeline pipeline = HttpPipeline.of(context, () -> api);
+            return new IndexHttpServer(NettyServer.start(context, pipeline), pipeline, reader, tiers, stats, file);
         } catch (final RuntimeException ex) {
             file.close();
             if (tiers != null) {
@@ -84,6 +107,13 @@ public final class IndexHttpServer implements AutoCloseable {
             throw new IllegalStateException("cannot serve the HTTP API on " + address.getHostString() + ":"
                 + address.getPort() + ": " + cause.getMessage(), ex);
         }
+    }
+
+    /**
+     * @return the connections' pipeline: what the guards refused, for metrics.
+     */
+    public HttpPipeline pipeline() {
+        return pipeline;
     }
 
     /**

@@ -110,6 +110,13 @@ class DaemonConfigTest {
         s.put("--http-threads", new Sample(List.of("--http-threads", "4"), "httpThreads: 4"));
         s.put("--http-max-body-bytes", new Sample(List.of("--http-max-body-bytes", "65536"),
             "httpMaxBodyBytes: 65536"));
+        s.put("--http-token-file", new Sample(List.of("--http-token-file", "/run/secrets/kvidx-token"),
+            "httpTokenFile: /run/secrets/kvidx-token"));
+        s.put("--http-allow-remote", new Sample(List.of("--http-allow-remote"), "httpAllowRemote: true"));
+        s.put("--http-max-connections", new Sample(List.of("--http-max-connections", "64"),
+            "httpMaxConnections: 64"));
+        s.put("--http-request-read-ms", new Sample(List.of("--http-request-read-ms", "2000"),
+            "httpRequestReadMs: 2000"));
         s.put("--peer", new Sample(List.of("--peer", "http://10.0.0.5:8080"), "peer: 'http://10.0.0.5:8080'"));
         s.put("--peer-optional", new Sample(List.of("--peer-optional"), "peerOptional: true"));
         s.put("--peer-timeout-ms", new Sample(List.of("--peer-timeout-ms", "5000"), "peerTimeoutMs: 5000"));

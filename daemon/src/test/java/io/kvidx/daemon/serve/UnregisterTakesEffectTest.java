@@ -100,6 +100,7 @@ class UnregisterTakesEffectTest {
             .capacityBlocks(1024).maxPods(16).deleteOnClose(true);
         try (IndexWriter writer = IndexWriter.create(writerContext);
             IndexHttpServer server = IndexHttpServer.start(new InetSocketAddress("127.0.0.1", 0), 1, false, 1 << 20,
+                new IndexHttpServer.Guards(16, 10_000, null),
                 IndexReader.attach(new IndexReaderContext().dir(dir).cell("test").attachTimeoutMs(1_000)), null, null,
                 fleet(membership, 1_500))) {
             final HttpApiClient http = new HttpApiClient(server.port());
