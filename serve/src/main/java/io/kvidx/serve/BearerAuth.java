@@ -46,18 +46,7 @@ public final class BearerAuth extends ChannelInboundHandlerAdapter {
      *                                  whitespace or control characters.
      */
     public BearerAuth(final String token, final Set<String> openPaths, final ErrorShape shape) {
-        final String t = token.strip();
-        if (t.length() < MIN_TOKEN_CHARS) {
-            throw new IllegalArgumentException("the bearer token must have at least " + MIN_TOKEN_CHARS
-                + " characters (it has " + t.length() + ")");
-        }
-        for (int i = 0; i < t.length(); i++) {
-            final char c = t.charAt(i);
-            if (c <= ' ' || c >= 0x7f) {
-                throw new IllegalArgumentException("the bearer token must be printable ASCII without spaces");
-            }
-        }
-        this.expected = ("Bearer " + t).getBytes(StandardCharsets.US_ASCII);
+        this.expected = authorization(token).getBytes(StandardCharsets.US_ASCII);
         this.openPaths = Set.copyOf(openPaths);
         this.shape = shape;
     }
@@ -70,13 +59,49 @@ public final class BearerAuth extends ChannelInboundHandlerAdapter {
      * @throws IllegalArgumentException when the file cannot be read or its token is refused (naming the file).
      */
     public static BearerAuth fromFile(final Path file, final Set<String> openPaths, final ErrorShape shape) {
+        return new BearerAuth(readToken(file), openPaths, shape);
+    }
+
+    /**
+     * @param token a token (surrounding whitespace is trimmed).
+     * @return the {@code Authorization} header value that carries it: {@code Bearer <token>}.
+     * @throws IllegalArgumentException when the token is shorter than {@value #MIN_TOKEN_CHARS} characters or holds
+     *                                  whitespace or control characters.
+     */
+    public static String authorization(final String token) {
+        final String t = token.strip();
+        if (t.length() < MIN_TOKEN_CHARS) {
+            throw new IllegalArgumentException("the bearer token must have at least " + MIN_TOKEN_CHARS
+                + " characters (it has " + t.length() + ")");
+        }
+        for (int i = 0; i < t.length(); i++) {
+            final char c = t.charAt(i);
+            if (c <= ' ' || c >= 0x7f) {
+                throw new IllegalArgumentException("the bearer token must be printable ASCII without spaces");
+            }
+        }
+        return "Bearer " + t;
+    }
+
+    /**
+     * @param file a file holding a token (a client's copy of the server's Secret, e.g. a replica fetching a peer's
+     *             snapshot).
+     * @return the token, checked as {@link #authorization} checks it.
+     * @throws IllegalArgumentException when the file cannot be read or its token is refused (naming the file).
+     */
+    public static String readToken(final Path file) {
+        final String token;
         try {
-            return new BearerAuth(Files.readString(file, StandardCharsets.UTF_8), openPaths, shape);
+            token = Files.readString(file, StandardCharsets.UTF_8).strip();
         } catch (final IOException ex) {
             throw new IllegalArgumentException("cannot read the token file " + file + ": " + ex.getMessage(), ex);
+        }
+        try {
+            authorization(token);
         } catch (final IllegalArgumentException ex) {
             throw new IllegalArgumentException("token file " + file + ": " + ex.getMessage(), ex);
         }
+        return token;
     }
 
     @Override

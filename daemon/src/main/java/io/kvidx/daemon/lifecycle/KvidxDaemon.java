@@ -210,7 +210,8 @@ public final class KvidxDaemon implements AutoCloseable {
     }
 
     private void startAgents() {
-        catchUp = PeerCatchUp.load(context.snapshots(), index, blockMaps, progress, stateDir);
+        catchUp = PeerCatchUp.load(context.snapshots(), index, blockMaps, progress, stateDir,
+            context.serving().httpTokenFile());
         final AgentSettings agents = context.agents();
         writers.start((i, agent) -> threads.runner(agent, agents.writerCpu(i),
             IdleStrategies.supplier(agents.writerIdle()).get()));

@@ -5,6 +5,7 @@ import io.kvidx.daemon.config.SnapshotSettings;
 import io.kvidx.daemon.index.CellLock;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.snapshot.PeerClient;
+import io.kvidx.serve.BearerAuth;
 import io.kvidx.daemon.snapshot.SnapshotException;
 import io.kvidx.daemon.snapshot.SnapshotIncompatibleException;
 import io.kvidx.daemon.snapshot.SnapshotLoader;
@@ -71,13 +72,14 @@ final class PeerCatchUp {
      * @param blockMaps the pods' block maps.
      * @param progress  each publisher's recorded sequence.
      * @param stateDir  the cell's state directory.
+     * @param tokenFile the daemon's own HTTP token file, sent to the peer as a bearer token; null for none.
      * @return what was loaded, or null when nothing was (no peer, a re-attached index, an optional peer that could
      *     not be fetched).
      * @throws IllegalStateException when the peer cannot be fetched (unless {@code peerOptional}), its snapshot is
      *                               corrupt (likewise) or of another block size or key scheme, or loading fails.
      */
     static SnapshotLoader.Loaded load(final SnapshotSettings settings, final IndexWriter index,
-        final PodBlockMaps blockMaps, final PublisherProgress progress, final Path stateDir) {
+        final PodBlockMaps blockMaps, final PublisherProgress progress, final Path stateDir, final String tokenFile) {
         final String peer = settings.peer();
         if (peer == null) {
             return null;
@@ -91,8 +93,10 @@ final class PeerCatchUp {
         SnapshotLoader.markUnfinished(stateDir, "catch-up from peer " + peer);
         final SnapshotView view;
         try {
-            view = SnapshotView.wrap(PeerClient.fetch(peer, settings.peerTimeoutMs(),
-                settings.snapshotMaxBytes()), settings.snapshotMaxBytes());
+            // The replicas share one token (one Secret): the daemon's own is what its peer requires.
+            view = SnapshotView.wrap(PeerClient.fetch(peer, settings.peerTimeoutMs(), settings.snapshotMaxBytes(),
+                tokenFile == null ? null : BearerAuth.authorization(BearerAuth.readToken(Path.of(tokenFile)))),
+                settings.snapshotMaxBytes());
         } catch (final SnapshotException ex) {
             if (settings.peerOptional()) {
                 LOG.warn("no snapshot from peer {} ({}); starting empty (peerOptional)", peer, ex.getMessage());

@@ -72,9 +72,30 @@ public final class PeerClient {
      *                                 finish within the timeout.
      */
     public static byte[] fetch(final String peer, final long timeoutMs, final long maxBytes) throws SnapshotException {
+        return fetch(peer, timeoutMs, maxBytes, null);
+    }
+
+    /**
+     * Fetches a snapshot from a peer whose API may require a bearer token.
+     *
+     * @param peer          the peer's base URL.
+     * @param timeoutMs     bound on connecting and on the whole exchange.
+     * @param maxBytes      longest body accepted.
+     * @param authorization the {@code Authorization} header to send ({@code Bearer <token>}), or null for none.
+     * @return the body (not verified yet).
+     * @throws SnapshotFormatException when the body exceeds {@code maxBytes}.
+     * @throws SnapshotException       when the peer cannot be reached, answers another status than 200, or does not
+     *                                 finish within the timeout.
+     */
+    public static byte[] fetch(final String peer, final long timeoutMs, final long maxBytes,
+        final String authorization) throws SnapshotException {
         final URI uri = dumpUri(peer);
-        final HttpRequest request = HttpRequest.newBuilder(uri).GET().timeout(Duration.ofMillis(timeoutMs))
-            .header("Accept", "application/octet-stream").build();
+        final HttpRequest.Builder b = HttpRequest.newBuilder(uri).GET().timeout(Duration.ofMillis(timeoutMs))
+            .header("Accept", "application/octet-stream");
+        if (authorization != null) {
+            b.header("Authorization", authorization);
+        }
+        final HttpRequest request = b.build();
         try (HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofMillis(timeoutMs)).followRedirects(HttpClient.Redirect.NEVER).build()) {
             final CompletableFuture<HttpResponse<byte[]>> exchange = client.sendAsync(request, info ->

@@ -57,6 +57,15 @@ class HttpDoorSecurityTest {
             assertTrue(metrics.contains("kvidx_http_unauthorized_total 7.0"), metrics);
             assertTrue(metrics.contains("kvidx_http_connections_open "), metrics);
             assertTrue(metrics.contains("kvidx_http_read_deadlines_expired_total 0.0"), metrics);
+
+            // A replica sharing the token catches up from this daemon's snapshot through the token-protected /dump.
+            final DaemonContext replica = new DaemonContext().dir(dir.resolve("replica")).shardCount(16)
+                .capacityBlocks(4096).heartbeatIntervalMs(50).idleStrategy("backoff");
+            replica.serving().httpTokenFile(token.toString());
+            replica.snapshots().peer(base);
+            try (KvidxDaemon second = KvidxDaemon.start(replica)) {
+                assertTrue(second.catchUp() != null, "the snapshot was loaded with the token");
+            }
         }
     }
 
