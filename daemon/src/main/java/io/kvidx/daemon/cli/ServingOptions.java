@@ -65,6 +65,16 @@ final class ServingOptions {
         + ").")
     private Integer httpRequestReadMs;
 
+    @Option(names = "--http-max-registrations", paramLabel = "N", description = "Most engines API registrations may "
+        + "hold at once, ranks counted (default " + DaemonConfiguration.HTTP_MAX_REGISTRATIONS_DEFAULT + "); one more "
+        + "gets 429.")
+    private Integer httpMaxRegistrations;
+
+    @Option(names = "--http-register-host", paramLabel = "PATTERN", description = "CIDR block (10.0.0.0/8) or host "
+        + "glob (*.vllm.svc.cluster.local) a registration's endpoints may name (repeatable; default: any host); "
+        + "others get 403.")
+    private java.util.List<String> httpRegisterHosts = new java.util.ArrayList<>();
+
     @Option(names = "--http-threads", paramLabel = "N", description = "HTTP event-loop threads (default "
         + DaemonConfiguration.HTTP_THREADS_DEFAULT + ").")
     private Integer httpThreads;
@@ -128,5 +138,9 @@ final class ServingOptions {
         if (httpRequestReadMs != null) {
             settings.httpRequestReadMs(httpRequestReadMs);
         }
+        if (httpMaxRegistrations != null) {
+            settings.httpMaxRegistrations(httpMaxRegistrations);
+        }
+        httpRegisterHosts.forEach(settings::addHttpRegisterHost);
     }
 }

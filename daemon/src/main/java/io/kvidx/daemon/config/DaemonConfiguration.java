@@ -277,6 +277,14 @@ public final class DaemonConfiguration {
     public static final int HTTP_REQUEST_READ_MS_MIN = 100;
     /** Largest {@link #HTTP_REQUEST_READ_MS_PROP_NAME}. */
     public static final int HTTP_REQUEST_READ_MS_MAX = 600_000;
+    /** Property: the most engines API registrations may hold at once (ranks count). */
+    public static final String HTTP_MAX_REGISTRATIONS_PROP_NAME = "httpMaxRegistrations";
+    /** Default for {@link #HTTP_MAX_REGISTRATIONS_PROP_NAME}: a full pod table. */
+    public static final int HTTP_MAX_REGISTRATIONS_DEFAULT = 256;
+    /** Largest {@link #HTTP_MAX_REGISTRATIONS_PROP_NAME}. */
+    public static final int HTTP_MAX_REGISTRATIONS_MAX = 65_536;
+    /** Property: CIDR blocks and host globs a registration's endpoints may name (empty: any host). */
+    public static final String HTTP_REGISTER_HOSTS_PROP_NAME = "httpRegisterHosts";
 
     /** Key scheme key: how the cell keys blocks ({@code kvidx} or {@code xxh3-chain}). */
     public static final String KEY_SCHEME_PROP_NAME = "keyScheme";

@@ -177,6 +177,14 @@ public final class DaemonSettings {
             (c, v) -> c.serving().httpMaxConnections((Integer) v), c -> c.serving().httpMaxConnections()),
         new Setting(DaemonConfiguration.HTTP_REQUEST_READ_MS_PROP_NAME, "--http-request-read-ms", Kind.INT,
             (c, v) -> c.serving().httpRequestReadMs((Integer) v), c -> c.serving().httpRequestReadMs()),
+        new Setting(DaemonConfiguration.HTTP_MAX_REGISTRATIONS_PROP_NAME, "--http-max-registrations", Kind.INT,
+            (c, v) -> c.serving().httpMaxRegistrations((Integer) v), c -> c.serving().httpMaxRegistrations()),
+        new Setting(DaemonConfiguration.HTTP_REGISTER_HOSTS_PROP_NAME, "--http-register-host", Kind.STRING_LIST,
+            (c, v) -> {
+                for (final Object pattern : (List<?>) v) {
+                    c.serving().addHttpRegisterHost((String) pattern);
+                }
+            }, c -> new ArrayList<>(c.serving().httpRegisterHosts())),
         new Setting(ZMQ_BIND_PROP_NAME, "--zmq-bind", Kind.NULLABLE_STRING, (c, v) -> c.zmq().bind((String) v),
             c -> c.zmq().bind()),
         new Setting(DaemonConfiguration.ZMQ_TOPIC_PODS_PROP_NAME, "--zmq-topic-pod", Kind.STRING_LIST, (c, v) -> {

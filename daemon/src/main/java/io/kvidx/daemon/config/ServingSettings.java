@@ -22,6 +22,8 @@ public final class ServingSettings {
     private boolean httpAllowRemote = DaemonConfiguration.HTTP_ALLOW_REMOTE_DEFAULT;
     private int httpMaxConnections = DaemonConfiguration.HTTP_MAX_CONNECTIONS_DEFAULT;
     private int httpRequestReadMs = DaemonConfiguration.HTTP_REQUEST_READ_MS_DEFAULT;
+    private int httpMaxRegistrations = DaemonConfiguration.HTTP_MAX_REGISTRATIONS_DEFAULT;
+    private final java.util.List<String> httpRegisterHosts = new java.util.ArrayList<>();
 
     /**
      * Checks the metrics address (and that it is loopback unless allowed otherwise), the HTTP API's address, how its
@@ -63,6 +65,13 @@ public final class ServingSettings {
             DaemonConfiguration.HTTP_MAX_CONNECTIONS_MAX);
         ConfigException.range(DaemonConfiguration.HTTP_REQUEST_READ_MS_PROP_NAME, httpRequestReadMs,
             DaemonConfiguration.HTTP_REQUEST_READ_MS_MIN, DaemonConfiguration.HTTP_REQUEST_READ_MS_MAX);
+        ConfigException.range(DaemonConfiguration.HTTP_MAX_REGISTRATIONS_PROP_NAME, httpMaxRegistrations, 1,
+            DaemonConfiguration.HTTP_MAX_REGISTRATIONS_MAX);
+        try {
+            new io.kvidx.daemon.membership.EndpointHosts(httpRegisterHosts);
+        } catch (final IllegalArgumentException ex) {
+            throw new ConfigException(DaemonConfiguration.HTTP_REGISTER_HOSTS_PROP_NAME, ex.getMessage());
+        }
         if (!DaemonConfiguration.HTTP_IDLE_BLOCK.equals(httpIdle)
             && !DaemonConfiguration.HTTP_IDLE_BUSY_SPIN.equals(httpIdle)) {
             throw new ConfigException(DaemonConfiguration.HTTP_IDLE_PROP_NAME, "must be "
@@ -239,5 +248,37 @@ public final class ServingSettings {
      */
     public int httpRequestReadMs() {
         return httpRequestReadMs;
+    }
+
+    /**
+     * @param max the most engines API registrations may hold at once (ranks count); one more gets 429.
+     * @return this.
+     */
+    public ServingSettings httpMaxRegistrations(final int max) {
+        this.httpMaxRegistrations = max;
+        return this;
+    }
+
+    /**
+     * @return the registration bound.
+     */
+    public int httpMaxRegistrations() {
+        return httpMaxRegistrations;
+    }
+
+    /**
+     * @param pattern a CIDR block or host glob a registration's endpoints may name (the list adds up; empty: any).
+     * @return this.
+     */
+    public ServingSettings addHttpRegisterHost(final String pattern) {
+        httpRegisterHosts.add(pattern);
+        return this;
+    }
+
+    /**
+     * @return the hosts registrations may name (empty: any).
+     */
+    public java.util.List<String> httpRegisterHosts() {
+        return java.util.List.copyOf(httpRegisterHosts);
     }
 }

@@ -308,6 +308,9 @@ public final class KvidxDaemon implements AutoCloseable {
             .cell(context.cell()).attachTimeoutMs(0));
         final java.nio.file.Path cellDir = context.indexContext().indexFile().getParent();
         final long healthMaxAgeMs = Math.max(1_000, 3 * context.heartbeatIntervalMs());
+        final io.kvidx.daemon.membership.EndpointHosts registerHosts = new io.kvidx.daemon.membership.EndpointHosts(
+            context.serving().httpRegisterHosts());
+        membership.maxRegistrations(context.serving().httpMaxRegistrations());
         http = IndexHttpServer.start(address, context.serving().httpThreads(),
             DaemonConfiguration.HTTP_IDLE_BUSY_SPIN.equals(context.serving().httpIdle()),
             context.serving().httpMaxBodyBytes(), new IndexHttpServer.Guards(context.serving().httpMaxConnections(),
@@ -338,6 +341,11 @@ public final class KvidxDaemon implements AutoCloseable {
                 @Override
                 public io.kvidx.discovery.DiscoveryStatus discovery() {
                     return discoveryStatus();
+                }
+
+                @Override
+                public io.kvidx.daemon.membership.EndpointHosts registerHosts() {
+                    return registerHosts;
                 }
             });
         if (metrics != null) {

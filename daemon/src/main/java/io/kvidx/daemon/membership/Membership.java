@@ -62,7 +62,9 @@ public final class Membership implements AutoCloseable {
         /** The engine was removed. */
         REMOVED,
         /** No such engine. */
-        UNKNOWN
+        UNKNOWN,
+        /** The table holds the most API registrations allowed ({@link #maxRegistrations}): nothing changed. */
+        FULL
     }
 
     /** How long a registration waits for the transport to make its subscription before it is refused. */
@@ -74,6 +76,7 @@ public final class Membership implements AutoCloseable {
     private final Map<String, Engine> byPod = new LinkedHashMap<>();
     private volatile Map<String, Engine> snapshot = Map.of();
     private volatile int discoveryConflicts;
+    private volatile int maxRegistrations = Integer.MAX_VALUE;
 
     /**
      * @param file          where API registrations are kept (null: nowhere, e.g. in tests).
@@ -87,6 +90,20 @@ public final class Membership implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
+    }
+
+    /**
+     * @param max the most engines API registrations may hold at once (each data-parallel rank counts); a
+     *            registration beyond is refused ({@link Outcome#FULL}); the configuration's and discovery's engines do
+     *            not count.
+     * @return this.
+     */
+    public Membership maxRegistrations(final int max) {
+        if (max < 1) {
+            throw new IllegalArgumentException("max registrations must be positive: " + max);
+        }
+        this.maxRegistrations = max;
+        return this;
     }
 
     /**
@@ -183,6 +200,17 @@ public final class Membership implements AutoCloseable {
         final Engine old = byPod.get(engine.key());
         if (old != null) {
             return old.sameSubscription(engine) ? Outcome.UNCHANGED : Outcome.CONFLICT;
+        }
+        if (engine.source() == Engine.Source.API) {
+            int registered = 0;
+            for (final Engine e : byPod.values()) {
+                if (e.source() == Engine.Source.API) {
+                    registered++;
+                }
+            }
+            if (registered >= maxRegistrations) {
+                return Outcome.FULL;
+            }
         }
         final ZmqEndpoint endpoint = engine.toEndpoint();
         try {

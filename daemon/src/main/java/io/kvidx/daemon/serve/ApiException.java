@@ -33,6 +33,10 @@ public final class ApiException extends HttpError {
     public static final String UNKNOWN_INSTANCE = "unknown_instance";
     /** The instance is registered with another endpoint (unregister it first). */
     public static final String CONFLICT = "conflict";
+    /** An endpoint names a host outside {@code httpRegisterHosts}. */
+    public static final String ENDPOINT_NOT_ALLOWED = "endpoint_not_allowed";
+    /** The daemon holds the most API registrations allowed ({@code httpMaxRegistrations}). */
+    public static final String TOO_MANY_ENGINES = "too_many_engines";
     /** The index cannot answer now (its writer is stale or a shard stayed busy); retry or fall back. */
     public static final String UNAVAILABLE = "unavailable";
     /** The daemon failed to do what the request asked (logged). */

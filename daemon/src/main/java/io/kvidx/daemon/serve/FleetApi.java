@@ -54,4 +54,15 @@ public interface FleetApi {
     default io.kvidx.discovery.DiscoveryStatus discovery() {
         return null;
     }
+
+    /**
+     * @return the hosts a registration's endpoints may name ({@code httpRegisterHosts}); every host by default.
+     */
+    default io.kvidx.daemon.membership.EndpointHosts registerHosts() {
+        return ALL_HOSTS;
+    }
+
+    /** Every host: an empty {@link io.kvidx.daemon.membership.EndpointHosts}. */
+    io.kvidx.daemon.membership.EndpointHosts ALL_HOSTS = new io.kvidx.daemon.membership.EndpointHosts(
+        java.util.List.of());
 }

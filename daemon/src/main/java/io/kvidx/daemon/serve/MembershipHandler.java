@@ -52,6 +52,12 @@ final class MembershipHandler {
         if (b.replayEndpoint != null) {
             checkEndpoint("replay_endpoint", b.replayEndpoint);
         }
+        for (final String e : new String[] {b.endpoint, b.replayEndpoint}) {
+            if (e != null && !fleet.registerHosts().allows(e)) {
+                throw new ApiException(403, ApiException.ENDPOINT_NOT_ALLOWED, "endpoint " + e + " names a host "
+                    + "outside the daemon's httpRegisterHosts " + fleet.registerHosts().patterns());
+            }
+        }
         if (b.model == null || b.model.isEmpty()) {
             throw ApiException.missing("model_name");
         }
@@ -76,6 +82,9 @@ final class MembershipHandler {
         fleet.membership().register(engine).whenComplete((outcome, failure) -> {
             if (failure != null) {
                 ApiHandler.error(ctx, keepAlive, subscribeFailed(engine, unwrap(failure)));
+            } else if (outcome == Membership.Outcome.FULL) {
+                ApiHandler.error(ctx, keepAlive, new ApiException(429, ApiException.TOO_MANY_ENGINES, "the daemon "
+                    + "holds the most API registrations allowed (httpMaxRegistrations); unregister one first"));
             } else if (outcome == Membership.Outcome.CONFLICT) {
                 ApiHandler.error(ctx, keepAlive, new ApiException(409, ApiException.CONFLICT, "instance "
                     + engine.instanceId() + " rank " + engine.dpRank() + " is registered with another endpoint, model "

@@ -117,6 +117,10 @@ class DaemonConfigTest {
             "httpMaxConnections: 64"));
         s.put("--http-request-read-ms", new Sample(List.of("--http-request-read-ms", "2000"),
             "httpRequestReadMs: 2000"));
+        s.put("--http-max-registrations", new Sample(List.of("--http-max-registrations", "8"),
+            "httpMaxRegistrations: 8"));
+        s.put("--http-register-host", new Sample(List.of("--http-register-host", "10.0.0.0/8",
+            "--http-register-host", "*.vllm"), "httpRegisterHosts: [10.0.0.0/8, '*.vllm']"));
         s.put("--peer", new Sample(List.of("--peer", "http://10.0.0.5:8080"), "peer: 'http://10.0.0.5:8080'"));
         s.put("--peer-optional", new Sample(List.of("--peer-optional"), "peerOptional: true"));
         s.put("--peer-timeout-ms", new Sample(List.of("--peer-timeout-ms", "5000"), "peerTimeoutMs: 5000"));

@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The daemon's HTTP API behind a bearer token, over a real daemon and a real HTTP client: every endpoint but
  * {@code /health} answers 401 without the token or with a wrong one, and works with it; the refusals are counted in
  * Prometheus. An address other hosts reach is refused at start unless a token file or {@code httpAllowRemote} is
- * given.
+ * given. Registrations are bounded in number and in the hosts their endpoints may name.
  */
 @Timeout(60)
 class HttpDoorSecurityTest {
@@ -90,6 +90,44 @@ class HttpDoorSecurityTest {
         bad.serving().http("127.0.0.1:0").httpTokenFile(weak.toString());
         final RuntimeException refused = assertThrows(RuntimeException.class, () -> KvidxDaemon.start(bad).close());
         assertTrue(String.valueOf(refused.getMessage()).contains("at least 16"), String.valueOf(refused));
+    }
+
+    @Test
+    void shouldBoundRegistrationsAndTheHostsTheyName() throws Exception {
+        final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(4096)
+            .heartbeatIntervalMs(50).idleStrategy("backoff");
+        ctx.serving().http("127.0.0.1:0").httpMaxRegistrations(2).addHttpRegisterHost("127.0.0.0/8")
+            .addHttpRegisterHost("*.vllm.test");
+        try (KvidxDaemon daemon = KvidxDaemon.start(ctx); HttpClient client = HttpClient.newHttpClient()) {
+            final String base = "http://127.0.0.1:" + daemon.httpPort();
+            final HttpResponse<String> far = register(client, base, 1, "tcp://10.9.9.9:5557", null);
+            assertEquals(403, far.statusCode(), far.body());
+            assertTrue(far.body().contains("\"code\":\"endpoint_not_allowed\""), far.body());
+            assertEquals(403, register(client, base, 1, "tcp://127.0.0.1:5557", "tcp://10.9.9.9:5558").statusCode(),
+                "the replay endpoint is checked too");
+            assertEquals(201, register(client, base, 1, "tcp://127.0.0.1:45557", null).statusCode());
+            assertEquals(201, register(client, base, 2, "tcp://127.0.0.2:45557", null).statusCode());
+            final HttpResponse<String> third = register(client, base, 3, "tcp://127.0.0.3:45557", null);
+            assertEquals(429, third.statusCode(), third.body());
+            assertTrue(third.body().contains("\"code\":\"too_many_engines\""), third.body());
+            assertEquals(200, register(client, base, 1, "tcp://127.0.0.1:45557", null).statusCode(),
+                "the same registration again is unchanged, not refused");
+            assertEquals(200, client.send(HttpRequest.newBuilder(URI.create(base + "/unregister"))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"instance_id\":1}")).build(),
+                HttpResponse.BodyHandlers.ofString()).statusCode());
+            assertEquals(201, register(client, base, 3, "tcp://127.0.0.3:45557", null).statusCode(),
+                "room again once one left");
+        }
+    }
+
+    private static HttpResponse<String> register(final HttpClient client, final String base, final int instance,
+        final String endpoint, final String replay) throws Exception {
+        final String body = "{\"instance_id\":" + instance + ",\"endpoint\":\"" + endpoint + "\""
+            + (replay == null ? "" : ",\"replay_endpoint\":\"" + replay + "\"") + ",\"model_name\":\"m\"}";
+        return client.send(HttpRequest.newBuilder(URI.create(base + "/register"))
+            .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+            HttpResponse.BodyHandlers.ofString());
     }
 
     private static HttpResponse<String> get(final HttpClient client, final String url, final String authorization)
