@@ -75,6 +75,11 @@ final class ServingOptions {
         + "others get 403.")
     private java.util.List<String> httpRegisterHosts = new java.util.ArrayList<>();
 
+    @Option(names = "--http-dump-min-interval-ms", paramLabel = "MS", description = "Serve one /dump snapshot to "
+        + "every caller for MS after it was taken: the writers take at most one per interval (default "
+        + DaemonConfiguration.HTTP_DUMP_MIN_INTERVAL_MS_DEFAULT + ").")
+    private Long httpDumpMinIntervalMs;
+
     @Option(names = "--http-threads", paramLabel = "N", description = "HTTP event-loop threads (default "
         + DaemonConfiguration.HTTP_THREADS_DEFAULT + ").")
     private Integer httpThreads;
@@ -142,5 +147,8 @@ final class ServingOptions {
             settings.httpMaxRegistrations(httpMaxRegistrations);
         }
         httpRegisterHosts.forEach(settings::addHttpRegisterHost);
+        if (httpDumpMinIntervalMs != null) {
+            settings.httpDumpMinIntervalMs(httpDumpMinIntervalMs);
+        }
     }
 }

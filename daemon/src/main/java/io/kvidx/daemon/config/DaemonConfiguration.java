@@ -285,6 +285,12 @@ public final class DaemonConfiguration {
     public static final int HTTP_MAX_REGISTRATIONS_MAX = 65_536;
     /** Property: CIDR blocks and host globs a registration's endpoints may name (empty: any host). */
     public static final String HTTP_REGISTER_HOSTS_PROP_NAME = "httpRegisterHosts";
+    /** Property: how long a {@code /dump} snapshot is served to every caller after it was taken, ms. */
+    public static final String HTTP_DUMP_MIN_INTERVAL_MS_PROP_NAME = "httpDumpMinIntervalMs";
+    /** Default for {@link #HTTP_DUMP_MIN_INTERVAL_MS_PROP_NAME}. */
+    public static final long HTTP_DUMP_MIN_INTERVAL_MS_DEFAULT = 10_000;
+    /** Largest {@link #HTTP_DUMP_MIN_INTERVAL_MS_PROP_NAME}. */
+    public static final long HTTP_DUMP_MIN_INTERVAL_MS_MAX = 3_600_000;
 
     /** Key scheme key: how the cell keys blocks ({@code kvidx} or {@code xxh3-chain}). */
     public static final String KEY_SCHEME_PROP_NAME = "keyScheme";

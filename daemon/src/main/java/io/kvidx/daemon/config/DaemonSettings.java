@@ -185,6 +185,8 @@ public final class DaemonSettings {
                     c.serving().addHttpRegisterHost((String) pattern);
                 }
             }, c -> new ArrayList<>(c.serving().httpRegisterHosts())),
+        new Setting(DaemonConfiguration.HTTP_DUMP_MIN_INTERVAL_MS_PROP_NAME, "--http-dump-min-interval-ms", Kind.LONG,
+            (c, v) -> c.serving().httpDumpMinIntervalMs((Long) v), c -> c.serving().httpDumpMinIntervalMs()),
         new Setting(ZMQ_BIND_PROP_NAME, "--zmq-bind", Kind.NULLABLE_STRING, (c, v) -> c.zmq().bind((String) v),
             c -> c.zmq().bind()),
         new Setting(DaemonConfiguration.ZMQ_TOPIC_PODS_PROP_NAME, "--zmq-topic-pod", Kind.STRING_LIST, (c, v) -> {

@@ -24,6 +24,7 @@ public final class ServingSettings {
     private int httpRequestReadMs = DaemonConfiguration.HTTP_REQUEST_READ_MS_DEFAULT;
     private int httpMaxRegistrations = DaemonConfiguration.HTTP_MAX_REGISTRATIONS_DEFAULT;
     private final java.util.List<String> httpRegisterHosts = new java.util.ArrayList<>();
+    private long httpDumpMinIntervalMs = DaemonConfiguration.HTTP_DUMP_MIN_INTERVAL_MS_DEFAULT;
 
     /**
      * Checks the metrics address (and that it is loopback unless allowed otherwise), the HTTP API's address, how its
@@ -67,6 +68,10 @@ public final class ServingSettings {
             DaemonConfiguration.HTTP_REQUEST_READ_MS_MIN, DaemonConfiguration.HTTP_REQUEST_READ_MS_MAX);
         ConfigException.range(DaemonConfiguration.HTTP_MAX_REGISTRATIONS_PROP_NAME, httpMaxRegistrations, 1,
             DaemonConfiguration.HTTP_MAX_REGISTRATIONS_MAX);
+        if (httpDumpMinIntervalMs < 0 || httpDumpMinIntervalMs > DaemonConfiguration.HTTP_DUMP_MIN_INTERVAL_MS_MAX) {
+            throw new ConfigException(DaemonConfiguration.HTTP_DUMP_MIN_INTERVAL_MS_PROP_NAME, "must be in [0, "
+                + DaemonConfiguration.HTTP_DUMP_MIN_INTERVAL_MS_MAX + "]: " + httpDumpMinIntervalMs);
+        }
         try {
             new io.kvidx.daemon.membership.EndpointHosts(httpRegisterHosts);
         } catch (final IllegalArgumentException ex) {
@@ -280,5 +285,22 @@ public final class ServingSettings {
      */
     public java.util.List<String> httpRegisterHosts() {
         return java.util.List.copyOf(httpRegisterHosts);
+    }
+
+    /**
+     * @param ms how long a {@code /dump} snapshot is served to every caller after it was taken (0: a new one for each
+     *           caller not sharing one in flight).
+     * @return this.
+     */
+    public ServingSettings httpDumpMinIntervalMs(final long ms) {
+        this.httpDumpMinIntervalMs = ms;
+        return this;
+    }
+
+    /**
+     * @return the {@code /dump} snapshot's reuse interval, ms.
+     */
+    public long httpDumpMinIntervalMs() {
+        return httpDumpMinIntervalMs;
     }
 }

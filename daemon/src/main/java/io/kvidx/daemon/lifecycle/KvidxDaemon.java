@@ -347,6 +347,11 @@ public final class KvidxDaemon implements AutoCloseable {
                 public io.kvidx.daemon.membership.EndpointHosts registerHosts() {
                     return registerHosts;
                 }
+
+                @Override
+                public long dumpMinIntervalMs() {
+                    return context.serving().httpDumpMinIntervalMs();
+                }
             });
         if (metrics != null) {
             metrics.httpGuards(http.pipeline());

@@ -56,6 +56,17 @@ public interface FleetApi {
     }
 
     /**
+     * @return how long a {@code /dump} snapshot is served to every caller after it was taken
+     * ({@code httpDumpMinIntervalMs}): the writers take at most one snapshot per interval.
+     */
+    default long dumpMinIntervalMs() {
+        return DUMP_MIN_INTERVAL_MS_DEFAULT;
+    }
+
+    /** Default of {@link #dumpMinIntervalMs()}. */
+    long DUMP_MIN_INTERVAL_MS_DEFAULT = 10_000;
+
+    /**
      * @return the hosts a registration's endpoints may name ({@code httpRegisterHosts}); every host by default.
      */
     default io.kvidx.daemon.membership.EndpointHosts registerHosts() {

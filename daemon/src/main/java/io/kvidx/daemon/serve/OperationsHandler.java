@@ -12,19 +12,22 @@ import java.io.IOException;
  * {@code GET /health}, {@code GET /metrics} and {@code GET /dump}: what operators and peers read. Health and metrics
  * read the index and the daemon's registry on the event loop (bounded reads, no locks, no file opened: whether the
  * index file was replaced comes from {@link IndexFileWatch}); a dump is taken on the daemon's threads and written when
- * its future completes.
+ * its future completes, one snapshot shared by all callers per {@link FleetApi#dumpMinIntervalMs()}
+ * ({@link SnapshotCache}).
  *
- * <p><b>Note:</b> stateless; called on event-loop threads.
+ * <p><b>Note:</b> called on event-loop threads; its state is the thread-safe {@link SnapshotCache}.
  */
 final class OperationsHandler {
     private final IndexReader reader;
     private final FleetApi fleet;
     private final IndexFileWatch file;
+    private final SnapshotCache dumps;
 
     OperationsHandler(final IndexReader reader, final FleetApi fleet, final IndexFileWatch file) {
         this.reader = reader;
         this.fleet = fleet;
         this.file = file;
+        this.dumps = new SnapshotCache(fleet::snapshot, fleet.dumpMinIntervalMs(), System::currentTimeMillis);
     }
 
     void health(final ChannelHandlerContext ctx, final boolean keepAlive) {
@@ -73,7 +76,7 @@ final class OperationsHandler {
     }
 
     void dump(final ChannelHandlerContext ctx, final boolean keepAlive) {
-        fleet.snapshot().whenComplete((bytes, failure) -> {
+        dumps.get().whenComplete((bytes, failure) -> {
             if (failure != null) {
                 ApiHandler.error(ctx, keepAlive, new ApiException(503, ApiException.UNAVAILABLE,
                     "snapshot failed: " + (failure.getCause() != null ? failure.getCause().getMessage()

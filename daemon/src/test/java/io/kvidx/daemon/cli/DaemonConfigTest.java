@@ -121,6 +121,8 @@ class DaemonConfigTest {
             "httpMaxRegistrations: 8"));
         s.put("--http-register-host", new Sample(List.of("--http-register-host", "10.0.0.0/8",
             "--http-register-host", "*.vllm"), "httpRegisterHosts: [10.0.0.0/8, '*.vllm']"));
+        s.put("--http-dump-min-interval-ms", new Sample(List.of("--http-dump-min-interval-ms", "0"),
+            "httpDumpMinIntervalMs: 0"));
         s.put("--peer", new Sample(List.of("--peer", "http://10.0.0.5:8080"), "peer: 'http://10.0.0.5:8080'"));
         s.put("--peer-optional", new Sample(List.of("--peer-optional"), "peerOptional: true"));
         s.put("--peer-timeout-ms", new Sample(List.of("--peer-timeout-ms", "5000"), "peerTimeoutMs: 5000"));
