@@ -29,10 +29,26 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * keep-alive connection. Every answer must be a 200 naming instance 1 at the full depth, and instance 2 only while it
  * is registered (at most the full depth), or the documented 503 "unavailable" (the pod table stayed locked past the
  * read bounds: never an internal error); the metrics the API serves must pass promtool.
+ *
+ * <p><b>How many 503s.</b> A query answers 503 "unavailable" only when the writer is inside a change the query reads
+ * (a pod table entry or a shard under its seqlock) for longer than the reader's read bound (50 us), or when the pod
+ * table version moved under each of {@code QueryHandler}'s four searches in a row (or each of the pod table view's
+ * four rebuilds). Here the writer changes the index only around the ten membership changes (five registrations, each
+ * with its engine's 25-block batch; five unregistrations, each taking the pod down and sweeping its bits) and the
+ * pings' empty batches, each change a window of microseconds: a 503 needs the writer's thread preempted inside one.
+ * Two runs on the development VM (two cores shared with other builds) answered 0 of 103 and 0 of 380 queries 503.
+ * The bound: {@value #MAX_UNAVAILABLE_PER_CHANGE} per membership change (the writer preempted inside every change),
+ * plus one per {@value #ANSWERS_PER_EXTRA_UNAVAILABLE} answers (on a fast host one long preemption spans several
+ * quick queries). A reader that gives up routinely (a version that keeps moving, a bound that is not waited out, a
+ * writer that holds a seqlock for milliseconds) answers far more.
  */
 @Timeout(180)
 class RegisterWhileQueryingTest {
     private static final Path PROMTOOL = Path.of("/usr/bin/promtool");
+    /** Membership changes: five registrations and five unregistrations of instance 2. */
+    private static final int ROUNDS = 5;
+    private static final int MAX_UNAVAILABLE_PER_CHANGE = 1;
+    private static final int ANSWERS_PER_EXTRA_UNAVAILABLE = 100;
     private static final Pattern SCORES = Pattern.compile("\"scores\":\\{(.*?)},\"tree_sizes\"");
 
     @TempDir
@@ -96,7 +112,7 @@ class RegisterWhileQueryingTest {
                 }
             }, "router");
             router.start();
-            for (int round = 0; round < 5; round++) {
+            for (int round = 0; round < ROUNDS; round++) {
                 assertEquals(201, http.post("/register", register(2, b, base)).status());
                 await("instance 2 registered, round " + round, () -> {
                     b.command("ping");
@@ -112,8 +128,13 @@ class RegisterWhileQueryingTest {
             stop.set(true);
             router.join(TimeUnit.SECONDS.toMillis(20));
             assertEquals(List.of(), wrong.subList(0, Math.min(5, wrong.size())));
-            assertTrue(withTwo.get() >= 5 && answers.get() > withTwo.get() + unavailable.get(), answers + " answers, "
-                + withTwo + " with 2, " + unavailable + " unavailable");
+            final String counts = answers + " answers, " + withTwo + " with 2, " + unavailable + " unavailable";
+            System.out.println(counts);
+            assertTrue(withTwo.get() >= ROUNDS && answers.get() > withTwo.get() + unavailable.get(), counts);
+            final long allowed = 2L * ROUNDS * MAX_UNAVAILABLE_PER_CHANGE
+                + answers.get() / ANSWERS_PER_EXTRA_UNAVAILABLE;
+            assertTrue(unavailable.get() <= allowed, () -> counts + ": more 503s than the " + allowed + " that "
+                + (2 * ROUNDS) + " membership changes explain (class comment)");
 
             final String metrics = http.get("/metrics").body();
             assertTrue(Files.isExecutable(PROMTOOL) || System.getenv("CI") == null,
