@@ -35,6 +35,8 @@ public final class BearerAuth extends ChannelInboundHandlerAdapter {
 
     private final byte[] expected;
     private final Set<String> openPaths;
+    private final byte[] adminExpected;
+    private final Set<String> adminPaths;
     private final ErrorShape shape;
     private final LongAdder refused = new LongAdder();
 
@@ -46,8 +48,27 @@ public final class BearerAuth extends ChannelInboundHandlerAdapter {
      *                                  whitespace or control characters.
      */
     public BearerAuth(final String token, final Set<String> openPaths, final ErrorShape shape) {
+        this(token, openPaths, null, Set.of(), shape);
+    }
+
+    /**
+     * With a second, administrative token: the admin paths need it, and the first token does not open them.
+     *
+     * @param token      the token of every other path.
+     * @param openPaths  paths served without a token.
+     * @param adminToken the token of the admin paths, or null for none (then the first token opens them too).
+     * @param adminPaths paths that need the admin token (e.g. {@code /dump}, {@code /metrics}).
+     * @param shape      the API's error shape.
+     */
+    public BearerAuth(final String token, final Set<String> openPaths, final String adminToken,
+        final Set<String> adminPaths, final ErrorShape shape) {
         this.expected = authorization(token).getBytes(StandardCharsets.US_ASCII);
         this.openPaths = Set.copyOf(openPaths);
+        this.adminExpected = adminToken == null ? null : authorization(adminToken).getBytes(StandardCharsets.US_ASCII);
+        this.adminPaths = adminToken == null ? Set.of() : Set.copyOf(adminPaths);
+        if (adminExpected != null && MessageDigest.isEqual(expected, adminExpected)) {
+            throw new IllegalArgumentException("the admin token must differ from the token");
+        }
         this.shape = shape;
     }
 
@@ -120,11 +141,13 @@ public final class BearerAuth extends ChannelInboundHandlerAdapter {
     private boolean allowed(final FullHttpRequest request) {
         final String uri = request.uri();
         final int q = uri.indexOf('?');
-        if (openPaths.contains(q < 0 ? uri : uri.substring(0, q))) {
+        final String path = q < 0 ? uri : uri.substring(0, q);
+        if (openPaths.contains(path)) {
             return true;
         }
         final String given = request.headers().get(HttpHeaderNames.AUTHORIZATION);
-        return given != null && MessageDigest.isEqual(expected, given.getBytes(StandardCharsets.US_ASCII));
+        return given != null && MessageDigest.isEqual(adminPaths.contains(path) ? adminExpected : expected,
+            given.getBytes(StandardCharsets.US_ASCII));
     }
 
     /**

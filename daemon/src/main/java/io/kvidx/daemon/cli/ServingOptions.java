@@ -51,6 +51,10 @@ final class ServingOptions {
         + "<token>' on every HTTP API request but /health, the token read from FILE (at least 16 characters).")
     private String httpTokenFile;
 
+    @Option(names = "--http-admin-token-file", paramLabel = "FILE", description = "A second token, from FILE: "
+        + "/dump and /metrics then need it, and the --http-token-file token does not open them.")
+    private String httpAdminTokenFile;
+
     @Option(names = "--http-allow-remote", negatable = true, description = "Accept an --http address that is a "
         + "wildcard or not loopback without --http-token-file (default "
         + DaemonConfiguration.HTTP_ALLOW_REMOTE_DEFAULT + "): something else must keep others out.")
@@ -133,6 +137,9 @@ final class ServingOptions {
         }
         if (httpTokenFile != null) {
             settings.httpTokenFile(httpTokenFile);
+        }
+        if (httpAdminTokenFile != null) {
+            settings.httpAdminTokenFile(httpAdminTokenFile);
         }
         if (httpAllowRemote != null) {
             settings.httpAllowRemote(httpAllowRemote);

@@ -259,6 +259,8 @@ public final class DaemonConfiguration {
 
     /** Property: a file holding the bearer token the HTTP API requires (all but /health); null for none. */
     public static final String HTTP_TOKEN_FILE_PROP_NAME = "httpTokenFile";
+    /** Property: a second token file: /dump and /metrics then need its token (and the first does not open them). */
+    public static final String HTTP_ADMIN_TOKEN_FILE_PROP_NAME = "httpAdminTokenFile";
     /** Property: accept an {@code http} address other hosts reach without a token file. */
     public static final String HTTP_ALLOW_REMOTE_PROP_NAME = "httpAllowRemote";
     /** Default for {@link #HTTP_ALLOW_REMOTE_PROP_NAME}. */

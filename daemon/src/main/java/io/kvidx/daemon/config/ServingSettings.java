@@ -19,6 +19,7 @@ public final class ServingSettings {
     private String httpIdle = DaemonConfiguration.HTTP_IDLE_DEFAULT;
     private int httpMaxBodyBytes = DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT;
     private String httpTokenFile;
+    private String httpAdminTokenFile;
     private boolean httpAllowRemote = DaemonConfiguration.HTTP_ALLOW_REMOTE_DEFAULT;
     private int httpMaxConnections = DaemonConfiguration.HTTP_MAX_CONNECTIONS_DEFAULT;
     private int httpRequestReadMs = DaemonConfiguration.HTTP_REQUEST_READ_MS_DEFAULT;
@@ -61,6 +62,11 @@ public final class ServingSettings {
                     + DaemonConfiguration.HTTP_ALLOW_REMOTE_PROP_NAME + " (--http-allow-remote) is set: it registers "
                     + "engines and dumps the index for anyone who reaches it: " + http);
             }
+        }
+        if (httpAdminTokenFile != null && httpTokenFile == null) {
+            throw new ConfigException(DaemonConfiguration.HTTP_ADMIN_TOKEN_FILE_PROP_NAME, "needs "
+                + DaemonConfiguration.HTTP_TOKEN_FILE_PROP_NAME + " (--http-token-file): the admin token guards /dump "
+                + "and /metrics of an API that requires a token");
         }
         ConfigException.range(DaemonConfiguration.HTTP_MAX_CONNECTIONS_PROP_NAME, httpMaxConnections, 1,
             DaemonConfiguration.HTTP_MAX_CONNECTIONS_MAX);
@@ -204,6 +210,23 @@ public final class ServingSettings {
      */
     public String httpTokenFile() {
         return httpTokenFile;
+    }
+
+    /**
+     * @param file a file holding the token {@code /dump} and {@code /metrics} need (the {@link #httpTokenFile} token
+     *             then does not open them), or null: the one token opens all.
+     * @return this.
+     */
+    public ServingSettings httpAdminTokenFile(final String file) {
+        this.httpAdminTokenFile = file;
+        return this;
+    }
+
+    /**
+     * @return the admin token's file, or null.
+     */
+    public String httpAdminTokenFile() {
+        return httpAdminTokenFile;
     }
 
     /**

@@ -210,8 +210,10 @@ public final class KvidxDaemon implements AutoCloseable {
     }
 
     private void startAgents() {
+        // A peer's /dump needs its admin token when it has one, else its token: replicas share them.
         catchUp = PeerCatchUp.load(context.snapshots(), index, blockMaps, progress, stateDir,
-            context.serving().httpTokenFile());
+            context.serving().httpAdminTokenFile() != null ? context.serving().httpAdminTokenFile()
+                : context.serving().httpTokenFile());
         final AgentSettings agents = context.agents();
         writers.start((i, agent) -> threads.runner(agent, agents.writerCpu(i),
             IdleStrategies.supplier(agents.writerIdle()).get()));
@@ -315,7 +317,9 @@ public final class KvidxDaemon implements AutoCloseable {
             DaemonConfiguration.HTTP_IDLE_BUSY_SPIN.equals(context.serving().httpIdle()),
             context.serving().httpMaxBodyBytes(), new IndexHttpServer.Guards(context.serving().httpMaxConnections(),
                 context.serving().httpRequestReadMs(), context.serving().httpTokenFile() == null ? null
-                : java.nio.file.Path.of(context.serving().httpTokenFile())), reader,
+                : java.nio.file.Path.of(context.serving().httpTokenFile()),
+                context.serving().httpAdminTokenFile() == null ? null
+                    : java.nio.file.Path.of(context.serving().httpAdminTokenFile())), reader,
             cellDir.resolve(TierMapDescriptor.FILE_NAME),
             PodStatsFile.open(cellDir), new FleetApi() {
                 @Override

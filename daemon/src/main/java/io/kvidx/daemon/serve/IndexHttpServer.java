@@ -43,9 +43,22 @@ public final class IndexHttpServer implements AutoCloseable {
      * @param maxConnections connections open at once.
      * @param requestReadMs  time a client may take to send one whole request.
      * @param tokenFile      the bearer token's file, or null for none.
+     * @param adminTokenFile the file of the token {@link #ADMIN_PATHS} need instead, or null (the one token opens
+     *                       all).
      */
-    public record Guards(int maxConnections, int requestReadMs, Path tokenFile) {
+    public record Guards(int maxConnections, int requestReadMs, Path tokenFile, Path adminTokenFile) {
+        /**
+         * @param maxConnections connections open at once.
+         * @param requestReadMs  time a client may take to send one whole request.
+         * @param tokenFile      the bearer token's file, or null for none.
+         */
+        public Guards(final int maxConnections, final int requestReadMs, final Path tokenFile) {
+            this(maxConnections, requestReadMs, tokenFile, null);
+        }
     }
+
+    /** The paths an admin token guards when one is given. */
+    public static final Set<String> ADMIN_PATHS = Set.of("/dump", "/metrics");
 
     private final NettyServer server;
     private final HttpPipeline pipeline;
@@ -94,7 +107,9 @@ public final class IndexHttpServer implements AutoCloseable {
             .maxBodyBytes(maxBodyBytes).maxConnections(guards.maxConnections()).requestReadMs(guards.requestReadMs());
         try {
             if (guards.tokenFile() != null) {
-                context.auth(BearerAuth.fromFile(guards.tokenFile(), Set.of(OPEN_PATH), ErrorShape.FLAT));
+                context.auth(new BearerAuth(BearerAuth.readToken(guards.tokenFile()), Set.of(OPEN_PATH),
+                    guards.adminTokenFile() == null ? null : BearerAuth.readToken(guards.adminTokenFile()), ADMIN_PATHS,
+                    ErrorShape.FLAT));
             }
             final HttpPipeline pipeline = HttpPipeline.of(context, () -> api);
             return new IndexHttpServer(NettyServer.start(context, pipeline), pipeline, reader, tiers, stats, file);

@@ -112,6 +112,8 @@ class DaemonConfigTest {
             "httpMaxBodyBytes: 65536"));
         s.put("--http-token-file", new Sample(List.of("--http-token-file", "/run/secrets/kvidx-token"),
             "httpTokenFile: /run/secrets/kvidx-token"));
+        s.put("--http-admin-token-file", new Sample(List.of("--http-token-file", "/run/t", "--http-admin-token-file",
+            "/run/a"), "httpTokenFile: /run/t\nhttpAdminTokenFile: /run/a"));
         s.put("--http-allow-remote", new Sample(List.of("--http-allow-remote"), "httpAllowRemote: true"));
         s.put("--http-max-connections", new Sample(List.of("--http-max-connections", "64"),
             "httpMaxConnections: 64"));
@@ -234,11 +236,14 @@ class DaemonConfigTest {
         final List<String> args = new ArrayList<>();
         SAMPLES.forEach((option, sample) -> {
             if (!option.equals("--replay") && !option.equals("--writers") && !option.equals("--engine")
-                && !option.startsWith("--discover") && !option.equals("--kubeconfig")) {
+                && !option.startsWith("--discover") && !option.equals("--kubeconfig")
+                && !option.equals("--http-admin-token-file")) {
                 args.addAll(sample.args());
             }
         });
         args.addAll(List.of("--writers", "1", "--replay", "pod-a=tcp://h:5558"));
+        // The admin token's sample repeats --http-token-file (it needs one): here that option came from its own sample.
+        args.addAll(List.of("--http-admin-token-file", "/run/a"));
         // Discovery's options once each (a selector and a pool are exclusive).
         args.addAll(List.of("--discover", "app=vllm,tier=gpu", "--discover-namespace", "fleet", "--discover-kv-port",
             "6000", "--discover-replay-port", "6001", "--discover-engine", "sglang", "--discover-model", "qwen",

@@ -70,6 +70,37 @@ class HttpDoorSecurityTest {
     }
 
     @Test
+    void shouldKeepDumpAndMetricsForTheAdminToken() throws Exception {
+        final Path token = dir.resolve("token");
+        Files.writeString(token, TOKEN);
+        final Path admin = dir.resolve("admin");
+        Files.writeString(admin, "kvidx-admin-token-55e1b0");
+        final DaemonContext ctx = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(4096)
+            .heartbeatIntervalMs(50).idleStrategy("backoff");
+        ctx.serving().http("127.0.0.1:0").httpTokenFile(token.toString()).httpAdminTokenFile(admin.toString());
+        try (KvidxDaemon daemon = KvidxDaemon.start(ctx); HttpClient client = HttpClient.newHttpClient()) {
+            final String base = "http://127.0.0.1:" + daemon.httpPort();
+            assertEquals(200, get(client, base + "/workers", "Bearer " + TOKEN).statusCode());
+            assertEquals(401, get(client, base + "/workers", "Bearer kvidx-admin-token-55e1b0").statusCode(),
+                "the admin token is for the admin paths only");
+            for (final String path : new String[] {"/dump", "/metrics"}) {
+                assertEquals(401, get(client, base + path, "Bearer " + TOKEN).statusCode(), path);
+                assertEquals(200, get(client, base + path, "Bearer kvidx-admin-token-55e1b0").statusCode(), path);
+            }
+            final DaemonContext replica = new DaemonContext().dir(dir.resolve("replica")).shardCount(16)
+                .capacityBlocks(4096).heartbeatIntervalMs(50).idleStrategy("backoff");
+            replica.serving().httpTokenFile(token.toString()).httpAdminTokenFile(admin.toString());
+            replica.snapshots().peer(base);
+            try (KvidxDaemon second = KvidxDaemon.start(replica)) {
+                assertTrue(second.catchUp() != null, "the replica's --peer sends the admin token");
+            }
+        }
+        final DaemonContext alone = new DaemonContext().dir(dir.resolve("alone")).shardCount(16).capacityBlocks(4096);
+        alone.serving().http("127.0.0.1:0").httpAdminTokenFile(admin.toString());
+        assertThrows(ConfigException.class, alone::conclude, "an admin token needs the token");
+    }
+
+    @Test
     void shouldRefuseAnAddressOtherHostsReachWithoutATokenOrAllowRemote() throws Exception {
         final DaemonContext open = new DaemonContext().dir(dir).shardCount(16).capacityBlocks(4096);
         open.serving().http("0.0.0.0:0");
