@@ -43,6 +43,10 @@ public final class EppCommand implements Callable<Integer> {
     @Option(names = "--tls-key", description = "PEM private key of --tls-cert.")
     private Path tlsKey;
 
+    @Option(names = "--token-file", description = "File holding a bearer token: ext_proc streams need"
+        + " 'authorization: Bearer <token>' metadata, the metrics door the header (all but /health).")
+    private Path tokenFile;
+
     @Option(names = "--pod", description = "ID=URL of a pod (repeatable); URL's host:port is the endpoint answered.")
     private List<String> pods = new ArrayList<>();
 
@@ -115,6 +119,7 @@ public final class EppCommand implements Callable<Integer> {
         c.allowRemote = allowRemote != null ? allowRemote : c.allowRemote;
         c.tlsCert = tlsCert != null ? tlsCert : c.tlsCert;
         c.tlsKey = tlsKey != null ? tlsKey : c.tlsKey;
+        c.tokenFile = tokenFile != null ? tokenFile : c.tokenFile;
         c.urlTemplate = urlTemplate != null ? urlTemplate : c.urlTemplate;
         c.dir = dir != null ? dir : c.dir;
         c.cell = cell != null ? cell : c.cell;

@@ -48,6 +48,8 @@ public final class EppConfig {
     /** Accept listen and metrics addresses other hosts reach (neither door authenticates its clients). */
     boolean allowRemote;
     Path tlsCert;
+    /** A file holding the bearer token ext_proc streams and the metrics door need, or null. */
+    Path tokenFile;
     Path tlsKey;
     String dir = RouterConfig.DIR_DEFAULT;
     String cell = RouterConfig.CELL_DEFAULT;
@@ -137,7 +139,7 @@ public final class EppConfig {
     }
 
     private void epp(final Map<?, ?> m) {
-        final Set<String> allowed = Set.of("listen", "metrics", "allow-remote", "tls-cert", "tls-key",
+        final Set<String> allowed = Set.of("listen", "metrics", "allow-remote", "tls-cert", "tls-key", "token-file",
             "stream-deadline-ms", "max-streams", "body-mode");
         for (final Map.Entry<?, ?> e : m.entrySet()) {
             final String k = String.valueOf(e.getKey());
@@ -156,6 +158,7 @@ public final class EppConfig {
                 }
                 case "tls-cert" -> tlsCert = resolve(String.valueOf(v));
                 case "tls-key" -> tlsKey = resolve(String.valueOf(v));
+                case "token-file" -> tokenFile = resolve(String.valueOf(v));
                 case "stream-deadline-ms" -> streamDeadlineMs = integer("epp." + k, v);
                 case "max-streams" -> maxStreams = integer("epp." + k, v);
                 default -> bodyMode = String.valueOf(v);
@@ -275,12 +278,13 @@ public final class EppConfig {
         return "off".equals(metrics) ? null : address("metrics", metrics);
     }
 
-    /** Refuses an address other hosts reach unless {@link #allowRemote}. */
+    /** Refuses an address other hosts reach unless {@link #allowRemote} or a {@link #tokenFile}. */
     private void local(final String key, final String hostPort, final String why) {
-        if (!allowRemote && !io.kvidx.serve.NetworkScope.isLoopback(io.kvidx.serve.NetworkScope.hostOf(hostPort))) {
+        if (!allowRemote && tokenFile == null
+            && !io.kvidx.serve.NetworkScope.isLoopback(io.kvidx.serve.NetworkScope.hostOf(hostPort))) {
             throw new IllegalArgumentException(key + " " + hostPort + " is not a loopback address and the picker "
-                + why + ": set --allow-remote (epp.allow-remote) where a NetworkPolicy admits only the gateway "
-                + "(docs/epp.md, \"Exposing the picker\")");
+                + why + ": give --token-file (epp.token-file) or set --allow-remote (epp.allow-remote) where a "
+                + "NetworkPolicy admits only the gateway (docs/epp.md, \"Exposing the picker\")");
         }
     }
 

@@ -2,6 +2,7 @@ package io.kvidx.epp;
 
 import io.grpc.Server;
 import io.grpc.ServerCredentials;
+import io.grpc.ServerInterceptors;
 import io.grpc.TlsServerCredentials;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
@@ -13,6 +14,8 @@ import io.kvidx.routing.PodTopology;
 import io.kvidx.routing.Profile;
 import io.kvidx.routing.Router;
 import io.kvidx.routing.yaml.YamlRouting;
+import io.kvidx.serve.BearerAuth;
+import io.kvidx.serve.ErrorShape;
 import io.kvidx.serve.HttpPipeline;
 import io.kvidx.serve.NettyServer;
 import io.kvidx.serve.ServeContext;
@@ -20,6 +23,7 @@ import io.kvidx.tokenize.TokenizePreparer;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -62,6 +66,8 @@ public final class EppServer implements AutoCloseable {
     private final ExecutorService grpcExecutor;
     private final ScheduledThreadPoolExecutor timer;
     private final HealthStatusManager health = new HealthStatusManager();
+    /** The ext_proc service's token check, or null without a token file. */
+    final TokenInterceptor tokens;
     private final Server grpc;
     private final NettyServer http;
     private final Thread housekeeping;
@@ -97,7 +103,10 @@ public final class EppServer implements AutoCloseable {
             : TlsServerCredentials.create(config.tlsCert.toFile(), config.tlsKey.toFile());
         final NettyServerBuilder b = tls == null ? NettyServerBuilder.forAddress(config.listenAddress())
             : NettyServerBuilder.forAddress(config.listenAddress(), tls);
-        b.addService(service).addService(health.getHealthService()).executor(grpcExecutor)
+        final String token = config.tokenFile == null ? null : BearerAuth.readToken(config.tokenFile);
+        this.tokens = token == null ? null : new TokenInterceptor(token);
+        b.addService(tokens == null ? service.bindService() : ServerInterceptors.intercept(service, tokens))
+            .addService(health.getHealthService()).executor(grpcExecutor)
             .maxInboundMessageSize(limits.maxBodyBytes() + EppLimits.MESSAGE_OVERHEAD_BYTES);
         // No per-connection stream cap: HTTP/2 would queue a stream beyond it in the proxy, unanswered; the
         // picker's own bound (max-streams, all connections) answers it at once with a 503 instead.
@@ -106,7 +115,8 @@ public final class EppServer implements AutoCloseable {
             this.grpc = b.build().start();
             final java.net.InetSocketAddress m = config.metricsAddress();
             if (m != null) {
-                final ServeContext context = new ServeContext().listen(m).threads(1).threadName("kvidx-epp-http");
+                final ServeContext context = new ServeContext().listen(m).threads(1).threadName("kvidx-epp-http")
+                    .auth(token == null ? null : new BearerAuth(token, Set.of("/health"), ErrorShape.FLAT));
                 final MetricsHandler handler = new MetricsHandler(metrics, index, book::ready);
                 h = NettyServer.start(context, HttpPipeline.of(context, () -> handler));
             }

@@ -15,7 +15,6 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
-import io.grpc.ManagedChannel;
 import io.grpc.stub.StreamObserver;
 
 import java.nio.charset.StandardCharsets;
@@ -39,7 +38,7 @@ final class Envoy {
         private static final Object DONE = new Object();
         final StreamObserver<ProcessingRequest> requests;
 
-        Stream(final ManagedChannel channel) {
+        Stream(final io.grpc.Channel channel) {
             this.requests = ExternalProcessorGrpc.newStub(channel).process(this);
         }
 
