@@ -12,7 +12,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * its location. A pod with no recorded location is "unknown": it is near nothing.
  *
  * <p><b>Note:</b> thread safe; written by the component that discovers pods, read by routing threads
- * (allocation-free lookups).
+ * (allocation-free once a rank pod was looked up: its location is cached; a lookup that races a write drops what it
+ * cached).
  */
 public final class PodTopology {
     /**
@@ -24,7 +25,17 @@ public final class PodTopology {
     public record Location(String node, String zone) {
     }
 
+    /** A rank pod's lookup that found no location (cached like one that did). */
+    private static final Location UNKNOWN = new Location(null, null);
+
     private final Map<String, Location> byPod = new ConcurrentHashMap<>();
+    /**
+     * Rank pods' ({@code <pod>#<r>}) locations, learnt at their first lookup so that later ones do not cut the id
+     * (allocation-free); emptied whenever a location changes.
+     */
+    private final Map<String, Location> byRankPod = new ConcurrentHashMap<>();
+    /** Bumped by every write before it empties {@link #byRankPod}: a lookup that raced a write drops what it cached. */
+    private volatile long version;
 
     /**
      * @param podId a pod's (base) id.
@@ -32,13 +43,15 @@ public final class PodTopology {
      * @param zone  its zone, or null.
      * @return this.
      */
-    public PodTopology put(final String podId, final String node, final String zone) {
+    public synchronized PodTopology put(final String podId, final String node, final String zone) {
         Objects.requireNonNull(podId, "podId");
         if (node == null && zone == null) {
             byPod.remove(podId);
         } else {
             byPod.put(podId, new Location(node, zone));
         }
+        version++;
+        byRankPod.clear();
         return this;
     }
 
@@ -47,9 +60,11 @@ public final class PodTopology {
      *
      * @param locations pod id to location.
      */
-    public void replaceAll(final Map<String, Location> locations) {
+    public synchronized void replaceAll(final Map<String, Location> locations) {
         byPod.keySet().retainAll(locations.keySet());
         byPod.putAll(locations);
+        version++;
+        byRankPod.clear();
     }
 
     /**
@@ -61,8 +76,20 @@ public final class PodTopology {
             return null;
         }
         final Location l = byPod.get(podId);
-        return l != null || podId.indexOf(DataParallelRanks.SEPARATOR) < 0 ? l
-            : byPod.get(DataParallelRanks.basePodId(podId));
+        if (l != null || podId.indexOf(DataParallelRanks.SEPARATOR) < 0) {
+            return l;
+        }
+        Location r = byRankPod.get(podId);
+        if (r == null) {
+            final long v = version;
+            final Location base = byPod.get(DataParallelRanks.basePodId(podId));
+            r = base == null ? UNKNOWN : base;
+            byRankPod.put(podId, r);
+            if (version != v) {
+                byRankPod.remove(podId, r); // a write came between: the next lookup learns again
+            }
+        }
+        return r == UNKNOWN ? null : r;
     }
 
     /**

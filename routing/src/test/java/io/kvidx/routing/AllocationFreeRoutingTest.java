@@ -7,6 +7,7 @@ import io.kvidx.routing.plugins.CacheAffinityScorer;
 import io.kvidx.routing.plugins.ConsistentHashPicker;
 import io.kvidx.routing.plugins.HashKeyPreparer;
 import io.kvidx.routing.plugins.LeastLoadScorer;
+import io.kvidx.routing.plugins.LocalityScorer;
 import io.kvidx.routing.plugins.MaxScorePicker;
 import io.kvidx.routing.plugins.PrefixQueryPreparer;
 import io.kvidx.routing.plugins.SessionAffinityScorer;
@@ -32,9 +33,15 @@ class AllocationFreeRoutingTest {
 
     @Test
     void shouldRouteWithoutAllocating() {
-        final PodRegistry registry = PluginTestSupport.registry(64);
+        // Half the pods are data-parallel ranks of the other half (their locations found through their pods').
+        final PodRegistry registry = new PodRegistry();
+        final PodTopology topology = new PodTopology();
         for (int s = 0; s < 64; s++) {
+            registry.register(s, s % 2 == 0 ? "pod-" + s : "pod-" + (s - 1) + "#1", "m", PodRole.BOTH, null);
             registry.load(s, s % 3, s % 7, s * 10L);
+            if (s % 2 == 0) {
+                topology.put("pod-" + s, "node-" + (s % 8), "zone-" + (s % 3));
+            }
         }
         final PickOverlay overlay = new PickOverlay(1 << 14, PickOverlay.APPROXIMATE_TTL_MS_DEFAULT);
         final SessionTable sessions = new SessionTable(1024, 60_000);
@@ -45,7 +52,8 @@ class AllocationFreeRoutingTest {
             .score(new CacheAffinityScorer("cache"), 2)
             .score(new LeastLoadScorer("load", registry, LoadMetric.REQUESTS), 1)
             .score(new SessionAffinityScorer("sticky", sessions), 0.5)
-            .pick(new MaxScorePicker("max"))
+            .score(LocalityScorer.nearOrigin("near", registry, topology, "node-2", "zone-2", 0.5), 0.25)
+            .pick(new MaxScorePicker("max", registry)) // ties by the prompt: its fingerprint, the pods' id hashes
             .build(registry);
         final Profile hashed = Profile.builder("hash")
             .prepare(new HashKeyPreparer("hash", "x-user", HashKeyPreparer.Source.TOKENS, 64))

@@ -66,10 +66,16 @@ class LocalityScorerTest {
     void shouldGiveRankPodsTheirPodsLocationAndFollowASnapshot() {
         final PodTopology t = topology();
         assertEquals(new PodTopology.Location("node-a", "zone-1"), t.location("pod-0#3"));
+        assertEquals(new PodTopology.Location("node-a", "zone-1"), t.location("pod-0#3"), "again, from the cache");
+        assertNull(t.location("pod-7#1"), "a rank of a pod with no location");
         t.replaceAll(Map.of("pod-9", new PodTopology.Location("node-z", null)));
         assertNull(t.location("pod-0"));
+        assertNull(t.location("pod-0#3"), "a write forgets the cached rank locations");
         assertEquals("node-z", t.location("pod-9").node());
-        assertEquals(1, t.size());
+        assertEquals("node-z", t.location("pod-9#2").node());
+        t.put("pod-7", "node-7", null);
+        assertEquals("node-7", t.location("pod-7#1").node(), "a rank found nowhere before is found after a write");
+        assertEquals(2, t.size());
     }
 
     @Test
