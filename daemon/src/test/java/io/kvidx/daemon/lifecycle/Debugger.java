@@ -2,9 +2,14 @@ package io.kvidx.daemon.lifecycle;
 
 import com.sun.jdi.AbsentInformationException;
 import com.sun.jdi.Bootstrap;
+import com.sun.jdi.ClassObjectReference;
+import com.sun.jdi.ClassType;
+import com.sun.jdi.Field;
 import com.sun.jdi.Location;
 import com.sun.jdi.Method;
+import com.sun.jdi.ObjectReference;
 import com.sun.jdi.ReferenceType;
+import com.sun.jdi.ThreadReference;
 import com.sun.jdi.VirtualMachine;
 import com.sun.jdi.connect.AttachingConnector;
 import com.sun.jdi.connect.Connector;
@@ -54,6 +59,8 @@ final class Debugger implements AutoCloseable {
         final int hit;
         final CountDownLatch reached = new CountDownLatch(1);
         volatile String where;
+        /** The thread that stopped here (suspended by the breakpoint until the target is resumed). */
+        volatile ThreadReference thread;
 
         private Point(final String className, final String method, final String lineText, final int hit) {
             this.className = className;
@@ -217,6 +224,7 @@ final class Debugger implements AutoCloseable {
                         final Point point = (Point) e.request().getProperty("point");
                         e.request().disable();
                         point.where = hit.location() + " in thread " + hit.thread().name();
+                        point.thread = hit.thread();
                         point.reached.countDown();
                         // Stays suspended: the test kills or resumes it.
                         resume = false;
@@ -232,6 +240,48 @@ final class Debugger implements AutoCloseable {
             Thread.currentThread().interrupt();
         } catch (final com.sun.jdi.VMDisconnectedException ex) {
             // the target died (killed): nothing more to do
+        }
+    }
+
+    /**
+     * While the target is stopped at a breakpoint, sets fields of the object whose method it stopped in (the top
+     * frame's {@code this}) to one new instance of a class on the target's class path, loaded by that object's class
+     * loader and made by its no-argument constructor on the stopped thread (the other threads stay suspended). Used to
+     * arm a main class's test hooks (a fault to run) in a real process at an exact point.
+     *
+     * @param point     a point the target has reached ({@link Point#await}) and not been resumed from since.
+     * @param className the class to instantiate in the target.
+     * @param fields    the fields of {@code this} to set to the instance.
+     */
+    void setFieldsToNew(final Point point, final String className, final String... fields) throws Exception {
+        final ThreadReference thread = point.thread;
+        if (thread == null) {
+            throw new AssertionError("the target has not stopped at " + point);
+        }
+        final ObjectReference self = thread.frame(0).thisObject();
+        if (self == null) {
+            throw new AssertionError("stopped in a static method at " + point.where);
+        }
+        final ClassType classClass = (ClassType) vm.classesByName("java.lang.Class").get(0);
+        final Method forName = classClass.concreteMethodByName("forName",
+            "(Ljava/lang/String;ZLjava/lang/ClassLoader;)Ljava/lang/Class;");
+        final ClassObjectReference loaded = (ClassObjectReference) classClass.invokeMethod(thread, forName,
+            List.of(vm.mirrorOf(className), vm.mirrorOf(true), self.referenceType().classLoader()),
+            ObjectReference.INVOKE_SINGLE_THREADED);
+        final ClassType type = (ClassType) loaded.reflectedType();
+        final ObjectReference instance = type.newInstance(thread, type.concreteMethodByName("<init>", "()V"),
+            List.of(), ObjectReference.INVOKE_SINGLE_THREADED);
+        instance.disableCollection();
+        try {
+            for (final String name : fields) {
+                final Field field = self.referenceType().fieldByName(name);
+                if (field == null) {
+                    throw new AssertionError("no field " + name + " in " + self.referenceType().name());
+                }
+                self.setValue(field, instance);
+            }
+        } finally {
+            instance.enableCollection();
         }
     }
 
