@@ -1,13 +1,13 @@
 package io.kvidx.epp;
 
+import io.kvidx.router.DecisionOptions;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.Callable;
 
 /**
@@ -23,6 +23,9 @@ import java.util.concurrent.Callable;
 public final class EppCommand implements Callable<Integer> {
     @Option(names = "--config", description = "YAML: the router's document plus an epp mapping (docs/epp.md).")
     private Path config;
+
+    @Mixin
+    private DecisionOptions decision = new DecisionOptions();
 
     @Option(names = "--listen", description = "HOST:PORT of the gRPC server (default " + EppConfig.LISTEN_DEFAULT
         + ").")
@@ -46,26 +49,6 @@ public final class EppCommand implements Callable<Integer> {
     @Option(names = "--token-file", description = "File holding a bearer token: ext_proc streams need"
         + " 'authorization: Bearer <token>' metadata, the metrics door the header (all but /health).")
     private Path tokenFile;
-
-    @Option(names = "--pod", description = "ID=URL of a pod (repeatable); URL's host:port is the endpoint answered.")
-    private List<String> pods = new ArrayList<>();
-
-    @Option(names = "--pod-url-template", description = "URL for pods the index knows and --pod does not name,"
-        + " e.g. http://{pod}:8000.")
-    private String urlTemplate;
-
-    @Option(names = "--dir", description = "Index directory (default /dev/shm/kvidx).")
-    private String dir;
-
-    @Option(names = "--cell", description = "Index cell (default default).")
-    private String cell;
-
-    @Option(names = "--policy", description = "Routing when the YAML has no profiles: cache-aware (default),"
-        + " approximate, round-robin, least-load.")
-    private String policy;
-
-    @Option(names = "--tokenizer", description = "tokenizer.json (or its directory) for text and chat requests.")
-    private Path tokenizer;
 
     @Option(names = "--max-body-bytes", description = "Largest request body (default "
         + EppLimits.MAX_BODY_BYTES_DEFAULT + ").")
@@ -111,20 +94,13 @@ public final class EppCommand implements Callable<Integer> {
     EppConfig build() throws java.io.IOException {
         final EppConfig c = config == null ? new EppConfig()
             : EppConfig.fromYaml(Files.readString(config), config.toAbsolutePath().getParent());
-        for (final String p : pods) {
-            c.podSpec(p);
-        }
+        decision.applyTo(c);
         c.listen = listen != null ? listen : c.listen;
         c.metrics = metrics != null ? metrics : c.metrics;
         c.allowRemote = allowRemote != null ? allowRemote : c.allowRemote;
         c.tlsCert = tlsCert != null ? tlsCert : c.tlsCert;
         c.tlsKey = tlsKey != null ? tlsKey : c.tlsKey;
         c.tokenFile = tokenFile != null ? tokenFile : c.tokenFile;
-        c.urlTemplate = urlTemplate != null ? urlTemplate : c.urlTemplate;
-        c.dir = dir != null ? dir : c.dir;
-        c.cell = cell != null ? cell : c.cell;
-        c.policy = policy != null ? policy : c.policy;
-        c.tokenizer = tokenizer != null ? tokenizer : c.tokenizer;
         c.maxBodyBytes = maxBodyBytes != null ? maxBodyBytes : c.maxBodyBytes;
         c.streamDeadlineMs = streamDeadlineMs != null ? streamDeadlineMs : c.streamDeadlineMs;
         c.maxStreams = maxStreams != null ? maxStreams : c.maxStreams;

@@ -37,7 +37,7 @@ import java.util.Set;
  *
  * <p><b>Note:</b> not thread safe while being built; read-only once validated.
  */
-public final class EppConfig {
+public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
     /** Default gRPC listen address (GIE's EPP port), loopback: other hosts only with {@code allow-remote}. */
     public static final String LISTEN_DEFAULT = "127.0.0.1:9002";
     /** Default metrics listen address (GIE's EPP metrics port), loopback. */
@@ -204,6 +204,7 @@ public final class EppConfig {
      * @param spec the option's value.
      * @return this.
      */
+    @Override
     public EppConfig podSpec(final String spec) {
         final int eq = spec.indexOf('=');
         if (eq <= 0 || eq == spec.length() - 1) {
@@ -247,6 +248,36 @@ public final class EppConfig {
         doc.put("session-header", sessionHeader);
         routingDocument = RouterConfig.fromYaml(new Dump(DumpSettings.builder().build()).dumpToString(doc), baseDir)
             .validate().routingDocument();
+        return this;
+    }
+
+    @Override
+    public EppConfig urlTemplate(final String template) {
+        this.urlTemplate = template;
+        return this;
+    }
+
+    @Override
+    public EppConfig indexDir(final String indexDir) {
+        this.dir = indexDir;
+        return this;
+    }
+
+    @Override
+    public EppConfig indexCell(final String indexCell) {
+        this.cell = indexCell;
+        return this;
+    }
+
+    @Override
+    public EppConfig policy(final String routingPolicy) {
+        this.policy = routingPolicy;
+        return this;
+    }
+
+    @Override
+    public EppConfig tokenizer(final Path tokenizerPath) {
+        this.tokenizer = tokenizerPath;
         return this;
     }
 

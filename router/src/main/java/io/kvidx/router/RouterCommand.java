@@ -2,6 +2,7 @@ package io.kvidx.router;
 
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Files;
@@ -25,29 +26,11 @@ public final class RouterCommand implements Callable<Integer> {
     @Option(names = "--config", description = "Router YAML (listen, index, pods, profiles, ...; docs/router.md).")
     private Path config;
 
+    @Mixin
+    private DecisionOptions decision = new DecisionOptions();
+
     @Option(names = "--listen", description = "HOST:PORT to serve on (default " + RouterConfig.LISTEN_DEFAULT + ").")
     private String listen;
-
-    @Option(names = "--pod", description = "ID=URL of a pod's OpenAI server (repeatable); ID as the index knows it.")
-    private List<String> pods = new ArrayList<>();
-
-    @Option(names = "--pod-url-template", description = "URL for pods the index knows and --pod does not name,"
-        + " e.g. http://{pod}:8000.")
-    private String urlTemplate;
-
-    @Option(names = "--dir", description = "Index directory (default " + RouterConfig.DIR_DEFAULT + ").")
-    private String dir;
-
-    @Option(names = "--cell", description = "Index cell (default " + RouterConfig.CELL_DEFAULT + ").")
-    private String cell;
-
-    @Option(names = "--policy", description = "Routing when the YAML has no profiles: cache-aware (default),"
-        + " approximate, round-robin, least-load.")
-    private String policy;
-
-    @Option(names = "--tokenizer", description = "tokenizer.json (or its directory, with tokenizer_config.json for"
-        + " chats) for text and chat requests.")
-    private Path tokenizer;
 
     @Option(names = "--threads", description = "Event-loop threads (default " + RouterConfig.THREADS_DEFAULT + ").")
     private Integer threads;
@@ -132,27 +115,7 @@ public final class RouterCommand implements Callable<Integer> {
         if (listen != null) {
             c.listen = listen;
         }
-        for (final String p : pods) {
-            c.podSpec(p);
-        }
-        if (urlTemplate != null) {
-            c.urlTemplate = urlTemplate;
-        }
-        if (dir != null) {
-            c.dir = dir;
-        }
-        if (cell != null) {
-            c.cell = cell;
-        }
-        if (policy != null) {
-            if (c.routingYaml != null) {
-                throw new IllegalArgumentException("--policy and a YAML with profiles: choose one");
-            }
-            c.policy = policy;
-        }
-        if (tokenizer != null) {
-            c.tokenizer = tokenizer;
-        }
+        decision.applyTo(c);
         c.threads = threads != null ? threads : c.threads;
         c.attempts = attempts != null ? attempts : c.attempts;
         c.connectMs = connectMs != null ? connectMs : c.connectMs;

@@ -49,7 +49,7 @@ import java.util.Set;
  *
  * <p><b>Note:</b> not thread safe while being built; read-only once validated.
  */
-public final class RouterConfig {
+public final class RouterConfig implements DecisionOptions.Target {
     /** Default listen address. */
     public static final String LISTEN_DEFAULT = "127.0.0.1:8080";
     /** Default index directory (the daemon's). */
@@ -241,12 +241,51 @@ public final class RouterConfig {
      * @param spec the option's value.
      * @return this.
      */
+    @Override
     public RouterConfig podSpec(final String spec) {
         final int eq = spec.indexOf('=');
         if (eq <= 0 || eq == spec.length() - 1) {
             throw new IllegalArgumentException("--pod expects ID=URL, got '" + spec + "'");
         }
         return pod(spec.substring(0, eq), spec.substring(eq + 1), null, null);
+    }
+
+    @Override
+    public RouterConfig urlTemplate(final String template) {
+        this.urlTemplate = template;
+        return this;
+    }
+
+    @Override
+    public RouterConfig indexDir(final String indexDir) {
+        this.dir = indexDir;
+        return this;
+    }
+
+    @Override
+    public RouterConfig indexCell(final String indexCell) {
+        this.cell = indexCell;
+        return this;
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @throws IllegalArgumentException when the YAML has profiles.
+     */
+    @Override
+    public RouterConfig policy(final String routingPolicy) {
+        if (routingYaml != null) {
+            throw new IllegalArgumentException("--policy and a YAML with profiles: choose one");
+        }
+        this.policy = routingPolicy;
+        return this;
+    }
+
+    @Override
+    public RouterConfig tokenizer(final Path tokenizerPath) {
+        this.tokenizer = tokenizerPath;
+        return this;
     }
 
     /**
