@@ -250,8 +250,11 @@ public final class DaemonConfiguration {
     public static final String HTTP_IDLE_DEFAULT = HTTP_IDLE_BLOCK;
     /** Largest HTTP request body key (bytes). */
     public static final String HTTP_MAX_BODY_BYTES_PROP_NAME = "httpMaxBodyBytes";
-    /** Default largest request body: 1 MiB (a 131,072-token prompt as JSON is about 800 KiB). */
-    public static final int HTTP_MAX_BODY_BYTES_DEFAULT = 1 << 20;
+    /**
+     * Default largest request body: 8 MiB, Dynamo's indexer's limit for {@code /query} (a 1,000,000-token prompt as
+     * JSON is about 6 MiB).
+     */
+    public static final int HTTP_MAX_BODY_BYTES_DEFAULT = 8 << 20;
     /** Smallest accepted value of the largest request body. */
     public static final int HTTP_MAX_BODY_BYTES_MIN = 1 << 10;
     /** Largest accepted value of the largest request body. */

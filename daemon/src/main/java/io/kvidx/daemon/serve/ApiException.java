@@ -15,11 +15,23 @@ public final class ApiException extends HttpError {
     public static final String BAD_JSON = "bad_json";
     /** A required field is missing (422, as Dynamo answers a query without {@code token_ids}). */
     public static final String MISSING_FIELD = "missing_field";
-    /** A field has the wrong type or an out-of-range value. */
+    /**
+     * A field has the wrong type or an out-of-range value (422, as Dynamo answers a body that does not deserialize), or
+     * a well-typed value the API refuses (400: an endpoint that is not ZeroMQ's, an instance id outside the pod id
+     * rule).
+     */
     public static final String INVALID_FIELD = "invalid_field";
+    /** A POST without {@code Content-Type: application/json} (415, as Dynamo answers). */
+    public static final String UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type";
+    /** The same instance and rank registered again with the same endpoint (409, as Dynamo answers). */
+    public static final String ALREADY_REGISTERED = "already_registered";
+    /** {@code /query_by_hash} with hashes of a key scheme the cell was not started with. */
+    public static final String WRONG_KEY_SCHEME = "wrong_key_scheme";
+    /** An endpoint of Dynamo's API that kvidx refuses on purpose (501; docs/service-api-peers.md says why). */
+    public static final String NOT_IMPLEMENTED = "not_implemented";
     /** No pod of the cell serves the model (in the routing group). */
     public static final String UNKNOWN_MODEL = "unknown_model";
-    /** The engine's block size is not the cell's router block size. */
+    /** The engine's block size is not the cell's router block size (409, as Dynamo answers a mismatch). */
     public static final String WRONG_BLOCK_SIZE = "wrong_block_size";
     /** The body exceeds the configured size. */
     public static final String BODY_TOO_LARGE = "body_too_large";
@@ -59,7 +71,13 @@ public final class ApiException extends HttpError {
         return new ApiException(422, MISSING_FIELD, "missing field '" + field + "'");
     }
 
+    /** A field that does not deserialize into the request: the wrong type or out of its type's range (422). */
     static ApiException invalid(final String field, final String what) {
+        return new ApiException(422, INVALID_FIELD, "field '" + field + "' " + what);
+    }
+
+    /** A well-typed field whose value the API refuses (400). */
+    static ApiException refused(final String field, final String what) {
         return new ApiException(400, INVALID_FIELD, "field '" + field + "' " + what);
     }
 }

@@ -12,6 +12,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.util.concurrent.FastThreadLocal;
@@ -23,7 +24,8 @@ import java.io.IOException;
 /**
  * Routes each request of the indexer API to the one handler of its concern: {@link QueryHandler} (query,
  * query_by_hash), {@link MembershipHandler} (register, unregister, workers), {@link OperationsHandler} (health,
- * metrics, dump). Reads (query, workers, health, metrics) are answered on the event loop: they read the index and
+ * metrics, dump). A POST needs {@code Content-Type: application/json} (415 otherwise, as Dynamo's indexer answers);
+ * Dynamo's peer-list endpoints are refused with 501 ({@link #noPeers}). Reads (query, workers, health, metrics) are answered on the event loop: they read the index and
  * shared files with bounded waits and never take a lock the writer holds. Changes (register, unregister) and
  * snapshots complete on the daemon's own threads and answer when their future does, so no event loop ever waits; the
  * serving layer's {@link io.kvidx.serve.RequestSequencer} hands this handler a connection's next request only once
@@ -98,10 +100,13 @@ final class ApiHandler extends HttpRequestHandler {
         final HttpMethod method = request.method();
         try {
             switch (path) {
-                case "/query" -> post(method, () -> query(ctx, keepAlive, request.content(), false));
-                case "/query_by_hash" -> post(method, () -> query(ctx, keepAlive, request.content(), true));
-                case "/register" -> post(method, () -> membership.register(ctx, keepAlive, body(request)));
-                case "/unregister" -> post(method, () -> membership.unregister(ctx, keepAlive, body(request)));
+                case "/query" -> post(method, request, () -> query(ctx, keepAlive, request.content(), false));
+                case "/query_by_hash" -> post(method, request, () -> query(ctx, keepAlive, request.content(), true));
+                case "/register" -> post(method, request, () -> membership.register(ctx, keepAlive, body(request)));
+                case "/unregister" -> post(method, request,
+                    () -> membership.unregister(ctx, keepAlive, body(request)));
+                case "/peers" -> get(method, ApiHandler::noPeers);
+                case "/register_peer", "/deregister_peer" -> post(method, request, ApiHandler::noPeers);
                 case "/workers" -> get(method, () -> membership.workers(ctx, keepAlive));
                 case "/health" -> get(method, () -> operations.health(ctx, keepAlive));
                 case "/metrics" -> get(method, () -> operations.metrics(ctx, keepAlive));
@@ -121,11 +126,43 @@ final class ApiHandler extends HttpRequestHandler {
         void run() throws IOException;
     }
 
-    private static void post(final HttpMethod method, final Action action) throws IOException {
+    private static void post(final HttpMethod method, final FullHttpRequest request, final Action action)
+        throws IOException {
         if (!HttpMethod.POST.equals(method)) {
             throw new ApiException(405, ApiException.METHOD_NOT_ALLOWED, "use POST");
         }
+        if (!isJson(request.headers().get(HttpHeaderNames.CONTENT_TYPE))) {
+            throw new ApiException(415, ApiException.UNSUPPORTED_MEDIA_TYPE,
+                "Expected request with `Content-Type: application/json`");
+        }
         action.run();
+    }
+
+    /**
+     * Whether a content type is JSON as Dynamo's extractor (axum's {@code Json}) decides: the media type
+     * {@code application/json} or {@code application/<anything>+json}, with any parameters, case aside.
+     *
+     * @param contentType the header's value, or null.
+     * @return true for a JSON media type.
+     */
+    static boolean isJson(final String contentType) {
+        if (contentType == null) {
+            return false;
+        }
+        final int semi = contentType.indexOf(';');
+        final String type = (semi < 0 ? contentType : contentType.substring(0, semi)).trim()
+            .toLowerCase(java.util.Locale.ROOT);
+        return type.equals("application/json") || type.startsWith("application/") && type.endsWith("+json");
+    }
+
+    /**
+     * Dynamo's peer list feeds its start-up recovery from a peer's {@code /dump} of JSON router events; a kvidx
+     * replica instead starts from another daemon's binary snapshot named by {@code --peer URL} (or YAML
+     * {@code peer:}), so a list kept at run time would be used by nothing. Refused, saying so.
+     */
+    private static void noPeers() {
+        throw new ApiException(501, ApiException.NOT_IMPLEMENTED, "kvidx keeps no peer list: a replica starts "
+            + "from another daemon's snapshot given by --peer URL at start-up (docs/service-api-peers.md)");
     }
 
     private static void get(final HttpMethod method, final Action action) throws IOException {

@@ -62,9 +62,10 @@ final class MembershipHandler {
             throw ApiException.missing("model_name");
         }
         if (b.blockSize > 0 && b.blockSize != reader.blockSize()) {
-            throw new ApiException(400, ApiException.WRONG_BLOCK_SIZE, "block_size " + b.blockSize + " is not the "
-                + "cell's router block size " + reader.blockSize() + " (start the daemon with --block-size "
-                + b.blockSize + " for such engines)");
+            throw new ApiException(409, ApiException.WRONG_BLOCK_SIZE, "block_size mismatch for model=" + b.model
+                + " tenant=" + (b.group == null || b.group.isEmpty() ? Engine.DEFAULT_GROUP : b.group) + ": existing="
+                + reader.blockSize() + ", requested=" + b.blockSize + " (the cell has one router block size: start a "
+                + "daemon with --block-size " + b.blockSize + " for such engines)");
         }
         final ZmqEndpoint.Engine type;
         try {
@@ -77,7 +78,7 @@ final class MembershipHandler {
             engine = new Engine(b.instanceId, Math.max(0, b.dpRank), b.endpoint, b.replayEndpoint, b.model,
                 reader.blockSize(), b.group, b.additionalSalt, type, Engine.Source.API);
         } catch (final IllegalArgumentException ex) {
-            throw ApiException.invalid("instance_id", ex.getMessage());
+            throw ApiException.refused("instance_id", ex.getMessage());
         }
         fleet.membership().register(engine).whenComplete((outcome, failure) -> {
             if (failure != null) {
@@ -87,10 +88,14 @@ final class MembershipHandler {
                     + "holds the most API registrations allowed (httpMaxRegistrations); unregister one first"));
             } else if (outcome == Membership.Outcome.CONFLICT) {
                 ApiHandler.error(ctx, keepAlive, new ApiException(409, ApiException.CONFLICT, "instance "
-                    + engine.instanceId() + " rank " + engine.dpRank() + " is registered with another endpoint, model "
-                    + "or routing group; unregister it first"));
+                    + engine.instanceId() + " dp_rank " + engine.dpRank() + " already registered with another "
+                    + "endpoint, model or routing group; unregister it first"));
+            } else if (outcome == Membership.Outcome.UNCHANGED) {
+                // Dynamo's answer to the same registration again; nothing changed.
+                ApiHandler.error(ctx, keepAlive, new ApiException(409, ApiException.ALREADY_REGISTERED, "instance "
+                    + engine.instanceId() + " dp_rank " + engine.dpRank() + " already registered"));
             } else {
-                Responses.json(ctx, keepAlive, outcome == Membership.Outcome.UNCHANGED ? 200 : 201, g -> {
+                Responses.json(ctx, keepAlive, 201, g -> {
                     g.writeStartObject();
                     g.writeStringField("status", "ok");
                     g.writeStringField("outcome", outcome.name().toLowerCase(java.util.Locale.ROOT));
@@ -108,7 +113,7 @@ final class MembershipHandler {
      */
     private static ApiException subscribeFailed(final Engine engine, final Throwable cause) {
         if (cause instanceof IllegalArgumentException) {
-            return ApiException.invalid("endpoint", "is refused by ZeroMQ (" + cause.getMessage() + "): "
+            return ApiException.refused("endpoint", "is refused by ZeroMQ (" + cause.getMessage() + "): "
                 + engine.endpoint() + "; nothing was registered");
         }
         LOG.warn("register {}: cannot subscribe to {}", engine.podId(), engine.endpoint(), cause);
@@ -127,7 +132,10 @@ final class MembershipHandler {
 
     private static void checkEndpoint(final String field, final String endpoint) {
         if (!(endpoint.startsWith("tcp://") || endpoint.startsWith("ipc://")) || endpoint.length() < 8) {
-            throw ApiException.invalid(field, "must be a ZeroMQ endpoint such as tcp://10.0.0.7:5557: " + endpoint);
+            // Dynamo's words first ("invalid ZMQ endpoint `...`" / "invalid replay endpoint `...`"), then kvidx's rule.
+            throw new ApiException(400, ApiException.INVALID_FIELD, "invalid " + ("endpoint".equals(field) ? "ZMQ"
+                : "replay") + " endpoint `" + endpoint + "`: not tcp://host:port or ipc://path (field '" + field
+                + "')");
         }
     }
 
@@ -153,7 +161,7 @@ final class MembershipHandler {
                     "unregistration failed: " + cause));
             } else if (outcome == Membership.Outcome.UNKNOWN) {
                 ApiHandler.error(ctx, keepAlive, new ApiException(404, ApiException.UNKNOWN_INSTANCE,
-                    "no registered instance " + instance));
+                    "instance " + instance + " not found"));
             } else {
                 Responses.json(ctx, keepAlive, 200, g -> {
                     g.writeStartObject();
@@ -173,6 +181,7 @@ final class MembershipHandler {
             }
             byInstance.computeIfAbsent(e.instanceId(), k -> new ArrayList<>()).add(e);
         }
+        byInstance.values().forEach(ranks -> ranks.sort(java.util.Comparator.comparingInt(Engine::dpRank)));
         // Pods alive in the index that no registration names (topics of a bound socket, Aeron publishers). A pod
         // taken down (unregistered, silent, its publisher gone) is no worker while its blocks are swept.
         final Map<String, List<Integer>> unregistered = new TreeMap<>();
@@ -187,17 +196,30 @@ final class MembershipHandler {
                 g.writeStartObject();
                 writeInstanceId(g, entry.getKey());
                 g.writeStringField("source", "zmq");
-                boolean alive = false;
-                for (final Engine e : entry.getValue()) {
-                    alive |= isAlive(view, e.podId());
+                // Dynamo's listener states: a rank whose pod the index holds alive is active, one whose first events
+                // have not come (or whose pod was taken down as silent) pending; the instance is active when all are.
+                final List<Engine> ranks = entry.getValue();
+                final boolean[] alive = new boolean[ranks.size()];
+                boolean all = true;
+                for (int i = 0; i < alive.length; i++) {
+                    alive[i] = isAlive(view, ranks.get(i).podId());
+                    all &= alive[i];
                 }
-                g.writeStringField("status", alive ? "active" : "registered");
+                g.writeStringField("status", all ? "active" : "pending");
                 g.writeStringField("model_name", entry.getValue().get(0).model());
                 g.writeStringField("routing_group", entry.getValue().get(0).routingGroup());
                 g.writeNumberField("block_size", reader.blockSize());
                 g.writeObjectFieldStart("endpoints");
                 for (final Engine e : entry.getValue()) {
                     g.writeStringField(Integer.toString(e.dpRank()), e.endpoint());
+                }
+                g.writeEndObject();
+                g.writeObjectFieldStart("listeners");
+                for (int i = 0; i < alive.length; i++) {
+                    g.writeObjectFieldStart(Integer.toString(ranks.get(i).dpRank()));
+                    g.writeStringField("endpoint", ranks.get(i).endpoint());
+                    g.writeStringField("status", alive[i] ? "active" : "pending");
+                    g.writeEndObject();
                 }
                 g.writeEndObject();
                 g.writeObjectFieldStart("replay_endpoints");
@@ -217,6 +239,8 @@ final class MembershipHandler {
                 g.writeStringField("source", "events");
                 g.writeStringField("status", "active");
                 g.writeObjectFieldStart("endpoints");
+                g.writeEndObject();
+                g.writeObjectFieldStart("listeners");
                 g.writeEndObject();
                 g.writeEndObject();
             }

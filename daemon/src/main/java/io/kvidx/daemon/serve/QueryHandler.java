@@ -120,6 +120,14 @@ final class QueryHandler {
             throw new ApiException(400, ApiException.WRONG_BLOCK_SIZE, "block_size " + body.blockSize
                 + " is not the cell's router block size " + blockSize);
         }
+        if (byHash && xxh3 == null && body.hashKind != RequestBody.CELL_KEYS) {
+            // A default cell is keyed by kvidx's router keys: the peers' XXH3 hashes would match nothing, silently.
+            throw new ApiException(400, ApiException.WRONG_KEY_SCHEME, "'" + body.hashField + "' holds "
+                + (body.hashKind == RequestBody.DYNAMO_PER_BLOCK ? "Dynamo's per-block" : "Mooncake's chained")
+                + " XXH3-64 hashes, which this cell does not index: it was started with --key-scheme kvidx (the "
+                + "default). Start the daemon with --key-scheme xxh3-chain to query by these hashes, or send kvidx "
+                + "router keys (kvidx hash) as 'router_keys'");
+        }
         PodTableView view = pods.current();
         final String group = body.group == null || body.group.isEmpty() ? Engine.DEFAULT_GROUP : body.group;
         String model = body.model;
@@ -133,7 +141,7 @@ final class QueryHandler {
         if (byHash) {
             n = Math.min(body.hashCount, maxChain);
             System.arraycopy(body.hashes, 0, keys, 0, n);
-            if (xxh3 != null && body.hashesPerBlock) {
+            if (xxh3 != null && body.hashKind == RequestBody.DYNAMO_PER_BLOCK) {
                 // Dynamo's per-block hashes: chained into the cell's keys.
                 xxh3.chainInPlace(keys, n);
             }

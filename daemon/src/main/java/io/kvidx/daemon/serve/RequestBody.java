@@ -25,6 +25,13 @@ import java.math.BigInteger;
  * <p><b>Note:</b> one instance per event-loop thread; not thread safe.
  */
 final class RequestBody {
+    /** {@code router_keys} or {@code hashes}: the cell's own keys, whatever its key scheme. */
+    static final int CELL_KEYS = 0;
+    /** {@code block_hashes}: Dynamo's per-block (unchained) XXH3-64 hashes. */
+    static final int DYNAMO_PER_BLOCK = 1;
+    /** {@code seq_hashes} or {@code block_hash}: Mooncake's chained standard hashes. */
+    static final int CHAINED_XXH3 = 2;
+
     static final int MAX_DEPTH = 8;
     static final int MAX_NUMBER_DIGITS = 24;
     static final int MAX_STRING_CHARS = 4096;
@@ -47,7 +54,10 @@ final class RequestBody {
     long[] hashes = new long[64];
     int hashCount;
     boolean hasHashes;
-    boolean hashesPerBlock;
+    /** Which hashes {@link #hashes} holds: {@link #CELL_KEYS}, {@link #DYNAMO_PER_BLOCK} or {@link #CHAINED_XXH3}. */
+    int hashKind;
+    /** The name of the field they came in. */
+    String hashField;
     String model;
     String lora;
     String salt;
@@ -112,11 +122,17 @@ final class RequestBody {
                 }
                 hasTokens = true;
             }
-            case "block_hashes", "seq_hashes", "block_hash", "hashes" -> {
+            case "block_hashes", "seq_hashes", "block_hash", "hashes", "router_keys" -> {
                 readHashes(p, name);
                 hasHashes = true;
-                // Dynamo sends per-block hashes as block_hashes; Mooncake sends chained ones under the other names.
-                hashesPerBlock = "block_hashes".equals(name);
+                // Dynamo sends per-block hashes as block_hashes; Mooncake sends chained ones as seq_hashes (block_hash
+                // its legacy name); router_keys (hashes) are the cell's own keys.
+                hashKind = switch (name) {
+                    case "block_hashes" -> DYNAMO_PER_BLOCK;
+                    case "seq_hashes", "block_hash" -> CHAINED_XXH3;
+                    default -> CELL_KEYS;
+                };
+                hashField = name;
             }
             case "model_name", "modelname", "model" -> model = string(p, name);
             case "lora_name" -> lora = string(p, name);
@@ -234,7 +250,11 @@ final class RequestBody {
         if (t == JsonToken.VALUE_NUMBER_INT) {
             return Long.toUnsignedString(u64(p, name));
         }
-        if (t == JsonToken.VALUE_STRING && !p.getText().isEmpty()) {
+        if (t == JsonToken.VALUE_STRING) {
+            if (p.getText().isEmpty()) {
+                // Well typed, refused by the pod id rule as any other string outside it is.
+                throw ApiException.refused(name, "must be a non-negative integer or a non-empty string");
+            }
             return p.getText();
         }
         throw ApiException.invalid(name, "must be a non-negative integer or a non-empty string");
@@ -260,7 +280,8 @@ final class RequestBody {
         hasTokens = false;
         hashCount = 0;
         hasHashes = false;
-        hashesPerBlock = false;
+        hashKind = CELL_KEYS;
+        hashField = null;
         model = null;
         lora = null;
         salt = null;

@@ -141,8 +141,9 @@ class HttpDoorSecurityTest {
             final HttpResponse<String> third = register(client, base, 3, "tcp://127.0.0.3:45557", null);
             assertEquals(429, third.statusCode(), third.body());
             assertTrue(third.body().contains("\"code\":\"too_many_engines\""), third.body());
-            assertEquals(200, register(client, base, 1, "tcp://127.0.0.1:45557", null).statusCode(),
-                "the same registration again is unchanged, not refused");
+            final HttpResponse<String> again = register(client, base, 1, "tcp://127.0.0.1:45557", null);
+            assertEquals(409, again.statusCode(), "the same registration again is Dynamo's 409, not a 429");
+            assertTrue(again.body().contains("\"code\":\"already_registered\""), again.body());
             assertEquals(200, client.send(HttpRequest.newBuilder(URI.create(base + "/unregister"))
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString("{\"instance_id\":1}")).build(),

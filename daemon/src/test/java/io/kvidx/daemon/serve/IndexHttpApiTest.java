@@ -53,7 +53,9 @@ class IndexHttpApiTest {
                 final HttpApiClient.Reply registered = http.post("/register", register);
                 assertEquals(201, registered.status(), registered.body());
                 assertTrue(registered.body().contains("\"status\":\"ok\""), registered.body());
-                assertEquals(200, http.post("/register", register).status(), "the same registration again");
+                final HttpApiClient.Reply again = http.post("/register", register);
+                assertEquals(409, again.status(), "the same registration again, as Dynamo answers: " + again.body());
+                assertTrue(again.body().endsWith("\"code\":\"already_registered\"}"), again.body());
                 final HttpApiClient.Reply conflict = http.post("/register", register.replace(peer.endpoint,
                     "tcp://127.0.0.1:1"));
                 assertEquals(409, conflict.status(), conflict.body());
@@ -83,9 +85,17 @@ class IndexHttpApiTest {
                 for (final long k : keys) {
                     hashes.append(hashes.isEmpty() ? "" : ",").append(k);
                 }
-                final HttpApiClient.Reply byHash = http.post("/query_by_hash", "{\"block_hashes\":[" + hashes
+                final HttpApiClient.Reply byHash = http.post("/query_by_hash", "{\"router_keys\":[" + hashes
                     + "],\"model_name\":\"" + model + "\"}");
                 assertTrue(byHash.body().contains("\"scores\":{\"7\":{\"0\":400}}"), byHash.body());
+                // The peers' XXH3 hashes would match nothing on this cell: refused, naming the option that fixes it.
+                for (final String field : new String[] {"block_hashes", "seq_hashes", "block_hash"}) {
+                    final HttpApiClient.Reply peers = http.post("/query_by_hash", "{\"" + field + "\":[" + hashes
+                        + "],\"model_name\":\"" + model + "\"}");
+                    assertEquals(400, peers.status(), peers.body());
+                    assertTrue(peers.body().contains("--key-scheme xxh3-chain")
+                        && peers.body().endsWith("\"code\":\"wrong_key_scheme\"}"), peers.body());
+                }
 
                 // A Python router: the standard library's http.client on a keep-alive connection.
                 final String csv = HttpApiClient.csv(base.tokenIds());
@@ -99,7 +109,8 @@ class IndexHttpApiTest {
                 final HttpApiClient.Reply workers = http.get("/workers");
                 assertTrue(workers.body().startsWith("[{\"instance_id\":7,\"source\":\"zmq\",\"status\":\"active\""),
                     workers.body());
-                assertTrue(workers.body().contains("\"endpoints\":{\"0\":\"" + peer.endpoint + "\"}"));
+                assertTrue(workers.body().contains("\"endpoints\":{\"0\":\"" + peer.endpoint + "\"},\"listeners\":"
+                    + "{\"0\":{\"endpoint\":\"" + peer.endpoint + "\",\"status\":\"active\"}}"), workers.body());
                 assertEquals(200, http.get("/health").status());
                 final HttpApiClient.Reply metrics = http.get("/metrics");
                 assertTrue(metrics.body().contains("kvidx_blocks_stored_total"), metrics.body());
@@ -138,8 +149,8 @@ class IndexHttpApiTest {
             assertError(http.post("/query", "[".repeat(64) + "]".repeat(64)), 400, "bad_json");
             assertError(http.post("/query", "{\"token_ids\":[1,2],\"model_name\":\"m\"} trailing"), 400, "bad_json");
             assertError(http.post("/query", "{\"model_name\":\"m\"}"), 422, "missing_field");
-            assertError(http.post("/query", "{\"token_ids\":[1,-2],\"model_name\":\"m\"}"), 400, "invalid_field");
-            assertError(http.post("/query", "{\"token_ids\":[1,2.5],\"model_name\":\"m\"}"), 400, "invalid_field");
+            assertError(http.post("/query", "{\"token_ids\":[1,-2],\"model_name\":\"m\"}"), 422, "invalid_field");
+            assertError(http.post("/query", "{\"token_ids\":[1,2.5],\"model_name\":\"m\"}"), 422, "invalid_field");
             assertError(http.post("/query", "{\"token_ids\":[1," + "9".repeat(40) + "]}"), 400, "bad_json");
             final HttpApiClient.Reply unknown = http.post("/query", "{\"token_ids\":[1,2],\"model_name\":\"nope\"}");
             assertError(unknown, 404, "unknown_model");
@@ -149,12 +160,12 @@ class IndexHttpApiTest {
             assertError(http.get("/query"), 405, "method_not_allowed");
             assertError(http.get("/nowhere"), 404, "not_found");
             assertError(http.post("/register", "{\"instance_id\":1,\"endpoint\":\"tcp://127.0.0.1:9\","
-                + "\"model_name\":\"m\",\"block_size\":32}"), 400, "wrong_block_size");
+                + "\"model_name\":\"m\",\"block_size\":32}"), 409, "wrong_block_size");
             assertError(http.post("/register", "{\"instance_id\":1,\"endpoint\":\"http://x\",\"model_name\":\"m\"}"),
                 400, "invalid_field");
             assertError(http.post("/register", "{\"instance_id\":1,\"model_name\":\"m\"}"), 422, "missing_field");
             assertError(http.post("/register", "{\"instance_id\":1,\"endpoint\":\"tcp://127.0.0.1:9\","
-                + "\"model_name\":\"m\",\"type\":\"trtllm\"}"), 400, "invalid_field");
+                + "\"model_name\":\"m\",\"type\":\"trtllm\"}"), 422, "invalid_field");
             assertError(http.post("/unregister", "{\"instance_id\":1}"), 404, "unknown_instance");
             assertEquals(0, daemon.counters().value(CounterType.MESSAGES_RECEIVED));
             assertEquals(0, daemon.index().entryCount());

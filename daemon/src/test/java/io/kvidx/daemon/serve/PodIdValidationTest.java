@@ -122,7 +122,7 @@ class PodIdValidationTest {
             assertTrue(answer.startsWith("{\"scores\":{\"10.0.0.2:8000\":{\"0\":400}},"), answer);
             final String workers = http.get("/workers").body();
             assertEquals("[{\"instance_id\":\"10.0.0.2:8000\",\"source\":\"events\",\"status\":\"active\","
-                + "\"endpoints\":{}}]", workers);
+                + "\"endpoints\":{},\"listeners\":{}}]", workers);
             assertEquals(1, daemon.counters().value(CounterType.PODS_ALIVE));
             assertEquals(0, daemon.counters().value(CounterType.FRAMING_ERRORS));
             final String log = daemon.errors().dump();

@@ -99,7 +99,7 @@ class QueryRerunTest {
     }
 
     private static String answer(final QueryHandler handler, final long[] keys) throws Exception {
-        final StringBuilder json = new StringBuilder("{\"block_hashes\":[");
+        final StringBuilder json = new StringBuilder("{\"router_keys\":[");
         for (int i = 0; i < keys.length; i++) {
             json.append(i == 0 ? "" : ",").append(keys[i]);
         }

@@ -26,7 +26,7 @@ class RequestBodyJazzerTest {
             return "refused " + ex.status() + " " + ex.code();
         }
         return "tokens " + b.hasTokens + " " + Arrays.toString(Arrays.copyOf(b.tokens, b.tokenCount))
-            + " hashes " + b.hasHashes + " " + b.hashesPerBlock + " " + Arrays.toString(Arrays.copyOf(b.hashes,
+            + " hashes " + b.hasHashes + " " + b.hashKind + " " + Arrays.toString(Arrays.copyOf(b.hashes,
             b.hashCount)) + " model " + b.model + " lora " + b.lora + " salt " + b.salt + " group " + b.group
             + " instance " + b.instanceId + " endpoint " + b.endpoint + " replay " + b.replayEndpoint + " type "
             + b.type + " additionalSalt " + b.additionalSalt + " blockSize " + b.blockSize + " dpRank " + b.dpRank;
