@@ -15,6 +15,7 @@ import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.QueryStringDecoder;
 import io.netty.util.concurrent.FastThreadLocal;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -110,7 +111,8 @@ final class ApiHandler extends HttpRequestHandler {
                 case "/workers" -> get(method, () -> membership.workers(ctx, keepAlive));
                 case "/health" -> get(method, () -> operations.health(ctx, keepAlive));
                 case "/metrics" -> get(method, () -> operations.metrics(ctx, keepAlive));
-                case "/dump" -> get(method, () -> operations.dump(ctx, keepAlive));
+                case "/dump" -> get(method, () -> dump(ctx, keepAlive, q < 0 ? null
+                    : new QueryStringDecoder(uri).parameters().get("format")));
                 default -> throw new ApiException(404, ApiException.NOT_FOUND, "no endpoint " + path);
             }
         } catch (final HttpError ex) {
@@ -170,6 +172,24 @@ final class ApiHandler extends HttpRequestHandler {
             throw new ApiException(405, ApiException.METHOD_NOT_ALLOWED, "use GET");
         }
         action.run();
+    }
+
+    /**
+     * {@code GET /dump[?format=kvidx]}: the binary snapshot a replica loads with {@code --peer}. Dynamo's format (JSON
+     * router events) is refused: its events name each block's {@code tokens_hash}, the XXH3-64 of the block's tokens,
+     * which the index does not keep (it keeps chained router keys, from which no block's own hash can be recovered), so
+     * a Dynamo indexer rebuilt from such a dump would match no query.
+     */
+    private void dump(final ChannelHandlerContext ctx, final boolean keepAlive, final java.util.List<String> format) {
+        final String f = format == null || format.isEmpty() ? "kvidx" : format.get(0);
+        switch (f) {
+            case "kvidx" -> operations.dump(ctx, keepAlive);
+            case "dynamo" -> throw new ApiException(501, ApiException.NOT_IMPLEMENTED, "kvidx cannot write Dynamo's "
+                + "router events: they need each block's tokens_hash (the XXH3-64 of its tokens), which kvidx's index "
+                + "does not keep (it keeps chained router keys); GET /dump is the binary snapshot a kvidx replica "
+                + "loads with --peer (docs/snapshot-format.md)");
+            default -> throw ApiException.refused("format", "must be kvidx (the binary snapshot): " + f);
+        }
     }
 
     private RequestBody body(final FullHttpRequest request) {

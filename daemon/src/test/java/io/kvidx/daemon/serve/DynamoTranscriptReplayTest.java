@@ -94,6 +94,18 @@ class DynamoTranscriptReplayTest {
         KVIDX_DIFFERS.put(38, new Differs(404, "unknown_instance", Map.of("/error", "instance 98 not found")));
     }
 
+    /** On a cell keyed by {@code --key-scheme xxh3-chain}: what kvidx answers to Dynamo's hash queries. */
+    private static final Map<Integer, Differs> XXH3_DIFFERS = new LinkedHashMap<>();
+
+    static {
+        final Map<String, Object> matched = Map.of("scores", Map.of("1", Map.of("0", 400L, "1", 400L)),
+            "tree_sizes", Map.of("1", Map.of("0", 25L, "1", 25L)), "frequencies", repeat(2L, 25));
+        XXH3_DIFFERS.put(26, new Differs(200, null, Map.of("/frequencies", repeat(2L, 25))));
+        XXH3_DIFFERS.put(27, new Differs(200, null, Map.of("/frequencies", repeat(2L, 25))));
+        // The same hashes written unsigned: kvidx takes u64 as routers in other languages hold them (Dynamo: i64).
+        XXH3_DIFFERS.put(28, new Differs(200, null, Map.of("", matched)));
+    }
+
     @TempDir
     Path dir;
 
@@ -122,41 +134,76 @@ class DynamoTranscriptReplayTest {
             for (final DynamoTranscript.Step step : transcript.steps()) {
                 if (step.number() == 10) {
                     // Dynamo was fed between the registrations and the first read; so is kvidx.
-                    feed(http, base, lora, p1, p2, p3);
+                    feed(http, base, lora, p1, p2, p3, true);
                 }
                 final byte[] body = step.body(base.tokenIds(), endpoints);
                 final RawHttp.Reply reply = http.send(step.method(), step.path(), step.headers(), body);
-                compare(step, reply, endpoints, failures);
+                compare(step, reply, endpoints, KVIDX_DIFFERS, failures);
             }
             assertTrue(failures.isEmpty(), failures.size() + " answers differ from Dynamo's and from the documented "
                 + "differences:\n" + String.join("\n", failures));
         }
     }
 
-    /** Publishes the captures until both ranks of instance 1 and the LoRA instance 3 answer with all 25 blocks. */
+    /**
+     * Dynamo's hash queries (steps 26 to 29) on a cell keyed by {@code --key-scheme xxh3-chain}, where kvidx indexes the
+     * hashes Dynamo's routers send: the registrations of instance 1's two ranks (steps 2 and 9), the base capture
+     * published, then the four requests.
+     */
+    @Test
+    void shouldAnswerDynamosHashQueriesOnAnXxh3ChainCell() throws Exception {
+        final DynamoTranscript transcript = DynamoTranscript.load();
+        final Capture base = Capture.load("kv_event_base.json");
+        try (KvidxDaemon daemon = KvidxDaemon.start(HttpApiClient.daemonContext(dir).keyScheme("xxh3-chain"));
+            PyPeer p1 = new PyPeer(PyPeer.VLLM, "--topic", "");
+            PyPeer p2 = new PyPeer(PyPeer.VLLM, "--topic", "")) {
+            final Map<String, String> endpoints = Map.of(transcript.endpoint("P1"), p1.endpoint,
+                transcript.endpoint("P2"), p2.endpoint);
+            final RawHttp http = new RawHttp(daemon.httpPort());
+            final List<String> failures = new ArrayList<>();
+            for (final int n : new int[] {2, 9, 26, 27, 28, 29}) {
+                final DynamoTranscript.Step step = transcript.steps().get(n - 1);
+                if (n == 26) {
+                    feed(http, base, null, p1, p2, null, false);
+                }
+                final RawHttp.Reply reply = http.send(step.method(), step.path(), step.headers(),
+                    step.body(base.tokenIds(), endpoints));
+                compare(step, reply, endpoints, XXH3_DIFFERS, failures);
+            }
+            assertTrue(failures.isEmpty(), String.join("\n", failures));
+        }
+    }
+
+    /**
+     * Publishes the captures until both ranks of instance 1 (and, with {@code withLora}, the LoRA instance 3) answer
+     * with all 25 blocks.
+     */
     private static void feed(final RawHttp http, final Capture base, final Capture lora, final PyPeer p1,
-        final PyPeer p2, final PyPeer p3) throws Exception {
+        final PyPeer p2, final PyPeer p3, final boolean withLora) throws Exception {
         final byte[] query = ("{\"token_ids\":" + HttpApiClient.tokens(base.tokenIds(), base.tokenIds().length)
             + ",\"model_name\":\"" + base.model() + "\"}").getBytes(StandardCharsets.UTF_8);
-        final byte[] loraQuery = ("{\"token_ids\":" + HttpApiClient.tokens(lora.tokenIds(), lora.tokenIds().length)
-            + ",\"model_name\":\"" + lora.model() + "\",\"lora_name\":\"" + lora.loraName() + "\"}")
-            .getBytes(StandardCharsets.UTF_8);
+        final byte[] loraQuery = withLora ? ("{\"token_ids\":" + HttpApiClient.tokens(lora.tokenIds(),
+            lora.tokenIds().length) + ",\"model_name\":\"" + lora.model() + "\",\"lora_name\":\"" + lora.loraName()
+            + "\"}").getBytes(StandardCharsets.UTF_8) : null;
         final Map<String, String> json = Map.of("Content-Type", "application/json");
         IndexHttpApiTest.await("the publishers' blocks in the index", () -> {
             p1.command("store kv_event_base.json");
             p2.command("store kv_event_base.json");
-            p3.command("store kv_event_lora.json");
+            if (withLora) {
+                p3.command("store kv_event_lora.json");
+            }
             final String both = http.send("POST", "/query", json, query).text();
-            final String three = http.send("POST", "/query", json, loraQuery).text();
             return both.contains("\"scores\":{\"1\":{\"0\":400,\"1\":400}},\"tree_sizes\":{\"1\":{\"0\":25,\"1\":25}}")
-                && three.contains("\"scores\":{\"3\":{\"0\":400}},\"tree_sizes\":{\"3\":{\"0\":25}}");
+                && (!withLora || http.send("POST", "/query", json, loraQuery).text()
+                .contains("\"scores\":{\"3\":{\"0\":400}},\"tree_sizes\":{\"3\":{\"0\":25}}"));
         });
     }
 
     private static void compare(final DynamoTranscript.Step step, final RawHttp.Reply reply,
-        final Map<String, String> endpoints, final List<String> failures) throws Exception {
+        final Map<String, String> endpoints, final Map<Integer, Differs> documented, final List<String> failures)
+        throws Exception {
         final String where = "step " + step.number() + " (" + step.name() + "): ";
-        final Differs differs = KVIDX_DIFFERS.get(step.number());
+        final Differs differs = documented.get(step.number());
         final int status = differs != null ? differs.status() : step.status();
         if (reply.status() != status) {
             failures.add(where + "status " + reply.status() + ", expected " + status + (differs != null

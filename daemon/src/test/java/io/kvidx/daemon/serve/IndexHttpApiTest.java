@@ -167,6 +167,11 @@ class IndexHttpApiTest {
             assertError(http.post("/register", "{\"instance_id\":1,\"endpoint\":\"tcp://127.0.0.1:9\","
                 + "\"model_name\":\"m\",\"type\":\"trtllm\"}"), 422, "invalid_field");
             assertError(http.post("/unregister", "{\"instance_id\":1}"), 404, "unknown_instance");
+            final HttpApiClient.Reply dynamoDump = http.get("/dump?format=dynamo");
+            assertError(dynamoDump, 501, "not_implemented");
+            assertTrue(dynamoDump.body().contains("tokens_hash") && dynamoDump.body().contains("--peer"),
+                dynamoDump.body());
+            assertError(http.get("/dump?format=xml"), 400, "invalid_field");
             assertEquals(0, daemon.counters().value(CounterType.MESSAGES_RECEIVED));
             assertEquals(0, daemon.index().entryCount());
             assertEquals("[]", http.get("/workers").body());
