@@ -45,6 +45,7 @@ final class Picker {
     private final Map<String, String> loraAdapters;
     private final String sessionHeader;
     private final boolean tokenizes;
+    private final boolean mayBlock;
     private final Executor tokenizers;
     private final int blockSize;
     private final ConcurrentLinkedQueue<RoutingContext> free = new ConcurrentLinkedQueue<>();
@@ -56,6 +57,7 @@ final class Picker {
         this.loraAdapters = loraAdapters;
         this.sessionHeader = sessionHeader;
         this.tokenizes = tokenizes;
+        this.mayBlock = router.mayBlock();
         this.tokenizers = tokenizers;
         this.blockSize = blockSize;
     }
@@ -78,7 +80,9 @@ final class Picker {
             return;
         }
         fill(rc, parsed, body, session);
-        if (parsed == null || parsed.tokenCount >= 0 || !tokenizes) {
+        // Token ids are decided here, on a gRPC executor thread, unless a plugin may wait (a remote lookup): then on
+        // the bounded deciding pool, as text is, so that a slow lookup does not hold the executor's threads.
+        if (!mayBlock && (parsed == null || parsed.tokenCount >= 0 || !tokenizes)) {
             final Pick p = plan(rc);
             release(rc);
             then.picked(p);

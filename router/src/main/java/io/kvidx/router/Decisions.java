@@ -71,7 +71,7 @@ final class Decisions {
         this.loraAdapters = loraAdapters;
         this.sessionHeader = sessionHeader;
         this.tokenizes = tokenizes;
-        this.mayBlock = mayBlock(router);
+        this.mayBlock = router.mayBlock();
         this.tokenizers = tokenizers;
         this.metrics = metrics;
     }
@@ -122,18 +122,6 @@ final class Decisions {
             then.refused(new HttpError(503, "overloaded", "the router's deciding queue (tokenizing, or a lookup "
                 + "that may wait) is full; retry later"));
         }
-    }
-
-    /** @return true when a plugin of the workflow may wait ({@link io.kvidx.routing.RoutingPlugin#mayBlock}). */
-    private static boolean mayBlock(final Router router) {
-        for (final io.kvidx.routing.Selector selector : router.workflow().selectors()) {
-            for (final io.kvidx.routing.RoutingPlugin plugin : selector.profile().plugins()) {
-                if (plugin.mayBlock()) {
-                    return true;
-                }
-            }
-        }
-        return false;
     }
 
     /** Fills the request's routing inputs: model or adapter, salt, session header, and its prompt. */

@@ -130,4 +130,19 @@ public final class Router {
     public PodIndex index() {
         return index;
     }
+
+    /**
+     * @return true when a plugin of the workflow may wait ({@link RoutingPlugin#mayBlock}, e.g. a remote lookup):
+     * such a router must not decide on an event loop.
+     */
+    public boolean mayBlock() {
+        for (final Selector selector : workflow().selectors()) {
+            for (final RoutingPlugin plugin : selector.profile().plugins()) {
+                if (plugin.mayBlock()) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
 }
