@@ -23,7 +23,7 @@ final class EppMetrics {
     private static final PrometheusTextFormatWriter TEXT = PrometheusTextFormatWriter.create();
 
     private final PrometheusRegistry registry = new PrometheusRegistry();
-    /** Streams answered, by outcome (picked, fallback, no_endpoint, bad_request, too_large, ...). */
+    /** Streams answered, by outcome (picked, fallback, no_endpoint, bad_request, too_large, unauthorized, ...). */
     final Counter requests;
     final Histogram predictedTokens;
     final Histogram decisionSeconds;

@@ -104,7 +104,8 @@ public final class EppServer implements AutoCloseable {
         final NettyServerBuilder b = tls == null ? NettyServerBuilder.forAddress(config.listenAddress())
             : NettyServerBuilder.forAddress(config.listenAddress(), tls);
         final String token = config.tokenFile == null ? null : BearerAuth.readToken(config.tokenFile);
-        this.tokens = token == null ? null : new TokenInterceptor(token);
+        this.tokens = token == null ? null
+            : new TokenInterceptor(token, () -> metrics.requests.labelValues("unauthorized").inc());
         b.addService(tokens == null ? service.bindService() : ServerInterceptors.intercept(service, tokens))
             .addService(health.getHealthService()).executor(grpcExecutor)
             .maxInboundMessageSize(limits.maxBodyBytes() + EppLimits.MESSAGE_OVERHEAD_BYTES);

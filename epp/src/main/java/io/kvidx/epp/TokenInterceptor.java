@@ -24,13 +24,16 @@ final class TokenInterceptor implements ServerInterceptor {
         Metadata.ASCII_STRING_MARSHALLER);
 
     private final byte[] expected;
+    private final Runnable onRefused;
     private final LongAdder refused = new LongAdder();
 
     /**
-     * @param token the token (checked as the serving layer checks one).
+     * @param token     the token (checked as the serving layer checks one).
+     * @param onRefused told of each refused stream (the picker's metrics).
      */
-    TokenInterceptor(final String token) {
+    TokenInterceptor(final String token, final Runnable onRefused) {
         this.expected = io.kvidx.serve.BearerAuth.authorization(token).getBytes(StandardCharsets.US_ASCII);
+        this.onRefused = onRefused;
     }
 
     @Override
@@ -39,6 +42,7 @@ final class TokenInterceptor implements ServerInterceptor {
         final String given = headers.get(AUTHORIZATION);
         if (given == null || !MessageDigest.isEqual(expected, given.getBytes(StandardCharsets.US_ASCII))) {
             refused.increment();
+            onRefused.run();
             call.close(Status.UNAUTHENTICATED.withDescription("the picker needs 'authorization: Bearer <token>'"),
                 new Metadata());
             return new ServerCall.Listener<>() {

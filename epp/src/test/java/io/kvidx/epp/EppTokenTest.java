@@ -89,9 +89,11 @@ class EppTokenTest {
                 final String base = "http://127.0.0.1:" + epp.metricsPort();
                 assertEquals(401, http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
                     HttpResponse.BodyHandlers.discarding()).statusCode());
-                assertEquals(200, http.send(HttpRequest.newBuilder(URI.create(base + "/metrics"))
-                    .header("Authorization", "Bearer " + TOKEN).build(), HttpResponse.BodyHandlers.discarding())
-                    .statusCode());
+                final HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics"))
+                    .header("Authorization", "Bearer " + TOKEN).build(), HttpResponse.BodyHandlers.ofString());
+                assertEquals(200, metrics.statusCode());
+                assertTrue(metrics.body().contains("kvidx_epp_requests_total{outcome=\"unauthorized\"} 2.0"),
+                    metrics.body());
                 assertTrue(http.send(HttpRequest.newBuilder(URI.create(base + "/health")).build(),
                     HttpResponse.BodyHandlers.discarding()).statusCode() != 401, "/health is open");
             }
