@@ -24,6 +24,8 @@ public final class BenchOptions {
     private int pods = Workload.PODS_DEFAULT;
     @Option(names = "--chain")
     private int chain = Workload.CHAIN_DEFAULT;
+    @Option(names = "--holders")
+    private double holders = Workload.HOLDERS_DEFAULT;
     @Option(names = "--blocks")
     private long blocks = Workload.BLOCKS_DEFAULT;
     @Option(names = "--seed")
@@ -92,7 +94,9 @@ public final class BenchOptions {
                                                           request, driven as Envoy's ext_proc (-h: options)
                    kvidx bench restart [--blocks N] [--pods P] [--rounds R]   writer re-attach time (-h: options)
                    kvidx bench <JMH args>                 JMH (e.g. IndexQueryBenchmark -prof gc; -h for help)
-            options: --pods P (64) --chain N (32) --blocks B (1048576) --seed S --warmup-ms (1500)
+            options: --pods P (64) --chain N (32; up to 8192) --holders H (2.0: mean pods holding a prefix of each
+                       chain, each to its own depth; 16 with --pods 128 is a fleet serving long prompts)
+                     --blocks B (1048576) --seed S --warmup-ms (1500)
                      --measure-ms (3000, per store) --rounds (3) --churn-window CHAINS (2048)
                      --writer-rate BLOCKS_PER_S (xproc; 0 = as fast as the writer goes)
                      --experiments (query: also time the reader without prefetch, the chain's home lines read
@@ -115,6 +119,13 @@ public final class BenchOptions {
      */
     public int chain() {
         return chain;
+    }
+
+    /**
+     * @return mean pods holding a prefix of each chain.
+     */
+    public double holders() {
+        return holders;
     }
 
     /**

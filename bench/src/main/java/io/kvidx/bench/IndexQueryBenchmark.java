@@ -17,7 +17,8 @@ import org.openjdk.jmh.annotations.Warmup;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The prefix query on the same {@link Workload} (default 64 pods, 32-block chains, 2^20 blocks indexed) in each
+ * The prefix query on the same {@link Workload} (default 64 pods, 2^20 blocks indexed, chains of 32, 256, 750 and
+ * 4,096 blocks: workload B's length, a Mooncake prompt's average of 750 and beyond; the index takes up to 8,192) in each
  * store: kvidx's shared-memory index (binary search and exact walk), the naive {@code ConcurrentHashMap<Long,
  * long[]>} (one pass over the chain; {@code naive_per_pod_scan} the older N x P scan), and Chronicle Map with kvidx's
  * search and 64-pod bitmaps. Queries are chains of the pool in a
@@ -27,8 +28,13 @@ import java.util.concurrent.TimeUnit;
  * a router queries with the keys its hasher has just written, which are in cache (ADR 0005). Per-invocation
  * setup makes JMH time each call on its own, so every figure includes one timer pair (20-30 ns here).
  *
- * <p>Run (about 3 minutes; p50/p99 from SampleTime, B/op from the GC profiler):
- * <pre>./kvidx bench IndexQueryBenchmark -prof gc</pre>
+ * <p>Every trial prints the chain length and whether the index fits in cache ({@link CacheFit}) before it runs;
+ * JMH names the chain length ({@code chain}) in every figure.
+ *
+ * <p>Run (p50/p99 from SampleTime, B/op from the GC profiler):
+ * <pre>./kvidx bench IndexQueryBenchmark -p store=kvidx -prof gc</pre>
+ * Pods holding prefixes of a chain to many different depths, as 128 pods do on real prompts, out of cache:
+ * <pre>./kvidx bench IndexQueryBenchmark -p store=kvidx -p pods=128 -p holders=16 -p blocks=4194304 -p chain=750</pre>
  */
 @State(Scope.Benchmark)
 @BenchmarkMode({Mode.SampleTime, Mode.AverageTime})
@@ -46,9 +52,15 @@ public class IndexQueryBenchmark {
     /** Pods. */
     @Param({"64"})
     public int pods;
-    /** Blocks per chain. */
-    @Param({"32"})
+    /** Blocks per chain (the index's maximum is 8,192). */
+    @Param({"32", "256", "750", "4096"})
     public int chain;
+    /**
+     * Mean pods holding a prefix of each chain, each to its own depth: 2 is workload B; 16 with 128 pods is a
+     * fleet serving long conversation prompts, where the search splits into many branches.
+     */
+    @Param({"2"})
+    public double holders;
     /** Distinct blocks indexed. */
     @Param({"1048576"})
     public long blocks;
@@ -66,7 +78,7 @@ public class IndexQueryBenchmark {
      */
     @Setup(Level.Trial)
     public void setUp() {
-        workload = Workload.generate(pods, chain, blocks, Workload.SEED_DEFAULT);
+        workload = Workload.generate(pods, chain, blocks, Workload.SEED_DEFAULT, holders);
         order = workload.queryOrder();
         mask = order.length - 1;
         final NaiveStore naive = NaiveStore.load(workload);
@@ -91,6 +103,10 @@ public class IndexQueryBenchmark {
             default -> throw new IllegalArgumentException("unknown store " + store);
         }
         Verifier.check(workload, naive, queryStore, 2_000);
+        final long indexBytes = queryStore.footprintBytes();
+        System.out.printf("%nchain %d blocks, %d pods, %.1f holders per chain, %d blocks indexed, %s: %s%n", chain,
+            pods, holders, workload.blocks(), store, queryStore instanceof KvidxStore
+                ? CacheFit.describe(indexBytes) : "footprint " + (indexBytes >> 20) + " MiB");
         if (queryStore != naive && closeLater != naive) {
             naive.close();
         }

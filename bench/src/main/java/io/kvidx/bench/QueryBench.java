@@ -37,9 +37,10 @@ public final class QueryBench {
      */
     public static Json run(final BenchOptions o, final PrintStream out) {
         final long t0 = System.nanoTime();
-        out.printf("kvidx bench query: pods=%d chain=%d blocks=%d seed=%d, %d CPUs, java %s%n", o.pods(), o.chain(),
-            o.blocks(), o.seed(), Runtime.getRuntime().availableProcessors(), Runtime.version());
-        final Workload w = Workload.generate(o.pods(), o.chain(), o.blocks(), o.seed());
+        out.printf("kvidx bench query: pods=%d chain=%d holders=%.1f blocks=%d seed=%d, %d CPUs, java %s%n", o.pods(),
+            o.chain(), o.holders(), o.blocks(), o.seed(), Runtime.getRuntime().availableProcessors(),
+            Runtime.version());
+        final Workload w = Workload.generate(o.pods(), o.chain(), o.blocks(), o.seed(), o.holders());
         out.printf("workload: %d chains, %d distinct blocks, %d pod-blocks, %d holdings (%.1f s)%n", w.chainCount(),
             w.blocks(), w.podBlocks(), w.holdings(), (System.nanoTime() - t0) / 1e9);
         final long spare = ChurnDriver.spareBlocks(o.churnWindow(), o.chain());
@@ -63,6 +64,8 @@ public final class QueryBench {
                     + " %.1f MiB file, chronicle %.1f MiB file (256-pod cell)", mib(naive256.footprintBytes()),
                     mib(kvidx256.footprintBytes()), mib(chronicle256.footprintBytes())) : "",
                 (System.nanoTime() - t0) / 1e9);
+            out.printf("every figure below: chain %d blocks, kvidx %s%n", w.chainLength(),
+                CacheFit.describe(kvidx.footprintBytes()));
             for (final QueryStore s : List.of(kvidx, exact, chronicle, perPod)) {
                 Verifier.check(w, naive, s, VERIFY_QUERIES);
             }
@@ -240,7 +243,9 @@ public final class QueryBench {
                 json.put(s.name(), j);
             }
             json.put("workload", new Json().put("pods", w.pods()).put("chain", w.chainLength())
-                .put("blocks", w.blocks()).put("pod_blocks", w.podBlocks()).put("chains", w.chainCount())
+                .put("holders", w.meanHolders()).put("blocks", w.blocks())
+                .put("out_of_cache", CacheFit.outOfCache(kvidx.footprintBytes())).put("pod_blocks", w.podBlocks())
+                .put("chains", w.chainCount())
                 .put("seed", w.seed()).put("timer_overhead_ns", timerNs).put("sink", harness.sink() & 1));
             if (o.json()) {
                 out.println(json);

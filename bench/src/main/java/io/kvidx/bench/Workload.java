@@ -38,6 +38,12 @@ public final class Workload {
     public static final long SEED_DEFAULT = 0x6b76_6964_7842_656eL;
     /** Queries pre-generated in random order (cycled). */
     public static final int QUERY_ORDER_LENGTH = 1 << 20;
+    /** Longest chain a workload generates: the index's maximum chain length (IndexWriterContext's default). */
+    public static final int MAX_CHAIN = 8192;
+    /** Depths at which a group's shared prefix ends an earlier turn, in workloads with more holders than B's. */
+    public static final int TURNS = 4;
+    /** Default mean number of pods holding a prefix of each chain (workload B). */
+    public static final double HOLDERS_DEFAULT = 2.0;
 
     private final int pods;
     private final int chainLength;
@@ -45,15 +51,17 @@ public final class Workload {
     private final long[][] chains;
     private final int[] holderStart;
     private final byte[] holderPod;
-    private final byte[] holderDepth;
+    private final short[] holderDepth;
     private final int[] queryOrder;
     private final long blocks;
     private final long podBlocks;
+    private final double meanHolders;
 
     private Workload(final int pods, final int chainLength, final long seed, final long[][] chains,
-        final int[] holderStart, final byte[] holderPod, final byte[] holderDepth, final int[] queryOrder,
-        final long blocks, final long podBlocks) {
+        final int[] holderStart, final byte[] holderPod, final short[] holderDepth, final int[] queryOrder,
+        final long blocks, final long podBlocks, final double meanHolders) {
         this.pods = pods;
+        this.meanHolders = meanHolders;
         this.chainLength = chainLength;
         this.seed = seed;
         this.chains = chains;
@@ -66,21 +74,48 @@ public final class Workload {
     }
 
     /**
-     * Generates a workload.
+     * Generates a workload with {@link #HOLDERS_DEFAULT} holders per chain on average (workload B's shape).
      *
      * @param pods        pods, 1..256.
-     * @param chainLength blocks per chain, 1..127.
+     * @param chainLength blocks per chain, 1..{@value #MAX_CHAIN}.
      * @param blocks      distinct blocks to index, >= 1.
      * @param seed        random seed; equal arguments give an equal workload.
      * @return the workload.
      */
     public static Workload generate(final int pods, final int chainLength, final long blocks, final long seed) {
+        return generate(pods, chainLength, blocks, seed, HOLDERS_DEFAULT);
+    }
+
+    /**
+     * Generates a workload whose chains are held by {@code 1 + Geometric} pods with the given mean. A mean of 2 gives
+     * exactly the workload of {@link #generate(int, int, long, long)} (the same random draws). With any other mean a
+     * chain's first two holders drop off as in workload B and the others hold the group's shared prefix to the end of
+     * one of its {@link #TURNS} earlier turns. That is the shape of the Mooncake conversation trace on 128 pods: in a
+     * replay that sends each request to a random pod (16,384-block LRU engines), every pod holds the common system
+     * prompt, so a query meets all 128 pods as holders, at few distinct depths (1.7 on average, 3 at p90, 6 at p99,
+     * counted in the trace's 512-token blocks). Blocks past the shared prefix keep one or two holders.
+     *
+     * @param pods        pods, 1..256.
+     * @param chainLength blocks per chain, 1..{@value #MAX_CHAIN}.
+     * @param blocks      distinct blocks to index, >= 1.
+     * @param seed        random seed; equal arguments give an equal workload.
+     * @param meanHolders mean number of pods holding a prefix of each chain, in [1, pods] (at least 1).
+     * @return the workload.
+     */
+    public static Workload generate(final int pods, final int chainLength, final long blocks, final long seed,
+        final double meanHolders) {
         if (pods < 1 || pods > 256) {
             throw new IllegalArgumentException("pods must be in [1, 256]: " + pods);
         }
-        if (chainLength < 1 || chainLength > 127) {
-            throw new IllegalArgumentException("chain length must be in [1, 127]: " + chainLength);
+        if (chainLength < 1 || chainLength > MAX_CHAIN) {
+            throw new IllegalArgumentException("chain length must be in [1, " + MAX_CHAIN + "]: " + chainLength);
         }
+        if (!(meanHolders >= 1) || meanHolders > pods) {
+            throw new IllegalArgumentException("mean holders must be in [1, pods]: " + meanHolders);
+        }
+        // 1 + Geometric(p) has mean 1/p: go on to one more holder with probability 1 - p.
+        final boolean coin = meanHolders == HOLDERS_DEFAULT;
+        final double more = 1 - 1 / meanHolders;
         if (blocks < 1 || blocks > (1L << 28)) {
             throw new IllegalArgumentException("blocks must be in [1, 2^28]: " + blocks);
         }
@@ -91,11 +126,20 @@ public final class Workload {
         for (int g = 0; g < groupCount; g++) {
             groupPrefix[g] = randomKeys(rnd, rnd.nextInt(chainLength / 2 + 1));
         }
+        // Beyond workload B's shape: each group's prefix ends its earlier turns at TURNS depths (system prompt, first
+        // answer, ...), and the pods that served one of them hold the prefix to there.
+        final int[][] groupTurns = new int[coin ? 0 : groupCount][];
+        for (int g = 0; g < groupTurns.length; g++) {
+            groupTurns[g] = new int[TURNS];
+            for (int t = 0; t < TURNS; t++) {
+                groupTurns[g][t] = groupPrefix[g].length == 0 ? 0 : 1 + rnd.nextInt(groupPrefix[g].length);
+            }
+        }
         int capacity = (int) Math.max(16, blocks / Math.max(1, chainLength / 2));
         long[][] chains = new long[capacity][];
         int[] holderStart = new int[capacity + 1];
         byte[] holderPod = new byte[capacity * 2];
-        byte[] holderDepth = new byte[capacity * 2];
+        short[] holderDepth = new short[capacity * 2];
         final int[] podScratch = new int[pods];
         int chainCount = 0;
         int holders = 0;
@@ -115,7 +159,7 @@ public final class Workload {
                 chain[i] = nonZero(rnd);
             }
             int holderCount = 1;
-            while (holderCount < pods && rnd.nextBoolean()) {
+            while (holderCount < pods && (coin ? rnd.nextBoolean() : rnd.nextDouble() < more)) {
                 holderCount++;
             }
             // Distinct pods: a partial Fisher-Yates shuffle of [0, pods).
@@ -136,12 +180,19 @@ public final class Workload {
                 // A pod that served a group's request keeps its hot shared prefix (every request of the group
                 // touches it, so LRU evicts it last): 7 in 8 holders drop off in the chain's own part, 1 in 8
                 // anywhere (a pod idle for the group, partly evicted).
+                // With more holders than workload B's, the first two stay as above and the others hold the group's
+                // prefix to the end of one of its earlier turns: pods that served that turn.
                 final int own = chainLength - prefix.length;
-                final int depth = own > 0 && rnd.nextInt(8) != 0
-                    ? prefix.length + 1 + rnd.nextInt(own)
-                    : 1 + rnd.nextInt(chainLength);
+                final int depth;
+                if (!coin && h >= 2 && prefix.length > 0) {
+                    depth = groupTurns[g][rnd.nextInt(TURNS)];
+                } else {
+                    depth = own > 0 && rnd.nextInt(8) != 0
+                        ? prefix.length + 1 + rnd.nextInt(own)
+                        : 1 + rnd.nextInt(chainLength);
+                }
                 holderPod[holders] = (byte) pod;
-                holderDepth[holders] = (byte) depth;
+                holderDepth[holders] = (short) depth;
                 holders++;
                 podBlocks += depth;
                 maxDepth = Math.max(maxDepth, depth);
@@ -162,7 +213,7 @@ public final class Workload {
         }
         return new Workload(pods, chainLength, seed, Arrays.copyOf(chains, chainCount),
             Arrays.copyOf(holderStart, chainCount + 1), Arrays.copyOf(holderPod, holders),
-            Arrays.copyOf(holderDepth, holders), order, indexed, podBlocks);
+            Arrays.copyOf(holderDepth, holders), order, indexed, podBlocks, meanHolders);
     }
 
     private static long[] randomKeys(final SplittableRandom rnd, final int n) {
@@ -213,6 +264,13 @@ public final class Workload {
      */
     public int pods() {
         return pods;
+    }
+
+    /**
+     * @return the mean number of pods holding a prefix of each chain the workload was generated with.
+     */
+    public double meanHolders() {
+        return meanHolders;
     }
 
     /**

@@ -39,15 +39,15 @@ public final class XprocBench {
      */
     public static Json run(final BenchOptions o, final PrintStream out) {
         final long t0 = System.nanoTime();
-        out.printf("kvidx bench xproc: pods=%d chain=%d blocks=%d, churn window %d chains, writer rate %s, %d CPUs%n",
-            o.pods(), o.chain(), o.blocks(), o.churnWindow(),
+        out.printf("kvidx bench xproc: pods=%d chain=%d holders=%.1f blocks=%d, churn window %d chains, writer rate %s,"
+            + " %d CPUs%n", o.pods(), o.chain(), o.holders(), o.blocks(), o.churnWindow(),
             o.writerRate() == 0 ? "unpaced" : o.writerRate() + " blocks/s", Runtime.getRuntime().availableProcessors());
-        final Workload w = Workload.generate(o.pods(), o.chain(), o.blocks(), o.seed());
+        final Workload w = Workload.generate(o.pods(), o.chain(), o.blocks(), o.seed(), o.holders());
         try (KvidxStore kvidx = KvidxStore.load(w, ChurnDriver.spareBlocks(o.churnWindow(), o.chain()), o.indexDir())) {
             final Path queryFile = kvidx.dir().resolve("queries.bin");
             writeQueries(w, kvidx, queryFile);
-            out.printf("index: %d blocks loaded in %.1f s; starting the reader JVM%n", w.blocks(),
-                (System.nanoTime() - t0) / 1e9);
+            out.printf("index: %d blocks loaded in %.1f s, chain %d blocks, %s; starting the reader JVM%n",
+                w.blocks(), (System.nanoTime() - t0) / 1e9, w.chainLength(), CacheFit.describe(kvidx.footprintBytes()));
             final Process child = startReader(kvidx, queryFile, o);
             try {
                 return drive(o, w, kvidx, child, out);
@@ -129,7 +129,9 @@ public final class XprocBench {
                 + ", \"writer_stores\": " + churn.stored()
                 + ", \"writer_removes\": " + churn.removed()
                 + ", \"writer_evictions\": " + kvidx.writer().evictions() + "}")
-            .put("workload", new Json().put("pods", w.pods()).put("chain", w.chainLength()).put("blocks", w.blocks())
+            .put("workload", new Json().put("pods", w.pods()).put("chain", w.chainLength())
+                .put("holders", w.meanHolders()).put("out_of_cache", CacheFit.outOfCache(kvidx.footprintBytes()))
+                .put("blocks", w.blocks())
                 .put("churn_window_chains", o.churnWindow()).put("writer_rate_target", rate));
         if (kvidx.writer().evictions() != 0) {
             out.println("WARNING: the index evicted " + kvidx.writer().evictions() + " entries: answers changed"
