@@ -8,7 +8,6 @@ import io.kvidx.serve.HttpRequestHandler;
 import io.kvidx.serve.ErrorShape;
 import io.kvidx.serve.HttpError;
 import io.kvidx.serve.Responses;
-import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.http.FullHttpRequest;
@@ -26,7 +25,8 @@ import java.io.IOException;
  * Routes each request of the indexer API to the one handler of its concern: {@link QueryHandler} (query,
  * query_by_hash), {@link MembershipHandler} (register, unregister, workers), {@link OperationsHandler} (health,
  * metrics, dump). A POST needs {@code Content-Type: application/json} (415 otherwise, as Dynamo's indexer answers);
- * Dynamo's peer-list endpoints are refused with 501 ({@link #noPeers}). Reads (query, workers, health, metrics) are answered on the event loop: they read the index and
+ * Dynamo's peer-list endpoints are refused with 501 ({@link #noPeers}). Under {@link #MOONCAKE} the query and
+ * registration endpoints answer in Mooncake's RFC shapes (docs/service-api.md, "Mooncake's shapes"). Reads (query, workers, health, metrics) are answered on the event loop: they read the index and
  * shared files with bounded waits and never take a lock the writer holds. Changes (register, unregister) and
  * snapshots complete on the daemon's own threads and answer when their future does, so no event loop ever waits; the
  * serving layer's {@link io.kvidx.serve.RequestSequencer} hands this handler a connection's next request only once
@@ -38,6 +38,8 @@ import java.io.IOException;
 @ChannelHandler.Sharable
 final class ApiHandler extends HttpRequestHandler {
     private static final Logger LOG = LoggerFactory.getLogger(ApiHandler.class);
+    /** The path prefix under which query, query_by_hash, register and unregister answer in Mooncake's RFC shapes. */
+    static final String MOONCAKE = "/mooncake";
 
     private final IndexReader reader;
     private final PodTableView.Source pods;
@@ -101,11 +103,20 @@ final class ApiHandler extends HttpRequestHandler {
         final HttpMethod method = request.method();
         try {
             switch (path) {
-                case "/query" -> post(method, request, () -> query(ctx, keepAlive, request.content(), false));
-                case "/query_by_hash" -> post(method, request, () -> query(ctx, keepAlive, request.content(), true));
-                case "/register" -> post(method, request, () -> membership.register(ctx, keepAlive, body(request)));
+                case "/query" -> post(method, request, () -> query(ctx, keepAlive, request, false, false));
+                case "/query_by_hash" -> post(method, request, () -> query(ctx, keepAlive, request, true, false));
+                case "/register" -> post(method, request,
+                    () -> membership.register(ctx, keepAlive, body(request), false));
                 case "/unregister" -> post(method, request,
-                    () -> membership.unregister(ctx, keepAlive, body(request)));
+                    () -> membership.unregister(ctx, keepAlive, body(request), false));
+                // Mooncake's RFC shapes, for a client whose base URL ends in /mooncake.
+                case MOONCAKE + "/query" -> post(method, request, () -> query(ctx, keepAlive, request, false, true));
+                case MOONCAKE + "/query_by_hash" -> post(method, request,
+                    () -> query(ctx, keepAlive, request, true, true));
+                case MOONCAKE + "/register" -> post(method, request,
+                    () -> membership.register(ctx, keepAlive, body(request), true));
+                case MOONCAKE + "/unregister" -> post(method, request,
+                    () -> membership.unregister(ctx, keepAlive, body(request), true));
                 case "/peers" -> get(method, ApiHandler::noPeers);
                 case "/register_peer", "/deregister_peer" -> post(method, request, ApiHandler::noPeers);
                 case "/workers" -> get(method, () -> membership.workers(ctx, keepAlive));
@@ -198,11 +209,11 @@ final class ApiHandler extends HttpRequestHandler {
         return b;
     }
 
-    private void query(final ChannelHandlerContext ctx, final boolean keepAlive, final ByteBuf content,
-        final boolean byHash) {
+    private void query(final ChannelHandlerContext ctx, final boolean keepAlive, final FullHttpRequest request,
+        final boolean byHash, final boolean mooncake) {
         final Scratch s = scratch.get();
-        s.body.read(content);
+        s.body.read(request.content());
         // The answer is built before a byte is sent: a refused query gets its own status, not a torn 200.
-        Responses.json(ctx, keepAlive, 200, g -> s.query.answer(s.body, byHash, g));
+        Responses.json(ctx, keepAlive, 200, g -> s.query.answer(s.body, byHash, mooncake, g));
     }
 }

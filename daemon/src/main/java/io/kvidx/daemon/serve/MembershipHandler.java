@@ -41,7 +41,12 @@ final class MembershipHandler {
         this.pods = pods;
     }
 
-    void register(final ChannelHandlerContext ctx, final boolean keepAlive, final RequestBody b) {
+    /**
+     * @param mooncake true: Mooncake's RFC answer ({@code 200 {"status":"registered successfully","instance_id"}}, the
+     *                 same registration again included); false: Dynamo's ({@code 201 {"status":"ok"}}, 409 again).
+     */
+    void register(final ChannelHandlerContext ctx, final boolean keepAlive, final RequestBody b,
+        final boolean mooncake) {
         if (b.instanceId == null) {
             throw ApiException.missing("instance_id");
         }
@@ -90,6 +95,14 @@ final class MembershipHandler {
                 ApiHandler.error(ctx, keepAlive, new ApiException(409, ApiException.CONFLICT, "instance "
                     + engine.instanceId() + " dp_rank " + engine.dpRank() + " already registered with another "
                     + "endpoint, model or routing group; unregister it first"));
+            } else if (mooncake) {
+                // Mooncake registers by (instance, tenant, rank) and answers the same registration again alike.
+                Responses.json(ctx, keepAlive, 200, g -> {
+                    g.writeStartObject();
+                    g.writeStringField("status", "registered successfully");
+                    g.writeStringField("instance_id", engine.instanceId());
+                    g.writeEndObject();
+                });
             } else if (outcome == Membership.Outcome.UNCHANGED) {
                 // Dynamo's answer to the same registration again; nothing changed.
                 ApiHandler.error(ctx, keepAlive, new ApiException(409, ApiException.ALREADY_REGISTERED, "instance "
@@ -139,11 +152,26 @@ final class MembershipHandler {
         }
     }
 
-    void unregister(final ChannelHandlerContext ctx, final boolean keepAlive, final RequestBody b) {
+    /**
+     * @param mooncake true: Mooncake's RFC answer ({@code {"status":"unregistered successfully","removed_instances":
+     *                 ["id|tenant|rank", ...]}}, 404 {@code service not found: id|tenant|rank}); false: Dynamo's.
+     */
+    void unregister(final ChannelHandlerContext ctx, final boolean keepAlive, final RequestBody b,
+        final boolean mooncake) {
         if (b.instanceId == null) {
             throw ApiException.missing("instance_id");
         }
         final String instance = b.instanceId;
+        // Mooncake names what it removed as id|tenant|rank: the registrations the removal takes, read before it.
+        final List<String> removed = new ArrayList<>();
+        if (mooncake) {
+            for (final Engine e : fleet.membership().engines().values()) {
+                if (instance.equals(e.instanceId()) && (b.dpRank < 0 || b.dpRank == e.dpRank())) {
+                    removed.add(e.instanceId() + "|" + e.routingGroup() + "|" + e.dpRank());
+                }
+            }
+            removed.sort(null);
+        }
         final long timeoutMs = fleet.changeTimeoutMs();
         // Answered once the pods are down to readers (no query names them, /workers does not list them), or 503
         // after the bound; the event loop never waits: the answer is written when the future completes.
@@ -160,8 +188,20 @@ final class MembershipHandler {
                 ApiHandler.error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL,
                     "unregistration failed: " + cause));
             } else if (outcome == Membership.Outcome.UNKNOWN) {
-                ApiHandler.error(ctx, keepAlive, new ApiException(404, ApiException.UNKNOWN_INSTANCE,
-                    "instance " + instance + " not found"));
+                ApiHandler.error(ctx, keepAlive, new ApiException(404, ApiException.UNKNOWN_INSTANCE, mooncake
+                    ? "service not found: " + instance + "|" + (b.group == null ? Engine.DEFAULT_GROUP : b.group) + "|"
+                    + Math.max(0, b.dpRank) : "instance " + instance + " not found"));
+            } else if (mooncake) {
+                Responses.json(ctx, keepAlive, 200, g -> {
+                    g.writeStartObject();
+                    g.writeStringField("status", "unregistered successfully");
+                    g.writeArrayFieldStart("removed_instances");
+                    for (final String r : removed) {
+                        g.writeString(r);
+                    }
+                    g.writeEndArray();
+                    g.writeEndObject();
+                });
             } else {
                 Responses.json(ctx, keepAlive, 200, g -> {
                     g.writeStartObject();

@@ -113,6 +113,22 @@ final class QueryHandler {
      * @throws IOException  when the answer cannot be written.
      */
     void answer(final RequestBody body, final boolean byHash, final JsonGenerator out) throws IOException {
+        answer(body, byHash, false, out);
+    }
+
+    /**
+     * Answers a query whose body has been read, in Dynamo's shape (with kvidx's additions) or in Mooncake's RFC shape.
+     *
+     * @param body     the request.
+     * @param byHash   true for {@code /query_by_hash} (keys given), false for {@code /query} (token ids given).
+     * @param mooncake true: Mooncake's RFC shape ({@code {tenant: {instance: {longest_matched, GPU, CPU, DISK, DP}}}},
+     *                 {@code {}} for a model or group no pod serves), false: Dynamo's.
+     * @param out      where the JSON answer goes.
+     * @throws ApiException for a request the API refuses.
+     * @throws IOException  when the answer cannot be written.
+     */
+    void answer(final RequestBody body, final boolean byHash, final boolean mooncake, final JsonGenerator out)
+        throws IOException {
         if (byHash ? !body.hasHashes : !body.hasTokens) {
             throw ApiException.missing(byHash ? "block_hashes" : "token_ids");
         }
@@ -159,6 +175,12 @@ final class QueryHandler {
         // version moved, the search runs again with the newer view (its candidates too), a bounded number of times.
         for (int attempt = 1; ; attempt++) {
             final PodSet candidates = view.candidates(model, group);
+            if (candidates == null && mooncake) {
+                // Mooncake's answer for a tenant (or model) it does not know: nothing matched.
+                out.writeStartObject();
+                out.writeEndObject();
+                return;
+            }
             if (candidates == null) {
                 throw new ApiException(404, ApiException.UNKNOWN_MODEL, "no indexer for model=" + model + " tenant="
                     + group);
@@ -179,7 +201,54 @@ final class QueryHandler {
             view = pods.current();
         }
         tierDepths(n, tiers != null && tiers.isAttached());
-        write(out, view, n);
+        if (mooncake) {
+            writeMooncake(out, view, group, body.instanceId);
+        } else {
+            write(out, view, n);
+        }
+    }
+
+    /**
+     * Mooncake's RFC shape: {@code {tenant: {instance: {longest_matched, GPU, CPU, DISK, DP: {rank: tokens}}}}}, in
+     * tokens, the tiers cumulative as in {@code instances}; only the instance named by {@code instance_id} when given.
+     */
+    private void writeMooncake(final JsonGenerator out, final PodTableView view, final String group,
+        final String onlyInstance) throws IOException {
+        final int instances = group(view);
+        out.writeStartObject();
+        out.writeObjectFieldStart(group);
+        for (int k = 0; k < instances; k++) {
+            final String instance = view.instance[result.slot(head[order[k]])];
+            if (onlyInstance != null && !onlyInstance.equals(instance)) {
+                continue;
+            }
+            int best = 0;
+            int gpu = 0;
+            int cpu = 0;
+            for (int i = head[order[k]]; i >= 0; i = next[i]) {
+                final int s = result.slot(i);
+                best = Math.max(best, result.depth(i));
+                gpu = Math.max(gpu, tierDepth[GPU][s]);
+                cpu = Math.max(cpu, tierDepth[CPU][s]);
+            }
+            out.writeObjectFieldStart(instance);
+            out.writeNumberField("longest_matched", best * blockSize);
+            out.writeNumberField("GPU", gpu * blockSize);
+            out.writeObjectFieldStart("DP");
+            for (int i = head[order[k]]; i >= 0; i = next[i]) {
+                final int s = result.slot(i);
+                out.writeNumberField(view.rankName[s], tierDepth[GPU][s] * blockSize);
+            }
+            out.writeEndObject();
+            out.writeNumberField("CPU", cpu * blockSize);
+            out.writeNumberField("DISK", best * blockSize);
+            out.writeEndObject();
+        }
+        out.writeEndObject();
+        out.writeEndObject();
+        for (int k = 0; k < instances; k++) {
+            head[order[k]] = -1;
+        }
     }
 
     /**

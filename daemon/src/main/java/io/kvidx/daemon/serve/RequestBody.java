@@ -142,7 +142,7 @@ final class RequestBody {
             case "endpoint" -> endpoint = string(p, name);
             case "replay_endpoint" -> replayEndpoint = string(p, name);
             case "type", "engine" -> type = string(p, name);
-            case "additional_salt" -> additionalSalt = string(p, name);
+            case "additional_salt", "additionalsalt" -> additionalSalt = string(p, name);
             case "block_size" -> blockSize = smallInt(p, name, 1, 1 << 20);
             case "dp_rank" -> dpRank = smallInt(p, name, 0, io.kvidx.client.index.DataParallelRanks.MAX_RANK);
             default -> p.skipChildren();
