@@ -51,7 +51,7 @@ class ManifestTest {
     @Test
     void everyDocumentParsesIntoTheTypedModel() throws Exception {
         final List<HasMetadata> all = base();
-        assertEquals(9, all.size(), "documents of the router base");
+        assertEquals(10, all.size(), "documents of the router base");
         final Set<String> kinds = new HashSet<>();
         all.forEach(r -> kinds.add(r.getKind()));
         assertEquals(Set.of("ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Deployment", "Service",
@@ -89,6 +89,14 @@ class ManifestTest {
     void selectorsMatchThePodTemplate() throws Exception {
         for (final Map.Entry<String, List<HasMetadata>> e : allRenderings().entrySet()) {
             PodChecks.assertSelectorsMatch(e.getKey(), e.getValue(), one(e.getValue(), Deployment.class));
+        }
+    }
+
+    @Test
+    void aStartingReplicaCatchesUpFromTheOthersThroughThePeersService() throws Exception {
+        for (final Map.Entry<String, List<HasMetadata>> e : allRenderings().entrySet()) {
+            PodChecks.assertPeerCatchUp(e.getKey(), e.getValue(), one(e.getValue(), Deployment.class),
+                tmp.resolve(e.getKey().replace(' ', '-') + "-peer"));
         }
     }
 

@@ -242,22 +242,8 @@ class PickerManifestTest {
     @Test
     void aStartingReplicaCatchesUpFromTheOthersThroughThePeersService() throws Exception {
         for (final Map.Entry<String, List<HasMetadata>> e : allRenderings().entrySet()) {
-            final Deployment d = picker(e.getValue());
-            final PodSpec pod = d.getSpec().getTemplate().getSpec();
-            final Map<String, Object> daemon = PodChecks.daemonEffectiveConfig(e.getValue(), pod,
+            PodChecks.assertPeerCatchUp(e.getKey(), e.getValue(), picker(e.getValue()),
                 tmp.resolve(e.getKey().replace(' ', '-') + "-peer"));
-            final java.net.URI peer = java.net.URI.create(String.valueOf(daemon.get("peer")));
-            assertEquals(Boolean.TRUE, daemon.get("peerOptional"), e.getKey() + ": the first replica starts empty");
-            final Service peers = named(e.getValue(), Service.class, peer.getHost());
-            assertEquals(d.getSpec().getSelector().getMatchLabels(), peers.getSpec().getSelector(),
-                e.getKey() + ": the peers Service reaches the picker replicas");
-            final ServicePort port = peers.getSpec().getPorts().stream().filter(p -> p.getPort() == peer.getPort())
-                .findFirst().orElseThrow(() -> new AssertionError(e.getKey() + ": no port " + peer.getPort()));
-            final Map<String, Integer> ports = PodChecks.assertPortsDeclared(e.getKey(), e.getValue(), d);
-            assertEquals("daemon-http", port.getTargetPort().getStrVal(), e.getKey());
-            final String http = pod.getContainers().stream().filter(c -> c.getName().equals("daemon")).findFirst()
-                .orElseThrow().getArgs().stream().filter(a -> a.startsWith("--http=")).findFirst().orElseThrow();
-            assertTrue(http.endsWith(":" + ports.get("daemon-http")), e.getKey() + ": the daemon's API is " + http);
         }
     }
 

@@ -346,4 +346,32 @@ final class PodChecks {
     private static String annotation(final Map<String, String> annotations, final String key) {
         return annotations == null ? null : annotations.get(key);
     }
+
+    /**
+     * A starting replica catches up from the others: the daemon's effective {@code peer} names a Service of the
+     * workload's pods at the daemon's HTTP port, {@code peerOptional} lets the first replica start empty.
+     *
+     * @param what the rendering's name.
+     * @param all  its documents.
+     * @param d    the workload.
+     * @param tmp  a scratch directory for the daemon's effective configuration.
+     * @throws Exception when the configuration cannot be rendered.
+     */
+    static void assertPeerCatchUp(final String what, final List<HasMetadata> all, final Deployment d, final Path tmp)
+        throws Exception {
+        final PodSpec pod = d.getSpec().getTemplate().getSpec();
+        final Map<String, Object> daemon = daemonEffectiveConfig(all, pod, tmp);
+        final java.net.URI peer = java.net.URI.create(String.valueOf(daemon.get("peer")));
+        assertEquals(Boolean.TRUE, daemon.get("peerOptional"), what + ": the first replica starts empty");
+        final Service peers = named(all, Service.class, peer.getHost());
+        assertEquals(d.getSpec().getSelector().getMatchLabels(), peers.getSpec().getSelector(),
+            what + ": the peers Service reaches the replicas");
+        final ServicePort port = peers.getSpec().getPorts().stream().filter(p -> p.getPort() == peer.getPort())
+            .findFirst().orElseThrow(() -> new AssertionError(what + ": no port " + peer.getPort()));
+        final Map<String, Integer> ports = assertPortsDeclared(what, all, d);
+        assertEquals("daemon-http", port.getTargetPort().getStrVal(), what);
+        final String http = pod.getContainers().stream().filter(c -> c.getName().equals("daemon")).findFirst()
+            .orElseThrow().getArgs().stream().filter(a -> a.startsWith("--http=")).findFirst().orElseThrow();
+        assertTrue(http.endsWith(":" + ports.get("daemon-http")), what + ": the daemon's API is " + http);
+    }
 }
