@@ -90,6 +90,11 @@ public final class FuzzSeeds {
         bodies.put("query_by_hash", utf8("{\"block_hashes\":[\"0x1f\",\"18446744073709551615\",3],"
             + "\"model\":\"m\",\"tenant_id\":\"t\",\"routing_group\":\"g\",\"dp_rank\":0}"));
         bodies.put("unregister", utf8("{\"instance_id\":7, \"type\": \"x\", \"additional_salt\": null}"));
+        bodies.put("query_router_keys", utf8("{\"router_keys\":[-4616312762829003788,\"0x1f\"],\"seq_hashes\":[1],"
+            + "\"block_hash\":[2],\"hashes\":[3],\"model_name\":\"m\"}"));
+        bodies.put("mooncake_register", utf8("{\"endpoint\":\"tcp://10.0.0.7:5557\",\"type\":\"vLLM\",\"modelname\":"
+            + "\"Qwen/Qwen3-8B\",\"lora_name\":\"\",\"tenant_id\":\"t\",\"instance_id\":\"engine-1\",\"block_size\":16,"
+            + "\"dp_rank\":0,\"additionalsalt\":\"\"}"));
         write(root, "io/kvidx/daemon/serve/RequestBodyJazzerTestInputs/"
             + "shouldReadOrRefuseAnyBodyAlikeWithAndWithoutTheFastPath", bodies);
 
