@@ -119,7 +119,7 @@ final class ApiHandler extends HttpRequestHandler {
                     () -> membership.unregister(ctx, keepAlive, body(request), true));
                 case "/peers" -> get(method, ApiHandler::noPeers);
                 case "/register_peer", "/deregister_peer" -> post(method, request, ApiHandler::noPeers);
-                case "/workers" -> get(method, () -> membership.workers(ctx, keepAlive));
+                case "/workers" -> get(method, () -> workers(ctx, keepAlive, uri, q));
                 case "/health" -> get(method, () -> operations.health(ctx, keepAlive));
                 case "/metrics" -> get(method, () -> operations.metrics(ctx, keepAlive));
                 case "/dump" -> get(method, () -> dump(ctx, keepAlive, q < 0 ? null
@@ -201,6 +201,18 @@ final class ApiHandler extends HttpRequestHandler {
                 + "loads with --peer (docs/snapshot-format.md)");
             default -> throw ApiException.refused("format", "must be kvidx (the binary snapshot): " + f);
         }
+    }
+
+    /** {@code GET /workers[?model_name=M][&routing_group=G]}: Dynamo's filters ({@code tenant_id} names the group). */
+    private void workers(final ChannelHandlerContext ctx, final boolean keepAlive, final String uri, final int q) {
+        final java.util.Map<String, java.util.List<String>> params = q < 0 ? java.util.Map.of()
+            : new QueryStringDecoder(uri).parameters();
+        final java.util.List<String> group = params.getOrDefault("routing_group", params.get("tenant_id"));
+        membership.workers(ctx, keepAlive, first(params.get("model_name")), first(group));
+    }
+
+    private static String first(final java.util.List<String> values) {
+        return values == null || values.isEmpty() ? null : values.get(0);
     }
 
     private RequestBody body(final FullHttpRequest request) {

@@ -212,21 +212,35 @@ final class MembershipHandler {
         });
     }
 
-    void workers(final ChannelHandlerContext ctx, final boolean keepAlive) {
+    /**
+     * @param model the {@code model_name} filter, or null for every model.
+     * @param group the {@code routing_group} filter, or null for every group (pods no registration names are in the
+     *              default group).
+     */
+    void workers(final ChannelHandlerContext ctx, final boolean keepAlive, final String model, final String group) {
         final PodTableView view = pods.current();
         final Map<String, List<Engine>> byInstance = new TreeMap<>();
         for (final Engine e : fleet.membership().engines().values()) {
             if (e.instanceId() == null) {
                 continue; // a configured endpoint whose pods its topics name: they are listed as pods below
             }
+            if (model != null && !model.equals(e.model()) || group != null && !group.equals(e.routingGroup())) {
+                continue; // Dynamo's filters: each optional, both applied
+            }
             byInstance.computeIfAbsent(e.instanceId(), k -> new ArrayList<>()).add(e);
         }
         byInstance.values().forEach(ranks -> ranks.sort(java.util.Comparator.comparingInt(Engine::dpRank)));
         // Pods alive in the index that no registration names (topics of a bound socket, Aeron publishers). A pod
         // taken down (unregistered, silent, its publisher gone) is no worker while its blocks are swept.
+        final java.util.Set<String> registered = new java.util.HashSet<>();
+        for (final Engine e : fleet.membership().engines().values()) {
+            registered.add(e.instanceId());
+        }
         final Map<String, List<Integer>> unregistered = new TreeMap<>();
         for (int slot = 0; slot < view.present.length; slot++) {
-            if (view.present[slot] && !byInstance.containsKey(view.instance[slot]) && reader.isAlive(slot)) {
+            if (view.present[slot] && !registered.contains(view.instance[slot]) && reader.isAlive(slot)
+                && (model == null || model.equals(view.model[slot]))
+                && (group == null || Engine.DEFAULT_GROUP.equals(group))) {
                 unregistered.computeIfAbsent(view.instance[slot], k -> new ArrayList<>()).add(slot);
             }
         }

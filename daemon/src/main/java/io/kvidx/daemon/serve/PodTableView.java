@@ -28,6 +28,8 @@ final class PodTableView {
     /** Per slot, its rank as the JSON key ("0", "1", ...). */
     final String[] rankName;
     final int[] dpRank;
+    /** Per slot, the model its pod serves ("" when it named none). */
+    final String[] model;
     final int[] generation;
     final boolean[] present;
     /** model → routing group → candidate pods. */
@@ -41,6 +43,7 @@ final class PodTableView {
         instanceIndex = new int[n];
         rankName = new String[n];
         dpRank = new int[n];
+        model = new String[n];
         final Map<String, Integer> indices = new HashMap<>();
         generation = new int[n];
         present = new boolean[n];
@@ -59,8 +62,8 @@ final class PodTableView {
             rankName[slot] = Integer.toString(rank);
             final Engine e = engines.get(info.podId());
             final String group = e == null ? Engine.DEFAULT_GROUP : e.routingGroup();
-            final String model = info.model() == null ? "" : info.model();
-            candidates.computeIfAbsent(model, k -> new HashMap<>()).computeIfAbsent(group, k -> new PodSet())
+            model[slot] = info.model() == null ? "" : info.model();
+            candidates.computeIfAbsent(model[slot], k -> new HashMap<>()).computeIfAbsent(group, k -> new PodSet())
                 .add(slot);
         }
         // Registered engines that have published nothing yet: their model is known, with no pod to answer.

@@ -111,6 +111,11 @@ class IndexHttpApiTest {
                     workers.body());
                 assertTrue(workers.body().contains("\"endpoints\":{\"0\":\"" + peer.endpoint + "\"},\"listeners\":"
                     + "{\"0\":{\"endpoint\":\"" + peer.endpoint + "\",\"status\":\"active\"}}"), workers.body());
+                // Dynamo's filters: each optional, both applied; [] when nothing matches.
+                assertEquals(workers.body(), http.get("/workers?model_name=" + java.net.URLEncoder.encode(model,
+                    java.nio.charset.StandardCharsets.UTF_8) + "&routing_group=default").body());
+                assertEquals("[]", http.get("/workers?model_name=other").body());
+                assertEquals("[]", http.get("/workers?routing_group=g2").body());
                 assertEquals(200, http.get("/health").status());
                 final HttpApiClient.Reply metrics = http.get("/metrics");
                 assertTrue(metrics.body().contains("kvidx_blocks_stored_total"), metrics.body());

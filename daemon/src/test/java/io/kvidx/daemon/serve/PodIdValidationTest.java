@@ -123,6 +123,11 @@ class PodIdValidationTest {
             final String workers = http.get("/workers").body();
             assertEquals("[{\"instance_id\":\"10.0.0.2:8000\",\"source\":\"events\",\"status\":\"active\","
                 + "\"endpoints\":{},\"listeners\":{}}]", workers);
+            // A pod no registration names serves its topic's model, in the default group.
+            assertEquals(workers, http.get("/workers?model_name=" + java.net.URLEncoder.encode(model,
+                java.nio.charset.StandardCharsets.UTF_8) + "&routing_group=default").body());
+            assertEquals("[]", http.get("/workers?model_name=other").body());
+            assertEquals("[]", http.get("/workers?routing_group=g2").body());
             assertEquals(1, daemon.counters().value(CounterType.PODS_ALIVE));
             assertEquals(0, daemon.counters().value(CounterType.FRAMING_ERRORS));
             final String log = daemon.errors().dump();
