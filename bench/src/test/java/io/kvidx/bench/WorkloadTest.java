@@ -50,4 +50,36 @@ class WorkloadTest {
         assertTrue(shared > 100, "early blocks are shared by many holders: " + shared);
         assertTrue(Arrays.stream(w.queryOrder()).allMatch(q -> q >= 0 && q < w.chainCount()));
     }
+
+    @Test
+    void shouldGenerateChainsUpToTheIndexMaximumWithManyHoldersAtFewDepths() {
+        final Workload w = Workload.generate(128, Workload.MAX_CHAIN, 200_000, 11, 16);
+        assertEquals(Workload.MAX_CHAIN, w.chain(0).length);
+        final Map<Integer, Set<Integer>> podsByChainDepth = new HashMap<>();
+        final Map<Long, Integer> chainOf = new HashMap<>();
+        for (int c = 0; c < w.chainCount(); c++) {
+            chainOf.put(w.chain(c)[Workload.MAX_CHAIN - 1], c);
+        }
+        final long[] holdings = new long[1];
+        w.forEachHolding((pod, chain, depth) -> {
+            assertTrue(depth >= 1 && depth <= Workload.MAX_CHAIN, "depth " + depth);
+            holdings[0]++;
+            podsByChainDepth.computeIfAbsent(chainOf.get(chain[Workload.MAX_CHAIN - 1]), k -> new HashSet<>())
+                .add(depth);
+        });
+        final double holders = holdings[0] / (double) w.chainCount();
+        assertTrue(holders > 12 && holders < 20, "mean holders near 16: " + holders);
+        final double depths = podsByChainDepth.values().stream().mapToInt(Set::size).average().orElse(0);
+        assertTrue(depths <= 2 + Workload.TURNS, "the extra holders share the group's turn ends: " + depths);
+        assertEquals(16.0, w.meanHolders());
+    }
+
+    @Test
+    void shouldKeepWorkloadBForTwoHolders() {
+        final Workload a = Workload.generate(64, 32, 20_000, 42);
+        final Workload b = Workload.generate(64, 32, 20_000, 42, Workload.HOLDERS_DEFAULT);
+        assertEquals(a.chainCount(), b.chainCount());
+        assertEquals(a.podBlocks(), b.podBlocks());
+        assertArrayEquals(a.queryOrder(), b.queryOrder());
+    }
 }
