@@ -36,21 +36,32 @@ public final class Rendezvous {
     }
 
     /**
-     * The reader actor: announces itself, reads until the writer is done, then once more.
+     * The reader actor: announces itself, reads until the writer is done, then again until a read does not give up
+     * (bounded): nothing changes the state any more, so a reader that works sees the state after the change, and one
+     * that always gives up never does (its result is {@link Seen#GAVE_UP} alone, or with {@link Seen#BEFORE}).
      *
      * @param read one read, classified into {@link Seen}'s bits.
-     * @return the union of what the reads saw, with {@link Seen#GAVE_UP} when the writer did not finish in time.
+     * @return the union of what the reads saw, with {@link Seen#GAVE_UP} and {@link Seen#WRITER_LATE} when the writer
+     * did not finish in time.
      */
     public int readWhileWriting(final IntSupplier read) {
         readerArrived = true;
         int seen = 0;
         for (int i = 0; i < MAX_SPINS; i++) {
-            final boolean last = writerDone;
-            seen |= read.getAsInt();
-            if (last) {
+            final boolean done = writerDone;
+            final int one = read.getAsInt();
+            seen |= one;
+            if (done) {
+                for (int j = 0; (one & Seen.GAVE_UP) != 0 && j < MAX_SPINS; j++) {
+                    final int again = read.getAsInt();
+                    seen |= again;
+                    if ((again & Seen.GAVE_UP) == 0) {
+                        break;
+                    }
+                }
                 return seen;
             }
         }
-        return seen | Seen.GAVE_UP;
+        return seen | Seen.GAVE_UP | Seen.WRITER_LATE;
     }
 }
