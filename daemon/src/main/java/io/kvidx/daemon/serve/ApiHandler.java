@@ -8,9 +8,18 @@ import io.kvidx.serve.HttpRequestHandler;
 import io.kvidx.serve.ErrorShape;
 import io.kvidx.serve.HttpError;
 import io.kvidx.serve.Responses;
+import com.fasterxml.jackson.core.JsonGenerator;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufOutputStream;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpUtil;
@@ -126,11 +135,47 @@ final class ApiHandler extends HttpRequestHandler {
                     : new QueryStringDecoder(uri).parameters().get("format")));
                 default -> throw new ApiException(404, ApiException.NOT_FOUND, "no endpoint " + path);
             }
+        } catch (final MethodNotAllowed ex) {
+            methodNotAllowed(ctx, keepAlive, ex);
         } catch (final HttpError ex) {
             error(ctx, keepAlive, ex);
         } catch (final IOException | RuntimeException ex) {
             LOG.warn("{} {} failed", method, path, ex);
             error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL, String.valueOf(ex)));
+        }
+    }
+
+    /** A 405, with the methods the path takes for the {@code Allow} header (RFC 9110; Dynamo sends it too). */
+    private static final class MethodNotAllowed extends HttpError {
+        private static final long serialVersionUID = 1L;
+        private final String allow;
+
+        MethodNotAllowed(final String allow) {
+            super(405, ApiException.METHOD_NOT_ALLOWED, "use " + allow);
+            this.allow = allow;
+        }
+    }
+
+    /** Writes the 405 in the API's error shape with its {@code Allow} header (the serving layer's error has none). */
+    private static void methodNotAllowed(final ChannelHandlerContext ctx, final boolean keepAlive,
+        final MethodNotAllowed ex) {
+        final ByteBuf buf = ctx.alloc().buffer();
+        try (JsonGenerator g = Responses.JSON.createGenerator((java.io.OutputStream) new ByteBufOutputStream(buf))) {
+            ErrorShape.FLAT.write(g, ex);
+        } catch (final IOException ioe) {
+            buf.release();
+            throw new IllegalStateException(ioe);
+        }
+        final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
+            HttpResponseStatus.METHOD_NOT_ALLOWED, buf);
+        response.headers().set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON)
+            .set(HttpHeaderNames.ALLOW, ex.allow);
+        HttpUtil.setContentLength(response, buf.readableBytes());
+        HttpUtil.setKeepAlive(response, keepAlive);
+        if (keepAlive) {
+            ctx.writeAndFlush(response, ctx.voidPromise());
+        } else {
+            ctx.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
         }
     }
 
@@ -142,7 +187,7 @@ final class ApiHandler extends HttpRequestHandler {
     private static void post(final HttpMethod method, final FullHttpRequest request, final Action action)
         throws IOException {
         if (!HttpMethod.POST.equals(method)) {
-            throw new ApiException(405, ApiException.METHOD_NOT_ALLOWED, "use POST");
+            throw new MethodNotAllowed("POST");
         }
         if (!isJson(request.headers().get(HttpHeaderNames.CONTENT_TYPE))) {
             throw new ApiException(415, ApiException.UNSUPPORTED_MEDIA_TYPE,
@@ -180,7 +225,7 @@ final class ApiHandler extends HttpRequestHandler {
 
     private static void get(final HttpMethod method, final Action action) throws IOException {
         if (!HttpMethod.GET.equals(method) && !HttpMethod.HEAD.equals(method)) {
-            throw new ApiException(405, ApiException.METHOD_NOT_ALLOWED, "use GET");
+            throw new MethodNotAllowed("GET, HEAD");
         }
         action.run();
     }

@@ -53,6 +53,14 @@ record DynamoTranscript(Map<String, Object> header, List<Step> steps) {
             return ((Number) line.get("status")).intValue();
         }
 
+        /**
+         * @param name a header's name, lower case.
+         * @return Dynamo's answer's value of it, or null.
+         */
+        String responseHeader(final String name) {
+            return (String) ((Map<?, ?>) line.get("response_headers")).get(name);
+        }
+
         @SuppressWarnings("unchecked")
         Map<String, String> headers() {
             return (Map<String, String>) line.get("request_headers");

@@ -34,8 +34,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * place of P1..P4, and kvidx's answer is compared with Dynamo's field by field: the status; for a JSON answer every
  * field Dynamo sent, with its value (kvidx may add fields: {@code instances}, {@code block_size} and so on); for
  * Dynamo's plain-text refusals (its framework's extractor) kvidx's JSON error with the expected {@code code}; an
- * {@code error} message Dynamo wrote must begin kvidx's. Where kvidx answers differently on purpose the step is in
- * {@link #KVIDX_DIFFERS} with kvidx's answer, and the difference is a row of docs/service-api-peers.md's table.
+ * {@code error} message Dynamo wrote must begin kvidx's; an {@code Allow} header Dynamo sent must be kvidx's. Where
+ * kvidx answers differently on purpose the step is in {@link #KVIDX_DIFFERS} with kvidx's answer, and the difference
+ * is a row of docs/service-api-peers.md's table.
  */
 @Timeout(240)
 class DynamoTranscriptReplayTest {
@@ -209,6 +210,10 @@ class DynamoTranscriptReplayTest {
             failures.add(where + "status " + reply.status() + ", expected " + status + (differs != null
                 ? " (kvidx's documented answer; Dynamo " + step.status() + ")" : " (Dynamo's)") + ": " + reply.text());
             return;
+        }
+        final String allow = step.responseHeader("allow");
+        if (allow != null && !allow.equals(reply.headers().get("allow"))) {
+            failures.add(where + "Allow: " + reply.headers().get("allow") + ", expected Dynamo's " + allow);
         }
         final String code = differs != null && differs.code() != null ? differs.code() : CODES.get(step.number());
         if (status >= 400) {
