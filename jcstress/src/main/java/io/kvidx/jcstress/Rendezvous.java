@@ -19,6 +19,8 @@ import java.util.function.IntSupplier;
 public final class Rendezvous {
     /** Most spins or reads per wait: about 50 ms. */
     private static final int MAX_SPINS = 1 << 20;
+    /** Most time the reads after the change may keep giving up before the reader reports what it saw. */
+    private static final long FINAL_READS_NS = 200_000_000L;
 
     private volatile boolean readerArrived;
     private volatile boolean writerDone;
@@ -52,7 +54,9 @@ public final class Rendezvous {
             final int one = read.getAsInt();
             seen |= one;
             if (done) {
-                for (int j = 0; (one & Seen.GAVE_UP) != 0 && j < MAX_SPINS; j++) {
+                // Bounded in time too: a read that gives up has waited its read bound (50 us) each time.
+                final long deadline = System.nanoTime() + FINAL_READS_NS;
+                for (int j = 0; (one & Seen.GAVE_UP) != 0 && j < MAX_SPINS && System.nanoTime() < deadline; j++) {
                     final int again = read.getAsInt();
                     seen |= again;
                     if ((again & Seen.GAVE_UP) == 0) {
