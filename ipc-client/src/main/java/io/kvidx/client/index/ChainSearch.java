@@ -12,7 +12,9 @@ import static io.kvidx.client.index.IndexDescriptor.POD_TABLE_VERSION_OFFSET;
 /**
  * The query engine of an {@link IndexReader}: prefix queries over a chain of block keys (binary search, or the exact
  * walk) on the reader's read-only mapping, each step a {@link KeyLookup} under its shard's seqlock. With prefetching
- * on, every key's home entry is loaded before the search so that the chain's cache misses overlap.
+ * on, a chain of up to {@link LevelSearch#WHOLE_CHAIN_PREFETCH} blocks has every key's home entry loaded before the
+ * search, so that its cache misses overlap; a longer chain is searched by {@link LevelSearch}, which loads only what
+ * its probes will need, a few levels ahead (ADR 0023), and the exact walk loads that many keys ahead of itself.
  *
  * <p><b>Note:</b> thread safe and allocation-free: it only reads the file, and a query writes only the caller's
  * {@link PrefixResult}. The daemon's IndexWriter is the only writer of the file.
@@ -21,6 +23,8 @@ final class ChainSearch {
     private static final VarHandle LONG = Layouts.LONG;
     /** Plain loads for the prefetch pass: they only bring lines into the cache, the lookups read them again. */
     private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
+    /** Keys the exact walk of a long chain loads ahead of itself; a chain up to this long is loaded whole. */
+    static final int WINDOW = LevelSearch.WHOLE_CHAIN_PREFETCH;
 
     private final MemorySegment segment;
     private final int maxChain;
@@ -28,13 +32,14 @@ final class ChainSearch {
     private final boolean direct;
     private final boolean prefetch;
     private final KeyLookup entries;
+    private final LevelSearch levels;
 
     /**
      * @param segment  the reader's read-only mapping, validated.
      * @param entries  the reader's single-key lookups, on the same mapping.
      * @param maxPods  the file's pod capacity (its cell), from its header.
      * @param maxChain the file's longest chain, from its header.
-     * @param prefetch whether queries load every key's home entry before searching.
+     * @param prefetch whether queries load the home entries they will probe before probing them.
      */
     ChainSearch(final MemorySegment segment, final KeyLookup entries, final int maxPods, final int maxChain,
         final boolean prefetch) {
@@ -43,6 +48,7 @@ final class ChainSearch {
         this.direct = IndexDescriptor.isDirect(maxPods);
         this.prefetch = prefetch;
         this.entries = entries;
+        this.levels = new LevelSearch(segment, entries, prefetch);
     }
 
     /** See {@link IndexReader#query}. */
@@ -62,6 +68,10 @@ final class ChainSearch {
         long s3 = start[3];
         if (length == 0 || (s0 | s1 | s2 | s3) == 0) {
             return 0;
+        }
+        if (length > LevelSearch.WHOLE_CHAIN_PREFETCH) {
+            return direct ? levels.searchDirect(keys, length, s0, result)
+                : levels.search(keys, length, s0, s1, s2, s3, result);
         }
         if (direct) {
             return queryDirect(keys, length, s0, result);
@@ -164,12 +174,17 @@ final class ChainSearch {
         if (direct) {
             return queryExactDirect(keys, length, s0, result);
         }
+        final boolean ahead = prefetch && length > WINDOW;
         if (prefetch) {
-            result.sink = prefetch(keys, length, result);
+            result.sink = prefetch(keys, ahead ? WINDOW : length, result);
         }
+        long sink = 0;
         final long[] words = result.words;
         int i = 0;
         while (i < length && (s0 | s1 | s2 | s3) != 0) {
+            if (ahead && i + WINDOW < length) {
+                sink += touch(keys[i + WINDOW]);
+            }
             entries.lookup(keys[i], words);
             result.addAll(s0 & ~words[0], s1 & ~words[1], s2 & ~words[2], s3 & ~words[3], i);
             s0 &= words[0];
@@ -179,21 +194,33 @@ final class ChainSearch {
             i++;
         }
         result.addAll(s0, s1, s2, s3, i);
+        result.sink += sink;
         result.probes(i);
         return result.maxDepth();
     }
 
     /**
-     * {@link #queryExact} in a direct cell: one pods word per block, the home offsets computed once (by the
-     * prefetch when it is on), and the pods that leave at block i recorded with depth i.
+     * {@link #queryExact} in a direct cell: one pods word per block, and the pods that leave at block i recorded with
+     * depth i. A chain of up to {@link #WINDOW} blocks has its home offsets computed once (by the prefetch when it is
+     * on); a longer one computes each as the walk reaches it, prefetching {@link #WINDOW} keys ahead.
      */
     private int queryExactDirect(final long[] keys, final int length, final long alive, final PrefixResult result) {
-        final long[] offsets = chainOffsets(keys, length, result);
+        final boolean whole = length <= WINDOW;
+        final boolean ahead = prefetch && !whole;
+        final long[] offsets = whole ? chainOffsets(keys, length, result) : null;
+        if (ahead) {
+            result.sink = prefetch(keys, WINDOW, result);
+        }
+        long sink = 0;
         long held = alive;
         int max = 0;
         int i = 0;
         while (i < length && held != 0) {
-            final long w = entries.direct(IndexDescriptor.storedKey(keys[i]), offsets[i]);
+            if (ahead && i + WINDOW < length) {
+                sink += touch(keys[i + WINDOW]);
+            }
+            final long k = IndexDescriptor.storedKey(keys[i]);
+            final long w = entries.direct(k, whole ? offsets[i] : entries.homeOffset(k));
             final long left = held & ~w;
             if (left != 0 && i > 0) {
                 result.addWord0(left, i);
@@ -206,8 +233,17 @@ final class ChainSearch {
             result.addWord0(held, i);
             max = i;
         }
+        result.sink += sink;
         result.probes(i);
         return max;
+    }
+
+    /**
+     * Loads a key's home entry ahead of its probe: a plain load whose value only keeps it from being dropped; its
+     * miss proceeds while the walk probes the keys before it.
+     */
+    private long touch(final long key) {
+        return (long) PLAIN.get(segment, entries.homeOffset(IndexDescriptor.storedKey(key)));
     }
 
     /**

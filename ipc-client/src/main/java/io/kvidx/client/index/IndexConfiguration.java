@@ -43,7 +43,7 @@ public final class IndexConfiguration {
      */
     public static final long READ_BOUND_NS_DEFAULT = 50_000;
 
-    /** Whether readers prefetch a chain's home entries before the binary search. */
+    /** Whether readers load the home entries a query will probe ahead of its probes (ADR 0023). */
     public static final String PREFETCH_PROP_NAME = "kvidx.query.prefetch";
     /** Default: prefetch (an index larger than the CPU cache is the normal case). */
     public static final boolean PREFETCH_DEFAULT = true;

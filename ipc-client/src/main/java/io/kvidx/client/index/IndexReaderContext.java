@@ -130,9 +130,10 @@ public final class IndexReaderContext {
     }
 
     /**
-     * @param prefetch load the home entry of every key of a chain before searching (default true): the cache
-     *                 misses of a large index overlap instead of adding up, at a small cost when the index
-     *                 fits in cache. See docs/perf.md.
+     * @param prefetch load the home entries a query will probe before it probes them (default true): the whole
+     *                 chain when it has at most 64 blocks, else the top levels of the binary search and then each
+     *                 level's next keys two levels ahead (ADR 0023), so that the cache misses of a large index
+     *                 overlap instead of adding up, at a small cost when the index fits in cache. See docs/perf.md.
      * @return this.
      */
     public IndexReaderContext prefetch(final boolean prefetch) {
@@ -141,7 +142,7 @@ public final class IndexReaderContext {
     }
 
     /**
-     * @return whether queries prefetch the chain's home entries.
+     * @return whether queries prefetch the home entries they will probe.
      */
     public boolean prefetch() {
         return prefetch == null || prefetch;

@@ -143,6 +143,33 @@ final class KeyLookup {
         return -1;
     }
 
+    /**
+     * Loads, without the seqlock, the pods a stored key's entry points to when it sits in its home line: the first
+     * word of its overflow bitmap for an overflow entry, else its pods word. Only a prefetch: the value means
+     * nothing (a concurrent writer may move anything), it only brings the line a later {@link #lookup} of the key
+     * will read into the cache. Every offset stays inside the mapping: the bitmap index is masked to its shard.
+     *
+     * @param k    the stored key.
+     * @param home its home entry's offset ({@link #homeOffset}).
+     * @return a value to sum into a sink.
+     */
+    long touchPods(final long k, final long home) {
+        final MemorySegment s = segment;
+        for (int i = 0; i < LINE_ENTRIES; i++) {
+            final long e = home + ((long) i << ENTRY_LENGTH_SHIFT);
+            if ((long) PLAIN.get(s, e + ENTRY_KEY_OFFSET) == k) {
+                final long pods = (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET);
+                if (pods >= 0 || direct) {
+                    return pods;
+                }
+                final int shard = (int) ((home - tablesOffset) >>> (slotBits + ENTRY_LENGTH_SHIFT));
+                return (long) PLAIN.get(s, overflowOffset
+                    + ((long) shard * overflowPerShard + ((int) pods & overflowMask)) * OVERFLOW_LENGTH);
+            }
+        }
+        return 0;
+    }
+
     /** 1 when x is 0, else 0, without a branch. */
     private static long isZero(final long x) {
         return ~(x | -x) >>> 63;

@@ -14,6 +14,10 @@ public final class PrefixResult {
     static final int MAX_FRAMES = 64;
 
     final long[] stack = new long[FRAME * MAX_FRAMES];
+    /** The ranges of one level of a long chain's search ({@link LevelSearch}): at most one per pod. */
+    final long[] level = new long[FRAME * IndexDescriptor.MAX_PODS];
+    /** The next level's ranges. */
+    final long[] nextLevel = new long[FRAME * IndexDescriptor.MAX_PODS];
     final long[] words = new long[IndexDescriptor.POD_WORDS];
     private final int[] slots = new int[IndexDescriptor.MAX_PODS];
     private final int[] depthBySlot = new int[IndexDescriptor.MAX_PODS];
