@@ -53,10 +53,27 @@ import java.util.stream.Stream;
  * stored, the steady state of a full cache. Chains cycle through {@code 2 x live} per pod, so the batches repeat and
  * are encoded once, before the benchmark; pods take turns, batch by batch.
  *
+ * <p>Two parameters vary what a block costs (the figures in docs/perf.md before 2026-11-28 are {@code medium=GPU},
+ * {@code parents=none}):
+ * <ul>
+ *   <li>{@link #medium}: {@code GPU}, no tier map entry (the tier map records offloaded blocks only); {@code CPU},
+ *   every churned block offloaded: each store writes a tier map entry and each removal takes it out; {@code mixed},
+ *   chains alternate between GPU and CPU (the shared chains stay on GPU), half the blocks in the tier map. A block
+ *   moving between media (stored on CPU while it is still on GPU, then removed from GPU) is not modelled.</li>
+ *   <li>{@link #parents}: {@code none}, each chain arrives as one BlockStored of {@value #CHAIN} blocks without a
+ *   parent; {@code chained}, as {@value #EVENTS_PER_CHAIN} BlockStored events of {@value #BLOCKS_PER_EVENT} blocks,
+ *   each after the first naming the previous one's last block as its parent (as an engine publishes a request's
+ *   blocks step by step): the parent is looked up in the pod's block map, its router key seeds the event's keys, and
+ *   the index counts the child under the parent's entry.</li>
+ * </ul>
+ * The block operations per batch stay {@code 2 x CHAINS_PER_BATCH x CHAIN}; the setup fails when a parent or a
+ * removal was not found ({@code UNKNOWN_PARENTS}, {@code UNKNOWN_REMOVALS}).
+ *
  * <p>Memory: index table, writer records, 128 block maps and the tier map take well over 100 MB, the batches another
  * ≈ 200 MB streamed once per cycle: nothing of it stays in the cache between two touches of the same block.
  *
- * <p>{@code java -cp bench/target/kvidx-bench.jar org.openjdk.jmh.Main WriterChurnBenchmark}
+ * <p>{@code java -cp bench/target/kvidx-bench.jar org.openjdk.jmh.Main WriterChurnBenchmark} (every combination of
+ * the parameters; {@code -p medium=GPU -p parents=none} for the earlier figure alone)
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -73,6 +90,10 @@ public class WriterChurnBenchmark {
     private static final int BLOCK_SIZE = 16;
     /** Chains removed and stored per batch. */
     private static final int CHAINS_PER_BATCH = 2;
+    /** BlockStored events per chain with {@code parents=chained}. */
+    static final int EVENTS_PER_CHAIN = 4;
+    /** Blocks per BlockStored event with {@code parents=chained}. */
+    static final int BLOCKS_PER_EVENT = CHAIN / EVENTS_PER_CHAIN;
 
     /** Pods of the fleet. */
     @Param({"128"})
@@ -82,6 +103,13 @@ public class WriterChurnBenchmark {
     @Param({"384"})
     public int live;
 
+    /** Medium of the churned blocks: {@code GPU}, {@code CPU} (offloaded: in the tier map) or {@code mixed}. */
+    @Param({"GPU", "CPU", "mixed"})
+    public String medium;
+
+    /** {@code none}: one parentless BlockStored per chain; {@code chained}: parent-linked BlockStored events. */
+    @Param({"none", "chained"})
+    public String parents;
 
     private Path dir;
     private IndexWriter index;
@@ -103,6 +131,10 @@ public class WriterChurnBenchmark {
         if (live % CHAINS_PER_BATCH != 0) {
             throw new IllegalArgumentException("live must be a multiple of CHAINS_PER_BATCH");
         }
+        if (!parents.equals("none") && !parents.equals("chained")) {
+            throw new IllegalArgumentException("parents must be none or chained: " + parents);
+        }
+        mediumOf(0);
         dir = Files.createTempDirectory(Path.of("/dev/shm"), "kvidx-bench-churn");
         index = IndexWriter.create(new IndexWriterContext().dir(dir).capacityBlocks(1L << 21)
             .deleteOnClose(true));
@@ -137,10 +169,11 @@ public class WriterChurnBenchmark {
         }
         if (counters.get(CounterType.UNKNOWN_PARENTS).get() != 0 || counters.get(CounterType.EVENTS_DROPPED).get() != 0
             || counters.get(CounterType.UNKNOWN_REMOVALS).get() != 0) {
-            throw new IllegalStateException("the churn was not applied as planned: " + counters);
+            throw new IllegalStateException("the churn was not applied as planned: " + counters.describe());
         }
-        System.out.printf("%n[churn] index entries %,d, pods %d, blocks per pod %,d, batches per cycle %,d%n",
-            index.entryCount(), pods, live * CHAIN, batches.length);
+        System.out.printf("%n[churn] index entries %,d, pods %d, blocks per pod %,d, batches per cycle %,d, medium %s,"
+            + " parents %s, tier map entries %,d%n", index.entryCount(), pods, live * CHAIN, batches.length, medium,
+            parents, tierEntries());
     }
 
     /** Closes the index and removes the cell. */
@@ -204,40 +237,87 @@ public class WriterChurnBenchmark {
      */
     private byte[] batch(final int p, final int removeFrom, final int storeFrom) {
         try (MessageBufferPacker out = MessagePack.newDefaultBufferPacker()) {
-            out.packArrayHeader(3).packDouble(1.7e9).packArrayHeader((removeFrom < 0 ? 0 : 1) + CHAINS_PER_BATCH);
-            if (removeFrom >= 0) {
+            // One BlockRemoved per run of removed chains on the same medium (one event when all share it).
+            final int removes = removeFrom < 0 ? 0 : removeRuns(removeFrom);
+            final int storesPerChain = parents.equals("chained") ? EVENTS_PER_CHAIN : 1;
+            out.packArrayHeader(3).packDouble(1.7e9).packArrayHeader(removes + CHAINS_PER_BATCH * storesPerChain);
+            for (int c = removeFrom, end = removeFrom + CHAINS_PER_BATCH; removes > 0 && c < end; ) {
+                int last = c + 1;
+                while (last < end && mediumOf(last).equals(mediumOf(c))) {
+                    last++;
+                }
                 out.packMapHeader(3);
                 out.packString("type").packString("BlockRemoved");
-                out.packString("block_hashes").packArrayHeader(CHAINS_PER_BATCH * CHAIN);
-                for (int c = removeFrom; c < removeFrom + CHAINS_PER_BATCH; c++) {
+                out.packString("block_hashes").packArrayHeader((last - c) * CHAIN);
+                for (int r = c; r < last; r++) {
                     for (int b = 0; b < CHAIN; b++) {
-                        VllmEventEncoder.packUint64(out, engineHash(chainId(p, c), b));
+                        VllmEventEncoder.packUint64(out, engineHash(chainId(p, r), b));
                     }
                 }
-                out.packString("medium").packString("GPU");
+                out.packString("medium").packString(mediumOf(c));
+                c = last;
             }
             for (int c = storeFrom; c < storeFrom + CHAINS_PER_BATCH; c++) {
                 final long id = chainId(p, c);
-                out.packMapHeader(6);
-                out.packString("type").packString("BlockStored");
-                out.packString("block_hashes").packArrayHeader(CHAIN);
-                for (int b = 0; b < CHAIN; b++) {
-                    VllmEventEncoder.packUint64(out, engineHash(id, b));
-                }
-                out.packString("parent_block_hash").packNil();
-                out.packString("token_ids").packArrayHeader(CHAIN * BLOCK_SIZE);
                 final SplittableRandom tokens = new SplittableRandom(id);
-                for (int t = 0; t < CHAIN * BLOCK_SIZE; t++) {
-                    out.packInt(tokens.nextInt(151_000));
+                final int perEvent = CHAIN / storesPerChain;
+                for (int e = 0; e < storesPerChain; e++) {
+                    final int first = e * perEvent;
+                    out.packMapHeader(6);
+                    out.packString("type").packString("BlockStored");
+                    out.packString("block_hashes").packArrayHeader(perEvent);
+                    for (int b = first; b < first + perEvent; b++) {
+                        VllmEventEncoder.packUint64(out, engineHash(id, b));
+                    }
+                    out.packString("parent_block_hash");
+                    if (first == 0) {
+                        out.packNil();
+                    } else {
+                        VllmEventEncoder.packUint64(out, engineHash(id, first - 1));
+                    }
+                    out.packString("token_ids").packArrayHeader(perEvent * BLOCK_SIZE);
+                    for (int t = 0; t < perEvent * BLOCK_SIZE; t++) {
+                        out.packInt(tokens.nextInt(151_000));
+                    }
+                    out.packString("block_size").packInt(BLOCK_SIZE);
+                    out.packString("medium").packString(mediumOf(c));
                 }
-                out.packString("block_size").packInt(BLOCK_SIZE);
-                out.packString("medium").packString("GPU");
             }
             out.packNil();
             return out.toByteArray();
         } catch (final IOException ex) {
             throw new UncheckedIOException(ex);
         }
+    }
+
+    /** @return the tier map entries of the fleet's pods (offloaded blocks). */
+    private long tierEntries() {
+        long entries = 0;
+        for (int p = 0; p < pods; p++) {
+            entries += index.tiers().size(index.slotOf("churn-pod-" + p));
+        }
+        return entries;
+    }
+
+    /** @return the medium chain number {@code c} is stored on and removed from ({@link #medium}). */
+    private String mediumOf(final int c) {
+        return switch (medium) {
+            case "GPU" -> "GPU";
+            case "CPU" -> "CPU";
+            case "mixed" -> c % 2 == 0 ? "GPU" : "CPU";
+            default -> throw new IllegalArgumentException("medium must be GPU, CPU or mixed: " + medium);
+        };
+    }
+
+    /** @return the BlockRemoved events of a batch removing chains from {@code removeFrom}: one per run of a medium. */
+    private int removeRuns(final int removeFrom) {
+        int runs = 1;
+        for (int c = removeFrom + 1; c < removeFrom + CHAINS_PER_BATCH; c++) {
+            if (!mediumOf(c).equals(mediumOf(c - 1))) {
+                runs++;
+            }
+        }
+        return runs;
     }
 
     private static long engineHash(final long chainId, final int block) {
