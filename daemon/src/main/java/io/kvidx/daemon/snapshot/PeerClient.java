@@ -118,6 +118,10 @@ public final class PeerClient {
                     if (t instanceof SnapshotFormatException format) {
                         throw new SnapshotFormatException(uri + ": " + format.getMessage());
                     }
+                    if (t instanceof java.net.http.HttpTimeoutException) {
+                        // The request's own timeout (the same bound) fired before the wait for it did.
+                        throw new SnapshotException("no snapshot from " + uri + " within " + timeoutMs + " ms", ex);
+                    }
                 }
                 throw new SnapshotException("cannot fetch " + uri + ": " + describe(ex.getCause()), ex);
             }
