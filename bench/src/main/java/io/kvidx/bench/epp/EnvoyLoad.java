@@ -33,6 +33,11 @@ import java.util.concurrent.locks.LockSupport;
 final class EnvoyLoad implements AutoCloseable {
     /** Highest latency recorded, ns. */
     static final long HIGHEST_NS = TimeUnit.SECONDS.toNanos(120);
+    /**
+     * The HTTP/2 flow-control window, as Envoy's (its default {@code initial_stream_window_size}, 256 MiB); a fixed
+     * window also turns off grpc-java's automatic tuning, whose BDP pings Envoy does not send.
+     */
+    static final int ENVOY_WINDOW_BYTES = 256 << 20;
 
     private final ManagedChannel[] channels;
     private final ExternalProcessorGrpc.ExternalProcessorStub[] stubs;
@@ -63,7 +68,7 @@ final class EnvoyLoad implements AutoCloseable {
         this.stubs = new ExternalProcessorGrpc.ExternalProcessorStub[connections];
         for (int i = 0; i < connections; i++) {
             channels[i] = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().directExecutor()
-                .maxInboundMessageSize(64 << 20).build();
+                .flowControlWindow(ENVOY_WINDOW_BYTES).maxInboundMessageSize(64 << 20).build();
             stubs[i] = ExternalProcessorGrpc.newStub(channels[i]);
         }
         this.maxInFlight = maxInFlight;

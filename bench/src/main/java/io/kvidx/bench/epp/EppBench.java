@@ -39,9 +39,10 @@ import java.util.regex.Pattern;
  * mapping that index read-only. It checks that the picker picks each prompt's deepest holder, as the decision layer
  * does in this process, then drives it with {@link EnvoyLoad} (open loop, latency from each request's due time) at
  * each rate: token-id prompts of each length in BUFFERED mode (headers, their answer, the body, the pick), one
- * STREAMED (or full-duplex) variant, and one text-prompt figure (the picker tokenizes). Beside each figure, the
- * decision layer's own time on the same prompts and index ({@link DecisionTimer}) and the picker process's CPU time
- * per request. Prints a table and, with {@code --json}, one JSON line last.
+ * STREAMED (or full-duplex) variant, and one text-prompt figure (the picker tokenizes). Beside each figure: the same
+ * load on {@link FloorPicker} (a gRPC server built as the picker's that answers at once: what gRPC, HTTP/2 and
+ * protobuf cost here), the decision layer's own time on the same prompts and index ({@link DecisionTimer}), and the
+ * picker's and the floor's CPU time per request. Prints a table and, with {@code --json}, one JSON line last.
  */
 public final class EppBench {
     /** Default pods. */
@@ -123,6 +124,8 @@ public final class EppBench {
         int maxInFlight = MAX_IN_FLIGHT_DEFAULT;
         @Option(names = "--no-floor")
         boolean noFloor;
+        @Option(names = "--floor-option")
+        List<String> floorOptions = new ArrayList<>();
         @Option(names = "--seed")
         long seed = 34;
         @Option(names = {"--quick", "--smoke"})
@@ -174,6 +177,7 @@ public final class EppBench {
                 throw new IllegalArgumentException("--text-tokens must be 0 or at least " + EppFixture.BLOCK);
             }
             o.variantMode();
+            floorArgs(o);
             return o;
         }
     }
@@ -195,6 +199,8 @@ public final class EppBench {
                      --decision-s S (1 per prompt set)  --epp-jvm ARG (a JVM flag of the picker, repeatable)
                      --chunk-bytes N (16384, streamed variant)  --connections N (2)  --max-in-flight N (1024)
                      --no-floor (skip the floor: the same load on a gRPC server that answers at once)
+                     --floor-option direct|fixed-window (repeatable; the floor unlike the picker: listeners on gRPC's
+                       event loops, not a pool; a fixed flow-control window, no BDP pings)
                      --seed S  --quick | --smoke (0.5 s points, 8 prompts, 65536 blocks)  --json (one line last)""";
     }
 
@@ -253,15 +259,18 @@ public final class EppBench {
                 out.printf(Locale.ROOT, "kvidx epp (child process, %s) on 127.0.0.1:%d: index attached, %d pods"
                     + " ready%n", EPP_HEAP, port, o.pods);
                 final EppReport report = new EppReport(o, cpus, load, fixture);
-                EnvoyLoad floor = null;
+                EnvoyLoad floorLoad = null;
+                Process floorProcess = null;
                 if (!o.noFloor) {
-                    final Process f = procs.start("floor", ChildProcesses.java(FloorPicker.class.getName(),
-                        List.of(EPP_HEAP), List.of("0")));
-                    floor = new EnvoyLoad(Integer.parseInt(procs.awaitLog("floor", f, FLOOR_LISTENING,
-                        START_LIMIT_MS)), o.connections, o.maxInFlight);
+                    floorProcess = procs.start("floor", ChildProcesses.java(FloorPicker.class.getName(),
+                        List.of(EPP_HEAP), floorArgs(o)));
+                    floorLoad = new EnvoyLoad(Integer.parseInt(procs.awaitLog("floor", floorProcess,
+                        FLOOR_LISTENING, START_LIMIT_MS)), o.connections, o.maxInFlight);
                 }
                 try (EnvoyLoad client = new EnvoyLoad(port, o.connections, o.maxInFlight);
-                     EnvoyLoad floorClient = floor) {
+                     EnvoyLoad floorClient = floorLoad) {
+                    final Target picker = new Target(client, epp);
+                    final Target floor = floorClient == null ? null : new Target(floorClient, floorProcess);
                     final List<EppFixture.PromptSet> all = new ArrayList<>(fixture.sets());
                     for (final EppFixture.PromptSet s : all) {
                         report.check(s, check(client, decisions, s, o.chunkBytes));
@@ -283,14 +292,14 @@ public final class EppBench {
                     }
                     for (final EppFixture.PromptSet s : idSets) {
                         for (final double rate : o.rates) {
-                            measure(client, floorClient, epp, s, EnvoyRequest.Mode.BUFFERED, rate, o, report, out);
+                            measure(picker, floor, s, EnvoyRequest.Mode.BUFFERED, rate, o, report, out);
                         }
                     }
                     if (variant != null) {
-                        measure(client, floorClient, epp, variantSet, variant, o.variantRate, o, report, out);
+                        measure(picker, floor, variantSet, variant, o.variantRate, o, report, out);
                     }
                     if (textSet != null) {
-                        measure(client, null, epp, textSet, EnvoyRequest.Mode.BUFFERED, o.textRate, o, report, out);
+                        measure(picker, null, textSet, EnvoyRequest.Mode.BUFFERED, o.textRate, o, report, out);
                     }
                 }
                 report.outcomes(metric(metricsPort, "kvidx_epp_requests_total{outcome=\"picked\"}"),
@@ -306,6 +315,17 @@ public final class EppBench {
         } finally {
             deleteTree(logs);
         }
+    }
+
+    private static List<String> floorArgs(final Options o) {
+        final List<String> args = new ArrayList<>(List.of("0"));
+        for (final String f : o.floorOptions) {
+            if (!"direct".equals(f) && !"fixed-window".equals(f)) {
+                throw new IllegalArgumentException("unknown --floor-option '" + f + "' (direct, fixed-window)");
+            }
+            args.add(f);
+        }
+        return args;
     }
 
     private static List<String> eppArgs(final Options o, final EppFixture fixture, final Path tokenizer) {
@@ -340,31 +360,44 @@ public final class EppBench {
         return new EppReport.Check(s.bodies().size(), asHome, asRouter, refAsHome);
     }
 
-    /** Measures one point on the picker, then (when given) the same load on the floor. */
-    private static void measure(final EnvoyLoad client, final EnvoyLoad floor, final Process epp,
-        final EppFixture.PromptSet s, final EnvoyRequest.Mode mode, final double rate, final Options o,
-        final EppReport report, final PrintStream out) throws InterruptedException {
-        final EnvoyRequest[] requests = requests(s, mode, o.chunkBytes);
-        final long durationNs = (long) (o.durationS * 1e9);
-        final long drainNs = Math.max(TimeUnit.SECONDS.toNanos(2), durationNs);
-        if (o.warmupS > 0) {
-            client.run(requests, rate, (long) (o.warmupS * 1e9), drainNs);
-        }
-        ChildProcesses.sleep(200);
-        final long cpu0 = cpuNs(epp);
-        final EnvoyLoad.Result r = client.run(requests, rate, durationNs, drainNs);
-        final long cpu1 = cpuNs(epp);
-        final double cpuUs = cpu0 < 0 || cpu1 < 0 || r.offered() == 0 ? Double.NaN
-            : (cpu1 - cpu0) / 1e3 / r.offered();
-        EnvoyLoad.Result f = null;
-        if (floor != null) {
+    /**
+     * A server under load and the load on it.
+     *
+     * @param load    the client.
+     * @param process its process (for its CPU time).
+     */
+    private record Target(EnvoyLoad load, Process process) {
+        /** @return the warm-up and the measured run at {@code rate}, and the process's CPU µs per request. */
+        Measured measure(final EnvoyRequest[] requests, final double rate, final Options o)
+            throws InterruptedException {
+            final long durationNs = (long) (o.durationS * 1e9);
+            final long drainNs = Math.max(TimeUnit.SECONDS.toNanos(2), durationNs);
             if (o.warmupS > 0) {
-                floor.run(requests, rate, (long) (o.warmupS * 1e9), drainNs);
+                load.run(requests, rate, (long) (o.warmupS * 1e9), drainNs);
             }
             ChildProcesses.sleep(200);
-            f = floor.run(requests, rate, durationNs, drainNs);
+            final long cpu0 = cpuNs(process);
+            final EnvoyLoad.Result r = load.run(requests, rate, durationNs, drainNs);
+            final long cpu1 = cpuNs(process);
+            return new Measured(r, cpu0 < 0 || cpu1 < 0 ? Double.NaN : (cpu1 - cpu0) / 1e3 / r.offered());
         }
-        final EppReport.Point p = new EppReport.Point(s, mode, rate, r, cpuUs, requests[0].body().size(), f);
+    }
+
+    /**
+     * @param result the load's figures.
+     * @param cpuUs  the server process's CPU time per offered request over the run and its drain, µs.
+     */
+    record Measured(EnvoyLoad.Result result, double cpuUs) {
+    }
+
+    /** Measures one point on the picker, then (when given) the same load on the floor. */
+    private static void measure(final Target picker, final Target floor, final EppFixture.PromptSet s,
+        final EnvoyRequest.Mode mode, final double rate, final Options o, final EppReport report,
+        final PrintStream out) throws InterruptedException {
+        final EnvoyRequest[] requests = requests(s, mode, o.chunkBytes);
+        final Measured m = picker.measure(requests, rate, o);
+        final Measured f = floor == null ? null : floor.measure(requests, rate, o);
+        final EppReport.Point p = new EppReport.Point(s, mode, rate, m, requests[0].body().size(), f);
         report.point(p);
         out.println("  " + report.progressLine(p));
     }

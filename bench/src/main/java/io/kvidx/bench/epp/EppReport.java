@@ -44,13 +44,23 @@ final class EppReport {
      * @param set       the prompts.
      * @param mode      the body mode.
      * @param rate      offered requests/s.
-     * @param result    the load's figures.
-     * @param cpuUs     the picker process's CPU time per offered request, µs.
+     * @param picker    the picker's figures.
      * @param chunks    body messages per request.
-     * @param floor     the same load on {@link FloorPicker}, or null.
+     * @param floorRun  the same load on {@link FloorPicker}, or null.
      */
-    record Point(EppFixture.PromptSet set, EnvoyRequest.Mode mode, double rate, EnvoyLoad.Result result,
-        double cpuUs, int chunks, EnvoyLoad.Result floor) {
+    record Point(EppFixture.PromptSet set, EnvoyRequest.Mode mode, double rate, EppBench.Measured picker, int chunks,
+        EppBench.Measured floorRun) {
+        EnvoyLoad.Result result() {
+            return picker.result();
+        }
+
+        double cpuUs() {
+            return picker.cpuUs();
+        }
+
+        EnvoyLoad.Result floor() {
+            return floorRun == null ? null : floorRun.result();
+        }
     }
 
     private final EppBench.Options options;
@@ -106,7 +116,8 @@ final class EppReport {
             p.mode().label(), p.rate(), us(r.latency(), 50), us(r.latency(), 99), us(r.latency(), 99.9),
             r.achievedPerS(), r.errors(), r.unfinished() > 0 ? " unanswered " + r.unfinished() : "", p.cpuUs(),
             us(r.late(), 99)) + (p.floor() == null ? "" : String.format(Locale.ROOT, "; floor p50 %.1f us p99 %.1f"
-            + " us", us(p.floor().latency(), 50), us(p.floor().latency(), 99)));
+            + " us, cpu %.1f us/req", us(p.floor().latency(), 50), us(p.floor().latency(), 99),
+            p.floorRun().cpuUs()));
     }
 
     String table() {
@@ -136,7 +147,8 @@ final class EppReport {
               decide: the decision layer in this process, one request at a time on the same prompts and index (fill
                 and kvidx router's plan: keys, prefix query, scores; for text also tokenizing); work: the body's
                 parse, decide and the picked pod's held depth, all the picker does per request besides gRPC.
-              cpu us: the picker process's CPU time (all its threads) per offered request, over the measured run.
+              cpu us: the picker process's CPU time (all its threads: gRPC, GC, JIT) per offered request, over the
+                measured run and its drain (the floor's in --json and the progress lines).
             """);
         if (picked >= 0) {
             t.append(String.format(Locale.ROOT, "  picker outcomes over the whole run: %d picked with the index, %d"
@@ -179,7 +191,8 @@ final class EppReport {
                 .put("picked", r.picked()).put("errors", r.errors()).put("unfinished", r.unfinished())
                 .put("epp_cpu_us_per_request", p.cpuUs()).put("pacer_late_p99_us", us(r.late(), 99))
                 .put("floor_latency_us", p.floor() == null ? null : latency(p.floor().latency()))
-                .put("floor_unfinished", p.floor() == null ? null : p.floor().unfinished()));
+                .put("floor_unfinished", p.floor() == null ? null : p.floor().unfinished())
+                .put("floor_cpu_us_per_request", p.floor() == null ? null : p.floorRun().cpuUs()));
             if (!p.set().text() && p.mode() == EnvoyRequest.Mode.BUFFERED) {
                 goal.put(key, met(p));
             }

@@ -31,7 +31,10 @@ import java.util.concurrent.Executors;
  * protobuf on loopback, for the same messages in the same order (BUFFERED: headers continue, then the pick on the
  * body; STREAMED: the pick on the headers once the body ended, then one answer per chunk; FULL_DUPLEX_STREAMED: the
  * pick on the headers, then the body echoed in mutations of at most {@link EnvoyRequest#EPP_STREAMED_CHUNK_BYTES}).
- * Run as its own process: {@code FloorPicker PORT}; prints its port.
+ * Run as its own process: {@code FloorPicker PORT [direct] [fixed-window]}; prints its port. Options, to show what
+ * the picker's own server settings cost: {@code direct} runs the listeners on gRPC's event loops (no hand-off to the
+ * pool); {@code fixed-window} sets a fixed 1 MiB HTTP/2 flow-control window, which turns off grpc-java's automatic
+ * window tuning (on by default: a BDP ping to the client on data read while none is outstanding).
  *
  * <p><b>Note:</b> each stream's observer is called by gRPC one message at a time.
  */
@@ -57,7 +60,7 @@ public final class FloorPicker {
     }
 
     /**
-     * @param args the port (0: any).
+     * @param args the port (0: any), then options: {@code direct}, {@code fixed-window}.
      * @throws Exception when it cannot listen.
      */
     public static void main(final String[] args) throws Exception {
@@ -67,9 +70,19 @@ public final class FloorPicker {
                 t.setDaemon(true);
                 return t;
             });
-        final Server server = NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(),
-            Integer.parseInt(args[0]))).addService(new Service()).executor(executor)
-            .maxInboundMessageSize(8 * 1024 * 1024 + 64 * 1024).build().start();
+        final NettyServerBuilder b = NettyServerBuilder.forAddress(new InetSocketAddress(
+            InetAddress.getLoopbackAddress(), Integer.parseInt(args[0]))).addService(new Service())
+            .maxInboundMessageSize(8 * 1024 * 1024 + 64 * 1024);
+        final java.util.List<String> options = java.util.List.of(args).subList(1, args.length);
+        if (options.contains("direct")) {
+            b.directExecutor();
+        } else {
+            b.executor(executor);
+        }
+        if (options.contains("fixed-window")) {
+            b.flowControlWindow(1 << 20);
+        }
+        final Server server = b.build().start();
         System.out.println("floor picker listening on 127.0.0.1:" + server.getPort());
         System.out.flush();
         server.awaitTermination();
