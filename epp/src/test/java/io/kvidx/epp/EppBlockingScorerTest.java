@@ -25,8 +25,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * {@code kvidx epp} with the LMCache scorer's prefix lookup, which waits for the controller's {@code POST /lookup}
  * (a real HTTP controller answering after 800 ms): those decisions run on the picker's bounded deciding pool, so with
- * more lookups pending than the gRPC executor has threads, gRPC health (served by that executor) still answers at
- * once, and every pick follows the lookup's answer. Fails when token-id picks decide on the executor's threads.
+ * more lookups pending than gRPC has event loops, gRPC health (served on those loops) still answers at once, and every
+ * pick follows the lookup's answer. Fails when such picks decide where the call arrives.
  */
 @Timeout(60)
 class EppBlockingScorerTest {
@@ -65,7 +65,7 @@ class EppBlockingScorerTest {
                 final ManagedChannel ch = NettyChannelBuilder.forAddress("127.0.0.1", epp.port()).usePlaintext()
                     .build();
                 try {
-                    final int streams = EppServer.GRPC_THREADS + 2;
+                    final int streams = 2 * Runtime.getRuntime().availableProcessors() + 2; // beyond gRPC's event loops
                     final List<Envoy.Stream> pending = new ArrayList<>();
                     for (int i = 0; i < streams; i++) {
                         final Envoy.Stream s = new Envoy.Stream(ch);
