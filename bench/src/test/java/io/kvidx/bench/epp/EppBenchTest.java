@@ -1,6 +1,7 @@
 package io.kvidx.bench.epp;
 
 import io.kvidx.client.json.MiniJson;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -20,7 +21,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * of each mode is answered with a pick, and the report carries the figures. Checks the harness, not the latency.
  */
 class EppBenchTest {
+    /** About 22 s (two JVMs, a gRPC load at several points): run by {@code ./kvidx test-slow}. */
     @Test
+    @Tag("slow")
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void shouldPickAsTheDecisionLayerAndReportEachPoint() throws Exception {
         final Map<?, ?> json = run("--smoke", "--pods", "16", "--prompts", "2", "--lengths", "1000,4000",
