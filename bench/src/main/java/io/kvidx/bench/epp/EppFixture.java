@@ -255,25 +255,7 @@ final class EppFixture implements AutoCloseable {
     }
 
     static String quote(final String s) {
-        final StringBuilder sb = new StringBuilder(s.length() + 16).append('"');
-        for (int i = 0; i < s.length(); i++) {
-            final char c = s.charAt(i);
-            switch (c) {
-                case '"' -> sb.append("\\\"");
-                case '\\' -> sb.append("\\\\");
-                case '\n' -> sb.append("\\n");
-                case '\r' -> sb.append("\\r");
-                case '\t' -> sb.append("\\t");
-                default -> {
-                    if (c < 0x20) {
-                        sb.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        sb.append(c);
-                    }
-                }
-            }
-        }
-        return sb.append('"').toString();
+        return io.kvidx.client.json.MiniJson.write(s);
     }
 
     @Override
