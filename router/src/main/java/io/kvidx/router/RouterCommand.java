@@ -70,6 +70,10 @@ public final class RouterCommand implements Callable<Integer> {
     @Option(names = "--response-headers", description = "Add x-kvidx-pod and x-kvidx-predicted-tokens to answers.")
     private Boolean responseHeaders;
 
+    @Option(names = "--allow-remote", description = "Accept a --listen address other hosts reach (default: loopback"
+        + " only; the router authenticates no client, so admit only your gateway with a NetworkPolicy or firewall).")
+    private Boolean allowRemote;
+
     @Option(names = "--cache-hint", description = "Send the chosen pod where it holds the prompt's cached prefix"
         + " (GPU, CPU, disk; from the host tier map) in this request header, e.g. x-kvidx-cache-hint (off by"
         + " default).")
@@ -125,6 +129,7 @@ public final class RouterCommand implements Callable<Integer> {
         c.healthIntervalMs = healthIntervalMs != null ? healthIntervalMs : c.healthIntervalMs;
         c.scrapeIntervalMs = scrapeIntervalMs != null ? scrapeIntervalMs : c.scrapeIntervalMs;
         c.responseHeaders = responseHeaders != null ? responseHeaders : c.responseHeaders;
+        c.allowRemote = allowRemote != null ? allowRemote : c.allowRemote;
         c.cacheHint = cacheHint != null ? cacheHint : c.cacheHint;
         c.maxBodyBytes = maxBodyBytes != null ? maxBodyBytes : c.maxBodyBytes;
         c.blockSize = blockSize != null ? blockSize : c.blockSize;

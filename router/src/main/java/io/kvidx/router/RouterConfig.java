@@ -105,6 +105,8 @@ public final class RouterConfig implements DecisionOptions.Target {
     String healthPath = HEALTH_PATH_DEFAULT;
     int scrapeIntervalMs;
     boolean responseHeaders;
+    /** Accept a {@link #listen} address other hosts reach (the router authenticates no client). */
+    boolean allowRemote;
     /** The cache hint header sent to the chosen pods ({@link io.kvidx.routing.exec.CacheHint}), or null for none. */
     String cacheHint;
     int maxBodyBytes = MAX_BODY_BYTES_DEFAULT;
@@ -194,12 +196,13 @@ public final class RouterConfig implements DecisionOptions.Target {
                 case "cache-hint" -> c.cacheHint = v == null ? null : str(key, v);
                 case "max-body-bytes" -> c.maxBodyBytes = integer(key, v, c.maxBodyBytes);
                 case "threads" -> c.threads = integer(key, v, c.threads);
+                case "allow-remote" -> c.allowRemote = bool(key, v);
                 case "block-size" -> c.blockSize = integer(key, v, c.blockSize);
                 case "profiles", "workflow" -> routing.put(key, v);
                 default -> throw new IllegalArgumentException("unknown key '" + key + "' (listen, index, pods,"
                     + " pod-url-template, policy, tokenizer, timeouts, attempts, session-header, lora-adapters,"
-                    + " health, scrape, response-headers, cache-hint, max-body-bytes, threads, block-size, profiles,"
-                    + " workflow)");
+                    + " health, scrape, response-headers, cache-hint, max-body-bytes, threads, block-size,"
+                    + " allow-remote, profiles, workflow)");
             }
         }
         if (!routing.isEmpty()) {
@@ -296,6 +299,12 @@ public final class RouterConfig implements DecisionOptions.Target {
      */
     public RouterConfig validate() {
         listenAddress();
+        if (!allowRemote && !io.kvidx.serve.NetworkScope.isLoopback(io.kvidx.serve.NetworkScope.hostOf(listen))) {
+            throw new IllegalArgumentException("listen " + listen + " is not a loopback address and the router "
+                + "authenticates no client (it forwards each client's own Authorization to the engines): set "
+                + "--allow-remote (allow-remote: true) where a NetworkPolicy or a firewall admits only your gateway "
+                + "(docs/router.md, \"Exposing the router\")");
+        }
         positive("timeouts.connect-ms", connectMs);
         positive("timeouts.first-byte-ms", firstByteMs);
         positive("timeouts.request-ms", requestMs);

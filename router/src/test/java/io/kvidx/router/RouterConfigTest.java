@@ -20,6 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class RouterConfigTest {
     private static final String FULL = """
         listen: 0.0.0.0:9000
+        allow-remote: true
         index: {dir: /dev/shm/elsewhere, cell: blue}
         pods:
           - {id: pod-a, url: 'http://10.0.0.1:8000', model: Qwen/Qwen3-0.6B, role: both}
@@ -39,6 +40,17 @@ class RouterConfigTest {
         threads: 3
         block-size: 32
         """;
+
+    @Test
+    void shouldRefuseAnAddressOtherHostsReachUnlessAllowed() {
+        for (final String listen : new String[] {"0.0.0.0:8080", "10.0.0.5:8080", "[::]:8080"}) {
+            final RouterConfig c = RouterConfig.fromYaml("listen: '" + listen + "'\n", null);
+            final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class, c::validate, listen);
+            assertTrue(ex.getMessage().contains("--allow-remote"), ex.getMessage());
+            RouterConfig.fromYaml("listen: '" + listen + "'\nallow-remote: true\n", null).validate();
+        }
+        RouterConfig.fromYaml("listen: 'localhost:8080'\n", null).validate();
+    }
 
     @Test
     void shouldReadEveryKey() {
