@@ -250,24 +250,7 @@ public final class EppServer implements AutoCloseable {
     private void closeResources() {
         tokenizePool.shutdownNow();
         timer.shutdownNow();
-        for (final Profile p : loaded.profiles().values()) {
-            for (final var prep : p.preparers()) {
-                if (prep instanceof AutoCloseable c) {
-                    try {
-                        c.close();
-                    } catch (final Exception ex) {
-                        // closing
-                    }
-                }
-            }
-        }
-        if (environment.tiers() instanceof AutoCloseable c) {
-            try {
-                c.close();
-            } catch (final Exception ex) {
-                // closing
-            }
-        }
+        loaded.close(environment);
         index.close();
     }
 }

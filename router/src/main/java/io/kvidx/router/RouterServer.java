@@ -185,27 +185,10 @@ public final class RouterServer implements AutoCloseable {
 
     private void closeResources() {
         tokenizePool.shutdownNow();
-        for (final Profile p : loaded.profiles().values()) {
-            for (final var prep : p.preparers()) {
-                if (prep instanceof AutoCloseable c) {
-                    closeQuietly(c);
-                }
-            }
-        }
+        loaded.close(environment);
         if (hintTiers != null) {
             hintTiers.close();
         }
-        if (environment.tiers() instanceof AutoCloseable c) {
-            closeQuietly(c);
-        }
         index.close();
-    }
-
-    private static void closeQuietly(final AutoCloseable c) {
-        try {
-            c.close();
-        } catch (final Exception ex) {
-            // closing: nothing to do
-        }
     }
 }

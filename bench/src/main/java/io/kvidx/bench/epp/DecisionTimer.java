@@ -4,7 +4,6 @@ import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.router.RouterConfig;
 import io.kvidx.routing.IndexReaderPodIndex;
 import io.kvidx.routing.PodRegistry;
-import io.kvidx.routing.Profile;
 import io.kvidx.routing.Router;
 import io.kvidx.routing.RoutingContext;
 import io.kvidx.routing.RoutingPlan;
@@ -147,24 +146,7 @@ final class DecisionTimer implements AutoCloseable {
 
     @Override
     public void close() {
-        for (final Profile p : loaded.profiles().values()) {
-            for (final var prep : p.preparers()) {
-                if (prep instanceof AutoCloseable c) {
-                    try {
-                        c.close();
-                    } catch (final Exception ex) {
-                        // closing
-                    }
-                }
-            }
-        }
-        if (environment.tiers() instanceof AutoCloseable c) {
-            try {
-                c.close();
-            } catch (final Exception ex) {
-                // closing
-            }
-        }
+        loaded.close(environment);
         index.close();
     }
 }

@@ -227,6 +227,34 @@ public final class YamlRouting {
         public Router router() {
             return new Router(workflow, registry, index);
         }
+
+        /**
+         * Closes what the document opened: the profiles' preparers that hold resources (an LMCache client, a
+         * tokenizer) and the environment's tier map when the document opened one. Quietly: a failure to close is
+         * ignored. The index and the registry are the caller's.
+         *
+         * @param env the environment the document was parsed with.
+         */
+        public void close(final Environment env) {
+            for (final Profile p : profiles.values()) {
+                for (final var prep : p.preparers()) {
+                    if (prep instanceof AutoCloseable c) {
+                        closeQuietly(c);
+                    }
+                }
+            }
+            if (env.tiers() instanceof AutoCloseable c) {
+                closeQuietly(c);
+            }
+        }
+
+        private static void closeQuietly(final AutoCloseable c) {
+            try {
+                c.close();
+            } catch (final Exception ex) {
+                // closing: nothing to do
+            }
+        }
     }
 
     /**
