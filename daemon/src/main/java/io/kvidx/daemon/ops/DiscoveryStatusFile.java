@@ -1,15 +1,14 @@
 package io.kvidx.daemon.ops;
 
+import io.kvidx.client.index.CellFileWrite;
 import io.kvidx.client.json.MiniJson;
 import io.kvidx.discovery.DiscoveryStatus;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -52,14 +51,7 @@ public final class DiscoveryStatusFile {
      * @throws IOException when the file cannot be written.
      */
     public static void write(final Path cellDir, final DiscoveryStatus s) throws IOException {
-        final Path file = cellDir.resolve(FILE_NAME);
-        final Path temp = cellDir.resolve(FILE_NAME + ".tmp");
-        Files.writeString(temp, MiniJson.write(fields(s)) + "\n", StandardCharsets.UTF_8);
-        try {
-            Files.move(temp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } catch (final AtomicMoveNotSupportedException ex) {
-            Files.move(temp, file, StandardCopyOption.REPLACE_EXISTING);
-        }
+        CellFileWrite.replace(cellDir.resolve(FILE_NAME), MiniJson.write(fields(s)) + "\n");
     }
 
     /**

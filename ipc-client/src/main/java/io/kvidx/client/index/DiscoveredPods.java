@@ -5,11 +5,8 @@ import io.kvidx.client.json.MiniJson;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -100,14 +97,7 @@ public final class DiscoveredPods {
         final Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("version", (long) VERSION);
         doc.put("pods", list);
-        final Path file = cellDir.resolve(FILE_NAME);
-        final Path temp = cellDir.resolve(FILE_NAME + ".tmp");
-        Files.writeString(temp, MiniJson.write(doc) + "\n", StandardCharsets.UTF_8);
-        try {
-            Files.move(temp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } catch (final AtomicMoveNotSupportedException ex) {
-            Files.move(temp, file, StandardCopyOption.REPLACE_EXISTING);
-        }
+        CellFileWrite.replace(cellDir.resolve(FILE_NAME), MiniJson.write(doc) + "\n");
     }
 
     /**
