@@ -24,13 +24,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@code kvidx epp} with the LMCache scorer's prefix lookup, which waits for the controller's {@code POST /lookup}
- * (a real HTTP controller answering after 800 ms): those decisions run on the picker's bounded deciding pool, so with
+ * (a real HTTP controller answering after 1.2 s): those decisions run on the picker's bounded deciding pool, so with
  * more lookups pending than gRPC has event loops, gRPC health (served on those loops) still answers at once, and every
  * pick follows the lookup's answer. Fails when such picks decide where the call arrives.
  */
 @Timeout(60)
 class EppBlockingScorerTest {
-    private static final long LOOKUP_MS = 800;
+    /**
+     * Long enough that health answering within half of it is not luck on a loaded machine, short enough that the last
+     * of the streams (three rounds on two deciding threads) is answered within the test client's 5 s.
+     */
+    private static final long LOOKUP_MS = 1_200;
 
     @Test
     void shouldDecideOffTheGrpcExecutorWhenAScorerMayWait() throws Exception {

@@ -126,7 +126,8 @@ class ServeGuardsTest {
             }
             final long ms = (System.nanoTime() - start) / 1_000_000;
             assertTrue(closed, "the trickling client was cut off");
-            assertTrue(ms >= 600 && ms < 3_000, "after the 700 ms deadline: " + ms + " ms");
+            // Not before the deadline; the upper bound only says it was the deadline, not the idle timeout (60 s).
+            assertTrue(ms >= 600 && ms < 30_000, "after the 700 ms deadline: " + ms + " ms");
             assertEquals(1, pipeline.readDeadlinesExpired());
         }
     }
