@@ -160,13 +160,6 @@ final class EndpointBook {
     }
 
     /**
-     * @return where the pods are found (for the metrics door's discovery state).
-     */
-    PodLocator locator() {
-        return locator;
-    }
-
-    /**
      * @return pods with an endpoint now.
      */
     int ready() {

@@ -367,10 +367,6 @@ final class PodBook {
         return registry;
     }
 
-    PodLocator locator() {
-        return locator;
-    }
-
     private static void setBit(final AtomicLongArray words, final int slot, final boolean on) {
         final int w = slot >>> 6;
         final long bit = 1L << slot;
