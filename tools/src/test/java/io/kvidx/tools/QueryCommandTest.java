@@ -107,7 +107,8 @@ class QueryCommandTest {
         assertEquals(25, new RouterKeyHasher(16).keys(RouterKeyHasher.chainSeed(capture.model(), null, null),
             capture.tokenIds(), 400, keys));
         try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("q").shardCount(4)
-            .slotsPerShard(64).maxChainLength(64).deleteOnClose(true))) {
+            .slotsPerShard(64).maxChainLength(64).deleteOnClose(true));
+             Heartbeat _ = new Heartbeat(writer)) {
             writer.store(writer.registerPod("pod-a", capture.model()), keys, 0, 25);
             writer.store(writer.registerPod("pod-b", capture.model()), keys, 0, 10);
             final String[] text = {"query", "--dir", dir.toString(), "--cell", "q", "--model", capture.model(),
@@ -121,10 +122,10 @@ class QueryCommandTest {
             file.set(8, qwen3Dir().resolve("tokenizer.json").toString());
             file.add("--no-add-special-tokens");
             assertEquals("pod-a 25 slot=0 generation=1\npod-b 10 slot=1 generation=1",
-                run(file.toArray(String[]::new)).out());
+                ok(run(file.toArray(String[]::new))));
             // Another model's seed finds nothing: the keys are the model's.
             text[6] = "other-model";
-            assertEquals("", run(text).out());
+            assertEquals("", ok(run(text)));
         }
     }
 
@@ -158,14 +159,15 @@ class QueryCommandTest {
         final String[] args = {"query", "--dir", dir.toString(), "--cell", "q", "--model", "qwen3", "--tokenizer",
             qwen3Dir().toString(), "--messages", chat.toString()};
         try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("q").shardCount(4)
-            .slotsPerShard(64).maxChainLength(64).deleteOnClose(true))) {
+            .slotsPerShard(64).maxChainLength(64).deleteOnClose(true));
+             Heartbeat _ = new Heartbeat(writer)) {
             writer.store(writer.registerPod("pod-a", "qwen3"), keys, 0, blocks);
             final CliRun r = run(args);
             assertEquals(0, r.code(), r.err());
             assertEquals("pod-a " + blocks + " slot=0 generation=1", r.out());
             // Without the generation prompt the text ends after the user's turn: the last block is not full.
             Files.writeString(chat, body.replace("{\"model\"", "{\"add_generation_prompt\": false, \"model\""));
-            assertEquals("pod-a " + (blocks - 1) + " slot=0 generation=1", run(args).out());
+            assertEquals("pod-a " + (blocks - 1) + " slot=0 generation=1", ok(run(args)));
             // A body that is not a chat request is a usage error.
             Files.writeString(chat, "{\"prompt\": \"hi\"}");
             final CliRun bad = run(args);
@@ -215,6 +217,15 @@ class QueryCommandTest {
         }
     }
 
+    /**
+     * @param r a run that must succeed.
+     * @return what it printed.
+     */
+    private static String ok(final CliRun r) {
+        assertEquals(0, r.code(), r.err());
+        return r.out();
+    }
+
     private static CliRun run(final String... args) {
         final CliRun r = CliRun.of(ToolsCli::run, args);
         return new CliRun(r.code(), r.out().strip(), r.err());
@@ -228,5 +239,36 @@ class QueryCommandTest {
         final CliRun r = run(args.toArray(new String[0]));
         assertEquals(0, r.code(), r.err());
         return r.out();
+    }
+
+    /**
+     * Beats for a test's writer every 100 ms, as the daemon's agent would, until closed (before the writer is): the
+     * reader treats a writer whose heartbeat is older than 2 s as stale, and loading a tokenizer and rendering a
+     * template can take that long on a loaded machine.
+     */
+    private static final class Heartbeat implements AutoCloseable {
+        private final java.util.concurrent.ScheduledExecutorService beat =
+            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+                final Thread t = new Thread(r, "test-writer-heartbeat");
+                t.setDaemon(true);
+                return t;
+            });
+
+        Heartbeat(final IndexWriter writer) {
+            writer.heartbeat(System.currentTimeMillis());
+            beat.scheduleAtFixedRate(() -> writer.heartbeat(System.currentTimeMillis()), 100, 100,
+                java.util.concurrent.TimeUnit.MILLISECONDS);
+        }
+
+        @Override
+        public void close() {
+            beat.shutdownNow();
+            try {
+                assertTrue(beat.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS));
+            } catch (final InterruptedException ex) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError("interrupted while stopping the heartbeat", ex);
+            }
+        }
     }
 }
