@@ -1,6 +1,7 @@
 package io.kvidx.epp;
 
 import io.kvidx.router.RouterConfig;
+import io.kvidx.routing.PodUrlTemplate;
 import org.snakeyaml.engine.v2.api.Dump;
 import org.snakeyaml.engine.v2.api.DumpSettings;
 import org.snakeyaml.engine.v2.api.Load;
@@ -10,6 +11,7 @@ import org.snakeyaml.engine.v2.exceptions.YamlEngineException;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -58,6 +60,10 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
     /** Pod id to its model, for listed pods that name one. */
     final Map<String, String> podModels = new LinkedHashMap<>();
     String urlTemplate;
+    /** {@code pod-url-hosts}: the hosts {@link #urlTemplate}'s URLs may name (empty: {@link PodUrlTemplate}'s). */
+    final List<String> urlHosts = new ArrayList<>();
+    /** The template and its hosts, made by {@link #validate()}; null without a template. */
+    PodUrlTemplate podUrls;
     String policy;
     Path tokenizer;
     String sessionHeader = RouterConfig.SESSION_HEADER_DEFAULT;
@@ -119,6 +125,13 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
                     }
                 }
                 case "pod-url-template" -> c.urlTemplate = String.valueOf(v);
+                case "pod-url-hosts" -> {
+                    if (!(v instanceof List<?> list)) {
+                        throw new IllegalArgumentException("pod-url-hosts: expected a list of CIDR blocks and host"
+                            + " globs");
+                    }
+                    list.forEach(h -> c.urlHosts.add(String.valueOf(h)));
+                }
                 case "policy" -> c.policy = String.valueOf(v);
                 case "tokenizer" -> {
                     final Path t = Path.of(String.valueOf(v));
@@ -231,9 +244,7 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
         if (blockSize < 1 || blockSize > 4096) {
             throw new IllegalArgumentException("block-size must be 1..4096: " + blockSize);
         }
-        if (urlTemplate != null && !urlTemplate.contains("{pod}")) {
-            throw new IllegalArgumentException("pod-url-template must contain {pod}: '" + urlTemplate + "'");
-        }
+        podUrls = PodUrlTemplate.of(urlTemplate, urlHosts);
         if (policy != null && !routing.isEmpty()) {
             throw new IllegalArgumentException("--policy and a YAML with profiles: choose one");
         }
@@ -254,6 +265,12 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
     @Override
     public EppConfig urlTemplate(final String template) {
         this.urlTemplate = template;
+        return this;
+    }
+
+    @Override
+    public EppConfig urlHosts(final List<String> hosts) {
+        this.urlHosts.addAll(hosts);
         return this;
     }
 

@@ -80,10 +80,10 @@ public final class EppServer implements AutoCloseable {
             .topology(topology);
         this.loaded = YamlRouting.parse(config.routingDocument(), environment, config.baseDir);
         final Router router = loaded.router();
-        this.book = new EndpointBook(registry, index, config.pods, config.podModels, config.urlTemplate,
+        this.book = new EndpointBook(registry, index, config.pods, config.podModels, config.podUrls,
             indexContext.indexFile().getParent(), topology);
         this.book.refresh();
-        this.metrics = new EppMetrics(book::ready);
+        this.metrics = new EppMetrics(book::ready, book::podUrlsRefused);
         this.tokenizePool = pool("kvidx-epp-tokenize", Math.max(1, Math.min(4,
             Runtime.getRuntime().availableProcessors())), TOKENIZE_QUEUE);
         this.timer = new ScheduledThreadPoolExecutor(1, named("kvidx-epp-timer"));

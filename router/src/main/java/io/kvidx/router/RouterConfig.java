@@ -1,6 +1,7 @@
 package io.kvidx.router;
 
 import io.kvidx.routing.PodRole;
+import io.kvidx.routing.PodUrlTemplate;
 import org.snakeyaml.engine.v2.api.Dump;
 import org.snakeyaml.engine.v2.api.DumpSettings;
 import org.snakeyaml.engine.v2.api.Load;
@@ -29,6 +30,7 @@ import java.util.Set;
  * pods:
  *   - {id: pod-a, url: http://10.0.0.1:8000, model: Qwen/Qwen3-0.6B, role: both}
  * pod-url-template: http://{pod}:8000      # pods the index knows and the list does not name
+ * pod-url-hosts: [10.0.0.0/8]               # hosts the template may reach (default: private blocks, its own domain)
  * policy: cache-aware                       # when the file has no profiles: cache-aware | approximate |
  *                                           #   round-robin | least-load
  * tokenizer: /models/qwen3                  # text and chat requests (the default profiles' tokenize stage)
@@ -93,6 +95,10 @@ public final class RouterConfig implements DecisionOptions.Target {
     String cell = CELL_DEFAULT;
     final List<Pod> pods = new ArrayList<>();
     String urlTemplate;
+    /** {@code pod-url-hosts}: the hosts {@link #urlTemplate}'s URLs may name (empty: {@link PodUrlTemplate}'s). */
+    final List<String> urlHosts = new ArrayList<>();
+    /** The template and its hosts, made by {@link #validate()}; null without a template. */
+    PodUrlTemplate podUrls;
     String policy = POLICY_DEFAULT;
     Path tokenizer;
     int connectMs = CONNECT_MS_DEFAULT;
@@ -167,6 +173,15 @@ public final class RouterConfig implements DecisionOptions.Target {
                     }
                 }
                 case "pod-url-template" -> c.urlTemplate = str(key, v);
+                case "pod-url-hosts" -> {
+                    if (!(v instanceof List<?> list)) {
+                        throw new IllegalArgumentException("pod-url-hosts: expected a list of CIDR blocks and host"
+                            + " globs");
+                    }
+                    for (final Object h : list) {
+                        c.urlHosts.add(str("pod-url-hosts[]", h));
+                    }
+                }
                 case "policy" -> c.policy = str(key, v);
                 case "tokenizer" -> c.tokenizer = resolve(baseDir, str(key, v));
                 case "timeouts" -> {
@@ -200,8 +215,8 @@ public final class RouterConfig implements DecisionOptions.Target {
                 case "block-size" -> c.blockSize = integer(key, v, c.blockSize);
                 case "profiles", "workflow" -> routing.put(key, v);
                 default -> throw new IllegalArgumentException("unknown key '" + key + "' (listen, index, pods,"
-                    + " pod-url-template, policy, tokenizer, timeouts, attempts, session-header, lora-adapters,"
-                    + " health, scrape, response-headers, cache-hint, max-body-bytes, threads, block-size,"
+                    + " pod-url-template, pod-url-hosts, policy, tokenizer, timeouts, attempts, session-header,"
+                    + " lora-adapters, health, scrape, response-headers, cache-hint, max-body-bytes, threads, block-size,"
                     + " allow-remote, profiles, workflow)");
             }
         }
@@ -256,6 +271,12 @@ public final class RouterConfig implements DecisionOptions.Target {
     @Override
     public RouterConfig urlTemplate(final String template) {
         this.urlTemplate = template;
+        return this;
+    }
+
+    @Override
+    public RouterConfig urlHosts(final List<String> hosts) {
+        this.urlHosts.addAll(hosts);
         return this;
     }
 
@@ -326,9 +347,7 @@ public final class RouterConfig implements DecisionOptions.Target {
         if (routingYaml == null && !POLICIES.contains(policy)) {
             throw new IllegalArgumentException("policy must be one of " + POLICIES + ": '" + policy + "'");
         }
-        if (urlTemplate != null && !urlTemplate.contains("{pod}")) {
-            throw new IllegalArgumentException("pod-url-template must contain {pod}: '" + urlTemplate + "'");
-        }
+        podUrls = PodUrlTemplate.of(urlTemplate, urlHosts);
         if (sessionHeader == null || sessionHeader.isBlank()) {
             throw new IllegalArgumentException("session-header must name a header");
         }

@@ -94,6 +94,10 @@ final class RouterMetrics {
             .callback(cb -> cb.call(pods.routable())).register(registry);
         CounterWithCallback.builder().name("kvidx_router_health_check_failures_total")
             .help("Health checks a pod failed").callback(cb -> cb.call(pods.healthFailures())).register(registry);
+        CounterWithCallback.builder().name("kvidx_router_pod_urls_refused_total")
+            .help("Pods the index names whose pod-url-template URL is on a host pod-url-hosts does not allow (each"
+                + " counted once; not routed to)")
+            .callback(cb -> cb.call(pods.podUrlsRefused())).register(registry);
         CounterWithCallback.builder().name("kvidx_router_scrape_failures_total")
             .help("Engine /metrics pages that could not be read").callback(cb -> cb.call(pods.scrapeFailures()))
             .register(registry);

@@ -79,7 +79,7 @@ public final class ServingSettings {
                 + DaemonConfiguration.HTTP_DUMP_MIN_INTERVAL_MS_MAX + "]: " + httpDumpMinIntervalMs);
         }
         try {
-            new io.kvidx.daemon.membership.EndpointHosts(httpRegisterHosts);
+            new io.kvidx.client.net.HostPatterns(httpRegisterHosts);
         } catch (final IllegalArgumentException ex) {
             throw new ConfigException(DaemonConfiguration.HTTP_REGISTER_HOSTS_PROP_NAME, ex.getMessage());
         }

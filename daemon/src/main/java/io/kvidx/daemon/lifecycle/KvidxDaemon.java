@@ -310,7 +310,7 @@ public final class KvidxDaemon implements AutoCloseable {
             .cell(context.cell()).attachTimeoutMs(0));
         final java.nio.file.Path cellDir = context.indexContext().indexFile().getParent();
         final long healthMaxAgeMs = Math.max(1_000, 3 * context.heartbeatIntervalMs());
-        final io.kvidx.daemon.membership.EndpointHosts registerHosts = new io.kvidx.daemon.membership.EndpointHosts(
+        final io.kvidx.client.net.HostPatterns registerHosts = new io.kvidx.client.net.HostPatterns(
             context.serving().httpRegisterHosts());
         membership.maxRegistrations(context.serving().httpMaxRegistrations());
         http = IndexHttpServer.start(address, context.serving().httpThreads(),
@@ -348,7 +348,7 @@ public final class KvidxDaemon implements AutoCloseable {
                 }
 
                 @Override
-                public io.kvidx.daemon.membership.EndpointHosts registerHosts() {
+                public io.kvidx.client.net.HostPatterns registerHosts() {
                     return registerHosts;
                 }
 

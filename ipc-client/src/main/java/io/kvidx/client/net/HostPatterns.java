@@ -1,6 +1,4 @@
-package io.kvidx.daemon.membership;
-
-import io.kvidx.daemon.ingest.PodAllowList;
+package io.kvidx.client.net;
 
 import java.net.InetAddress;
 import java.net.URI;
@@ -9,15 +7,16 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * The hosts an API registration may name in its endpoints ({@code httpRegisterHosts}): CIDR blocks
+ * A host allow-list: the hosts a daemon's API registration may name in its endpoints ({@code httpRegisterHosts}), the
+ * hosts a router or a picker may reach through {@code pod-url-template} ({@code pod-url-hosts}). CIDR blocks
  * ({@code 10.0.0.0/8}, {@code fd00::/8}) matched against an endpoint whose host is an IP literal, and host-name globs
  * ({@code *.vllm.svc.cluster.local}, {@code *} any run of characters, {@code ?} one) matched against its host as
  * written. No name is resolved here: a name matches only a glob, an address only a CIDR block or an exact glob. An
- * empty list allows every host (the default, as Dynamo's indexer does).
+ * empty list allows every host (the registrations' default, as Dynamo's indexer does).
  *
  * <p><b>Note:</b> immutable; thread safe.
  */
-public final class EndpointHosts {
+public final class HostPatterns {
     private final List<String> patterns;
     private final byte[][] networks;
     private final int[] prefixes;
@@ -26,7 +25,7 @@ public final class EndpointHosts {
      * @param patterns CIDR blocks and host globs.
      * @throws IllegalArgumentException naming a pattern that is empty or a malformed CIDR block.
      */
-    public EndpointHosts(final List<String> patterns) {
+    public HostPatterns(final List<String> patterns) {
         this.patterns = List.copyOf(patterns);
         this.networks = new byte[patterns.size()][];
         this.prefixes = new int[patterns.size()];
@@ -61,26 +60,37 @@ public final class EndpointHosts {
     }
 
     /**
-     * @param endpoint a ZeroMQ endpoint ({@code tcp://HOST:PORT}; {@code ipc://} has no host and is always allowed:
-     *                 it is local).
-     * @return whether its host is allowed.
+     * @param endpoint a ZeroMQ endpoint or a URL ({@code tcp://HOST:PORT}, {@code http://HOST:PORT/...};
+     *                 {@code ipc://} has no host and is always allowed: it is local).
+     * @return whether its host is allowed (never a URI without a host).
      */
     public boolean allows(final String endpoint) {
         if (patterns.isEmpty() || endpoint.startsWith("ipc://")) {
             return true;
         }
-        final String host = hostOf(endpoint);
-        if (host == null) {
+        return allowsHost(hostOf(endpoint));
+    }
+
+    /**
+     * @param host a host as a URI writes it (an IPv6 literal with or without its brackets), or null.
+     * @return whether it is allowed (never a null or empty host unless the list is empty).
+     */
+    public boolean allowsHost(final String host) {
+        if (patterns.isEmpty()) {
+            return true;
+        }
+        if (host == null || host.isEmpty()) {
             return false;
         }
-        final byte[] address = literal(host);
+        final String bare = host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+        final byte[] address = literal(bare);
         for (int i = 0; i < patterns.size(); i++) {
             if (networks[i] != null) {
                 if (address != null && address.length == networks[i].length && within(address, networks[i],
                     prefixes[i])) {
                     return true;
                 }
-            } else if (PodAllowList.matches(patterns.get(i).toLowerCase(Locale.ROOT), host.toLowerCase(Locale.ROOT))) {
+            } else if (glob(patterns.get(i).toLowerCase(Locale.ROOT), bare.toLowerCase(Locale.ROOT))) {
                 return true;
             }
         }
@@ -94,10 +104,44 @@ public final class EndpointHosts {
         return patterns;
     }
 
+    /**
+     * Glob matching: {@code *} matches any run of characters (none included), {@code ?} one character; every other
+     * character matches itself. The one glob of kvidx's allow-lists (pod ids, hosts).
+     *
+     * @param pattern a glob or an exact text.
+     * @param text    the text.
+     * @return true when the pattern matches the whole text.
+     */
+    public static boolean glob(final String pattern, final String text) {
+        int p = 0;
+        int t = 0;
+        int star = -1;
+        int resume = 0;
+        while (t < text.length()) {
+            if (p < pattern.length() && (pattern.charAt(p) == '?' || pattern.charAt(p) == text.charAt(t))
+                && pattern.charAt(p) != '*') {
+                p++;
+                t++;
+            } else if (p < pattern.length() && pattern.charAt(p) == '*') {
+                star = p++;
+                resume = t;
+            } else if (star >= 0) {
+                p = star + 1;
+                t = ++resume;
+            } else {
+                return false;
+            }
+        }
+        while (p < pattern.length() && pattern.charAt(p) == '*') {
+            p++;
+        }
+        return p == pattern.length();
+    }
+
     private static String hostOf(final String endpoint) {
         try {
             final String host = URI.create(endpoint).getHost();
-            return host == null ? null : host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
+            return host;
         } catch (final IllegalArgumentException ex) {
             return null;
         }
