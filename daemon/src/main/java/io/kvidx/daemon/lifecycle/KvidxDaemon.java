@@ -358,7 +358,7 @@ public final class KvidxDaemon implements AutoCloseable {
                 }
             });
         if (metrics != null) {
-            metrics.httpGuards(http.pipeline());
+            metrics.httpGuards(http);
         }
         LOG.info("indexer HTTP API at http://{}:{}/{}", address.getHostString(), http.port(),
             context.serving().httpTokenFile() != null ? " (bearer token required)" : "");

@@ -35,14 +35,16 @@ import java.io.IOException;
  * query_by_hash), {@link MembershipHandler} (register, unregister, workers), {@link OperationsHandler} (health,
  * metrics, dump). A POST needs {@code Content-Type: application/json} (415 otherwise, as Dynamo's indexer answers);
  * Dynamo's peer-list endpoints are refused with 501 ({@link #noPeers}). Under {@link #MOONCAKE} the query and
- * registration endpoints answer in Mooncake's RFC shapes (docs/service-api.md, "Mooncake's shapes"). Reads (query, workers, health, metrics) are answered on the event loop: they read the index and
- * shared files with bounded waits and never take a lock the writer holds. Changes (register, unregister) and
+ * registration endpoints answer in Mooncake's RFC shapes (docs/service-api.md, "Mooncake's shapes"). Reads (query,
+ * workers, health, metrics) are answered on the event loop: they read the index and shared files with bounded waits
+ * and never take a lock the writer holds; a query whose tiers would take more than
+ * {@link QueryPool#TIER_LOOKUPS_ON_LOOP} tier map lookups is answered on a {@link QueryPool} thread instead. Changes (register, unregister) and
  * snapshots complete on the daemon's own threads and answer when their future does, so no event loop ever waits; the
  * serving layer's {@link io.kvidx.serve.RequestSequencer} hands this handler a connection's next request only once
  * the answer before it was written, so pipelined answers leave in request order.
  *
  * <p><b>Note:</b> shared by every channel; per-thread scratch (request body, query arrays) lives in a
- * {@link FastThreadLocal} of the event-loop thread.
+ * {@link FastThreadLocal} of the event-loop or query thread.
  */
 @ChannelHandler.Sharable
 final class ApiHandler extends HttpRequestHandler {
@@ -55,6 +57,7 @@ final class ApiHandler extends HttpRequestHandler {
     private final FastThreadLocal<Scratch> scratch;
     private final MembershipHandler membership;
     private final OperationsHandler operations;
+    private final QueryPool queries;
 
     private final class Scratch {
         final RequestBody body;
@@ -66,9 +69,23 @@ final class ApiHandler extends HttpRequestHandler {
         }
     }
 
+    /**
+     * A handler that answers every query on the calling thread, however many tier lookups it takes: for a single
+     * thread driving the pipeline (an {@code EmbeddedChannel} in tests and fuzzing), never for a server.
+     */
     ApiHandler(final IndexReader reader, final FleetApi fleet, final PodTableView.Source pods, final TierMap tiers,
         final PodStatsFile stats, final IndexFileWatch file, final int maxBodyBytes) {
+        this(reader, fleet, pods, tiers, stats, file, maxBodyBytes, null);
+    }
+
+    /**
+     * @param queries where a query too costly for an event loop is answered; null to answer each on the calling
+     *                thread.
+     */
+    ApiHandler(final IndexReader reader, final FleetApi fleet, final PodTableView.Source pods, final TierMap tiers,
+        final PodStatsFile stats, final IndexFileWatch file, final int maxBodyBytes, final QueryPool queries) {
         this.reader = reader;
+        this.queries = queries;
         this.pods = pods;
         this.membership = new MembershipHandler(reader, fleet, pods);
         this.operations = new OperationsHandler(reader, fleet, file);
@@ -270,7 +287,35 @@ final class ApiHandler extends HttpRequestHandler {
         final boolean byHash, final boolean mooncake) {
         final Scratch s = scratch.get();
         s.body.read(request.content());
-        // The answer is built before a byte is sent: a refused query gets its own status, not a torn 200.
-        Responses.json(ctx, keepAlive, 200, g -> s.query.answer(s.body, byHash, mooncake, g));
+        try {
+            // The answer is built before a byte is sent: a refused query gets its own status, not a torn 200.
+            Responses.json(ctx, keepAlive, 200, g -> s.query.answer(s.body, byHash, mooncake,
+                queries == null ? Integer.MAX_VALUE : QueryPool.TIER_LOOKUPS_ON_LOOP, g));
+        } catch (final QueryHandler.TooManyTierLookups ex) {
+            // Too costly for the loop: answered on a query thread (the sequencer holds the connection's next request).
+            final ByteBuf body = request.content().retainedDuplicate().readerIndex(0);
+            if (!queries.submit(() -> answerOffLoop(ctx, keepAlive, body, byHash, mooncake))) {
+                body.release();
+                throw new ApiException(503, ApiException.UNAVAILABLE, "the query threads are busy ("
+                    + queries.threads() + " threads, " + QueryPool.QUEUE + " waiting): retry");
+            }
+        }
+    }
+
+    /** A query thread's answer to a query the event loop passed on; releases the body. */
+    private void answerOffLoop(final ChannelHandlerContext ctx, final boolean keepAlive, final ByteBuf content,
+        final boolean byHash, final boolean mooncake) {
+        try {
+            final Scratch s = scratch.get();
+            s.body.read(content);
+            Responses.json(ctx, keepAlive, 200, g -> s.query.answer(s.body, byHash, mooncake, g));
+        } catch (final HttpError ex) {
+            error(ctx, keepAlive, ex);
+        } catch (final RuntimeException ex) {
+            LOG.warn("POST {} failed", byHash ? "/query_by_hash" : "/query", ex);
+            error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL, String.valueOf(ex)));
+        } finally {
+            content.release();
+        }
     }
 }
