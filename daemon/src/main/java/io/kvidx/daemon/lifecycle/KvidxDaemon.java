@@ -5,6 +5,7 @@ import io.aeron.driver.MediaDriver;
 import io.aeron.driver.ThreadingMode;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
+import io.kvidx.client.index.ProtocolFaults;
 import io.kvidx.daemon.agent.AgentThreads;
 import io.kvidx.daemon.config.AgentSettings;
 import io.kvidx.daemon.config.DaemonConfiguration;
@@ -123,6 +124,10 @@ public final class KvidxDaemon implements AutoCloseable {
         this.index = PeerCatchUp.openIndex(context, lock);
         LOG.info("{} {} ({}; epoch {}); repair: {}", index.attached() ? "re-attached to" : "created",
             context.indexContext().indexFile(), index.openReason(), index.epoch(), index.repairSummary());
+        if (ProtocolFaults.OMITTED != null) {
+            LOG.warn("-D{}={}: a publication protocol step is LEFT OUT, readers may see torn entries (jcstress proofs "
+                + "only, never in production)", ProtocolFaults.OMIT_PROP_NAME, ProtocolFaults.OMITTED.stepName());
+        }
         if (context.mlockIndex()) {
             mlockIndex();
         }
