@@ -203,6 +203,14 @@ public final class KvidxDaemon implements AutoCloseable {
         return daemon;
     }
 
+    /** The HTTP API's TLS from its settings, or null for plain HTTP (the files are read here, once). */
+    private static io.kvidx.serve.ServerTls httpTls(final DaemonContext context) {
+        final io.kvidx.daemon.config.ServingSettings s = context.serving();
+        return s.httpTlsCertFile() == null ? null : io.kvidx.serve.ServerTls.of(java.nio.file.Path.of(
+            s.httpTlsCertFile()), java.nio.file.Path.of(s.httpTlsKeyFile()), s.httpTlsClientCaFile() == null ? null
+            : java.nio.file.Path.of(s.httpTlsClientCaFile()), "--http-tls");
+    }
+
     private void mlockIndex() {
         final int errno = index.mlock();
         if (errno == 0) {
@@ -324,7 +332,7 @@ public final class KvidxDaemon implements AutoCloseable {
                 context.serving().httpRequestReadMs(), context.serving().httpTokenFile() == null ? null
                 : java.nio.file.Path.of(context.serving().httpTokenFile()),
                 context.serving().httpAdminTokenFile() == null ? null
-                    : java.nio.file.Path.of(context.serving().httpAdminTokenFile())), reader,
+                    : java.nio.file.Path.of(context.serving().httpAdminTokenFile()), httpTls(context)), reader,
             cellDir.resolve(TierMapDescriptor.FILE_NAME),
             PodStatsFile.open(cellDir), new FleetApi() {
                 @Override

@@ -218,8 +218,8 @@ public final class DaemonMetrics implements AutoCloseable {
     /**
      * Exports what the HTTP API's guards refused: {@code kvidx_http_connections_open} (gauge),
      * {@code kvidx_http_connections_refused}, {@code kvidx_http_read_deadlines_expired} and
-     * {@code kvidx_http_unauthorized}, {@code kvidx_http_queries_offloaded}, {@code kvidx_http_queries_busy}
-     * (counters).
+     * {@code kvidx_http_unauthorized}, {@code kvidx_http_tls_refused}, {@code kvidx_http_queries_offloaded},
+     * {@code kvidx_http_queries_busy} (counters).
      *
      * @param http the API's server.
      * @return this.
@@ -230,6 +230,9 @@ public final class DaemonMetrics implements AutoCloseable {
             CellCollector.counter("kvidx_http_queries_offloaded",
                 "HTTP API queries answered on a query thread: their tiers took too many lookups for an event loop",
                 http.queriesOffloaded()),
+            CellCollector.counter("kvidx_http_tls_refused",
+                "HTTP API connections closed because TLS failed: no client certificate, one the CA did not sign, "
+                + "plain HTTP on the TLS port", pipeline.tlsRefused()),
             CellCollector.counter("kvidx_http_queries_busy",
                 "HTTP API queries refused (503): the query threads and their queue were full", http.queriesRefused()),
             CellCollector.gauge("kvidx_http_connections_open", "HTTP API connections open",

@@ -45,8 +45,21 @@ public final class IndexHttpServer implements AutoCloseable {
      * @param tokenFile      the bearer token's file, or null for none.
      * @param adminTokenFile the file of the token {@link #ADMIN_PATHS} need instead, or null (the one token opens
      *                       all).
+     * @param tls            TLS, optionally mutual, or null for plain HTTP.
      */
-    public record Guards(int maxConnections, int requestReadMs, Path tokenFile, Path adminTokenFile) {
+    public record Guards(int maxConnections, int requestReadMs, Path tokenFile, Path adminTokenFile,
+        io.kvidx.serve.ServerTls tls) {
+        /**
+         * @param maxConnections connections open at once.
+         * @param requestReadMs  time a client may take to send one whole request.
+         * @param tokenFile      the bearer token's file, or null for none.
+         * @param adminTokenFile the admin token's file, or null.
+         */
+        public Guards(final int maxConnections, final int requestReadMs, final Path tokenFile,
+            final Path adminTokenFile) {
+            this(maxConnections, requestReadMs, tokenFile, adminTokenFile, null);
+        }
+
         /**
          * @param maxConnections connections open at once.
          * @param requestReadMs  time a client may take to send one whole request.
@@ -107,7 +120,8 @@ public final class IndexHttpServer implements AutoCloseable {
         final ApiHandler api = new ApiHandler(reader, fleet, pods, tiers, stats, file, maxBodyBytes, queries);
         final ServeContext context = new ServeContext().listen(address).threads(threads).busySpin(busySpin)
             .threadName("kvidx-http").idleTimeoutS(IDLE_TIMEOUT_S).maxHeaderBytes(MAX_HEADER_BYTES)
-            .maxBodyBytes(maxBodyBytes).maxConnections(guards.maxConnections()).requestReadMs(guards.requestReadMs());
+            .maxBodyBytes(maxBodyBytes).maxConnections(guards.maxConnections()).requestReadMs(guards.requestReadMs())
+            .tls(guards.tls());
         try {
             if (guards.tokenFile() != null) {
                 context.auth(new BearerAuth(BearerAuth.readToken(guards.tokenFile()), Set.of(OPEN_PATH),
