@@ -29,6 +29,7 @@ import java.util.Set;
  *   allow-remote: false           # true to accept addresses other hosts reach (see docs/epp.md)
  *   tls-cert: /etc/epp/tls.crt    # both or neither; plaintext without them
  *   tls-key: /etc/epp/tls.key
+ *   tls-client-ca: /etc/epp/ca.crt # mutual TLS: the gateway must present a certificate this CA signed
  *   stream-deadline-ms: 10000
  *   max-streams: 4096
  *   body-mode: full-duplex-streamed   # when Envoy sends no protocol_config
@@ -53,6 +54,8 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
     /** A file holding the bearer token ext_proc streams and the metrics door need, or null. */
     Path tokenFile;
     Path tlsKey;
+    /** CA certificates (PEM) a client certificate must chain to (mutual TLS), or null. */
+    Path tlsClientCa;
     String dir = RouterConfig.DIR_DEFAULT;
     String cell = RouterConfig.CELL_DEFAULT;
     /** Pod id to the URL whose host:port is answered. */
@@ -152,7 +155,8 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
     }
 
     private void epp(final Map<?, ?> m) {
-        final Set<String> allowed = Set.of("listen", "metrics", "allow-remote", "tls-cert", "tls-key", "token-file",
+        final Set<String> allowed = Set.of("listen", "metrics", "allow-remote", "tls-cert", "tls-key", "tls-client-ca",
+            "token-file",
             "stream-deadline-ms", "max-streams", "body-mode");
         for (final Map.Entry<?, ?> e : m.entrySet()) {
             final String k = String.valueOf(e.getKey());
@@ -171,6 +175,7 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
                 }
                 case "tls-cert" -> tlsCert = resolve(String.valueOf(v));
                 case "tls-key" -> tlsKey = resolve(String.valueOf(v));
+                case "tls-client-ca" -> tlsClientCa = resolve(String.valueOf(v));
                 case "token-file" -> tokenFile = resolve(String.valueOf(v));
                 case "stream-deadline-ms" -> streamDeadlineMs = integer("epp." + k, v);
                 case "max-streams" -> maxStreams = integer("epp." + k, v);
@@ -233,13 +238,19 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
      */
     public EppConfig validate() {
         address("listen", listen);
-        local("listen", listen, "answers ext_proc (and so routes traffic) for anyone who reaches it");
+        if (tlsClientCa == null) {
+            // Mutual TLS authenticates the gateway on the ext_proc port, as a token does.
+            local("listen", listen, "answers ext_proc (and so routes traffic) for anyone who reaches it");
+        }
         if (!"off".equals(metrics)) {
             address("metrics", metrics);
             local("metrics", metrics, "exports pod ids and models, unauthenticated");
         }
         if ((tlsCert == null) != (tlsKey == null)) {
             throw new IllegalArgumentException("tls-cert and tls-key go together");
+        }
+        if (tlsClientCa != null && tlsCert == null) {
+            throw new IllegalArgumentException("tls-client-ca (mutual TLS) needs the picker's own tls-cert and tls-key");
         }
         if (blockSize < 1 || blockSize > 4096) {
             throw new IllegalArgumentException("block-size must be 1..4096: " + blockSize);
