@@ -88,7 +88,8 @@ public final class EppCommand implements Callable<Integer> {
         }
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "kvidx-epp-shutdown"));
         System.out.printf("kvidx epp listening on %s:%d (%s), metrics on %s, %d pod(s) listed, index %s/%s%n",
-            c.listenAddress().getHostString(), server.port(), c.tlsCert == null ? "plaintext" : c.tlsClientCa != null ? "mutual TLS" : "TLS",
+            c.listenAddress().getHostString(), server.port(),
+            c.tlsCert == null ? "plaintext" : c.tlsClientCa != null ? "mutual TLS" : "TLS",
             server.metricsPort() < 0 ? "none" : "port " + server.metricsPort(), c.pods.size(), c.dir, c.cell);
         System.out.flush();
         server.awaitClose();

@@ -250,7 +250,8 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
             throw new IllegalArgumentException("tls-cert and tls-key go together");
         }
         if (tlsClientCa != null && tlsCert == null) {
-            throw new IllegalArgumentException("tls-client-ca (mutual TLS) needs the picker's own tls-cert and tls-key");
+            throw new IllegalArgumentException("tls-client-ca (mutual TLS) needs the picker's own tls-cert and "
+                + "tls-key");
         }
         if (blockSize < 1 || blockSize > 4096) {
             throw new IllegalArgumentException("block-size must be 1..4096: " + blockSize);
