@@ -216,8 +216,8 @@ public final class RouterConfig implements DecisionOptions.Target {
                 case "profiles", "workflow" -> routing.put(key, v);
                 default -> throw new IllegalArgumentException("unknown key '" + key + "' (listen, index, pods,"
                     + " pod-url-template, pod-url-hosts, policy, tokenizer, timeouts, attempts, session-header,"
-                    + " lora-adapters, health, scrape, response-headers, cache-hint, max-body-bytes, threads, block-size,"
-                    + " allow-remote, profiles, workflow)");
+                    + " lora-adapters, health, scrape, response-headers, cache-hint, max-body-bytes, threads,"
+                    + " block-size, allow-remote, profiles, workflow)");
             }
         }
         if (!routing.isEmpty()) {
