@@ -74,6 +74,11 @@ public final class RouterCommand implements Callable<Integer> {
         + " only; the router authenticates no client, so admit only your gateway with a NetworkPolicy or firewall).")
     private Boolean allowRemote;
 
+    @Option(names = "--admin-token-file", paramLabel = "FILE", description = "GET /metrics needs 'Authorization: "
+        + "Bearer <token>', the token read from FILE (at least 16 characters); the proxied traffic does not (the "
+        + "clients' own Authorization goes to the engines).")
+    private Path adminTokenFile;
+
     @Option(names = "--cache-hint", description = "Send the chosen pod where it holds the prompt's cached prefix"
         + " (GPU, CPU, disk; from the host tier map) in this request header, e.g. x-kvidx-cache-hint (off by"
         + " default).")
@@ -130,6 +135,7 @@ public final class RouterCommand implements Callable<Integer> {
         c.scrapeIntervalMs = scrapeIntervalMs != null ? scrapeIntervalMs : c.scrapeIntervalMs;
         c.responseHeaders = responseHeaders != null ? responseHeaders : c.responseHeaders;
         c.allowRemote = allowRemote != null ? allowRemote : c.allowRemote;
+        c.adminTokenFile = adminTokenFile != null ? adminTokenFile : c.adminTokenFile;
         c.cacheHint = cacheHint != null ? cacheHint : c.cacheHint;
         c.maxBodyBytes = maxBodyBytes != null ? maxBodyBytes : c.maxBodyBytes;
         c.blockSize = blockSize != null ? blockSize : c.blockSize;

@@ -39,6 +39,7 @@ import java.util.Set;
  * session-header: x-session-id
  * lora-adapters: {my-adapter: Qwen/Qwen3-0.6B}
  * health: {interval-ms: 2000, path: /health}
+ * admin-token-file: /run/secrets/metrics   # GET /metrics needs 'Authorization: Bearer <its token>'; traffic does not
  * scrape: {interval-ms: 0}                  # engines' /metrics (0: off)
  * response-headers: false                   # x-kvidx-pod, x-kvidx-predicted-tokens on every answer
  * cache-hint: x-kvidx-cache-hint            # the chosen pod's cached prefix per tier, to the pod (off by default)
@@ -113,6 +114,10 @@ public final class RouterConfig implements DecisionOptions.Target {
     boolean responseHeaders;
     /** Accept a {@link #listen} address other hosts reach (the router authenticates no client). */
     boolean allowRemote;
+    /** A file holding the bearer token {@code /metrics} needs, or null: it is open. */
+    Path adminTokenFile;
+    /** The token of {@link #adminTokenFile}, read by {@link #validate()}. */
+    String adminToken;
     /** The cache hint header sent to the chosen pods ({@link io.kvidx.routing.exec.CacheHint}), or null for none. */
     String cacheHint;
     int maxBodyBytes = MAX_BODY_BYTES_DEFAULT;
@@ -212,12 +217,13 @@ public final class RouterConfig implements DecisionOptions.Target {
                 case "max-body-bytes" -> c.maxBodyBytes = integer(key, v, c.maxBodyBytes);
                 case "threads" -> c.threads = integer(key, v, c.threads);
                 case "allow-remote" -> c.allowRemote = bool(key, v);
+                case "admin-token-file" -> c.adminTokenFile = resolve(baseDir, str(key, v));
                 case "block-size" -> c.blockSize = integer(key, v, c.blockSize);
                 case "profiles", "workflow" -> routing.put(key, v);
                 default -> throw new IllegalArgumentException("unknown key '" + key + "' (listen, index, pods,"
                     + " pod-url-template, pod-url-hosts, policy, tokenizer, timeouts, attempts, session-header,"
                     + " lora-adapters, health, scrape, response-headers, cache-hint, max-body-bytes, threads,"
-                    + " block-size, allow-remote, profiles, workflow)");
+                    + " block-size, allow-remote, admin-token-file, profiles, workflow)");
             }
         }
         if (!routing.isEmpty()) {
@@ -348,6 +354,7 @@ public final class RouterConfig implements DecisionOptions.Target {
             throw new IllegalArgumentException("policy must be one of " + POLICIES + ": '" + policy + "'");
         }
         podUrls = PodUrlTemplate.of(urlTemplate, urlHosts);
+        adminToken = adminTokenFile == null ? null : io.kvidx.serve.BearerAuth.readToken(adminTokenFile);
         if (sessionHeader == null || sessionHeader.isBlank()) {
             throw new IllegalArgumentException("session-header must name a header");
         }

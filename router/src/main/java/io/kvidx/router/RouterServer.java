@@ -45,6 +45,8 @@ public final class RouterServer implements AutoCloseable {
     public static final int TOKENIZE_QUEUE = 1024;
     /** Requests a pipelining client may send ahead of its answers before the router stops reading. */
     static final int MAX_PIPELINED = ServeContext.MAX_PIPELINED_DEFAULT;
+    /** What {@code admin-token-file}'s token guards: the metrics name pods and models. */
+    static final java.util.Set<String> ADMIN_PATHS = java.util.Set.of("/metrics");
     /** Largest header block of a client's request. */
     static final int MAX_HEADER_BYTES = 16384;
 
@@ -90,7 +92,9 @@ public final class RouterServer implements AutoCloseable {
         final RouterEndpoints endpoints = new RouterEndpoints(pods, index, config.loraAdapters, metrics);
         final ServeContext context = new ServeContext().listen(config.listenAddress()).threads(config.threads)
             .threadName("kvidx-router").idleTimeoutS(IDLE_TIMEOUT_S).maxHeaderBytes(MAX_HEADER_BYTES)
-            .maxBodyBytes(config.maxBodyBytes).maxPipelined(MAX_PIPELINED);
+            .maxBodyBytes(config.maxBodyBytes).maxPipelined(MAX_PIPELINED)
+            .auth(config.adminToken == null ? null : io.kvidx.serve.BearerAuth.adminOnly(config.adminToken,
+                ADMIN_PATHS, io.kvidx.serve.ErrorShape.OPENAI));
         try {
             this.server = NettyServer.start(context, HttpPipeline.of(context,
                 () -> new FrontHandler(endpoints, decisions, calls, metrics)));

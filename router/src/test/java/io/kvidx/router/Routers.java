@@ -38,10 +38,15 @@ final class Routers {
         return c;
     }
 
-    /** GET on a router (or an engine). */
-    static HttpResponse<String> get(final int port, final String path) throws IOException, InterruptedException {
-        return MockEngine.HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-            .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
+    /** GET on a router (or an engine), with header name, value pairs. */
+    static HttpResponse<String> get(final int port, final String path, final String... headers)
+        throws IOException, InterruptedException {
+        final HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+            .timeout(Duration.ofSeconds(10)).GET();
+        for (int i = 0; i < headers.length; i += 2) {
+            b.header(headers[i], headers[i + 1]);
+        }
+        return MockEngine.HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
     /**
