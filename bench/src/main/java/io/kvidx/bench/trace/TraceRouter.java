@@ -149,7 +149,7 @@ public final class TraceRouter {
         return LENGTH_BUCKETS.length - 1;
     }
 
-    /** @return the per-length latencies as a JSON array: max_blocks, queries, p50_ns, p99_ns (empty buckets left out). */
+    /** @return the per-length latencies, a JSON array of max_blocks, queries, p50_ns, p99_ns (no empty buckets). */
     private static String byLength(final Histogram[] byLength) {
         final StringBuilder a = new StringBuilder("[");
         for (int b = 0; b < byLength.length; b++) {
