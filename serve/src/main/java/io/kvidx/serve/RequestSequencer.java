@@ -3,6 +3,7 @@ package io.kvidx.serve;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
+import io.netty.handler.codec.PrematureChannelClosureException;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpUtil;
@@ -10,6 +11,7 @@ import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.util.ReferenceCountUtil;
 
+import java.io.IOException;
 import java.util.ArrayDeque;
 
 /**
@@ -28,6 +30,11 @@ import java.util.ArrayDeque;
  * ("the server MUST NOT process any further requests"). Before, the next one was handed on while the close was under
  * way: a pipelined registration after it was carried out though its answer could never be sent, and that answer's
  * write to the closed channel ended at the pipeline's tail as an exception (found by {@code HttpDoorJazzerTest}).
+ *
+ * <p>An exception from below (a read that failed, a client gone in the middle of a request:
+ * {@link PrematureChannelClosureException}, a write to a connection already closed) closes the connection and ends
+ * here: any client could otherwise have Netty log a stack trace at the pipeline's tail per connection. Another
+ * exception closes the connection too and goes on, so a bug stays visible.
  *
  * <p>Idle policy: on an {@link IdleStateEvent} the connection is closed when nothing is in flight or waiting;
  * otherwise the event is dropped (a long answer is bounded by the server's own deadlines, not by idleness).
@@ -121,6 +128,14 @@ public final class RequestSequencer extends ChannelDuplexHandler {
             return;
         }
         ctx.fireUserEventTriggered(evt);
+    }
+
+    @Override
+    public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause) {
+        ctx.close();
+        if (!(cause instanceof IOException) && !(cause instanceof PrematureChannelClosureException)) {
+            ctx.fireExceptionCaught(cause);
+        }
     }
 
     @Override

@@ -78,13 +78,15 @@ class HttpDoorJazzerTest {
     private static final long WAIT_NS = TimeUnit.SECONDS.toNanos(5);
 
     @FuzzTest(maxDuration = "10m")
-    @DictionaryEntries({"POST ", "GET ", "HEAD ", " HTTP/1.1\r\n", " HTTP/1.0\r\n", "\r\n\r\n",
-        "Authorization: Bearer " + TOKEN + "\r\n", "Authorization: Bearer " + ADMIN + "\r\n",
-        "Content-Type: application/json\r\n", "Content-Length: ", "Transfer-Encoding: chunked\r\n",
-        "Connection: close\r\n", "Expect: 100-continue\r\n", "/query", "/query_by_hash", "/register", "/unregister",
-        "/workers", "/health", "/metrics", "/dump", "?format=dynamo", "/peers", "/register_peer", "/mooncake",
-        "\"token_ids\":", "\"router_keys\":", "\"block_hashes\":", "\"instance_id\":", "\"endpoint\":",
-        "\"model_name\":", "\"tenant_id\":", "\"dp_rank\":", "tcp://127.0.0.1:5557"})
+    // No CR or LF in an entry: jazzer-junit 0.30.0 writes them unescaped into libFuzzer's dictionary file, which
+    // then fails to parse (the seeds hold the line ends).
+    @DictionaryEntries({"POST ", "GET ", "HEAD ", " HTTP/1.1", " HTTP/1.0", "Authorization: Bearer " + TOKEN,
+        "Authorization: Bearer " + ADMIN, "Content-Type: application/json", "Content-Length: ",
+        "Transfer-Encoding: chunked", "Connection: close", "Expect: 100-continue", "/query", "/query_by_hash",
+        "/register", "/unregister", "/workers", "/health", "/metrics", "/dump", "?format=dynamo", "/peers",
+        "/register_peer", "/mooncake", "\"token_ids\":", "\"router_keys\":", "\"block_hashes\":",
+        "\"instance_id\":", "\"endpoint\":", "\"model_name\":", "\"tenant_id\":", "\"dp_rank\":",
+        "tcp://127.0.0.1:5557"})
     void shouldAnswerAnyBytesWithWellFormedDocumentedResponses(final byte[] input) throws Exception {
         Door.INSTANCE.exchange(input);
     }
