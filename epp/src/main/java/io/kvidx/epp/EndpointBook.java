@@ -173,4 +173,11 @@ final class EndpointBook {
     long podUrlsRefused() {
         return locator.refusedPods();
     }
+
+    /**
+     * @return reads of the cell's discovered-pod file that failed (the last good directory was kept).
+     */
+    long podDirectoryReadFailures() {
+        return locator.readFailures();
+    }
 }

@@ -83,7 +83,7 @@ public final class EppServer implements AutoCloseable {
         this.book = new EndpointBook(registry, index, config.pods, config.podModels, config.podUrls,
             indexContext.indexFile().getParent(), topology);
         this.book.refresh();
-        this.metrics = new EppMetrics(book::ready, book::podUrlsRefused);
+        this.metrics = new EppMetrics(book::ready, book::podUrlsRefused, book::podDirectoryReadFailures);
         this.tokenizePool = pool("kvidx-epp-tokenize", Math.max(1, Math.min(4,
             Runtime.getRuntime().availableProcessors())), TOKENIZE_QUEUE);
         this.timer = new ScheduledThreadPoolExecutor(1, named("kvidx-epp-timer"));

@@ -370,6 +370,13 @@ final class PodBook {
         return locator.refusedPods();
     }
 
+    /**
+     * @return reads of the cell's discovered-pod file that failed (the last good directory was kept).
+     */
+    long podDirectoryReadFailures() {
+        return locator.readFailures();
+    }
+
     PodRegistry registry() {
         return registry;
     }

@@ -98,6 +98,9 @@ final class RouterMetrics {
             .help("Pods the index names whose pod-url-template URL is on a host pod-url-hosts does not allow (each"
                 + " counted once; not routed to)")
             .callback(cb -> cb.call(pods.podUrlsRefused())).register(registry);
+        CounterWithCallback.builder().name("kvidx_router_pod_directory_read_failures_total")
+            .help("Reads of the cell's pods.json (pod discovery's directory) that failed; the last good one is kept")
+            .callback(cb -> cb.call(pods.podDirectoryReadFailures())).register(registry);
         CounterWithCallback.builder().name("kvidx_router_scrape_failures_total")
             .help("Engine /metrics pages that could not be read").callback(cb -> cb.call(pods.scrapeFailures()))
             .register(registry);

@@ -50,7 +50,7 @@ public final class PodLocator {
     private Object seenKey;
     private long seenModified = -1;
     private long seenSize = -1;
-    private long readFailures;
+    private final java.util.concurrent.atomic.LongAdder readFailures = new java.util.concurrent.atomic.LongAdder();
 
     /**
      * @param listed      pod id to URL from the configuration (not copied; not changed afterwards).
@@ -127,7 +127,7 @@ public final class PodLocator {
     }
 
     private void fail(final String message) {
-        readFailures++;
+        readFailures.increment();
         lastError = message;
     }
 
@@ -216,9 +216,9 @@ public final class PodLocator {
     }
 
     /**
-     * @return how many reads of the directory file failed (housekeeping thread's count).
+     * @return how many reads of the directory file failed (counted by the housekeeping thread; read by metrics).
      */
     public long readFailures() {
-        return readFailures;
+        return readFailures.sum();
     }
 }
