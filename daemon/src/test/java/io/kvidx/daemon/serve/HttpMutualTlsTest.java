@@ -11,13 +11,11 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -49,13 +47,14 @@ class HttpMutualTlsTest {
 
         final ServerTls tls = ServerTls.of(server[0], server[1], ca, "--http-tls");
         assertTrue(tls.mutual());
-        try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("t").shardCount(4)
+        try (io.kvidx.daemon.membership.Membership membership = TestFleet.instantMembership();
+             IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("t").shardCount(4)
                 .capacityBlocks(1024).maxPods(4).deleteOnClose(true));
              TestHeartbeat _ = new TestHeartbeat(writer);
              IndexHttpServer http = IndexHttpServer.start(new InetSocketAddress("127.0.0.1", 0), 1, false, 1 << 20,
                  new IndexHttpServer.Guards(16, 10_000, null, null, tls),
                  IndexReader.attach(new IndexReaderContext().dir(dir).cell("t").attachTimeoutMs(1_000)), null, null,
-                 fleet())) {
+                 TestFleet.of(membership, 10_000))) {
             final String url = "https://localhost:" + http.port();
             final Curl ok = curl("--cacert", ca.toString(), "--cert", client[0].toString(), "--key",
                 client[1].toString(), url + "/workers");
@@ -121,41 +120,5 @@ class HttpMutualTlsTest {
         final int nl = out.lastIndexOf('\n');
         return new Curl(p.exitValue(), p.exitValue() == 0 ? out.substring(nl + 1) + " " + out.substring(0, nl)
             : out);
-    }
-
-    private static FleetApi fleet() {
-        final io.kvidx.daemon.membership.Membership membership = new io.kvidx.daemon.membership.Membership(null,
-            new io.kvidx.daemon.membership.Membership.Subscriptions() {
-                @Override
-                public CompletableFuture<Void> subscribe(final io.kvidx.daemon.ingest.zmq.ZmqEndpoint endpoint) {
-                    return CompletableFuture.completedFuture(null);
-                }
-
-                @Override
-                public CompletableFuture<Void> unsubscribe(final io.kvidx.daemon.ingest.zmq.ZmqEndpoint endpoint) {
-                    return CompletableFuture.completedFuture(null);
-                }
-            });
-        membership.start(List.of());
-        return new FleetApi() {
-            @Override
-            public io.kvidx.daemon.membership.Membership membership() {
-                return membership;
-            }
-
-            @Override
-            public CompletableFuture<byte[]> snapshot() {
-                return CompletableFuture.failedFuture(new IllegalStateException("no snapshots here"));
-            }
-
-            @Override
-            public void scrapeMetrics(final OutputStream out) {
-            }
-
-            @Override
-            public long healthMaxHeartbeatAgeMs() {
-                return 60_000;
-            }
-        };
     }
 }

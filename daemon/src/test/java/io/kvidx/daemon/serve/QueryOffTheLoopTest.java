@@ -6,17 +6,13 @@ import io.kvidx.client.tiers.TierMapDescriptor;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.index.TestHeartbeat;
-import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.daemon.membership.Membership;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
-import java.util.List;
-import java.util.concurrent.CompletableFuture;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -37,18 +33,7 @@ class QueryOffTheLoopTest {
 
     @Test
     void shouldAnswerAQueryWithManyTierLookupsOnAQueryThread() throws Exception {
-        final Membership membership = new Membership(null, new Membership.Subscriptions() {
-            @Override
-            public CompletableFuture<Void> subscribe(final ZmqEndpoint endpoint) {
-                return CompletableFuture.completedFuture(null);
-            }
-
-            @Override
-            public CompletableFuture<Void> unsubscribe(final ZmqEndpoint endpoint) {
-                return CompletableFuture.completedFuture(null);
-            }
-        });
-        membership.start(List.of());
+        final Membership membership = TestFleet.instantMembership();
         final IndexWriterContext writerContext = new IndexWriterContext().dir(dir).cell("test").shardCount(8)
             .capacityBlocks(8_192).maxPods(8).maxChainLength(1_024).tierMapBlocks(2_048).deleteOnClose(true);
         try (IndexWriter writer = IndexWriter.create(writerContext);
@@ -56,7 +41,7 @@ class QueryOffTheLoopTest {
              IndexHttpServer server = IndexHttpServer.start(new InetSocketAddress("127.0.0.1", 0), 1, false, 1 << 20,
                  new IndexHttpServer.Guards(16, 10_000, null),
                  IndexReader.attach(new IndexReaderContext().dir(dir).cell("test").attachTimeoutMs(1_000)),
-                 writer.tiers().path(), null, fleet(membership))) {
+                 writer.tiers().path(), null, TestFleet.of(membership, 10_000))) {
             final long[] keys = new long[BLOCKS];
             for (int i = 0; i < BLOCKS; i++) {
                 keys[i] = 0x7E57_0000L + i * 104_729L;
@@ -100,28 +85,5 @@ class QueryOffTheLoopTest {
             json.append(i == 0 ? "" : ",").append(keys[i]);
         }
         return json.append("],\"model_name\":\"m\"}").toString();
-    }
-
-    private static FleetApi fleet(final Membership membership) {
-        return new FleetApi() {
-            @Override
-            public Membership membership() {
-                return membership;
-            }
-
-            @Override
-            public CompletableFuture<byte[]> snapshot() {
-                return CompletableFuture.failedFuture(new IllegalStateException("no snapshots here"));
-            }
-
-            @Override
-            public void scrapeMetrics(final OutputStream out) {
-            }
-
-            @Override
-            public long healthMaxHeartbeatAgeMs() {
-                return 60_000;
-            }
-        };
     }
 }
