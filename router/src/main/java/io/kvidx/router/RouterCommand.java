@@ -35,6 +35,14 @@ public final class RouterCommand implements Callable<Integer> {
     @Option(names = "--threads", description = "Event-loop threads (default " + RouterConfig.THREADS_DEFAULT + ").")
     private Integer threads;
 
+    @Option(names = "--warm-up-decisions", description = "Synthetic decisions made before /health reports ready"
+        + " (default " + RouterConfig.WARM_UP_DECISIONS_DEFAULT + "; 0: none).")
+    private Integer warmUpDecisions;
+
+    @Option(names = "--warm-up-ms", description = "Most milliseconds the warm-up takes (default "
+        + RouterConfig.WARM_UP_MS_DEFAULT + ").")
+    private Integer warmUpMs;
+
     @Option(names = "--attempts", description = "Calls per stage before giving up (default "
         + RouterConfig.ATTEMPTS_DEFAULT + ").")
     private Integer attempts;
@@ -127,6 +135,8 @@ public final class RouterCommand implements Callable<Integer> {
         decision.applyTo(c);
         c.threads = threads != null ? threads : c.threads;
         c.attempts = attempts != null ? attempts : c.attempts;
+        c.warmUpDecisions = warmUpDecisions != null ? warmUpDecisions : c.warmUpDecisions;
+        c.warmUpMs = warmUpMs != null ? warmUpMs : c.warmUpMs;
         c.connectMs = connectMs != null ? connectMs : c.connectMs;
         c.firstByteMs = firstByteMs != null ? firstByteMs : c.firstByteMs;
         c.requestMs = requestMs != null ? requestMs : c.requestMs;

@@ -46,6 +46,8 @@ import java.util.Set;
  * max-body-bytes: 8388608
  * threads: 2
  * block-size: 16                           # when the index is not mapped at start (else the index's)
+ * warm-up-decisions: 5000                  # synthetic decisions before /health says ready (0: none)
+ * warm-up-ms: 10000                        # the warm-up's time bound
  * profiles: {...}                           # optional: as docs/routing.md
  * workflow: {...}
  * </pre>
@@ -71,6 +73,10 @@ public final class RouterConfig implements DecisionOptions.Target {
     public static final int MAX_BODY_BYTES_DEFAULT = 8 << 20;
     /** Default largest prefill answer the router holds to pass to the decode pod. */
     public static final int MAX_PREFILL_ANSWER_BYTES = 1 << 20;
+    /** Default synthetic decisions the router makes before it reports ready ({@link WarmUp}; 0: none). */
+    public static final int WARM_UP_DECISIONS_DEFAULT = 5_000;
+    /** Default bound of the warm-up's time. */
+    public static final int WARM_UP_MS_DEFAULT = 10_000;
     /** Default health check interval. */
     public static final int HEALTH_INTERVAL_MS_DEFAULT = 2_000;
     /** Default health check path. */
@@ -123,6 +129,8 @@ public final class RouterConfig implements DecisionOptions.Target {
     int maxBodyBytes = MAX_BODY_BYTES_DEFAULT;
     int threads = THREADS_DEFAULT;
     int blockSize = BLOCK_SIZE_DEFAULT;
+    int warmUpDecisions = WARM_UP_DECISIONS_DEFAULT;
+    int warmUpMs = WARM_UP_MS_DEFAULT;
     /** The profiles/workflow part of the document as YAML, or null: the {@link #policy}'s profile. */
     String routingYaml;
     /** Directory relative paths in the document resolve against. */
@@ -219,11 +227,14 @@ public final class RouterConfig implements DecisionOptions.Target {
                 case "allow-remote" -> c.allowRemote = bool(key, v);
                 case "admin-token-file" -> c.adminTokenFile = resolve(baseDir, str(key, v));
                 case "block-size" -> c.blockSize = integer(key, v, c.blockSize);
+                case "warm-up-decisions" -> c.warmUpDecisions = integer(key, v, c.warmUpDecisions);
+                case "warm-up-ms" -> c.warmUpMs = integer(key, v, c.warmUpMs);
                 case "profiles", "workflow" -> routing.put(key, v);
                 default -> throw new IllegalArgumentException("unknown key '" + key + "' (listen, index, pods,"
                     + " pod-url-template, pod-url-hosts, policy, tokenizer, timeouts, attempts, session-header,"
                     + " lora-adapters, health, scrape, response-headers, cache-hint, max-body-bytes, threads,"
-                    + " block-size, allow-remote, admin-token-file, profiles, workflow)");
+                    + " block-size, warm-up-decisions, warm-up-ms, allow-remote, admin-token-file, profiles,"
+                    + " workflow)");
             }
         }
         if (!routing.isEmpty()) {
@@ -335,6 +346,10 @@ public final class RouterConfig implements DecisionOptions.Target {
         positive("timeouts.connect-ms", connectMs);
         positive("timeouts.first-byte-ms", firstByteMs);
         positive("timeouts.request-ms", requestMs);
+        if (warmUpDecisions < 0 || warmUpDecisions > 10_000_000) {
+            throw new IllegalArgumentException("warm-up-decisions must be 0..10000000: " + warmUpDecisions);
+        }
+        positive("warm-up-ms", warmUpMs);
         if (attempts < 1 || attempts > 16) {
             throw new IllegalArgumentException("attempts must be 1..16: " + attempts);
         }

@@ -25,7 +25,7 @@ final class Routers {
     /**
      * @param work the test's directory.
      * @return a configuration listening on a free loopback port, over a directory with no index (decisions fall
-     * back, listed pods are registered by hand), with the {@code x-kvidx-*} response headers on.
+     * back, listed pods are registered by hand), with the {@code x-kvidx-*} response headers on and no warm-up.
      */
     static RouterConfig config(final Path work) {
         final RouterConfig c = new RouterConfig();
@@ -35,6 +35,7 @@ final class Routers {
         c.responseHeaders = true;
         c.connectMs = 1_000;
         c.threads = 2;
+        c.warmUpDecisions = 0; // ready at once: RouterWarmUpTest covers the warm-up
         return c;
     }
 
