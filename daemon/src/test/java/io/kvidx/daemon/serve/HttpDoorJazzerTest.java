@@ -7,7 +7,7 @@ import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.keys.RouterKeyHasher;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
-import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
+import io.kvidx.daemon.index.TestHeartbeat;
 import io.kvidx.daemon.membership.Engine;
 import io.kvidx.daemon.membership.Membership;
 import io.kvidx.serve.BodyLimit;
@@ -34,7 +34,6 @@ import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.util.concurrent.DefaultThreadFactory;
 
 import java.io.ByteArrayOutputStream;
-import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -43,9 +42,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -116,54 +112,14 @@ class HttpDoorJazzerTest {
                 final RouterKeyHasher hasher = new RouterKeyHasher(writer.context().blockSize());
                 final int n = hasher.keys(RouterKeyHasher.chainSeed("m", null, null), tokens, tokens.length, keys);
                 writer.store(slot, keys, 0, n);
-                final ScheduledExecutorService beat = Executors.newSingleThreadScheduledExecutor(r -> {
-                    final Thread t = new Thread(r, "fuzz-writer-heartbeat");
-                    t.setDaemon(true);
-                    return t;
-                });
-                writer.heartbeat(System.currentTimeMillis());
-                beat.scheduleAtFixedRate(() -> writer.heartbeat(System.currentTimeMillis()), 100, 100,
-                    TimeUnit.MILLISECONDS);
+                // Beats for the life of the JVM (the door is one per fuzzing JVM).
+                final TestHeartbeat beat = new TestHeartbeat(writer);
                 final IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell("fuzz")
                     .attachTimeoutMs(5_000));
-                membership = new Membership(null, new Membership.Subscriptions() {
-                    @Override
-                    public CompletableFuture<Void> subscribe(final ZmqEndpoint endpoint) {
-                        return CompletableFuture.completedFuture(null);
-                    }
-
-                    @Override
-                    public CompletableFuture<Void> unsubscribe(final ZmqEndpoint endpoint) {
-                        return CompletableFuture.completedFuture(null);
-                    }
-                }).maxRegistrations(2);
+                membership = new Membership(null, TestFleet.INSTANT).maxRegistrations(2);
                 membership.start(List.of());
-                final FleetApi fleet = new FleetApi() {
-                    @Override
-                    public Membership membership() {
-                        return membership;
-                    }
-
-                    @Override
-                    public CompletableFuture<byte[]> snapshot() {
-                        return CompletableFuture.completedFuture("kvidx-snapshot".getBytes(StandardCharsets.US_ASCII));
-                    }
-
-                    @Override
-                    public void scrapeMetrics(final OutputStream out) throws java.io.IOException {
-                        out.write("kvidx_fuzz 1\n".getBytes(StandardCharsets.US_ASCII));
-                    }
-
-                    @Override
-                    public long healthMaxHeartbeatAgeMs() {
-                        return 60_000;
-                    }
-
-                    @Override
-                    public long changeTimeoutMs() {
-                        return 2_000;
-                    }
-                };
+                final FleetApi fleet = TestFleet.of(membership, 2_000,
+                    "kvidx-snapshot".getBytes(StandardCharsets.US_ASCII), "kvidx_fuzz 1\n");
                 final Path token = Files.writeString(dir.resolve("token"), TOKEN);
                 final Path admin = Files.writeString(dir.resolve("admin"), ADMIN);
                 // The daemon's own server (its TCP listener on loopback is never used): its pipeline is the one the

@@ -9,7 +9,7 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * The rest of a daemon, as an HTTP API test needs it without one: a membership whose subscriptions complete at once
- * (no ZeroMQ), no snapshots, no metrics.
+ * (no ZeroMQ), a fixed snapshot or none, a fixed metrics page.
  */
 final class TestFleet {
     /** Subscriptions that complete at once. */
@@ -43,6 +43,18 @@ final class TestFleet {
      * @return a fleet with that membership, failing snapshots and an empty metrics page.
      */
     static FleetApi of(final Membership membership, final long changeTimeoutMs) {
+        return of(membership, changeTimeoutMs, null, "");
+    }
+
+    /**
+     * @param membership      the membership the API changes.
+     * @param changeTimeoutMs how long a registration or removal may take before 503.
+     * @param snapshot        what every snapshot is, or null for snapshots that fail.
+     * @param metrics         the metrics page.
+     * @return a fleet with that membership, snapshot and metrics page.
+     */
+    static FleetApi of(final Membership membership, final long changeTimeoutMs, final byte[] snapshot,
+        final String metrics) {
         return new FleetApi() {
             @Override
             public Membership membership() {
@@ -51,11 +63,13 @@ final class TestFleet {
 
             @Override
             public CompletableFuture<byte[]> snapshot() {
-                return CompletableFuture.failedFuture(new IllegalStateException("no snapshots here"));
+                return snapshot == null ? CompletableFuture.failedFuture(new IllegalStateException("no snapshots here"))
+                    : CompletableFuture.completedFuture(snapshot);
             }
 
             @Override
-            public void scrapeMetrics(final OutputStream out) {
+            public void scrapeMetrics(final OutputStream out) throws java.io.IOException {
+                out.write(metrics.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
             }
 
             @Override
