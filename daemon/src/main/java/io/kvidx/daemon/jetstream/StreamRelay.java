@@ -34,7 +34,7 @@ import java.util.function.Supplier;
  * A publish that fails or is not acknowledged within {@link #ACK_TIMEOUT_NS} is sent again with every one after it,
  * in order (the stream's duplicate window drops the copies it already stored), so nothing is lost while NATS is away;
  * meanwhile the queue fills and the transports wait, as for a full writer queue. Heartbeats are published at most
- * once per pod and heartbeat interval.
+ * once per pod and heartbeat interval, and at most every {@link #STREAM_HEARTBEAT_MIN_MS}.
  *
  * <p>Message ids: a batch's is {@code <pod>/<sequence>/<fingerprint>}; a control message's names the pod's last
  * published batch, {@code <pod>/<type>/<sequence>/<fingerprint>}; a heartbeat's its interval,
@@ -48,6 +48,11 @@ public final class StreamRelay implements EventTap, Agent {
     static final int MAX_IN_FLIGHT = 512;
     /** A publish not acknowledged within this is sent again. */
     static final long ACK_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(5);
+    /**
+     * A pod's heartbeat goes to the stream at most this often, whatever the daemon's heartbeat interval: every
+     * router host reads every heartbeat. Consumers' {@code podTimeoutMs} must exceed it (default 30 s).
+     */
+    static final long STREAM_HEARTBEAT_MIN_MS = 5_000;
     /** The queue's record type. */
     private static final int RECORD = 1;
     /** Longest message id. */
@@ -103,7 +108,8 @@ public final class StreamRelay implements EventTap, Agent {
      * @param jetStream           where to publish.
      * @param subjectPrefix       the subject prefix.
      * @param stream              the stream's name (each publish expects it).
-     * @param heartbeatIntervalMs at most one heartbeat per pod and interval is published.
+     * @param heartbeatIntervalMs at most one heartbeat per pod and interval (at least
+     *                            {@link #STREAM_HEARTBEAT_MIN_MS}) is published.
      * @param epochMs             the wall clock (heartbeat intervals).
      * @param counters            counters.
      * @param errors              error log.
@@ -118,7 +124,7 @@ public final class StreamRelay implements EventTap, Agent {
         this.jetStream = jetStream;
         this.subjectPrefix = subjectPrefix;
         this.stream = stream;
-        this.heartbeatIntervalMs = Math.max(1, heartbeatIntervalMs);
+        this.heartbeatIntervalMs = Math.max(STREAM_HEARTBEAT_MIN_MS, heartbeatIntervalMs);
         this.epochMs = epochMs;
         this.errors = errors;
         this.published = counters.get(CounterType.JETSTREAM_PUBLISHED);
