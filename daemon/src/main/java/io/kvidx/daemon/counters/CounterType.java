@@ -143,7 +143,11 @@ public enum CounterType {
     /** Snapshots that could not be taken, stored or loaded (corrupt, too old, the store unreachable). */
     JETSTREAM_SNAPSHOT_FAILURES(5119, "kvidx jetstream snapshot failures"),
     /** Errors talking to NATS (connection lost, consumer errors, stream missing); each is in the error log. */
-    JETSTREAM_ERRORS(5120, "kvidx jetstream errors");
+    JETSTREAM_ERRORS(5120, "kvidx jetstream errors"),
+    /** Length in bytes of the newest snapshot in the bucket, as a consumer last saw it (a gauge). */
+    JETSTREAM_SNAPSHOT_BYTES(5121, "kvidx jetstream snapshot bytes"),
+    /** When the newest snapshot in the bucket was stored, epoch ms, as a consumer last saw it (a gauge; age). */
+    JETSTREAM_SNAPSHOT_STORED_AT_MS(5122, "kvidx jetstream snapshot stored at ms");
 
     private final int typeId;
     private final String label;

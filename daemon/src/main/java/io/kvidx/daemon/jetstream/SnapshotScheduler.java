@@ -44,6 +44,8 @@ public final class SnapshotScheduler implements Agent {
     private final AtomicCounter applied;
     private final AtomicCounter stored;
     private final AtomicCounter failures;
+    private final AtomicCounter newestBytes;
+    private final AtomicCounter newestStoredAt;
     private CompletableFuture<byte[]> pending;
     private long nextCheckMs;
     private long appliedAtLastCheck;
@@ -77,6 +79,8 @@ public final class SnapshotScheduler implements Agent {
         this.applied = counters.get(CounterType.JETSTREAM_APPLIED);
         this.stored = counters.get(CounterType.JETSTREAM_SNAPSHOTS_STORED);
         this.failures = counters.get(CounterType.JETSTREAM_SNAPSHOT_FAILURES);
+        this.newestBytes = counters.get(CounterType.JETSTREAM_SNAPSHOT_BYTES);
+        this.newestStoredAt = counters.get(CounterType.JETSTREAM_SNAPSHOT_STORED_AT_MS);
     }
 
     @Override
@@ -110,6 +114,8 @@ public final class SnapshotScheduler implements Agent {
             final List<SnapshotBucket.Entry> stored = bucket.list();
             if (!stored.isEmpty()) {
                 final SnapshotBucket.Entry newest = stored.get(0);
+                newestBytes.setRelease(newest.size());
+                newestStoredAt.setRelease(newest.modifiedMs());
                 if (newest.sequence() >= ours || (ours - newest.sequence() < events
                     && now - newest.modifiedMs() < intervalMs)) {
                     return 1; // fresh enough, whoever stored it
@@ -150,6 +156,8 @@ public final class SnapshotScheduler implements Agent {
             stored.increment();
             lastStoredSequence = sequence;
             lastStoredBytes = bytes.length;
+            newestBytes.setRelease(bytes.length);
+            newestStoredAt.setRelease(clock.time());
             LOG.info("stored snapshot {} ({} bytes); {} older deleted", SnapshotBucket.objectName(sequence),
                 bytes.length, deleted);
         } catch (final IOException ex) {

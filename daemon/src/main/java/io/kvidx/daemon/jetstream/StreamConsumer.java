@@ -85,6 +85,10 @@ public final class StreamConsumer implements Agent {
     private long[] barrier;
     private long barrierSequence;
     private long nextCheckpointMs;
+    private long nextStreamCheckMs;
+    private long lastMessageMs;
+    /** When the stream this consumer started on was created: another time means it was deleted and made again. */
+    private java.time.ZonedDateTime streamCreated;
 
     /**
      * @param session              the NATS connection, stream and settings.
@@ -134,33 +138,70 @@ public final class StreamConsumer implements Agent {
 
     @Override
     public void onStart() {
-        final StreamState state = session.ensureStream().getStreamState();
+        final io.nats.client.api.StreamInfo info = session.ensureStream();
+        streamCreated = info.getCreateTime();
+        final StreamState state = info.getStreamState();
         final long first = state.getFirstSequence();
         if (first > startSequence && state.getLastSequence() >= startSequence) {
             lose(first - startSequence, "the stream starts at sequence " + first + ", this cell needs "
                 + startSequence + " (older events aged out or were deleted)");
         }
         try {
-            final OrderedConsumerContext ordered = session.connection().getStreamContext(session.settings().stream())
-                .createOrderedConsumer(new OrderedConsumerConfiguration()
-                    .filterSubject(StreamSubjects.filter(session.settings().subjectPrefix()))
-                    .deliverPolicy(DeliverPolicy.ByStartSequence)
-                    .startSequence(startSequence));
-            consumer = ordered.iterate(ConsumeOptions.builder().batchSize(PULL_BATCH).build());
+            consumer = open(startSequence);
         } catch (final IOException | JetStreamApiException ex) {
             throw new IllegalStateException("cannot consume stream " + session.settings().stream() + ": "
                 + ex.getMessage(), ex);
         }
+        lastMessageMs = clock.time();
         LOG.info("consuming stream {} from sequence {} (first {}, last {})", session.settings().stream(),
             startSequence, first, state.getLastSequence());
         nextCheckpointMs = clock.time() + checkpointIntervalMs;
     }
 
+    private IterableConsumer open(final long from) throws IOException, JetStreamApiException {
+        final OrderedConsumerContext ordered = session.connection().getStreamContext(session.settings().stream())
+            .createOrderedConsumer(new OrderedConsumerConfiguration()
+                .filterSubject(StreamSubjects.filter(session.settings().subjectPrefix()))
+                .deliverPolicy(DeliverPolicy.ByStartSequence)
+                .startSequence(from));
+        return ordered.iterate(ConsumeOptions.builder().batchSize(PULL_BATCH).build());
+    }
+
+    /**
+     * The ordered consumer received nothing for {@link #STALL_MS} while the stream holds messages after the last one
+     * received (seen after a NATS server restart: the client's consumer does not always come back): it is replaced
+     * by a new one from the next sequence. Counted in {@code jetstream errors} and logged.
+     */
+    private void reopen(final long lastInStream) {
+        final long from = receivedSequence + 1;
+        natsErrors.increment();
+        errors.report(CounterType.JETSTREAM_ERRORS.typeId(), -7, () -> "JetStream consumer of "
+            + session.settings().stream() + " received nothing for " + STALL_MS + " ms with the stream at "
+            + lastInStream + ": consuming again from " + from);
+        try {
+            closeConsumer();
+            consumer = open(from);
+            lastMessageMs = clock.time();
+        } catch (final IOException | JetStreamApiException ex) {
+            errors.report(CounterType.JETSTREAM_ERRORS.typeId(), -8, () -> "JetStream: cannot consume stream "
+                + session.settings().stream() + " again: " + ex.getMessage());
+        }
+    }
+
+    /** How long the consumer may receive nothing while the stream holds more before it is made again. */
+    static final long STALL_MS = 3_000;
+
     @Override
     public int doWork() {
         int work = 0;
+        if (consumer == null) {
+            return checkpoint() + checkStream(); // made again by checkStream once the stream is back
+        }
         try {
             Message m = consumer.nextMessage(POLL_MS);
+            if (m != null) {
+                lastMessageMs = clock.time();
+            }
             while (m != null) {
                 onMessage(m);
                 if (++work == MESSAGES_PER_CYCLE) {
@@ -175,8 +216,59 @@ public final class StreamConsumer implements Agent {
         } catch (final InterruptedException ex) {
             Thread.currentThread().interrupt();
         }
-        return work + checkpoint();
+        return work + checkpoint() + checkStream();
     }
+
+    /**
+     * Every {@link #STREAM_CHECK_MS}: the stream's lag behind its last message, and whether the stream was deleted
+     * (or deleted and created again) under this consumer, which is reported, counted and makes {@link #problem()}
+     * non-null: the messages it held are gone for this index.
+     */
+    private int checkStream() {
+        final long now = clock.time();
+        if (now < nextStreamCheckMs) {
+            return 0;
+        }
+        nextStreamCheckMs = now + STREAM_CHECK_MS;
+        final String stream = session.settings().stream();
+        try {
+            final io.nats.client.api.StreamInfo info = session.management().getStreamInfo(stream);
+            if (!info.getCreateTime().equals(streamCreated)) {
+                streamLost("stream " + stream + " was deleted and created again (created " + info.getCreateTime()
+                    + ", consumed since " + streamCreated + ")");
+            }
+            final long lastInStream = info.getStreamState().getLastSequence();
+            lag.setRelease(Math.max(0, lastInStream - receivedSequence));
+            if (lastInStream > receivedSequence && now - lastMessageMs > STALL_MS) {
+                reopen(lastInStream);
+            }
+        } catch (final JetStreamApiException ex) {
+            if (ex.getApiErrorCode() == NatsSession.STREAM_NOT_FOUND) {
+                streamLost("stream " + stream + " was deleted");
+            } else {
+                natsErrors.increment();
+                errors.report(CounterType.JETSTREAM_ERRORS.typeId(), -5, () -> "JetStream: cannot read stream "
+                    + stream + ": " + ex.getMessage());
+            }
+        } catch (final IOException ex) {
+            natsErrors.increment();
+            errors.report(CounterType.JETSTREAM_ERRORS.typeId(), -5, () -> "JetStream: cannot read stream "
+                + stream + ": " + ex.getMessage());
+        }
+        return 1;
+    }
+
+    private void streamLost(final String why) {
+        if (problem == null || !problem.contains(why)) {
+            natsErrors.increment();
+            problem = "JetStream: " + why + "; this index misses its messages: restart the relays and this daemon "
+                + "with new cells (docs/jetstream.md, Faults)";
+            errors.report(CounterType.JETSTREAM_ERRORS.typeId(), -6, () -> "JetStream: " + why);
+        }
+    }
+
+    /** How often the consumer reads the stream's state (lag, deletion). */
+    static final long STREAM_CHECK_MS = 1_000;
 
     private void onMessage(final Message m) {
         final long received = System.nanoTime();
@@ -286,12 +378,17 @@ public final class StreamConsumer implements Agent {
 
     @Override
     public void onClose() {
+        closeConsumer();
+    }
+
+    private void closeConsumer() {
         if (consumer != null) {
             try {
                 consumer.close();
             } catch (final Exception ex) {
                 LOG.debug("closing the consumer of {}: {}", session.settings().stream(), ex.toString());
             }
+            consumer = null;
         }
     }
 
