@@ -80,6 +80,9 @@ public final class StreamRelay implements EventTap, Agent {
     /** Per pod number: the heartbeat interval of the last heartbeat published. */
     private final long[] lastHeartbeat = new long[PodDirectory.MAX_NUMBERS];
     private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
+    /** The agent's view of the record being sent (its thread only). */
+    private final StreamEnvelope envelope = new StreamEnvelope();
+    private final UnsafeBuffer sendBuffer = new UnsafeBuffer(new byte[0]);
     /** The queue position up to which every record is acknowledged by the stream (written by the agent only). */
     private volatile long acknowledgedPosition;
     private volatile int inFlightCount;
@@ -173,7 +176,10 @@ public final class StreamRelay implements EventTap, Agent {
         final byte[] modelBytes = model == null ? null : model.getBytes(StandardCharsets.UTF_8);
         final byte[] idBytes = id.getBytes(StandardCharsets.UTF_8);
         if (idBytes.length > MAX_ID_LENGTH) {
-            throw new IllegalStateException("message id longer than " + MAX_ID_LENGTH + ": " + id);
+            // Cannot happen with valid pod ids (112 bytes at most); never thrown on a transport's thread.
+            errors.report(CounterType.OVERSIZED_MESSAGES.typeId(), n, () -> "pod " + podId + ": message id longer "
+                + "than " + MAX_ID_LENGTH + " bytes; not published");
+            return;
         }
         final int envelope = StreamEnvelope.length(podBytes, modelBytes, length);
         final int total = 2 + idBytes.length + envelope;
@@ -238,8 +244,8 @@ public final class StreamRelay implements EventTap, Agent {
         final String id = buffer.getStringWithoutLengthUtf8(index + 2, idLength);
         final byte[] body = new byte[length - 2 - idLength];
         buffer.getBytes(index + 2 + idLength, body);
-        final StreamEnvelope envelope = new StreamEnvelope();
-        envelope.wrap(new UnsafeBuffer(body), 0, body.length);
+        sendBuffer.wrap(body);
+        envelope.wrap(sendBuffer, 0, body.length);
         final InFlight f = new InFlight(StreamSubjects.subject(subjectPrefix, envelope.model(), envelope.podId()),
             id, body);
         inFlight.addLast(f);

@@ -192,18 +192,25 @@ final class JetStreamRole implements AutoCloseable {
     }
 
     /**
-     * @return the consumer's progress entry for the daemon's final record, or null when not a consumer.
+     * The daemon's last record of its progress, once its agents stopped: the ZeroMQ publishers' and this consumer's,
+     * only when the writers drained their queues and, for a relay, the stream acknowledged everything (otherwise the
+     * previous checkpoints stand, and the engines or the stream give the rest again at the next start).
+     *
+     * @param progress   the cell's publisher progress.
+     * @param drained    true when the writers applied everything queued.
+     * @param dispatched the ZeroMQ publishers' dispatched sequences, or null without the ZeroMQ transport.
      */
-    PublisherProgress.Entry consumerProgress() {
-        return consumer == null ? null : consumer.progress();
-    }
-
-    /**
-     * @return false when this relay closed with messages the stream did not acknowledge (the daemon then records no
-     * ZeroMQ progress, so the engines replay them).
-     */
-    boolean relayDrained() {
-        return relay == null || relay.drained();
+    void recordProgress(final PublisherProgress progress, final boolean drained,
+        final Supplier<List<PublisherProgress.Entry>> dispatched) {
+        if (!drained || (relay != null && !relay.drained()) || (dispatched == null && consumer == null)) {
+            return;
+        }
+        final List<PublisherProgress.Entry> entries = dispatched == null ? new java.util.ArrayList<>()
+            : new java.util.ArrayList<>(dispatched.get());
+        if (consumer != null) {
+            entries.add(consumer.progress());
+        }
+        progress.write(entries);
     }
 
     /**

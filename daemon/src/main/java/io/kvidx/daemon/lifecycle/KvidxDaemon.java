@@ -540,17 +540,10 @@ public final class KvidxDaemon implements AutoCloseable {
         }
         final boolean drained = writers.isIdle();
         CloseHelper.closeAll(writers);
-        if (jetstream == null) {
-            if (zmq != null && drained) {
-                progress.write(zmq.dispatched());
-            }
-        } else if (drained && jetstream.relayDrained() && (zmq != null || jetstream.consumerProgress() != null)) {
-            final List<io.kvidx.daemon.state.PublisherProgress.Entry> entries = zmq == null ? new ArrayList<>()
-                : new ArrayList<>(zmq.dispatched());
-            if (jetstream.consumerProgress() != null) {
-                entries.add(jetstream.consumerProgress());
-            }
-            progress.write(entries);
+        if (jetstream != null) {
+            jetstream.recordProgress(progress, drained, zmq == null ? null : zmq::dispatched);
+        } else if (zmq != null && drained) {
+            progress.write(zmq.dispatched());
         }
         // The counters and the error log stay mapped: callers may read them after close (their files stay in the
         // cell for the tools too); the mappings go with the process.

@@ -17,7 +17,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Faults with real processes (nats-server, the Python publisher): a NATS server restarted while events flow (the
- * relay resends what was not acknowledged, the consumer's ordered consumer resumes: exact, nothing lost); a stream
+ * relay resends what was not acknowledged, the consumer's ordered consumer resumes: exact, nothing lost); the
+ * consumer's connection alone cut twice (through a forwarder; exact, nothing lost); a stream
  * deleted under a running consumer (counted, logged, {@code /health} not ready with the reason); a snapshot older
  * than the stream's first sequence (loaded, the messages between counted as lost, not ready).
  */
@@ -65,6 +66,29 @@ class JetStreamFaultTest {
             assertTrue(consumer.counters().value(CounterType.JETSTREAM_ERRORS) > 0, "the outage was counted");
             assertEquals(0, consumer.counters().value(CounterType.JETSTREAM_LOST));
             assertEquals(0, consumer.counters().value(CounterType.JETSTREAM_BAD_MESSAGES));
+            assertEquals(200, StreamFleet.health(consumer.httpPort()));
+        }
+    }
+
+    @Test
+    void shouldStayExactWhenTheConsumersConnectionAloneDrops() throws Exception {
+        PyPeer.requirePython();
+        try (NatsServer nats = NatsServer.start(dir);
+            TcpCutter cutter = new TcpCutter(nats.port());
+            PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL);
+            KvidxDaemon relay = KvidxDaemon.start(StreamFleet.relay(dir, "relay", peer, nats.url()));
+            KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", cutter.url()))) {
+            join(peer, relay);
+            final String docs = stream(peer, 35, 1_200, 300, "a");
+            Thread.sleep(1_000);
+            cutter.cut();
+            Thread.sleep(1_000);
+            cutter.cut();
+            peer.command("stream-wait 60");
+            JetStreamConsumerTest.agree(relay, consumer, StreamFleet.documents(Path.of(docs)));
+            assertTrue(consumer.counters().value(CounterType.JETSTREAM_ERRORS) > 0, "the drops were counted");
+            assertEquals(0, relay.counters().value(CounterType.JETSTREAM_ERRORS), "the relay's connection held");
+            assertEquals(0, consumer.counters().value(CounterType.JETSTREAM_LOST));
             assertEquals(200, StreamFleet.health(consumer.httpPort()));
         }
     }

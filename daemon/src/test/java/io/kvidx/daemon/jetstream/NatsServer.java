@@ -86,6 +86,13 @@ final class NatsServer implements AutoCloseable {
     }
 
     /**
+     * @return the server's port.
+     */
+    int port() {
+        return port;
+    }
+
+    /**
      * @return the server's URL.
      */
     String url() {
