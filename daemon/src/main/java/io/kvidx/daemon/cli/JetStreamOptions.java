@@ -73,6 +73,14 @@ final class JetStreamOptions {
         + "and nkey seed).")
     private String credsFile;
 
+    @Option(names = "--jetstream-nkey-file", paramLabel = "FILE", description = "File holding an nkey seed (nkey "
+        + "authentication without a JWT).")
+    private String nkeyFile;
+
+    @Option(names = "--jetstream-tls-ca-file", paramLabel = "FILE", description = "PEM certificates the NATS "
+        + "servers' must chain to (tls:// URLs; default: the JVM's trust store).")
+    private String tlsCaFile;
+
     /**
      * Sets the options given.
      *
@@ -121,6 +129,12 @@ final class JetStreamOptions {
         }
         if (credsFile != null) {
             j.credsFile(credsFile);
+        }
+        if (nkeyFile != null) {
+            j.nkeyFile(nkeyFile);
+        }
+        if (tlsCaFile != null) {
+            j.tlsCaFile(tlsCaFile);
         }
     }
 }

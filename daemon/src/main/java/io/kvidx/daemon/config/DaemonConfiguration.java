@@ -365,6 +365,10 @@ public final class DaemonConfiguration {
     public static final String JETSTREAM_TOKEN_FILE_PROP_NAME = "jetstream.tokenFile";
     /** NATS credentials file key (a JWT and nkey seed, {@code .creds}). */
     public static final String JETSTREAM_CREDS_FILE_PROP_NAME = "jetstream.credsFile";
+    /** NATS nkey seed file key (nkey authentication without a JWT). */
+    public static final String JETSTREAM_NKEY_FILE_PROP_NAME = "jetstream.nkeyFile";
+    /** TLS CA file key: PEM certificates the NATS servers' certificates must chain to ({@code tls://} URLs). */
+    public static final String JETSTREAM_TLS_CA_FILE_PROP_NAME = "jetstream.tlsCaFile";
 
     private DaemonConfiguration() {
     }

@@ -272,6 +272,10 @@ public final class DaemonSettings {
             Kind.NULLABLE_STRING, (c, v) -> c.jetstream().tokenFile((String) v), c -> c.jetstream().tokenFile()),
         new Setting(DaemonConfiguration.JETSTREAM_CREDS_FILE_PROP_NAME, "--jetstream-creds-file",
             Kind.NULLABLE_STRING, (c, v) -> c.jetstream().credsFile((String) v), c -> c.jetstream().credsFile()),
+        new Setting(DaemonConfiguration.JETSTREAM_NKEY_FILE_PROP_NAME, "--jetstream-nkey-file",
+            Kind.NULLABLE_STRING, (c, v) -> c.jetstream().nkeyFile((String) v), c -> c.jetstream().nkeyFile()),
+        new Setting(DaemonConfiguration.JETSTREAM_TLS_CA_FILE_PROP_NAME, "--jetstream-tls-ca-file",
+            Kind.NULLABLE_STRING, (c, v) -> c.jetstream().tlsCaFile((String) v), c -> c.jetstream().tlsCaFile()),
         new Setting(ZMQ_KEY, "--zmq", Kind.ZMQ, (c, v) -> {
             for (final Object e : (List<?>) v) {
                 c.zmq().addEndpoint((ZmqEndpoint) e);

@@ -11,12 +11,14 @@ import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_CREDS_FILE_PR
 import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_DUPLICATE_WINDOW_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_MAX_AGE_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_MAX_BYTES_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_NKEY_FILE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_PASSWORD_FILE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_ROLE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_SNAPSHOT_EVENTS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_SNAPSHOT_INTERVAL_MS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_STREAM_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_SUBJECT_PREFIX_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_TLS_CA_FILE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_TOKEN_FILE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_URL_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.JETSTREAM_USER_PROP_NAME;
@@ -52,6 +54,8 @@ public final class JetStreamSettings {
     private String passwordFile;
     private String tokenFile;
     private String credsFile;
+    private String nkeyFile;
+    private String tlsCaFile;
 
     /**
      * Checks every value, in the order of the keys.
@@ -87,10 +91,16 @@ public final class JetStreamSettings {
         if (user != null && passwordFile == null) {
             throw new ConfigException(JETSTREAM_USER_PROP_NAME, "needs " + JETSTREAM_PASSWORD_FILE_PROP_NAME);
         }
-        if ((user != null ? 1 : 0) + (tokenFile != null ? 1 : 0) + (credsFile != null ? 1 : 0) > 1) {
-            throw new ConfigException(user != null ? JETSTREAM_USER_PROP_NAME : JETSTREAM_TOKEN_FILE_PROP_NAME,
-                "one of " + JETSTREAM_USER_PROP_NAME + ", " + JETSTREAM_TOKEN_FILE_PROP_NAME + " and "
-                    + JETSTREAM_CREDS_FILE_PROP_NAME + " at most");
+        if ((user != null ? 1 : 0) + (tokenFile != null ? 1 : 0) + (credsFile != null ? 1 : 0)
+            + (nkeyFile != null ? 1 : 0) > 1) {
+            throw new ConfigException(user != null ? JETSTREAM_USER_PROP_NAME : tokenFile != null
+                ? JETSTREAM_TOKEN_FILE_PROP_NAME : JETSTREAM_CREDS_FILE_PROP_NAME, "one of " + JETSTREAM_USER_PROP_NAME
+                + ", " + JETSTREAM_TOKEN_FILE_PROP_NAME + ", " + JETSTREAM_CREDS_FILE_PROP_NAME + " and "
+                + JETSTREAM_NKEY_FILE_PROP_NAME + " at most");
+        }
+        if (tlsCaFile != null && url != null && !servers().stream().allMatch(s -> s.startsWith("tls://"))) {
+            throw new ConfigException(JETSTREAM_TLS_CA_FILE_PROP_NAME, "needs tls:// URLs in "
+                + DaemonConfiguration.JETSTREAM_URL_PROP_NAME + ": " + url);
         }
     }
 
@@ -371,5 +381,38 @@ public final class JetStreamSettings {
      */
     public String credsFile() {
         return credsFile;
+    }
+
+    /**
+     * @param file a file holding an nkey seed (nkey authentication without a JWT), or null.
+     * @return this.
+     */
+    public JetStreamSettings nkeyFile(final String file) {
+        this.nkeyFile = file;
+        return this;
+    }
+
+    /**
+     * @return the nkey seed file, or null.
+     */
+    public String nkeyFile() {
+        return nkeyFile;
+    }
+
+    /**
+     * @param file PEM certificates the servers' certificates must chain to (instead of the JVM's trust store), or
+     *             null.
+     * @return this.
+     */
+    public JetStreamSettings tlsCaFile(final String file) {
+        this.tlsCaFile = file;
+        return this;
+    }
+
+    /**
+     * @return the TLS CA file, or null.
+     */
+    public String tlsCaFile() {
+        return tlsCaFile;
     }
 }

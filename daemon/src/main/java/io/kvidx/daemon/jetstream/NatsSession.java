@@ -96,8 +96,13 @@ public final class NatsSession implements AutoCloseable {
                 LOG.info("NATS connection {}: {}", name, event.getEvent());
             });
         try {
+            if (settings.tlsCaFile() != null) {
+                options.sslContext(trusting(Path.of(settings.tlsCaFile())));
+            }
             if (settings.credsFile() != null) {
                 options.authHandler(Nats.credentials(settings.credsFile()));
+            } else if (settings.nkeyFile() != null) {
+                options.authHandler(Nats.staticCredentials(null, readSecret(settings.nkeyFile())));
             } else if (settings.tokenFile() != null) {
                 options.token(readSecret(settings.tokenFile()));
             } else if (settings.user() != null) {
@@ -110,6 +115,31 @@ public final class NatsSession implements AutoCloseable {
         } catch (final InterruptedException ex) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while connecting to NATS at " + settings.url(), ex);
+        }
+    }
+
+    /** A TLS context that trusts the certificates of a PEM file (and nothing else). */
+    private static javax.net.ssl.SSLContext trusting(final Path caFile) throws IOException {
+        try (java.io.InputStream in = Files.newInputStream(caFile)) {
+            final java.security.KeyStore trusted = java.security.KeyStore.getInstance(
+                java.security.KeyStore.getDefaultType());
+            trusted.load(null, null);
+            int n = 0;
+            for (final java.security.cert.Certificate c : java.security.cert.CertificateFactory.getInstance("X.509")
+                .generateCertificates(in)) {
+                trusted.setCertificateEntry("ca-" + n++, c);
+            }
+            if (n == 0) {
+                throw new IOException("no certificate in " + caFile);
+            }
+            final javax.net.ssl.TrustManagerFactory factory = javax.net.ssl.TrustManagerFactory.getInstance(
+                javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+            factory.init(trusted);
+            final javax.net.ssl.SSLContext context = javax.net.ssl.SSLContext.getInstance("TLS");
+            context.init(null, factory.getTrustManagers(), null);
+            return context;
+        } catch (final java.security.GeneralSecurityException ex) {
+            throw new IOException("cannot read the CA certificates in " + caFile + ": " + ex.getMessage(), ex);
         }
     }
 

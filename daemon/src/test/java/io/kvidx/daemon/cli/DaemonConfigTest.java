@@ -177,6 +177,11 @@ class DaemonConfigTest {
             "jetstream: {tokenFile: /run/t}"));
         s.put("--jetstream-creds-file", new Sample(List.of("--jetstream-creds-file", "/run/kvidx.creds"),
             "jetstream: {credsFile: /run/kvidx.creds}"));
+        s.put("--jetstream-nkey-file", new Sample(List.of("--jetstream-nkey-file", "/run/kvidx.nk"),
+            "jetstream: {nkeyFile: /run/kvidx.nk}"));
+        s.put("--jetstream-tls-ca-file", new Sample(List.of("--jetstream", "tls://10.0.0.9:4222",
+            "--jetstream-tls-ca-file", "/run/ca.pem"),
+            "jetstream: {url: 'tls://10.0.0.9:4222', tlsCaFile: /run/ca.pem}"));
         s.put("--aeron-stream-id", new Sample(List.of("--aeron-stream-id", "9"), "aeron: {streamId: 9}"));
         s.put("--aeron-dir", new Sample(List.of("--aeron-dir", "/tmp/a"), "aeron: {dir: /tmp/a}"));
         s.put("--embedded-driver", new Sample(List.of("--no-embedded-driver"), "aeron: {embeddedDriver: false}"));
@@ -265,7 +270,8 @@ class DaemonConfigTest {
             if (!option.equals("--replay") && !option.equals("--writers") && !option.equals("--engine")
                 && !option.startsWith("--discover") && !option.equals("--kubeconfig")
                 && !option.equals("--http-admin-token-file") && !option.equals("--jetstream-user")
-                && !option.equals("--jetstream-password-file") && !option.equals("--jetstream-token-file")) {
+                && !option.equals("--jetstream-password-file") && !option.equals("--jetstream-token-file")
+                && !option.equals("--jetstream-nkey-file") && !option.equals("--jetstream-tls-ca-file")) {
                 args.addAll(sample.args());
             }
         });
@@ -355,6 +361,8 @@ class DaemonConfigTest {
             {"jetstream: {duplicateWindowMs: 7200000}", "", "jetstream.duplicateWindowMs must be in [1000, 3600000]"},
             {"", "--jetstream-user u", "--jetstream-user needs jetstream.passwordFile"},
             {"", "--jetstream-token-file t --jetstream-creds-file c", "--jetstream-token-file one of"},
+            {"", "--jetstream nats://h:4222 --jetstream-tls-ca-file ca.pem", "--jetstream-tls-ca-file needs tls:// "
+                + "URLs in jetstream.url: nats://h:4222"},
             {"writers: [", "", "not valid YAML: "},
             {"cell: a/b", "", "cell must be a plain non-empty name: a/b"},
             {"group: no-such-group-kvidx", "", "group must name an existing group: unknown group"},

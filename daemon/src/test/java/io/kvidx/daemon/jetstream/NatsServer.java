@@ -22,9 +22,11 @@ final class NatsServer implements AutoCloseable {
     private final Path binary;
     private final Path store;
     private final int port;
+    private final List<String> options;
     private Process process;
 
-    private NatsServer(final Path binary, final Path store, final int port) {
+    private NatsServer(final Path binary, final Path store, final int port, final String... options) {
+        this.options = List.of(options);
         this.binary = binary;
         this.store = store;
         this.port = port;
@@ -50,12 +52,13 @@ final class NatsServer implements AutoCloseable {
     }
 
     /**
-     * @param dir a test folder for the server's store.
+     * @param dir     a test folder for the server's store.
+     * @param options more nats-server options (authentication, TLS).
      * @return a started server.
      */
-    static NatsServer start(final Path dir) throws Exception {
+    static NatsServer start(final Path dir, final String... options) throws Exception {
         final NatsServer server = new NatsServer(require(), Files.createDirectories(dir.resolve("nats-store")),
-            freePort());
+            freePort(), options);
         server.startProcess();
         return server;
     }
@@ -67,8 +70,10 @@ final class NatsServer implements AutoCloseable {
     }
 
     private void startProcess() throws Exception {
-        process = new ProcessBuilder(binary.toString(), "-js", "-sd", store.toString(), "-a", "127.0.0.1", "-p",
-            Integer.toString(port)).redirectErrorStream(true)
+        final List<String> command = new java.util.ArrayList<>(List.of(binary.toString(), "-js", "-sd",
+            store.toString(), "-a", "127.0.0.1", "-p", Integer.toString(port)));
+        command.addAll(options);
+        process = new ProcessBuilder(command).redirectErrorStream(true)
             .redirectOutput(store.resolveSibling("nats-server.log").toFile()).start();
         final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (true) {
