@@ -1,7 +1,5 @@
 package io.kvidx.daemon.config;
 
-import io.kvidx.daemon.jetstream.StreamSubjects;
-
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
@@ -71,7 +69,7 @@ public final class JetStreamSettings {
                 + String.join(" or ", DaemonConfiguration.JETSTREAM_ROLES) + ": " + role);
         }
         name(JETSTREAM_STREAM_PROP_NAME, stream);
-        final String prefixProblem = StreamSubjects.checkPrefix(subjectPrefix);
+        final String prefixProblem = checkPrefix(subjectPrefix);
         if (prefixProblem != null) {
             throw new ConfigException(JETSTREAM_SUBJECT_PREFIX_PROP_NAME, prefixProblem + ": " + subjectPrefix);
         }
@@ -103,6 +101,28 @@ public final class JetStreamSettings {
                 + DaemonConfiguration.JETSTREAM_URL_PROP_NAME + ": " + url);
         }
     }
+
+    /**
+     * @param prefix a subject prefix.
+     * @return null when it is one or more dot-separated tokens of {@code A-Z a-z 0-9 - _} (what the relay's subject
+     * encoding keeps as it is), else the problem.
+     */
+    static String checkPrefix(final String prefix) {
+        if (prefix == null || prefix.isEmpty()) {
+            return "must not be empty";
+        }
+        for (final String part : prefix.split("\\.", -1)) {
+            if (part.isEmpty()) {
+                return "must be dot-separated tokens, none empty";
+            }
+            if (!TOKEN.matcher(part).matches()) {
+                return "must hold only A-Z a-z 0-9 - _ and dots between tokens";
+            }
+        }
+        return null;
+    }
+
+    private static final Pattern TOKEN = Pattern.compile("[A-Za-z0-9_-]+");
 
     private static void name(final String key, final String value) {
         if (value == null || !NAME.matcher(value).matches()) {

@@ -20,7 +20,7 @@ public final class StreamSubjects {
     }
 
     /**
-     * @param prefix the subject prefix (dot-separated tokens, {@link #checkPrefix}).
+     * @param prefix the subject prefix (dot-separated tokens, checked by the configuration).
      * @param model  the pod's model, or null.
      * @param podId  the pod id.
      * @return the subject of the pod's events.
@@ -85,28 +85,5 @@ public final class StreamSubjects {
             }
         }
         return new String(out, 0, n, StandardCharsets.UTF_8);
-    }
-
-    /**
-     * @param prefix a subject prefix from the configuration.
-     * @return null when it is valid (one or more dot-separated tokens of {@code A-Z a-z 0-9 - _}), else the problem.
-     */
-    public static String checkPrefix(final String prefix) {
-        if (prefix == null || prefix.isEmpty()) {
-            return "must not be empty";
-        }
-        for (final String part : prefix.split("\\.", -1)) {
-            if (part.isEmpty()) {
-                return "must be dot-separated tokens, none empty";
-            }
-            for (int i = 0; i < part.length(); i++) {
-                final char c = part.charAt(i);
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
-                    || c == '_')) {
-                    return "must hold only A-Z a-z 0-9 - _ and dots between tokens";
-                }
-            }
-        }
-        return null;
     }
 }

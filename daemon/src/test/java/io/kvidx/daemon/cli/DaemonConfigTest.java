@@ -358,6 +358,7 @@ class DaemonConfigTest {
             {"jetstream: {role: leader}", "", "jetstream.role must be one of consumer or relay: leader"},
             {"jetstream: {stream: a.b}", "", "jetstream.stream must be 1 to 64 of A-Z a-z 0-9 _ -: a.b"},
             {"jetstream: {subjectPrefix: 'a..b'}", "", "jetstream.subjectPrefix must be dot-separated tokens"},
+            {"jetstream: {subjectPrefix: 'kvidx.*'}", "", "jetstream.subjectPrefix must hold only A-Z a-z 0-9 - _"},
             {"jetstream: {duplicateWindowMs: 7200000}", "", "jetstream.duplicateWindowMs must be in [1000, 3600000]"},
             {"", "--jetstream-user u", "--jetstream-user needs jetstream.passwordFile"},
             {"", "--jetstream-token-file t --jetstream-creds-file c", "--jetstream-token-file one of"},
