@@ -146,8 +146,8 @@ public enum CounterType {
     JETSTREAM_ERRORS(5120, "kvidx jetstream errors"),
     /** Length in bytes of the newest snapshot in the bucket, as a consumer last saw it (a gauge). */
     JETSTREAM_SNAPSHOT_BYTES(5121, "kvidx jetstream snapshot bytes"),
-    /** When the newest snapshot in the bucket was stored, epoch ms, as a consumer last saw it (a gauge; age). */
-    JETSTREAM_SNAPSHOT_STORED_AT_MS(5122, "kvidx jetstream snapshot stored at ms");
+    /** When the newest snapshot in the bucket was stored, epoch seconds, as a consumer last saw it (a gauge; age). */
+    JETSTREAM_SNAPSHOT_TIMESTAMP_SECONDS(5122, "kvidx jetstream snapshot timestamp seconds");
 
     private final int typeId;
     private final String label;

@@ -80,7 +80,7 @@ public final class SnapshotScheduler implements Agent {
         this.stored = counters.get(CounterType.JETSTREAM_SNAPSHOTS_STORED);
         this.failures = counters.get(CounterType.JETSTREAM_SNAPSHOT_FAILURES);
         this.newestBytes = counters.get(CounterType.JETSTREAM_SNAPSHOT_BYTES);
-        this.newestStoredAt = counters.get(CounterType.JETSTREAM_SNAPSHOT_STORED_AT_MS);
+        this.newestStoredAt = counters.get(CounterType.JETSTREAM_SNAPSHOT_TIMESTAMP_SECONDS);
     }
 
     @Override
@@ -115,7 +115,7 @@ public final class SnapshotScheduler implements Agent {
             if (!stored.isEmpty()) {
                 final SnapshotBucket.Entry newest = stored.get(0);
                 newestBytes.setRelease(newest.size());
-                newestStoredAt.setRelease(newest.modifiedMs());
+                newestStoredAt.setRelease(newest.modifiedMs() / 1000);
                 if (newest.sequence() >= ours || (ours - newest.sequence() < events
                     && now - newest.modifiedMs() < intervalMs)) {
                     return 1; // fresh enough, whoever stored it
@@ -157,7 +157,7 @@ public final class SnapshotScheduler implements Agent {
             lastStoredSequence = sequence;
             lastStoredBytes = bytes.length;
             newestBytes.setRelease(bytes.length);
-            newestStoredAt.setRelease(clock.time());
+            newestStoredAt.setRelease(clock.time() / 1000);
             LOG.info("stored snapshot {} ({} bytes); {} older deleted", SnapshotBucket.objectName(sequence),
                 bytes.length, deleted);
         } catch (final IOException ex) {
