@@ -129,6 +129,9 @@ public final class DaemonCommand implements Callable<Integer> {
     @Mixin
     private DiscoveryOptions discovery;
 
+    @Mixin
+    private JetStreamOptions jetstream;
+
     @Override
     public Integer call() {
         final DaemonContext context = configure();
@@ -262,5 +265,6 @@ public final class DaemonCommand implements Callable<Integer> {
         agentOptions.applyTo(context);
         transports.applyEndpointsTo(context);
         discovery.applyTo(context);
+        jetstream.applyTo(context);
     }
 }

@@ -319,6 +319,63 @@ public final class DaemonConfiguration {
     /** Default ZeroMQ topic pod allow-list: empty, every pod accepted. */
     public static final List<String> ZMQ_TOPIC_PODS_DEFAULT = List.of();
 
+    /** NATS servers key ({@code jetstream.url}): comma-separated {@code nats://} or {@code tls://} URLs (ADR 0024). */
+    public static final String JETSTREAM_URL_PROP_NAME = "jetstream.url";
+    /** Default: no JetStream. */
+    public static final String JETSTREAM_URL_DEFAULT = null;
+    /** JetStream role key: {@code consumer} (build the index from the stream) or {@code relay} (publish to it). */
+    public static final String JETSTREAM_ROLE_PROP_NAME = "jetstream.role";
+    /** Default JetStream role. */
+    public static final String JETSTREAM_ROLE_DEFAULT = "consumer";
+    /** The JetStream roles. */
+    public static final List<String> JETSTREAM_ROLES = List.of(JETSTREAM_ROLE_DEFAULT, "relay");
+    /** Stream name key. */
+    public static final String JETSTREAM_STREAM_PROP_NAME = "jetstream.stream";
+    /** Default stream name. */
+    public static final String JETSTREAM_STREAM_DEFAULT = "KVIDX_EVENTS";
+    /** Subject prefix key: events go to {@code <prefix>.<model>.<pod>}. */
+    public static final String JETSTREAM_SUBJECT_PREFIX_PROP_NAME = "jetstream.subjectPrefix";
+    /** Default subject prefix. */
+    public static final String JETSTREAM_SUBJECT_PREFIX_DEFAULT = "kvidx.events";
+    /** Object store bucket key (the index snapshots). */
+    public static final String JETSTREAM_BUCKET_PROP_NAME = "jetstream.bucket";
+    /** Default snapshot bucket. */
+    public static final String JETSTREAM_BUCKET_DEFAULT = "KVIDX_SNAPSHOTS";
+    /** Stream retention key: the age after which events are dropped (applies when the stream is created). */
+    public static final String JETSTREAM_MAX_AGE_MS_PROP_NAME = "jetstream.maxAgeMs";
+    /** Default retention: one hour, as Dynamo's. */
+    public static final long JETSTREAM_MAX_AGE_MS_DEFAULT = 3_600_000;
+    /** Stream size key: the bytes after which the oldest events are dropped (applies when the stream is created). */
+    public static final String JETSTREAM_MAX_BYTES_PROP_NAME = "jetstream.maxBytes";
+    /** Default stream size: 1 GiB. */
+    public static final long JETSTREAM_MAX_BYTES_DEFAULT = 1L << 30;
+    /** Smallest stream size. */
+    public static final long JETSTREAM_MAX_BYTES_MIN = 1L << 20;
+    /** Duplicate window key: how long the stream remembers message ids (applies when the stream is created). */
+    public static final String JETSTREAM_DUPLICATE_WINDOW_MS_PROP_NAME = "jetstream.duplicateWindowMs";
+    /** Default duplicate window: two minutes (JetStream's). */
+    public static final long JETSTREAM_DUPLICATE_WINDOW_MS_DEFAULT = 120_000;
+    /** Snapshot interval key: how often a consumer considers storing a snapshot; 0 = it stores none. */
+    public static final String JETSTREAM_SNAPSHOT_INTERVAL_MS_PROP_NAME = "jetstream.snapshotIntervalMs";
+    /** Default snapshot interval: five minutes. */
+    public static final long JETSTREAM_SNAPSHOT_INTERVAL_MS_DEFAULT = 300_000;
+    /** Snapshot events key: events applied after which a consumer considers storing a snapshot early. */
+    public static final String JETSTREAM_SNAPSHOT_EVENTS_PROP_NAME = "jetstream.snapshotEvents";
+    /** Default snapshot events. */
+    public static final long JETSTREAM_SNAPSHOT_EVENTS_DEFAULT = 100_000;
+    /** NATS user key (with {@code jetstream.passwordFile}). */
+    public static final String JETSTREAM_USER_PROP_NAME = "jetstream.user";
+    /** NATS password file key. */
+    public static final String JETSTREAM_PASSWORD_FILE_PROP_NAME = "jetstream.passwordFile";
+    /** NATS token file key. */
+    public static final String JETSTREAM_TOKEN_FILE_PROP_NAME = "jetstream.tokenFile";
+    /** NATS credentials file key (a JWT and nkey seed, {@code .creds}). */
+    public static final String JETSTREAM_CREDS_FILE_PROP_NAME = "jetstream.credsFile";
+    /** NATS nkey seed file key (nkey authentication without a JWT). */
+    public static final String JETSTREAM_NKEY_FILE_PROP_NAME = "jetstream.nkeyFile";
+    /** TLS CA file key: PEM certificates the NATS servers' certificates must chain to ({@code tls://} URLs). */
+    public static final String JETSTREAM_TLS_CA_FILE_PROP_NAME = "jetstream.tlsCaFile";
+
     private DaemonConfiguration() {
     }
 }

@@ -43,6 +43,7 @@ public final class DaemonContext {
     private final ServingSettings serving = new ServingSettings();
     private final SnapshotSettings snapshots = new SnapshotSettings();
     private final DiscoverySettings discovery = new DiscoverySettings();
+    private final JetStreamSettings jetstream = new JetStreamSettings();
     private boolean deleteOnClose;
     private int podMaxBlocks = DaemonConfiguration.POD_MAX_BLOCKS_DEFAULT;
     private int tierMapBlocks = IndexWriterContext.Configuration.TIER_MAP_BLOCKS_DEFAULT;
@@ -96,6 +97,7 @@ public final class DaemonContext {
                 + keyScheme);
         }
         snapshots.conclude();
+        jetstream.conclude();
         ConfigException.range(DaemonConfiguration.TIER_MAP_BLOCKS_PROP_NAME, tierMapBlocks, 1,
             io.kvidx.client.tiers.TierMapDescriptor.maxEntries());
         zmq.conclude();
@@ -152,6 +154,13 @@ public final class DaemonContext {
      */
     public ServingSettings serving() {
         return serving;
+    }
+
+    /**
+     * @return KV events through NATS JetStream (off unless given a URL, ADR 0024).
+     */
+    public JetStreamSettings jetstream() {
+        return jetstream;
     }
 
     /**

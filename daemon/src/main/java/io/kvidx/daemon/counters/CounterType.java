@@ -115,7 +115,39 @@ public enum CounterType {
      * ({@link io.kvidx.client.index.PodIds}: its character set, its length bound, a {@code #} only before a rank);
      * the pod is never registered and the id is used nowhere.
      */
-    INVALID_POD_IDS(5101, "kvidx invalid pod ids");
+    INVALID_POD_IDS(5101, "kvidx invalid pod ids"),
+    /** Messages a JetStream relay published and the stream acknowledged (stored, or a duplicate of a stored one). */
+    JETSTREAM_PUBLISHED(5110, "kvidx jetstream published"),
+    /** Acknowledgements saying the stream already held the message (another relay published it first). */
+    JETSTREAM_PUBLISH_DUPLICATES(5111, "kvidx jetstream publish duplicates"),
+    /** Publishes a relay sent again (no acknowledgement in time, an error, the connection down). */
+    JETSTREAM_PUBLISH_RETRIES(5112, "kvidx jetstream publish retries"),
+    /** Stream messages a consumer applied (handed to its writers). */
+    JETSTREAM_APPLIED(5113, "kvidx jetstream applied"),
+    /**
+     * Stream messages a consumer skipped as already applied: a redelivery, or a batch at or below its pod's
+     * sequence.
+     */
+    JETSTREAM_DUPLICATES(5114, "kvidx jetstream duplicates"),
+    /**
+     * Stream messages a consumer never saw because the stream no longer held them (aged out, deleted, purged, or a
+     * snapshot older than the stream's first sequence): the index may miss their events; /health is not ready.
+     */
+    JETSTREAM_LOST(5115, "kvidx jetstream lost events"),
+    /** Stream messages a consumer could not read (bad envelope, another major version, an unknown type): dropped. */
+    JETSTREAM_BAD_MESSAGES(5116, "kvidx jetstream bad messages"),
+    /** Messages the stream still holds after the last one the consumer received (its lag; a gauge). */
+    JETSTREAM_LAG(5117, "kvidx jetstream lag"),
+    /** Snapshots this daemon stored in the object store. */
+    JETSTREAM_SNAPSHOTS_STORED(5118, "kvidx jetstream snapshots stored"),
+    /** Snapshots that could not be taken, stored or loaded (corrupt, too old, the store unreachable). */
+    JETSTREAM_SNAPSHOT_FAILURES(5119, "kvidx jetstream snapshot failures"),
+    /** Errors talking to NATS (connection lost, consumer errors, stream missing); each is in the error log. */
+    JETSTREAM_ERRORS(5120, "kvidx jetstream errors"),
+    /** Length in bytes of the newest snapshot in the bucket, as a consumer last saw it (a gauge). */
+    JETSTREAM_SNAPSHOT_BYTES(5121, "kvidx jetstream snapshot bytes"),
+    /** When the newest snapshot in the bucket was stored, epoch seconds, as a consumer last saw it (a gauge; age). */
+    JETSTREAM_SNAPSHOT_TIMESTAMP_SECONDS(5122, "kvidx jetstream snapshot timestamp seconds");
 
     private final int typeId;
     private final String label;

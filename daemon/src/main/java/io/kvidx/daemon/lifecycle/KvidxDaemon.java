@@ -93,6 +93,8 @@ public final class KvidxDaemon implements AutoCloseable {
     private final PodBlockMaps blockMaps;
     private final SnapshotService snapshots;
     private SnapshotLoader.Loaded catchUp;
+    /** The daemon's part in a JetStream topology, or null without {@code jetstream.url} (ADR 0024). */
+    private JetStreamRole jetstream;
 
     private KvidxDaemon(final DaemonContext context, final CellLock lock) {
         this.context = context.conclude();
@@ -227,9 +229,21 @@ public final class KvidxDaemon implements AutoCloseable {
         catchUp = PeerCatchUp.load(context.snapshots(), index, blockMaps, progress, stateDir,
             context.serving().httpAdminTokenFile() != null ? context.serving().httpAdminTokenFile()
                 : context.serving().httpTokenFile());
+        final boolean streamConsumer = context.jetstream().consumer();
+        if (context.jetstream().enabled()) {
+            jetstream = JetStreamRole.connect(context, counters, errors);
+            if (streamConsumer && catchUp == null && !index.attached()) {
+                catchUp = jetstream.loadNewestSnapshot(index, blockMaps, progress, stateDir);
+            }
+        }
         final AgentSettings agents = context.agents();
         writers.start((i, agent) -> threads.runner(agent, agents.writerCpu(i),
             IdleStrategies.supplier(agents.writerIdle()).get()));
+        final EpochClock clock = SystemEpochClock.INSTANCE;
+        if (context.jetstream().relay()) {
+            // Before any transport offers a message: the relay sees them all. Closed after the transports.
+            run(jetstream.relay(directory, writers, clock), AgentSettings.NO_CPU, IdleStrategies.BACKOFF);
+        }
         // Pods alive in a re-attached index go back to their writers, which take them down if they stay silent.
         // Their model comes from the pod table: it seeds their chains' router keys, and a pod's writer state keeps
         // the model it was created with (a pod known from a topic only would otherwise key its new chains without).
@@ -241,7 +255,6 @@ public final class KvidxDaemon implements AutoCloseable {
                 }
             }
         }
-        final EpochClock clock = SystemEpochClock.INSTANCE;
         run(new IndexMaintenanceAgent(index, clock, context.heartbeatIntervalMs(), writers.dutyCycles()),
             agents.maintenanceCpu(), agents.maintenanceIdle());
         run(evictions, agents.maintenanceCpu(), agents.maintenanceIdle());
@@ -254,13 +267,17 @@ public final class KvidxDaemon implements AutoCloseable {
                 errors.report(0, -3, () -> "the peer's registered engines cannot be read: " + ex.getMessage());
             }
         }
+        final int zmqParts = context.zmq().ingestThreads();
+        final io.kvidx.daemon.state.ProgressLog[] shares = ZmqTransport.progressShares(progress, zmqParts,
+            streamConsumer);
         final List<ZmqEndpoint> subscriptions = new ArrayList<>();
         for (final Engine e : membership.start(ZmqTransport.configuredEngines(context.zmq().endpoints()))) {
             subscriptions.add(e.toEndpoint());
         }
         if (!subscriptions.isEmpty() || context.serving().http() != null || context.zmq().bind() != null
             || context.discovery().context() != null) {
-            zmq = new ZmqTransport(context, subscriptions, progress, directory, writers, counters, errors, clock,
+            zmq = new ZmqTransport(context, subscriptions, java.util.Arrays.copyOf(shares, zmqParts), directory,
+                writers, counters, errors, clock,
                 podId -> {
                     final Engine e = membership.engines().get(podId);
                     return e == null ? null : e.toEndpoint();
@@ -302,6 +319,14 @@ public final class KvidxDaemon implements AutoCloseable {
             run(new AeronIngestAgent(aeron, context.aeron().channels(), context.aeron().streamId(), directory, writers,
                 counters, errors, context.aeron().pods(), DaemonConfiguration.AERON_PODS_PROP_NAME),
                 agents.aeronIngestCpu(), agents.aeronIngestIdle());
+        }
+        if (streamConsumer) {
+            run(jetstream.consumer(directory, writers, shares[zmqParts], clock), AgentSettings.NO_CPU,
+                agents.zmqIngestIdle());
+            final Agent snapshotAgent = jetstream.snapshots(this::snapshot, clock);
+            if (snapshotAgent != null) {
+                run(snapshotAgent, AgentSettings.NO_CPU, agents.maintenanceIdle());
+            }
         }
     }
 
@@ -369,6 +394,12 @@ public final class KvidxDaemon implements AutoCloseable {
                 public long dumpMinIntervalMs() {
                     return context.serving().httpDumpMinIntervalMs();
                 }
+
+                @Override
+                public String jetstreamProblem() {
+                    final JetStreamRole role = jetstream;
+                    return role == null ? null : role.problem();
+                }
             });
         if (metrics != null) {
             metrics.httpGuards(http);
@@ -431,6 +462,14 @@ public final class KvidxDaemon implements AutoCloseable {
      */
     public SnapshotLoader.Loaded catchUp() {
         return catchUp;
+    }
+
+    /**
+     * @return the stream consumer's last applied (recorded) stream sequence, or -1 when the daemon consumes no stream.
+     */
+    public long jetstreamAppliedSequence() {
+        final JetStreamRole role = jetstream;
+        return role == null || role.streamConsumer() == null ? -1 : role.streamConsumer().appliedSequence();
     }
 
     /**
@@ -514,12 +553,14 @@ public final class KvidxDaemon implements AutoCloseable {
         }
         final boolean drained = writers.isIdle();
         CloseHelper.closeAll(writers);
-        if (zmq != null && drained) {
+        if (jetstream != null) {
+            jetstream.recordProgress(progress, drained, zmq == null ? null : zmq::dispatched);
+        } else if (zmq != null && drained) {
             progress.write(zmq.dispatched());
         }
         // The counters and the error log stay mapped: callers may read them after close (their files stay in the
         // cell for the tools too); the mappings go with the process.
-        CloseHelper.closeAll(index, counters, aeron, driver, podStats, lock);
+        CloseHelper.closeAll(jetstream, index, counters, aeron, driver, podStats, lock);
     }
 
     /** How long close waits for the writers to drain their queues. */

@@ -7,6 +7,7 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.daemon.ingest.zmq.ZmqIngestAgent;
+import io.kvidx.daemon.jetstream.StreamConsumer;
 import io.kvidx.daemon.membership.Engine;
 import io.kvidx.daemon.membership.Membership;
 import io.kvidx.daemon.state.ProgressLog;
@@ -53,7 +54,8 @@ final class ZmqTransport implements Membership.Subscriptions {
     /**
      * @param context       the daemon's configuration.
      * @param subscriptions the engines subscribed to at start.
-     * @param progress      each publisher's recorded sequence.
+     * @param shares        each ingest agent's share of the publishers' recorded sequences
+     *                      ({@link #progressShares}).
      * @param directory     pod ids.
      * @param writers       the writer agents.
      * @param counters      counters.
@@ -62,13 +64,11 @@ final class ZmqTransport implements Membership.Subscriptions {
      * @param registered    a pod id's registered subscription, for the bound socket (its replay endpoint and event
      *                      format), or null.
      */
-    ZmqTransport(final DaemonContext context, final List<ZmqEndpoint> subscriptions, final PublisherProgress progress,
+    ZmqTransport(final DaemonContext context, final List<ZmqEndpoint> subscriptions, final ProgressLog[] shares,
         final PodDirectory directory, final WriterPool writers, final IngestCounters counters,
         final IngestErrors errors, final EpochClock clock,
         final java.util.function.Function<String, ZmqEndpoint> registered) {
         final int parts = context.zmq().ingestThreads();
-        final ProgressLog[] shares = parts == 1 ? new ProgressLog[] {progress}
-            : progress.shares(parts, endpoint -> ZmqIngestAgent.partOf(endpoint, parts));
         this.writers = writers;
         agents = new ZmqIngestAgent[parts];
         for (int i = 0; i < parts; i++) {
@@ -154,6 +154,24 @@ final class ZmqTransport implements Membership.Subscriptions {
             all.addAll(agent.dispatched());
         }
         return all;
+    }
+
+    /**
+     * Splits {@code state/publishers} between its writers: one share per ZeroMQ ingest agent (the file itself when
+     * there is one agent and nothing else records), and a last share for a JetStream consumer's record.
+     *
+     * @param progress    the cell's publisher progress.
+     * @param parts       ZeroMQ ingest agents.
+     * @param streamShare true to add a share for a JetStream consumer.
+     * @return {@code parts} shares, plus one when streamShare.
+     */
+    static ProgressLog[] progressShares(final PublisherProgress progress, final int parts, final boolean streamShare) {
+        if (!streamShare) {
+            return parts == 1 ? new ProgressLog[] {progress}
+                : progress.shares(parts, endpoint -> ZmqIngestAgent.partOf(endpoint, parts));
+        }
+        return progress.shares(parts + 1, endpoint -> endpoint.startsWith(StreamConsumer.PROGRESS_PREFIX) ? parts
+            : ZmqIngestAgent.partOf(endpoint, parts));
     }
 
     /**

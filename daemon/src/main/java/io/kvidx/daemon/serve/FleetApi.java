@@ -56,6 +56,14 @@ public interface FleetApi {
     }
 
     /**
+     * @return why the index may miss events of the JetStream stream it consumes (messages the stream no longer held),
+     * or null when it misses none or the daemon consumes no stream ({@code /health} is not ready while non-null).
+     */
+    default String jetstreamProblem() {
+        return null;
+    }
+
+    /**
      * @return how long a {@code /dump} snapshot is served to every caller after it was taken
      * ({@code httpDumpMinIntervalMs}): the writers take at most one snapshot per interval.
      */

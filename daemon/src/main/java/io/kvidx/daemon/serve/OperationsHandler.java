@@ -37,13 +37,14 @@ final class OperationsHandler {
         final boolean stale = reader.isWriterStale() || age < 0 || age > fleet.healthMaxHeartbeatAgeMs();
         final DiscoveryStatus discovery = fleet.discovery();
         final boolean unsynced = discovery != null && !discovery.synced();
-        final boolean ok = fileProblem == null && !stale && !unsynced;
+        final String streamProblem = fleet.jetstreamProblem();
+        final boolean ok = fileProblem == null && !stale && !unsynced && streamProblem == null;
         Responses.health(ctx, keepAlive, ok, ok ? "ok" : "unhealthy", g -> {
             if (!ok) {
                 g.writeStringField("reason", fileProblem != null ? fileProblem : stale
                     ? "the writer's heartbeat is " + (age < 0 ? "missing" : age + " ms old")
-                    : "pod discovery has not listed the pods yet" + (discovery.lastError() == null ? ""
-                    : " (" + discovery.lastError() + ")"));
+                    : unsynced ? "pod discovery has not listed the pods yet" + (discovery.lastError() == null ? ""
+                    : " (" + discovery.lastError() + ")") : streamProblem);
             }
             if (discovery != null) {
                 g.writeObjectFieldStart("discovery");

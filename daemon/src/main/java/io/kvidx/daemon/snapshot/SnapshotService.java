@@ -126,8 +126,10 @@ public final class SnapshotService implements AutoCloseable {
             final List<PublisherProgress.Entry> publishers = new ArrayList<>(progress.read().values());
             final long[] positions = writers.producerPositions();
             final AtomicLong bytes = new AtomicLong(SnapshotDescriptor.MIN_LENGTH);
-            final List<CompletableFuture<List<byte[]>>> parts = new ArrayList<>(positions.length);
-            for (int w = 0; w < positions.length; w++) {
+            final int writerCount = writers.writerCount();
+            final List<CompletableFuture<List<byte[]>>> parts = new ArrayList<>(writerCount);
+            // The writers' positions only (a relay's tap appends its own, which a snapshot does not wait for).
+            for (int w = 0; w < writerCount; w++) {
                 final CompletableFuture<List<byte[]>> part = new CompletableFuture<>();
                 parts.add(part);
                 if (!writers.submit(w, new PodsTask(positions[w], result, part, bytes))) {

@@ -53,6 +53,8 @@ public final class WriterPool implements AutoCloseable {
     private final AgentThreads threads;
     private final IngestErrors errors;
     private final PodDirectory directory;
+    /** Sees every message offered (a JetStream relay's), or null; set before the transports start. */
+    private EventTap tap;
     private volatile boolean closed;
 
     /**
@@ -125,6 +127,18 @@ public final class WriterPool implements AutoCloseable {
         for (final WriterAgent agent : agents) {
             agent.observe(podStats, applied);
         }
+        return this;
+    }
+
+    /**
+     * Hands every message offered from now on to a tap as well, on the offering transport's thread, before it is
+     * queued for its writer (a JetStream relay publishes them, ADR 0024). Call before the transports start.
+     *
+     * @param eventTap the tap, or null for none.
+     * @return this.
+     */
+    public WriterPool tap(final EventTap eventTap) {
+        this.tap = eventTap;
         return this;
     }
 
@@ -223,6 +237,24 @@ public final class WriterPool implements AutoCloseable {
      */
     public boolean offer(final int pod, final int type, final DirectBuffer src, final int offset,
         final int length, final long receivedNanos) {
+        return offer(pod, type, src, offset, length, receivedNanos, -1);
+    }
+
+    /**
+     * Queues a message for a pod's writer, waiting while the queue is full; the {@link #tap} sees it first (with its
+     * sequence).
+     *
+     * @param pod           pod handle ({@link PodDirectory}).
+     * @param type          a {@link WriterMessages} type.
+     * @param src           payload buffer.
+     * @param offset        payload offset.
+     * @param length        payload length (0 for none).
+     * @param receivedNanos {@code System.nanoTime()} when the transport thread received the message.
+     * @param sequence      the publisher's sequence of an engine batch or event; -1 for none.
+     * @return false when the message is too large for the queue (counted, logged) or the pool is closed.
+     */
+    public boolean offer(final int pod, final int type, final DirectBuffer src, final int offset,
+        final int length, final long receivedNanos, final long sequence) {
         final int number = PodDirectory.number(pod);
         final RingBuffer queue = queues[number % queues.length];
         final int total = WriterMessages.HEADER_LENGTH + length;
@@ -235,6 +267,10 @@ public final class WriterPool implements AutoCloseable {
         }
         if (WriterMessages.carriesEvents(type)) {
             received.increment();
+        }
+        final EventTap t = tap;
+        if (t != null) {
+            t.offered(pod, type, src, offset, length, sequence);
         }
         final IdleStrategy idleStrategy = offerIdle.get();
         idleStrategy.reset();
@@ -308,12 +344,17 @@ public final class WriterPool implements AutoCloseable {
     }
 
     /**
-     * @return each queue's producer position: every message offered so far lies before it.
+     * @return each queue's producer position: every message offered so far lies before it; with a {@link #tap}
+     * taking part in the barrier, its position last.
      */
     public long[] producerPositions() {
-        final long[] positions = new long[queues.length];
+        final EventTap t = tap;
+        final long[] positions = new long[t == null ? queues.length : queues.length + 1];
         for (int i = 0; i < queues.length; i++) {
             positions[i] = queues[i].producerPosition();
+        }
+        if (t != null) {
+            positions[queues.length] = t.position();
         }
         return positions;
     }
@@ -328,7 +369,8 @@ public final class WriterPool implements AutoCloseable {
                 return false;
             }
         }
-        return true;
+        final EventTap t = tap;
+        return t == null || positions.length <= queues.length || t.passed(positions[queues.length]);
     }
 
     /**

@@ -157,6 +157,38 @@ class DaemonConfigTest {
             "discovery: {selector: a=b, resyncMs: 0}"));
         s.put("--kubeconfig", new Sample(List.of("--discover", "a=b", "--kubeconfig", "pom.xml"),
             "discovery: {selector: a=b, kubeconfig: pom.xml}"));
+        s.put("--jetstream", new Sample(List.of("--jetstream", "nats://10.0.0.9:4222,tls://10.0.0.8:4222"),
+            "jetstream: {url: 'nats://10.0.0.9:4222,tls://10.0.0.8:4222'}"));
+        s.put("--jetstream-role", new Sample(List.of("--jetstream-role", "relay"), "jetstream: {role: relay}"));
+        s.put("--jetstream-stream", new Sample(List.of("--jetstream-stream", "EVENTS_A"),
+            "jetstream: {stream: EVENTS_A}"));
+        s.put("--jetstream-subject-prefix", new Sample(List.of("--jetstream-subject-prefix", "fleet-a.kv"),
+            "jetstream: {subjectPrefix: fleet-a.kv}"));
+        s.put("--jetstream-bucket", new Sample(List.of("--jetstream-bucket", "SNAPS_A"),
+            "jetstream: {bucket: SNAPS_A}"));
+        s.put("--jetstream-max-age-ms", new Sample(List.of("--jetstream-max-age-ms", "600000"),
+            "jetstream: {maxAgeMs: 600000}"));
+        s.put("--jetstream-max-bytes", new Sample(List.of("--jetstream-max-bytes", "2097152"),
+            "jetstream: {maxBytes: 2097152}"));
+        s.put("--jetstream-duplicate-window-ms", new Sample(List.of("--jetstream-duplicate-window-ms", "60000"),
+            "jetstream: {duplicateWindowMs: 60000}"));
+        s.put("--jetstream-snapshot-interval-ms", new Sample(List.of("--jetstream-snapshot-interval-ms", "0"),
+            "jetstream: {snapshotIntervalMs: 0}"));
+        s.put("--jetstream-snapshot-events", new Sample(List.of("--jetstream-snapshot-events", "5000"),
+            "jetstream: {snapshotEvents: 5000}"));
+        s.put("--jetstream-user", new Sample(List.of("--jetstream-user", "kvidx", "--jetstream-password-file",
+            "/run/p"), "jetstream: {user: kvidx, passwordFile: /run/p}"));
+        s.put("--jetstream-password-file", new Sample(List.of("--jetstream-user", "kvidx",
+            "--jetstream-password-file", "/run/p"), "jetstream: {user: kvidx, passwordFile: /run/p}"));
+        s.put("--jetstream-token-file", new Sample(List.of("--jetstream-token-file", "/run/t"),
+            "jetstream: {tokenFile: /run/t}"));
+        s.put("--jetstream-creds-file", new Sample(List.of("--jetstream-creds-file", "/run/kvidx.creds"),
+            "jetstream: {credsFile: /run/kvidx.creds}"));
+        s.put("--jetstream-nkey-file", new Sample(List.of("--jetstream-nkey-file", "/run/kvidx.nk"),
+            "jetstream: {nkeyFile: /run/kvidx.nk}"));
+        s.put("--jetstream-tls-ca-file", new Sample(List.of("--jetstream", "tls://10.0.0.9:4222",
+            "--jetstream-tls-ca-file", "/run/ca.pem"),
+            "jetstream: {url: 'tls://10.0.0.9:4222', tlsCaFile: /run/ca.pem}"));
         s.put("--aeron-stream-id", new Sample(List.of("--aeron-stream-id", "9"), "aeron: {streamId: 9}"));
         s.put("--aeron-dir", new Sample(List.of("--aeron-dir", "/tmp/a"), "aeron: {dir: /tmp/a}"));
         s.put("--embedded-driver", new Sample(List.of("--no-embedded-driver"), "aeron: {embeddedDriver: false}"));
@@ -245,10 +277,13 @@ class DaemonConfigTest {
             if (!option.equals("--replay") && !option.equals("--writers") && !option.equals("--engine")
                 && !option.startsWith("--discover") && !option.equals("--kubeconfig")
                 && !option.equals("--http-admin-token-file") && !option.equals("--http-tls-key-file")
-                && !option.equals("--http-tls-client-ca-file")) {
+                && !option.equals("--http-tls-client-ca-file") && !option.equals("--jetstream-user")
+                && !option.equals("--jetstream-password-file") && !option.equals("--jetstream-token-file")
+                && !option.equals("--jetstream-nkey-file") && !option.equals("--jetstream-tls-ca-file")) {
                 args.addAll(sample.args());
             }
         });
+        // NATS credentials are of one kind at most: the credentials file's sample stands for them.
         args.addAll(List.of("--writers", "1", "--replay", "pod-a=tcp://h:5558"));
         // The admin token's sample repeats --http-token-file (it needs one): here that option came from its own sample.
         args.addAll(List.of("--http-admin-token-file", "/run/a"));
@@ -328,6 +363,17 @@ class DaemonConfigTest {
             {"", "--aeron aeron:udp?endpoint=10.0.0.7:40123", "--aeron must be aeron:ipc or UDP on a loopback "
                 + "address"},
             {"", "--engine p=sglang", "--engine p=...: no --zmq endpoint for pod or at address p"},
+            {"jetstream: {url: 'http://x:1'}", "", "jetstream.url must be nats://HOST:PORT or tls://HOST:PORT"},
+            {"", "--jetstream nats://nohost", "--jetstream must be nats://HOST:PORT or tls://HOST:PORT"},
+            {"jetstream: {role: leader}", "", "jetstream.role must be one of consumer or relay: leader"},
+            {"jetstream: {stream: a.b}", "", "jetstream.stream must be 1 to 64 of A-Z a-z 0-9 _ -: a.b"},
+            {"jetstream: {subjectPrefix: 'a..b'}", "", "jetstream.subjectPrefix must be dot-separated tokens"},
+            {"jetstream: {subjectPrefix: 'kvidx.*'}", "", "jetstream.subjectPrefix must hold only A-Z a-z 0-9 - _"},
+            {"jetstream: {duplicateWindowMs: 7200000}", "", "jetstream.duplicateWindowMs must be in [1000, 3600000]"},
+            {"", "--jetstream-user u", "--jetstream-user needs jetstream.passwordFile"},
+            {"", "--jetstream-token-file t --jetstream-creds-file c", "--jetstream-token-file one of"},
+            {"", "--jetstream nats://h:4222 --jetstream-tls-ca-file ca.pem", "--jetstream-tls-ca-file needs tls:// "
+                + "URLs in jetstream.url: nats://h:4222"},
             {"writers: [", "", "not valid YAML: "},
             {"cell: a/b", "", "cell must be a plain non-empty name: a/b"},
             {"group: no-such-group-kvidx", "", "group must name an existing group: unknown group"},

@@ -142,7 +142,7 @@ public final class AeronIngestAgent implements Agent, FragmentHandler {
         track(pod, frame.sequence());
         switch (frame.templateId()) {
             case BlockStoredDecoder.TEMPLATE_ID, BlockRemovedDecoder.TEMPLATE_ID, AllBlocksClearedDecoder.TEMPLATE_ID ->
-                writers.offer(pod, WriterMessages.SBE_EVENT, buffer, offset, length, received);
+                writers.offer(pod, WriterMessages.SBE_EVENT, buffer, offset, length, received, frame.sequence());
             case PodRegisterDecoder.TEMPLATE_ID -> writers.offer(pod, WriterMessages.REGISTER);
             case PodHeartbeatDecoder.TEMPLATE_ID -> writers.offer(pod, WriterMessages.HEARTBEAT);
             case PodDownDecoder.TEMPLATE_ID -> {

@@ -12,9 +12,9 @@ import java.nio.ByteOrder;
  *
  * <p><b>Note:</b> stateless; allocation-free.
  */
-final class BatchFingerprint {
+public final class BatchFingerprint {
     /** "No fingerprint": {@link #of} never returns it. */
-    static final long NONE = 0;
+    public static final long NONE = 0;
 
     private static final long P1 = 0x9E37_79B1_85EB_CA87L;
     private static final long P2 = 0xC2B2_AE3D_27D4_EB4FL;
@@ -29,7 +29,7 @@ final class BatchFingerprint {
      * @param length number of bytes.
      * @return the fingerprint, never {@link #NONE}.
      */
-    static long of(final DirectBuffer buffer, final int offset, final int length) {
+    public static long of(final DirectBuffer buffer, final int offset, final int length) {
         long h = P3 ^ length;
         int i = 0;
         for (; i + 8 <= length; i += 8) {

@@ -293,7 +293,7 @@ final class Sequencer implements MessageHandler {
                 framingError(p, "replayed batch without a pod (no topic, no pod configured)");
             }
         } else {
-            apply(p, pod, buffer, offset, length, true);
+            apply(p, pod, buffer, offset, length, true, seq);
         }
         p.dispatched(seq, pod < 0 ? BatchFingerprint.NONE : BatchFingerprint.of(buffer, offset, length));
     }
@@ -365,7 +365,7 @@ final class Sequencer implements MessageHandler {
             final int offset = h.payloadOffset(pos);
             final int length = h.payloadLength(pos);
             // Held live batches: the replay delayed their visibility, which their event-to-visible time shows.
-            apply(p, h.pod(pos), b, offset, length, false);
+            apply(p, h.pod(pos), b, offset, length, false, seq);
             p.dispatched(seq, BatchFingerprint.of(b, offset, length));
             pos = h.next(pos);
         }
@@ -464,7 +464,7 @@ final class Sequencer implements MessageHandler {
 
     private void applyLive(final Publisher p, final int pod, final long seq, final byte[] payload) {
         payloadBuffer.wrap(payload);
-        apply(p, pod, payloadBuffer, 0, payload.length, false);
+        apply(p, pod, payloadBuffer, 0, payload.length, false, seq);
         p.dispatched(seq, payload);
     }
 
@@ -474,9 +474,10 @@ final class Sequencer implements MessageHandler {
      * decoded by the writer in the endpoint's engine format. A batch whose rank pod cannot be registered is dropped
      * (counted there). A replayed batch is queued as such ({@link WriterMessages#VLLM_BATCH_REPLAYED}): its timestamp
      * is as old as the gap or the daemon's downtime, so the writer does not observe it as event-to-visible time.
+     * The batch's sequence goes with it to the pool's tap (a JetStream relay's, {@link WriterPool#tap}).
      */
     private void apply(final Publisher p, final int pod, final DirectBuffer payload, final int offset,
-        final int length, final boolean replayed) {
+        final int length, final boolean replayed, final long seq) {
         // An engine registered for one rank (its pod id names it) is that rank's pod, whatever the batch says.
         final int ranked = p.rankFixed ? pod : rankedPods.podOf(pod, payload, offset, length);
         if (ranked < 0) {
@@ -487,6 +488,6 @@ final class Sequencer implements MessageHandler {
             p.pods.addInt(ranked);
         }
         writers.offer(ranked, WriterMessages.batchType(p.config.engine() == ZmqEndpoint.Engine.SGLANG, replayed),
-            payload, offset, length, receivedNanos);
+            payload, offset, length, receivedNanos, seq);
     }
 }

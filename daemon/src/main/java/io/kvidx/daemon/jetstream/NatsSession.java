@@ -1,0 +1,262 @@
+package io.kvidx.daemon.jetstream;
+
+import io.kvidx.daemon.config.JetStreamSettings;
+import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.counters.IngestErrors;
+import io.nats.client.Connection;
+import io.nats.client.ConnectionListener;
+import io.nats.client.ErrorListener;
+import io.nats.client.JetStream;
+import io.nats.client.JetStreamApiException;
+import io.nats.client.JetStreamManagement;
+import io.nats.client.Nats;
+import io.nats.client.ObjectStore;
+import io.nats.client.Options;
+import io.nats.client.api.DiscardPolicy;
+import io.nats.client.api.ObjectStoreConfiguration;
+import io.nats.client.api.RetentionPolicy;
+import io.nats.client.api.StorageType;
+import io.nats.client.api.StreamConfiguration;
+import io.nats.client.api.StreamInfo;
+import org.agrona.concurrent.status.AtomicCounter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+
+/**
+ * One daemon's connection to NATS (ADR 0024): the servers and credentials of {@link JetStreamSettings}, reconnecting
+ * for ever once connected (every disconnection and error counted in {@code jetstream errors} and the error log), and
+ * the stream and snapshot bucket, created with the configured retention when absent.
+ *
+ * <p><b>Note:</b> opened and closed by the thread that starts the daemon; the connection itself is thread safe.
+ */
+public final class NatsSession implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(NatsSession.class);
+    /** Bound on the first connection; a daemon that cannot reach NATS at start fails with a clear message. */
+    private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
+    private static final Duration RECONNECT_WAIT = Duration.ofMillis(250);
+    /** What the client buffers while reconnecting; a relay's publisher bounds what it keeps beyond. */
+    private static final long RECONNECT_BUFFER_BYTES = 8L << 20;
+
+    private final JetStreamSettings settings;
+    private final Connection connection;
+    private final JetStream jetStream;
+    private final JetStreamManagement management;
+
+    private NatsSession(final JetStreamSettings settings, final Connection connection) throws IOException {
+        this.settings = settings;
+        this.connection = connection;
+        this.jetStream = connection.jetStream();
+        this.management = connection.jetStreamManagement();
+    }
+
+    /**
+     * Connects.
+     *
+     * @param settings the servers, credentials, stream and bucket.
+     * @param name     the connection's name (seen in the server's monitoring).
+     * @param errors   error log.
+     * @param natsErrors the {@code jetstream errors} counter.
+     * @return the session.
+     * @throws IllegalStateException when no server can be reached in time or a credentials file cannot be read.
+     */
+    public static NatsSession connect(final JetStreamSettings settings, final String name, final IngestErrors errors,
+        final AtomicCounter natsErrors) {
+        final Options.Builder options = Options.builder()
+            .servers(settings.servers().toArray(new String[0]))
+            .connectionName(name)
+            .connectionTimeout(CONNECT_TIMEOUT)
+            .maxReconnects(-1)
+            .reconnectWait(RECONNECT_WAIT)
+            .reconnectBufferSize(RECONNECT_BUFFER_BYTES)
+            .errorListener(new ErrorListener() {
+                @Override
+                public void errorOccurred(final Connection conn, final String error) {
+                    natsErrors.increment();
+                    errors.report(CounterType.JETSTREAM_ERRORS.typeId(), -1, () -> "NATS: " + error);
+                }
+
+                @Override
+                public void exceptionOccurred(final Connection conn, final Exception exp) {
+                    natsErrors.increment();
+                    errors.report(CounterType.JETSTREAM_ERRORS.typeId(), -2, () -> "NATS: " + exp);
+                }
+            })
+            .connectionListener((conn, event) -> {
+                if (event == ConnectionListener.Events.DISCONNECTED) {
+                    natsErrors.increment();
+                    errors.report(CounterType.JETSTREAM_ERRORS.typeId(), -3, () -> "NATS connection lost; "
+                        + "reconnecting to " + settings.url());
+                }
+                LOG.info("NATS connection {}: {}", name, event.getEvent());
+            });
+        try {
+            if (settings.tlsCaFile() != null) {
+                options.sslContext(trusting(Path.of(settings.tlsCaFile())));
+            }
+            if (settings.credsFile() != null) {
+                options.authHandler(Nats.credentials(settings.credsFile()));
+            } else if (settings.nkeyFile() != null) {
+                options.authHandler(Nats.staticCredentials(null, readSecret(settings.nkeyFile())));
+            } else if (settings.tokenFile() != null) {
+                options.token(readSecret(settings.tokenFile()));
+            } else if (settings.user() != null) {
+                options.userInfo(settings.user().toCharArray(), readSecret(settings.passwordFile()));
+            }
+            return new NatsSession(settings, Nats.connect(options.build()));
+        } catch (final IOException ex) {
+            throw new IllegalStateException("cannot connect to NATS at " + settings.url() + ": " + ex.getMessage(),
+                ex);
+        } catch (final InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while connecting to NATS at " + settings.url(), ex);
+        }
+    }
+
+    /** A TLS context that trusts the certificates of a PEM file (and nothing else). */
+    private static javax.net.ssl.SSLContext trusting(final Path caFile) throws IOException {
+        try (java.io.InputStream in = Files.newInputStream(caFile)) {
+            final java.security.KeyStore trusted = java.security.KeyStore.getInstance(
+                java.security.KeyStore.getDefaultType());
+            trusted.load(null, null);
+            int n = 0;
+            for (final java.security.cert.Certificate c : java.security.cert.CertificateFactory.getInstance("X.509")
+                .generateCertificates(in)) {
+                trusted.setCertificateEntry("ca-" + n++, c);
+            }
+            if (n == 0) {
+                throw new IOException("no certificate in " + caFile);
+            }
+            final javax.net.ssl.TrustManagerFactory factory = javax.net.ssl.TrustManagerFactory.getInstance(
+                javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+            factory.init(trusted);
+            final javax.net.ssl.SSLContext context = javax.net.ssl.SSLContext.getInstance("TLS");
+            context.init(null, factory.getTrustManagers(), null);
+            return context;
+        } catch (final java.security.GeneralSecurityException ex) {
+            throw new IOException("cannot read the CA certificates in " + caFile + ": " + ex.getMessage(), ex);
+        }
+    }
+
+    private static char[] readSecret(final String file) throws IOException {
+        return Files.readString(Path.of(file), StandardCharsets.UTF_8).strip().toCharArray();
+    }
+
+    /**
+     * The stream, created when absent (file storage, limits retention, the configured age, size and duplicate
+     * window, old messages discarded first); an existing stream is used as it is and its differences logged.
+     *
+     * @return the stream's info now.
+     * @throws IllegalStateException when it cannot be read or created.
+     */
+    public StreamInfo ensureStream() {
+        final String filter = StreamSubjects.filter(settings.subjectPrefix());
+        try {
+            final StreamInfo info = management.getStreamInfo(settings.stream());
+            final StreamConfiguration c = info.getConfiguration();
+            if (!c.getSubjects().contains(filter)) {
+                throw new IllegalStateException("stream " + settings.stream() + " exists with subjects "
+                    + c.getSubjects() + ", not " + filter + " (set jetstream.subjectPrefix to its prefix)");
+            }
+            if (c.getMaxAge().toMillis() != settings.maxAgeMs() || c.getMaxBytes() != settings.maxBytes()
+                || c.getDuplicateWindow().toMillis() != settings.duplicateWindowMs()) {
+                LOG.info("stream {} exists with max age {} ms, max bytes {}, duplicate window {} ms: used as it is",
+                    settings.stream(), c.getMaxAge().toMillis(), c.getMaxBytes(), c.getDuplicateWindow().toMillis());
+            }
+            return info;
+        } catch (final JetStreamApiException ex) {
+            if (ex.getApiErrorCode() != STREAM_NOT_FOUND) {
+                throw new IllegalStateException("cannot read stream " + settings.stream() + ": " + ex.getMessage(),
+                    ex);
+            }
+        } catch (final IOException ex) {
+            throw new IllegalStateException("cannot read stream " + settings.stream() + ": " + ex.getMessage(), ex);
+        }
+        try {
+            final StreamInfo created = management.addStream(StreamConfiguration.builder()
+                .name(settings.stream())
+                .description("kvidx KV-cache block events (ADR 0024)")
+                .subjects(filter)
+                .storageType(StorageType.File)
+                .retentionPolicy(RetentionPolicy.Limits)
+                .discardPolicy(DiscardPolicy.Old)
+                .maxAge(Duration.ofMillis(settings.maxAgeMs()))
+                .maxBytes(settings.maxBytes())
+                .duplicateWindow(Duration.ofMillis(settings.duplicateWindowMs()))
+                .build());
+            LOG.info("created stream {} ({}; max age {} ms, max bytes {}, duplicate window {} ms)", settings.stream(),
+                filter, settings.maxAgeMs(), settings.maxBytes(), settings.duplicateWindowMs());
+            return created;
+        } catch (final IOException | JetStreamApiException ex) {
+            throw new IllegalStateException("cannot create stream " + settings.stream() + ": " + ex.getMessage(), ex);
+        }
+    }
+
+    /**
+     * The snapshot bucket, created when absent (file storage, the configured age and size).
+     *
+     * @return the bucket.
+     * @throws IllegalStateException when it cannot be read or created.
+     */
+    public ObjectStore ensureBucket() {
+        try {
+            if (!connection.objectStoreManagement().getBucketNames().contains(settings.bucket())) {
+                connection.objectStoreManagement().create(ObjectStoreConfiguration.builder(settings.bucket())
+                    .description("kvidx index snapshots (ADR 0024)")
+                    .storageType(StorageType.File)
+                    .maxBucketSize(settings.maxBytes())
+                    .build());
+                LOG.info("created object store bucket {}", settings.bucket());
+            }
+            return connection.objectStore(settings.bucket());
+        } catch (final IOException | JetStreamApiException ex) {
+            throw new IllegalStateException("cannot open object store bucket " + settings.bucket() + ": "
+                + ex.getMessage(), ex);
+        }
+    }
+
+    /** JetStream's API error code of a stream that does not exist. */
+    static final int STREAM_NOT_FOUND = 10059;
+
+    /**
+     * @return the settings.
+     */
+    public JetStreamSettings settings() {
+        return settings;
+    }
+
+    /**
+     * @return the connection.
+     */
+    public Connection connection() {
+        return connection;
+    }
+
+    /**
+     * @return the JetStream context (publishing).
+     */
+    public JetStream jetStream() {
+        return jetStream;
+    }
+
+    /**
+     * @return the JetStream management context (stream info).
+     */
+    public JetStreamManagement management() {
+        return management;
+    }
+
+    @Override
+    public void close() {
+        try {
+            connection.close();
+        } catch (final InterruptedException ex) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,348 @@
+package io.kvidx.daemon.jetstream;
+
+import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.counters.IngestCounters;
+import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.ingest.zmq.BatchFingerprint;
+import io.kvidx.daemon.writer.EventTap;
+import io.kvidx.daemon.writer.PodDirectory;
+import io.kvidx.daemon.writer.WriterMessages;
+import io.nats.client.JetStream;
+import io.nats.client.PublishOptions;
+import io.nats.client.api.PublishAck;
+import io.nats.client.impl.Headers;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
+import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
+import org.agrona.concurrent.status.AtomicCounter;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+/**
+ * A relay's publisher (ADR 0024): the {@link EventTap} of its writer pool copies every streamed message the
+ * transports offer, as a {@link StreamEnvelope} with its {@code Nats-Msg-Id}, into a bounded queue; this agent
+ * publishes them in that order to {@code <prefix>.<model>.<pod>}, with at most {@link #MAX_IN_FLIGHT} unacknowledged.
+ * A publish that fails or is not acknowledged within {@link #ACK_TIMEOUT_NS} is sent again with every one after it,
+ * in order (the stream's duplicate window drops the copies it already stored), so nothing is lost while NATS is away;
+ * meanwhile the queue fills and the transports wait, as for a full writer queue. Heartbeats are published at most
+ * once per pod and heartbeat interval, and at most every {@link #STREAM_HEARTBEAT_MIN_MS}.
+ *
+ * <p>Message ids: a batch's is {@code <pod>/<sequence>/<fingerprint>}; a control message's names the pod's last
+ * published batch, {@code <pod>/<type>/<sequence>/<fingerprint>}; a heartbeat's its interval,
+ * {@code <pod>/hb/<epoch ms / interval>}. Relays in step give a message the same id.
+ *
+ * <p><b>Note:</b> {@link #offered} runs on the transports' threads (the pod's state is written by the one thread
+ * that offers the pod's messages); {@link #doWork} on the relay's own agent thread.
+ */
+public final class StreamRelay implements EventTap, Agent {
+    /** Most publishes awaiting their acknowledgement. */
+    static final int MAX_IN_FLIGHT = 512;
+    /** A publish not acknowledged within this is sent again. */
+    static final long ACK_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(5);
+    /**
+     * A pod's heartbeat goes to the stream at most this often, whatever the daemon's heartbeat interval: every
+     * router host reads every heartbeat. Consumers' {@code podTimeoutMs} must exceed it (default 30 s).
+     */
+    static final long STREAM_HEARTBEAT_MIN_MS = 5_000;
+    /** The queue's record type. */
+    private static final int RECORD = 1;
+    /** Longest message id. */
+    private static final int MAX_ID_LENGTH = 256;
+
+    private final ManyToOneRingBuffer queue;
+    private final PodDirectory directory;
+    private final JetStream jetStream;
+    private final String subjectPrefix;
+    private final String stream;
+    private final long heartbeatIntervalMs;
+    private final LongSupplier epochMs;
+    private final IngestErrors errors;
+    private final AtomicCounter published;
+    private final AtomicCounter duplicates;
+    private final AtomicCounter retries;
+    private final ThreadLocal<IdleStrategy> offerIdle;
+    private final ThreadLocal<UnsafeBuffer> scratch = ThreadLocal.withInitial(() -> new UnsafeBuffer(new byte[0]));
+    /** Per pod number: the handle the state below belongs to. */
+    private final int[] podHandle = new int[PodDirectory.MAX_NUMBERS];
+    /** Per pod number: the sequence of the last batch offered, or -1. */
+    private final long[] lastSequence = new long[PodDirectory.MAX_NUMBERS];
+    /** Per pod number: the fingerprint of the last batch offered. */
+    private final long[] lastFingerprint = new long[PodDirectory.MAX_NUMBERS];
+    /** Per pod number: the heartbeat interval of the last heartbeat published. */
+    private final long[] lastHeartbeat = new long[PodDirectory.MAX_NUMBERS];
+    private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
+    /** The agent's view of the record being sent (its thread only). */
+    private final StreamEnvelope envelope = new StreamEnvelope();
+    private final UnsafeBuffer sendBuffer = new UnsafeBuffer(new byte[0]);
+    /** The queue position up to which every record is acknowledged by the stream (written by the agent only). */
+    private volatile long acknowledgedPosition;
+    private volatile int inFlightCount;
+    private volatile boolean closed;
+
+    /** One publish awaiting its acknowledgement. */
+    private static final class InFlight {
+        final String subject;
+        final String id;
+        final byte[] body;
+        /** The relay queue's consumer position just past this message's record. */
+        long endPosition;
+        CompletableFuture<PublishAck> ack;
+        long sentNanos;
+
+        InFlight(final String subject, final String id, final byte[] body) {
+            this.subject = subject;
+            this.id = id;
+            this.body = body;
+        }
+    }
+
+    /**
+     * @param queueLength         bytes of the queue between the transports and this agent (a power of two).
+     * @param directory           pod ids and models.
+     * @param jetStream           where to publish.
+     * @param subjectPrefix       the subject prefix.
+     * @param stream              the stream's name (each publish expects it).
+     * @param heartbeatIntervalMs at most one heartbeat per pod and interval (at least
+     *                            {@link #STREAM_HEARTBEAT_MIN_MS}) is published.
+     * @param epochMs             the wall clock (heartbeat intervals).
+     * @param counters            counters.
+     * @param errors              error log.
+     * @param offerIdle           idle strategy of a transport thread waiting for room.
+     */
+    public StreamRelay(final int queueLength, final PodDirectory directory, final JetStream jetStream,
+        final String subjectPrefix, final String stream, final long heartbeatIntervalMs, final LongSupplier epochMs,
+        final IngestCounters counters, final IngestErrors errors, final Supplier<IdleStrategy> offerIdle) {
+        this.queue = new ManyToOneRingBuffer(new UnsafeBuffer(ByteBuffer.allocateDirect(
+            queueLength + RingBufferDescriptor.TRAILER_LENGTH)));
+        this.directory = directory;
+        this.jetStream = jetStream;
+        this.subjectPrefix = subjectPrefix;
+        this.stream = stream;
+        this.heartbeatIntervalMs = Math.max(STREAM_HEARTBEAT_MIN_MS, heartbeatIntervalMs);
+        this.epochMs = epochMs;
+        this.errors = errors;
+        this.published = counters.get(CounterType.JETSTREAM_PUBLISHED);
+        this.duplicates = counters.get(CounterType.JETSTREAM_PUBLISH_DUPLICATES);
+        this.retries = counters.get(CounterType.JETSTREAM_PUBLISH_RETRIES);
+        this.offerIdle = ThreadLocal.withInitial(offerIdle);
+        java.util.Arrays.fill(podHandle, -1);
+    }
+
+    @Override
+    public void offered(final int pod, final int type, final DirectBuffer src, final int offset, final int length,
+        final long sequence) {
+        if (!StreamEnvelope.isStreamed(type)) {
+            return;
+        }
+        final String podId = directory.podId(pod);
+        if (podId == null) {
+            return; // its number was freed: the writer drops it too
+        }
+        final int n = PodDirectory.number(pod);
+        if (podHandle[n] != pod) {
+            podHandle[n] = pod;
+            lastSequence[n] = -1;
+            lastFingerprint[n] = BatchFingerprint.NONE;
+            lastHeartbeat[n] = -1;
+        }
+        final String id;
+        long fingerprint = BatchFingerprint.NONE;
+        if (WriterMessages.carriesEvents(type)) {
+            fingerprint = BatchFingerprint.of(src, offset, length);
+            lastSequence[n] = sequence;
+            lastFingerprint[n] = fingerprint;
+            id = podId + '/' + sequence + '/' + Long.toHexString(fingerprint);
+        } else if (type == WriterMessages.HEARTBEAT) {
+            final long interval = epochMs.getAsLong() / heartbeatIntervalMs;
+            if (interval == lastHeartbeat[n]) {
+                return;
+            }
+            lastHeartbeat[n] = interval;
+            id = podId + "/hb/" + interval;
+        } else {
+            id = podId + '/' + type + '/' + lastSequence[n] + '/' + Long.toHexString(lastFingerprint[n]);
+        }
+        final String model = directory.model(pod);
+        final byte[] podBytes = podId.getBytes(StandardCharsets.US_ASCII);
+        final byte[] modelBytes = model == null ? null : model.getBytes(StandardCharsets.UTF_8);
+        final byte[] idBytes = id.getBytes(StandardCharsets.UTF_8);
+        if (idBytes.length > MAX_ID_LENGTH) {
+            // Cannot happen with valid pod ids (112 bytes at most); never thrown on a transport's thread.
+            errors.report(CounterType.OVERSIZED_MESSAGES.typeId(), n, () -> "pod " + podId + ": message id longer "
+                + "than " + MAX_ID_LENGTH + " bytes; not published");
+            return;
+        }
+        final int envelope = StreamEnvelope.length(podBytes, modelBytes, length);
+        final int total = 2 + idBytes.length + envelope;
+        if (total > queue.maxMsgLength()) {
+            errors.report(CounterType.OVERSIZED_MESSAGES.typeId(), n, () -> "pod " + podId + ": message of "
+                + length + " bytes exceeds the relay queue's largest message (" + queue.maxMsgLength()
+                + " bytes); not published. Raise writerQueueLength");
+            return;
+        }
+        final IdleStrategy idle = offerIdle.get();
+        idle.reset();
+        while (!closed) {
+            final int claim = queue.tryClaim(RECORD, total);
+            if (claim > 0) {
+                final var b = queue.buffer();
+                b.putShort(claim, (short) idBytes.length);
+                b.putBytes(claim + 2, idBytes);
+                StreamEnvelope.encode(b, claim + 2 + idBytes.length, type, sequence, fingerprint, podBytes,
+                    modelBytes, src, offset, length);
+                queue.commit(claim);
+                return;
+            }
+            idle.idle();
+        }
+    }
+
+    @Override
+    public int doWork() {
+        int work = checkAcks();
+        // One record per read: the consumer position after it is the record's end, its place in the barrier.
+        while (inFlight.size() < MAX_IN_FLIGHT && queue.read(reader, 1) > 0) {
+            inFlight.peekLast().endPosition = queue.consumerPosition();
+            work++;
+        }
+        if (inFlight.isEmpty()) {
+            acknowledgedPosition = queue.consumerPosition();
+        }
+        inFlightCount = inFlight.size();
+        return work;
+    }
+
+    private final org.agrona.concurrent.MessageHandler reader = (type, buffer, index, length) ->
+        send(buffer, index, length);
+
+    @Override
+    public long position() {
+        return queue.producerPosition();
+    }
+
+    /**
+     * {@inheritDoc} True once every message offered before the position is acknowledged by the stream: the ZeroMQ
+     * checkpoints then record its sequence, so a relay restarted (even after kill -9) asks its engines to replay
+     * what it had not published yet.
+     */
+    @Override
+    public boolean passed(final long position) {
+        return acknowledgedPosition >= position;
+    }
+
+    private void send(final DirectBuffer buffer, final int index, final int length) {
+        final int idLength = buffer.getShort(index) & 0xFFFF;
+        final String id = buffer.getStringWithoutLengthUtf8(index + 2, idLength);
+        final byte[] body = new byte[length - 2 - idLength];
+        buffer.getBytes(index + 2 + idLength, body);
+        sendBuffer.wrap(body);
+        envelope.wrap(sendBuffer, 0, body.length);
+        final InFlight f = new InFlight(StreamSubjects.subject(subjectPrefix, envelope.model(), envelope.podId()),
+            id, body);
+        inFlight.addLast(f);
+        publish(f);
+    }
+
+    private void publish(final InFlight f) {
+        f.sentNanos = System.nanoTime();
+        try {
+            f.ack = jetStream.publishAsync(f.subject, (Headers) null, f.body,
+                PublishOptions.builder().messageId(f.id).expectedStream(stream).build());
+        } catch (final RuntimeException ex) {
+            // The client's reconnect buffer is full or the connection is closed: tried again after the ack timeout.
+            f.ack = CompletableFuture.failedFuture(ex);
+        }
+    }
+
+    private int checkAcks() {
+        int work = 0;
+        while (!inFlight.isEmpty()) {
+            final InFlight head = inFlight.peekFirst();
+            if (head.ack.isDone() && !head.ack.isCompletedExceptionally()) {
+                final PublishAck ack = head.ack.join();
+                if (ack.isDuplicate()) {
+                    duplicates.increment();
+                }
+                published.increment();
+                inFlight.pollFirst();
+                acknowledgedPosition = head.endPosition;
+                work++;
+                continue;
+            }
+            final boolean failed = head.ack.isCompletedExceptionally();
+            if (failed || System.nanoTime() - head.sentNanos > ACK_TIMEOUT_NS) {
+                if (failed && System.nanoTime() - head.sentNanos < RETRY_PAUSE_NS) {
+                    break; // not in a tight loop while NATS is away
+                }
+                final String why = failed ? head.ack.handle((a, ex) -> String.valueOf(ex)).join()
+                    : "no acknowledgement within " + TimeUnit.NANOSECONDS.toMillis(ACK_TIMEOUT_NS) + " ms";
+                errors.report(CounterType.JETSTREAM_PUBLISH_RETRIES.typeId(), -1, () -> "JetStream publish to "
+                    + head.subject + " failed (" + why + "); it and the " + (inFlight.size() - 1) + " after it are "
+                    + "sent again, in order");
+                for (final InFlight f : inFlight) {
+                    retries.increment();
+                    publish(f);
+                }
+                work++;
+            }
+            break;
+        }
+        return work;
+    }
+
+    /** A failed publish is sent again no sooner than this after it was sent. */
+    private static final long RETRY_PAUSE_NS = TimeUnit.MILLISECONDS.toNanos(250);
+
+    /**
+     * @return publishes not yet acknowledged plus bytes queued: zero once everything offered is in the stream.
+     */
+    public long pending() {
+        return inFlightCount + queue.size();
+    }
+
+    /**
+     * Publishes what is still queued or unacknowledged (the transports have stopped), for at most
+     * {@link #DRAIN_NS}; {@link #drained()} then says whether everything reached the stream.
+     */
+    @Override
+    public void onClose() {
+        final long deadline = System.nanoTime() + DRAIN_NS;
+        while (pending() > 0 && System.nanoTime() < deadline) {
+            if (doWork() == 0) {
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+            }
+        }
+        closed = true;
+        drained = pending() == 0;
+        if (!drained) {
+            errors.report(CounterType.JETSTREAM_PUBLISH_RETRIES.typeId(), -2, () -> "JetStream relay closed with "
+                + pending() + " message(s) not acknowledged by the stream; the ZeroMQ progress is not recorded, so "
+                + "the engines replay them at the next start");
+        }
+    }
+
+    /**
+     * @return true once {@link #onClose()} published everything offered.
+     */
+    public boolean drained() {
+        return drained;
+    }
+
+    /** How long closing waits for the stream to acknowledge what is queued. */
+    private static final long DRAIN_NS = TimeUnit.SECONDS.toNanos(5);
+    private volatile boolean drained;
+
+    @Override
+    public String roleName() {
+        return "kvidx-jetstream-relay";
+    }
+}

@@ -1,0 +1,86 @@
+package io.kvidx.daemon.jetstream;
+
+import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.ingest.zmq.PyPeer;
+import io.kvidx.daemon.lifecycle.KvidxDaemon;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A daemon fed only from JetStream answers {@code /query} as the relay that subscribes to the engine directly:
+ * the Python publisher's random stream (stores, removes, clears over three pods, one named with '.' and ':'),
+ * through a relay and a real nats-server, every document queried on both daemons' HTTP APIs. Then the consumer is
+ * restarted on its cell: it resumes after its recorded stream sequence (applying nothing twice) and still agrees
+ * after more events.
+ */
+@Timeout(180)
+class JetStreamConsumerTest {
+    private static final String PODS = "pod-a,pod-b,10.0.0.9:8000";
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void shouldAnswerAsTheDirectlySubscribedDaemonAndResumeAfterARestart() throws Exception {
+        PyPeer.requirePython();
+        try (NatsServer nats = NatsServer.start(dir);
+            PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL);
+            KvidxDaemon relay = KvidxDaemon.start(StreamFleet.relay(dir, "relay", peer, nats.url()))) {
+            JetStreamRelayTest.await("the relay subscribed", 20_000, () -> {
+                try {
+                    peer.command("ping");
+                } catch (final Exception ex) {
+                    throw new AssertionError(ex);
+                }
+                return relay.counters().value(CounterType.MESSAGES_RECEIVED) > 0;
+            });
+            final Path docs = dir.resolve("docs.txt");
+            List<int[]> documents;
+            try (KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", nats.url()))) {
+                peer.command("stream 11 800 800 " + PODS + " " + StreamFleet.MODEL + " " + docs + " "
+                    + dir.resolve("log-1.txt"));
+                peer.command("stream-wait 60");
+                documents = StreamFleet.documents(docs);
+                agree(relay, consumer, documents);
+                assertEquals(0, consumer.counters().value(CounterType.JETSTREAM_LOST));
+                assertEquals(0, consumer.counters().value(CounterType.JETSTREAM_BAD_MESSAGES));
+                assertEquals(200, StreamFleet.health(consumer.httpPort()));
+                JetStreamRelayTest.await("the consumer recorded its sequence", 10_000,
+                    () -> consumer.jetstreamAppliedSequence() > 0);
+            }
+            // The restarted consumer re-attaches to its index and resumes after its recorded sequence.
+            try (KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", nats.url()))) {
+                peer.command("stream 12 400 800 " + PODS + " " + StreamFleet.MODEL + " " + dir.resolve("docs-2.txt")
+                    + " " + dir.resolve("log-2.txt"));
+                peer.command("stream-wait 60");
+                documents = StreamFleet.documents(dir.resolve("docs-2.txt"));
+                agree(relay, consumer, documents);
+                agree(relay, consumer, StreamFleet.documents(docs));
+                assertEquals(0, consumer.counters().value(CounterType.JETSTREAM_LOST));
+            }
+        }
+    }
+
+    /** Waits until every document's scores agree (the consumer lags the relay), and checks some are held. */
+    static void agree(final KvidxDaemon direct, final KvidxDaemon fromStream, final List<int[]> documents)
+        throws Exception {
+        final long deadline = System.currentTimeMillis() + 30_000;
+        List<String> expected = StreamFleet.answers(direct.httpPort(), documents);
+        List<String> actual = StreamFleet.answers(fromStream.httpPort(), documents);
+        while (!expected.equals(actual) && System.currentTimeMillis() < deadline) {
+            Thread.sleep(100);
+            expected = StreamFleet.answers(direct.httpPort(), documents);
+            actual = StreamFleet.answers(fromStream.httpPort(), documents);
+        }
+        assertEquals(expected, actual, "the daemon fed from the stream answers as the directly subscribed one");
+        long held = expected.stream().filter(s -> !"{}".equals(s)).count();
+        assertTrue(held >= documents.size() / 4, "most documents are held by some pod: " + expected);
+    }
+}

@@ -1,0 +1,152 @@
+package io.kvidx.daemon.jetstream;
+
+import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.counters.CounterType;
+import io.kvidx.daemon.ingest.zmq.PyPeer;
+import io.kvidx.daemon.lifecycle.KvidxDaemon;
+import io.nats.client.Connection;
+import io.nats.client.Nats;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Faults with real processes (nats-server, the Python publisher): a NATS server restarted while events flow (the
+ * relay resends what was not acknowledged, the consumer's ordered consumer resumes: exact, nothing lost); the
+ * consumer's connection alone cut twice (through a forwarder; exact, nothing lost); a stream
+ * deleted under a running consumer (counted, logged, {@code /health} not ready with the reason); a snapshot older
+ * than the stream's first sequence (loaded, the messages between counted as lost, not ready).
+ */
+@Timeout(180)
+class JetStreamFaultTest {
+    private static final String PODS = "pod-a,pod-b,10.0.0.9:8000";
+
+    @TempDir
+    Path dir;
+
+    private static void join(final PyPeer peer, final KvidxDaemon relay) throws Exception {
+        JetStreamRelayTest.await("the relay subscribed", 20_000, () -> {
+            try {
+                peer.command("ping");
+            } catch (final Exception ex) {
+                throw new AssertionError(ex);
+            }
+            return relay.counters().value(CounterType.MESSAGES_RECEIVED) > 0;
+        });
+    }
+
+    private String stream(final PyPeer peer, final int seed, final int count, final int rate, final String name)
+        throws Exception {
+        final Path docs = dir.resolve(name + "-docs.txt");
+        peer.command("stream " + seed + " " + count + " " + rate + " " + PODS + " " + StreamFleet.MODEL + " " + docs
+            + " " + dir.resolve(name + "-log.txt"));
+        return docs.toString();
+    }
+
+    @Test
+    void shouldStayExactThroughANatsServerRestart() throws Exception {
+        PyPeer.requirePython();
+        try (NatsServer nats = NatsServer.start(dir);
+            PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL);
+            KvidxDaemon relay = KvidxDaemon.start(StreamFleet.relay(dir, "relay", peer, nats.url()));
+            KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", nats.url()))) {
+            join(peer, relay);
+            final String docs = stream(peer, 31, 1_200, 300, "a");
+            Thread.sleep(1_000);
+            nats.stop();
+            Thread.sleep(1_500);
+            nats.restart();
+            peer.command("stream-wait 60");
+            JetStreamConsumerTest.agree(relay, consumer, StreamFleet.documents(Path.of(docs)));
+            assertTrue(consumer.counters().value(CounterType.JETSTREAM_ERRORS) > 0, "the outage was counted");
+            assertEquals(0, consumer.counters().value(CounterType.JETSTREAM_LOST));
+            assertEquals(0, consumer.counters().value(CounterType.JETSTREAM_BAD_MESSAGES));
+            assertEquals(200, StreamFleet.health(consumer.httpPort()));
+        }
+    }
+
+    @Test
+    void shouldStayExactWhenTheConsumersConnectionAloneDrops() throws Exception {
+        PyPeer.requirePython();
+        try (NatsServer nats = NatsServer.start(dir);
+            TcpCutter cutter = new TcpCutter(nats.port());
+            PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL);
+            KvidxDaemon relay = KvidxDaemon.start(StreamFleet.relay(dir, "relay", peer, nats.url()));
+            KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", cutter.url()))) {
+            join(peer, relay);
+            final String docs = stream(peer, 35, 1_200, 300, "a");
+            Thread.sleep(1_000);
+            cutter.cut();
+            Thread.sleep(1_000);
+            cutter.cut();
+            peer.command("stream-wait 60");
+            JetStreamConsumerTest.agree(relay, consumer, StreamFleet.documents(Path.of(docs)));
+            assertTrue(consumer.counters().value(CounterType.JETSTREAM_ERRORS) > 0, "the drops were counted");
+            assertEquals(0, relay.counters().value(CounterType.JETSTREAM_ERRORS), "the relay's connection held");
+            assertEquals(0, consumer.counters().value(CounterType.JETSTREAM_LOST));
+            assertEquals(200, StreamFleet.health(consumer.httpPort()));
+        }
+    }
+
+    @Test
+    void shouldReportAStreamDeletedUnderARunningConsumer() throws Exception {
+        PyPeer.requirePython();
+        try (NatsServer nats = NatsServer.start(dir);
+            PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL);
+            KvidxDaemon relay = KvidxDaemon.start(StreamFleet.relay(dir, "relay", peer, nats.url()));
+            KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", nats.url()))) {
+            join(peer, relay);
+            final String docs = stream(peer, 32, 200, 400, "a");
+            peer.command("stream-wait 60");
+            JetStreamConsumerTest.agree(relay, consumer, StreamFleet.documents(Path.of(docs)));
+            assertEquals(200, StreamFleet.health(consumer.httpPort()));
+            try (Connection nc = Nats.connect(nats.url())) {
+                assertTrue(nc.jetStreamManagement().deleteStream("KVIDX_EVENTS"));
+            }
+            JetStreamRelayTest.await("the consumer not ready", 10_000, () -> {
+                try {
+                    return StreamFleet.health(consumer.httpPort()) == 503;
+                } catch (final Exception ex) {
+                    throw new AssertionError(ex);
+                }
+            });
+            assertTrue(consumer.counters().value(CounterType.JETSTREAM_ERRORS) > 0);
+        }
+    }
+
+    @Test
+    void shouldCountTheMessagesASnapshotOlderThanTheStreamMisses() throws Exception {
+        PyPeer.requirePython();
+        try (NatsServer nats = NatsServer.start(dir);
+            PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL)) {
+            final DaemonContext relayContext = StreamFleet.relay(dir, "relay", peer, nats.url());
+            relayContext.jetstream().maxAgeMs(2_000).duplicateWindowMs(1_000);
+            try (KvidxDaemon relay = KvidxDaemon.start(relayContext)) {
+                join(peer, relay);
+                final DaemonContext first = StreamFleet.consumer(dir, "first", nats.url());
+                first.jetstream().snapshotIntervalMs(1_000).snapshotEvents(50);
+                try (KvidxDaemon snapshotting = KvidxDaemon.start(first)) {
+                    stream(peer, 33, 200, 400, "a");
+                    peer.command("stream-wait 60");
+                    JetStreamRelayTest.await("a snapshot stored", 20_000,
+                        () -> snapshotting.counters().value(CounterType.JETSTREAM_SNAPSHOTS_STORED) > 0);
+                }
+                // Everything the stream held ages out; new events follow.
+                Thread.sleep(3_000);
+                stream(peer, 34, 100, 400, "b");
+                peer.command("stream-wait 60");
+                try (KvidxDaemon late = KvidxDaemon.start(StreamFleet.consumer(dir, "late", nats.url()))) {
+                    assertTrue(late.catchUp() != null, "the snapshot was loaded all the same");
+                    JetStreamRelayTest.await("the loss counted", 10_000,
+                        () -> late.counters().value(CounterType.JETSTREAM_LOST) > 0);
+                    assertEquals(503, StreamFleet.health(late.httpPort()));
+                }
+            }
+        }
+    }
+}
