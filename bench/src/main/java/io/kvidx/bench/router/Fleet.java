@@ -164,7 +164,8 @@ final class Fleet {
     }
 
     /**
-     * Waits until the router has mapped the index and sees the pods as routable ({@code GET /health}).
+     * Waits until the router has mapped the index, sees the pods as routable and has warmed up ({@code GET /health}
+     * 200).
      *
      * @param client  an HTTP client.
      * @param procs   where the router runs (for its log).
@@ -184,8 +185,9 @@ final class Fleet {
                     HttpResponse.BodyHandlers.ofString());
                 last = r.body();
                 final Map<?, ?> h = (Map<?, ?>) MiniJson.parse(last);
-                if (Boolean.TRUE.equals(h.get("index_available")) && h.get("pods_routable") instanceof Number n
-                    && n.intValue() >= pods) {
+                // 200: the router's warm-up ended too (503 "warming up" before).
+                if (r.statusCode() == 200 && Boolean.TRUE.equals(h.get("index_available"))
+                    && h.get("pods_routable") instanceof Number n && n.intValue() >= pods) {
                     return;
                 }
             } catch (final IOException | RuntimeException ex) {
