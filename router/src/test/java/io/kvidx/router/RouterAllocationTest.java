@@ -84,11 +84,84 @@ class RouterAllocationTest {
             + Math.max(m.small, m.large) + " B on the router's threads (bound " + MAX_BYTES_PER_REQUEST + ")");
     }
 
+    /**
+     * The same through a real index: a daemon process indexes both prompts from a mock engine's KV events (pod
+     * {@code up}), and the router, reading that index, keys, queries (full-depth hits) and scores every request
+     * before sending it to the in-process upstream. Skipped without the mock engine's Python modules.
+     */
+    @Test
+    void shouldNotAllocateMoreForALongerPromptWithTheIndex() throws Exception {
+        MockEngine.require();
+        final Path work = Routers.shmDir("router-alloc-index");
+        final Path dir = work.resolve("index");
+        final int http = DaemonProcess.freePort();
+        try (MockEngine engine = MockEngine.start(work, "up", "m");
+             DaemonProcess daemon = DaemonProcess.start(dir, "c", work.resolve("daemon.log"), "--max-pods", "8",
+                 "--http", "127.0.0.1:" + http, "--zmq", "up@m=" + engine.zmqPub(), "--replay",
+                 "up=" + engine.zmqReplay())) {
+            for (final int tokens : new int[] {1_000, 4_000}) {
+                assertEquals(200, engine.post("/v1/completions", body(tokens)).statusCode());
+            }
+            // The daemon's API says the pod holds both prompts' whole blocks (the last partial block is not kept).
+            Routers.await("the index holds both prompts", 20_000, () -> held(http, 1_000) == 1_000 / 16 * 16
+                && held(http, 4_000) == 4_000);
+            final Measured m = measure(c -> {
+                c.dir = dir.toString();
+                c.cell = "c";
+            }, router -> Routers.await("the router on the index", 20_000,
+                () -> router.index.isAvailable() && router.pods.routable() == 1), router -> {
+                    final String page = Routers.metrics(router);
+                    assertEquals(0, Metrics.value(page, "kvidx_router_decisions_total", "outcome", "fallback"), page);
+                    assertTrue(Metrics.value(page, "kvidx_router_decisions_total", "outcome", "indexed")
+                        >= WARM_UP + 2 * ROUNDS * MEASURED, page);
+                });
+            System.out.printf(Locale.ROOT, "router allocation per proxied request with the index: %,d B at 1,000"
+                + " tokens, %,d B at 4,000 tokens (least of %d rounds of %,d requests each, after %,d warm-up)%n",
+                m.small, m.large, ROUNDS, MEASURED, WARM_UP);
+            assertTrue(m.large - m.small <= MAX_GROWTH_BYTES, "a 4,000-token request allocates "
+                + (m.large - m.small) + " B more than a 1,000-token one");
+            assertTrue(Math.max(m.small, m.large) <= MAX_BYTES_PER_REQUEST, "a proxied request allocates "
+                + Math.max(m.small, m.large) + " B on the router's threads with the index (bound "
+                + MAX_BYTES_PER_REQUEST + ")");
+        } finally {
+            Routers.deleteTree(work);
+        }
+    }
+
     /** What a run measured. */
     record Measured(long small, long large, List<String> threads) {
     }
 
+    /** Changes the test's router configuration. */
+    @FunctionalInterface
+    interface Setup {
+        void apply(RouterConfig c) throws Exception;
+    }
+
+    /** Waits for the router to be ready for the measurement. */
+    @FunctionalInterface
+    interface Ready {
+        void await(RouterServer router) throws Exception;
+    }
+
+    /** The leading tokens the daemon says pod {@code up} holds of a test prompt. */
+    @SuppressWarnings("unchecked")
+    private static long held(final int http, final int tokens) throws Exception {
+        final String b = body(tokens);
+        final String ids = b.substring(b.indexOf('['), b.indexOf(']') + 1);
+        final java.net.http.HttpResponse<String> r = Routers.post(http, "/query", "{\"token_ids\": " + ids
+            + ", \"model\": \"m\"}");
+        final java.util.Map<String, Object> scores = (java.util.Map<String, Object>) ((java.util.Map<String, Object>)
+            io.kvidx.client.json.MiniJson.parse(r.body())).get("scores");
+        final Object ranks = scores == null ? null : scores.get("up");
+        return ranks == null ? 0 : ((Number) ((java.util.Map<String, Object>) ranks).get("0")).longValue();
+    }
+
     static Measured measure() throws Exception {
+        return measure(c -> { }, router -> { }, router -> { });
+    }
+
+    static Measured measure(final Setup setup, final Ready ready, final Ready after) throws Exception {
         final Path work = Routers.workDir("router-alloc");
         final EventLoopGroup upstreamLoop = new MultiThreadIoEventLoopGroup(1,
             new DefaultThreadFactory("alloc-upstream", true), NioIoHandler.newFactory());
@@ -106,9 +179,11 @@ class RouterAllocationTest {
             final RouterConfig c = Routers.config(work);
             c.responseHeaders = false;
             c.pod("up", "http://127.0.0.1:" + upstreamPort, "m", null);
+            setup.apply(c);
             try (RouterServer router = RouterServer.start(c);
                  Socket s = new Socket(InetAddress.getLoopbackAddress(), router.port())) {
                 Routers.await("the pod routable", 10_000, () -> router.pods.routable() == 1);
+                ready.await(router);
                 s.setTcpNoDelay(true);
                 s.setSoTimeout(10_000);
                 final OutputStream out = s.getOutputStream();
@@ -125,6 +200,7 @@ class RouterAllocationTest {
                     perSmall = Math.min(perSmall, perRequest(ids, out, in, small));
                     perLarge = Math.min(perLarge, perRequest(ids, out, in, large));
                 }
+                after.await(router);
                 return new Measured(perSmall, perLarge, names(ids));
             } finally {
                 upstream.close().sync();
@@ -182,15 +258,19 @@ class RouterAllocationTest {
         return sum;
     }
 
-    /** A keep-alive token-id completion of {@code tokens} random ids, with a client's usual headers. */
-    private static byte[] request(final int port, final int tokens) {
+    /** A token-id completion of {@code tokens} random ids (the same ids for the same count). */
+    private static String body(final int tokens) {
         final SplittableRandom random = new SplittableRandom(tokens);
         final StringBuilder body = new StringBuilder("{\"model\":\"m\",\"prompt\":[");
         for (int i = 0; i < tokens; i++) {
             body.append(i == 0 ? "" : ",").append(random.nextInt(150_000));
         }
-        body.append("],\"max_tokens\":16,\"temperature\":0}");
-        final byte[] b = body.toString().getBytes(StandardCharsets.US_ASCII);
+        return body.append("],\"max_tokens\":16,\"temperature\":0}").toString();
+    }
+
+    /** A keep-alive token-id completion of {@code tokens} random ids, with a client's usual headers. */
+    private static byte[] request(final int port, final int tokens) {
+        final byte[] b = body(tokens).getBytes(StandardCharsets.US_ASCII);
         final String head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:" + port + "\r\n"
             + "User-Agent: kvidx-alloc-test\r\nAccept: */*\r\nContent-Type: application/json\r\n"
             + "Authorization: Bearer sk-0123456789abcdef\r\nContent-Length: " + b.length + "\r\n\r\n";
