@@ -288,18 +288,24 @@ class WriterPoolTest {
         pool = new WriterPool(2, 1 << 16, index, directory, counters, errors, SystemEpochClock.INSTANCE, timeoutMs,
             YieldingIdleStrategy::new, () -> new SleepingMillisIdleStrategy(1), EngineDecoders.standard()).start();
         final byte[] batch = stored(2);
-        // 300 names through a directory of 64: bursts of 20, each silent after its batch, a burst every 200 ms.
+        // 300 names through a directory of 64: bursts of 20, each silent after its batch; a burst starts once the
+        // writers have timed out enough silent pods for it (at least 200 ms after the last, and at most 10 s: on a
+        // loaded machine the writers' timeout checks wait for a CPU).
         for (int i = 0; i < 300; i++) {
-            final int pod = directory.podNumber("churn-" + i, MODEL);
-            assertTrue(pod >= 0, "pod " + i + ": directory full at " + directory.count());
-            send(pod, batch);
-            if (i % 20 == 19) {
+            if (i % 20 == 0 && i > 0) {
                 Thread.sleep(200);
+                final long freeBy = System.currentTimeMillis() + 10_000;
+                while (directory.count() > 64 - 20 && System.currentTimeMillis() < freeBy) {
+                    Thread.sleep(10);
+                }
                 // The maintenance agent's part: sweep the pods taken down so that their index slots are free again.
                 while (index.sweepStep() > 0) {
                     Thread.onSpinWait();
                 }
             }
+            final int pod = directory.podNumber("churn-" + i, MODEL);
+            assertTrue(pod >= 0, "pod " + i + ": directory full at " + directory.count());
+            send(pod, batch);
         }
         final long deadline = System.currentTimeMillis() + 10_000;
         while (directory.count() > 0 && System.currentTimeMillis() < deadline) {
