@@ -68,6 +68,11 @@ class JetStreamConsumerTest {
         }
     }
 
+    private static String jetstreamCounters(final KvidxDaemon daemon) {
+        return daemon.counters().describe().lines().filter(l -> l.contains("jetstream") || l.contains("received"))
+            .reduce("", (a, b) -> a + b.replace("kvidx ", "") + ", ");
+    }
+
     /** Waits until every document's scores agree (the consumer lags the relay), and checks some are held. */
     static void agree(final KvidxDaemon direct, final KvidxDaemon fromStream, final List<int[]> documents)
         throws Exception {
@@ -79,7 +84,10 @@ class JetStreamConsumerTest {
             expected = StreamFleet.answers(direct.httpPort(), documents);
             actual = StreamFleet.answers(fromStream.httpPort(), documents);
         }
-        assertEquals(expected, actual, "the daemon fed from the stream answers as the directly subscribed one");
+        if (!expected.equals(actual)) {
+            assertEquals(expected, actual, "the daemon fed from the stream answers as the directly subscribed one; "
+                + "direct: " + jetstreamCounters(direct) + "; from the stream: " + jetstreamCounters(fromStream));
+        }
         long held = expected.stream().filter(s -> !"{}".equals(s)).count();
         assertTrue(held >= documents.size() / 4, "most documents are held by some pod: " + expected);
     }
