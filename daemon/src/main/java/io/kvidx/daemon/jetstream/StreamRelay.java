@@ -40,8 +40,10 @@ import java.util.function.Supplier;
  * published batch, {@code <pod>/<type>/<sequence>/<fingerprint>}; a heartbeat's its interval,
  * {@code <pod>/hb/<epoch ms / interval>}. Relays in step give a message the same id.
  *
- * <p><b>Note:</b> {@link #offered} runs on the transports' threads (the pod's state is written by the one thread
- * that offers the pod's messages); {@link #doWork} on the relay's own agent thread.
+ * <p><b>Note:</b> {@link #offered} runs on the transports' threads; a pod's state (last batch, last heartbeat) is
+ * written by the thread that offers the pod's messages, and by two only when two transports feed one pod, where the
+ * race can give a control message or a heartbeat another id (published twice, harmless), never touch a payload.
+ * {@link #doWork} runs on the relay's own agent thread.
  */
 public final class StreamRelay implements EventTap, Agent {
     /** Most publishes awaiting their acknowledgement. */
