@@ -6,7 +6,8 @@ import java.util.Arrays;
  * Main class of kvidx-bench.jar: {@code query} and {@code xproc} run the short harness comparisons, {@code trace}
  * replays a request trace through the daemon and a router process ({@link io.kvidx.bench.trace.TraceBench}), {@code restart}
  * times a writer's re-attach to a large index ({@link RestartBench}), {@code http} times {@code POST /query}
- * against an in-process daemon ({@link HttpQueryBench}), {@code tokenize} runs the text-to-router-keys
+ * against an in-process daemon ({@link HttpQueryBench}), {@code http-auth} what a bearer token adds to it
+ * ({@link AuthCostBench}), {@code tokenize} runs the text-to-router-keys
  * JMH benchmark and summarises it ({@link io.kvidx.bench.tokenize.TokenizeBench}), {@code router} measures
  * {@code kvidx router} end to end and its added latency ({@link io.kvidx.bench.router.RouterBench}), {@code epp}
  * the latency {@code kvidx epp} adds per request ({@link io.kvidx.bench.epp.EppBench}); anything else is handed to
@@ -66,6 +67,19 @@ public final class BenchMain {
                     return;
                 }
                 HttpQueryBench.run(options, System.out);
+                System.exit(0);
+            }
+            case AuthCostBench.COMMAND -> {
+                final AuthCostBench.Options options;
+                try {
+                    options = AuthCostBench.Options.parse(rest);
+                } catch (final IllegalArgumentException ex) {
+                    System.err.println("kvidx bench http-auth: " + ex.getMessage());
+                    System.err.println(AuthCostBench.usage());
+                    System.exit(2);
+                    return;
+                }
+                AuthCostBench.run(options, System.out);
                 System.exit(0);
             }
             case "trace" -> {

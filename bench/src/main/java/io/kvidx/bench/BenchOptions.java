@@ -93,6 +93,8 @@ public final class BenchOptions {
                    kvidx bench epp [--rates R,R] [--lengths N,N] [--quick] [--json]   latency kvidx epp adds per
                                                           request, driven as Envoy's ext_proc (-h: options)
                    kvidx bench restart [--blocks N] [--pods P] [--rounds R]   writer re-attach time (-h: options)
+                   kvidx bench http-auth [--pairs N] [--seconds S]   what a bearer token adds to POST /query,
+                                                          A/B rounds against two daemons (-h: options)
                    kvidx bench <JMH args>                 JMH (e.g. IndexQueryBenchmark -prof gc; -h for help)
             options: --pods P (64) --chain N (32; up to 8192) --holders H (2.0: mean pods holding a prefix of each
                        chain, each to its own depth; 16 with --pods 128 is a fleet serving long prompts)

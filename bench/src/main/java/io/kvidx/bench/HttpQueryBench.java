@@ -337,8 +337,11 @@ final class HttpQueryBench {
         }
     }
 
-    /** A keep-alive HTTP/1.1 client on one socket: writes pre-encoded requests, reads Content-Length bodies. */
-    private static final class Client implements AutoCloseable {
+    /**
+     * A keep-alive HTTP/1.1 client on one socket: writes pre-encoded requests, reads Content-Length bodies (also
+     * {@link AuthCostBench}'s).
+     */
+    static final class Client implements AutoCloseable {
         private final Socket socket;
         private final OutputStream out;
         private final InputStream in;

@@ -5,6 +5,7 @@ import io.kvidx.routing.PodLocator;
 import io.kvidx.routing.PodRegistry;
 import io.kvidx.routing.PodRole;
 import io.kvidx.routing.PodTopology;
+import io.kvidx.routing.PodUrlTemplate;
 import io.kvidx.routing.RoutingContext;
 
 import java.net.URI;
@@ -40,13 +41,13 @@ final class EndpointBook {
      * @param index        the index (may be unmapped).
      * @param listed       pod id to URL (its host:port answered).
      * @param listedModels pod id to model for listed pods that name one.
-     * @param urlTemplate  URL for pods the index knows and neither the list nor discovery names ({@code {pod}}), or
-     *                     null.
+     * @param urlTemplate  URL for pods the index knows and neither the list nor discovery names, and the hosts it may
+     *                     reach; or null.
      * @param cellDir      the cell directory, where the daemon's pod discovery records pods' URLs; null for none.
      * @param topology     where discovered pods' nodes and zones are recorded (the {@code locality} scorer's).
      */
     EndpointBook(final PodRegistry registry, final PodIndex index, final Map<String, URI> listed,
-        final Map<String, String> listedModels, final String urlTemplate, final Path cellDir,
+        final Map<String, String> listedModels, final PodUrlTemplate urlTemplate, final Path cellDir,
         final PodTopology topology) {
         this.registry = registry;
         this.index = index;
@@ -164,5 +165,19 @@ final class EndpointBook {
      */
     int ready() {
         return ready;
+    }
+
+    /**
+     * @return distinct pods whose {@code pod-url-template} URL was refused (its host not allowed).
+     */
+    long podUrlsRefused() {
+        return locator.refusedPods();
+    }
+
+    /**
+     * @return reads of the cell's discovered-pod file that failed (the last good directory was kept).
+     */
+    long podDirectoryReadFailures() {
+        return locator.readFailures();
     }
 }

@@ -46,6 +46,10 @@ public final class EppCommand implements Callable<Integer> {
     @Option(names = "--tls-key", description = "PEM private key of --tls-cert.")
     private Path tlsKey;
 
+    @Option(names = "--tls-client-ca", description = "PEM CA certificates: mutual TLS, the gateway must present a "
+        + "certificate they signed (needs --tls-cert).")
+    private Path tlsClientCa;
+
     @Option(names = "--token-file", description = "File holding a bearer token: ext_proc streams need"
         + " 'authorization: Bearer <token>' metadata, the metrics door the header (all but /health).")
     private Path tokenFile;
@@ -84,7 +88,8 @@ public final class EppCommand implements Callable<Integer> {
         }
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "kvidx-epp-shutdown"));
         System.out.printf("kvidx epp listening on %s:%d (%s), metrics on %s, %d pod(s) listed, index %s/%s%n",
-            c.listenAddress().getHostString(), server.port(), c.tlsCert != null ? "TLS" : "plaintext",
+            c.listenAddress().getHostString(), server.port(),
+            c.tlsCert == null ? "plaintext" : c.tlsClientCa != null ? "mutual TLS" : "TLS",
             server.metricsPort() < 0 ? "none" : "port " + server.metricsPort(), c.pods.size(), c.dir, c.cell);
         System.out.flush();
         server.awaitClose();
@@ -100,6 +105,7 @@ public final class EppCommand implements Callable<Integer> {
         c.allowRemote = allowRemote != null ? allowRemote : c.allowRemote;
         c.tlsCert = tlsCert != null ? tlsCert : c.tlsCert;
         c.tlsKey = tlsKey != null ? tlsKey : c.tlsKey;
+        c.tlsClientCa = tlsClientCa != null ? tlsClientCa : c.tlsClientCa;
         c.tokenFile = tokenFile != null ? tokenFile : c.tokenFile;
         c.maxBodyBytes = maxBodyBytes != null ? maxBodyBytes : c.maxBodyBytes;
         c.streamDeadlineMs = streamDeadlineMs != null ? streamDeadlineMs : c.streamDeadlineMs;

@@ -1,6 +1,7 @@
 package io.kvidx.epp;
 
 import io.kvidx.router.RouterConfig;
+import io.kvidx.routing.PodUrlTemplate;
 import org.snakeyaml.engine.v2.api.Dump;
 import org.snakeyaml.engine.v2.api.DumpSettings;
 import org.snakeyaml.engine.v2.api.Load;
@@ -10,6 +11,7 @@ import org.snakeyaml.engine.v2.exceptions.YamlEngineException;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -27,6 +29,7 @@ import java.util.Set;
  *   allow-remote: false           # true to accept addresses other hosts reach (see docs/epp.md)
  *   tls-cert: /etc/epp/tls.crt    # both or neither; plaintext without them
  *   tls-key: /etc/epp/tls.key
+ *   tls-client-ca: /etc/epp/ca.crt # mutual TLS: the gateway must present a certificate this CA signed
  *   stream-deadline-ms: 10000
  *   max-streams: 4096
  *   body-mode: full-duplex-streamed   # when Envoy sends no protocol_config
@@ -51,6 +54,8 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
     /** A file holding the bearer token ext_proc streams and the metrics door need, or null. */
     Path tokenFile;
     Path tlsKey;
+    /** CA certificates (PEM) a client certificate must chain to (mutual TLS), or null. */
+    Path tlsClientCa;
     String dir = RouterConfig.DIR_DEFAULT;
     String cell = RouterConfig.CELL_DEFAULT;
     /** Pod id to the URL whose host:port is answered. */
@@ -58,6 +63,10 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
     /** Pod id to its model, for listed pods that name one. */
     final Map<String, String> podModels = new LinkedHashMap<>();
     String urlTemplate;
+    /** {@code pod-url-hosts}: the hosts {@link #urlTemplate}'s URLs may name (empty: {@link PodUrlTemplate}'s). */
+    final List<String> urlHosts = new ArrayList<>();
+    /** The template and its hosts, made by {@link #validate()}; null without a template. */
+    PodUrlTemplate podUrls;
     String policy;
     Path tokenizer;
     String sessionHeader = RouterConfig.SESSION_HEADER_DEFAULT;
@@ -119,6 +128,13 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
                     }
                 }
                 case "pod-url-template" -> c.urlTemplate = String.valueOf(v);
+                case "pod-url-hosts" -> {
+                    if (!(v instanceof List<?> list)) {
+                        throw new IllegalArgumentException("pod-url-hosts: expected a list of CIDR blocks and host"
+                            + " globs");
+                    }
+                    list.forEach(h -> c.urlHosts.add(String.valueOf(h)));
+                }
                 case "policy" -> c.policy = String.valueOf(v);
                 case "tokenizer" -> {
                     final Path t = Path.of(String.valueOf(v));
@@ -139,7 +155,8 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
     }
 
     private void epp(final Map<?, ?> m) {
-        final Set<String> allowed = Set.of("listen", "metrics", "allow-remote", "tls-cert", "tls-key", "token-file",
+        final Set<String> allowed = Set.of("listen", "metrics", "allow-remote", "tls-cert", "tls-key", "tls-client-ca",
+            "token-file",
             "stream-deadline-ms", "max-streams", "body-mode");
         for (final Map.Entry<?, ?> e : m.entrySet()) {
             final String k = String.valueOf(e.getKey());
@@ -158,6 +175,7 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
                 }
                 case "tls-cert" -> tlsCert = resolve(String.valueOf(v));
                 case "tls-key" -> tlsKey = resolve(String.valueOf(v));
+                case "tls-client-ca" -> tlsClientCa = resolve(String.valueOf(v));
                 case "token-file" -> tokenFile = resolve(String.valueOf(v));
                 case "stream-deadline-ms" -> streamDeadlineMs = integer("epp." + k, v);
                 case "max-streams" -> maxStreams = integer("epp." + k, v);
@@ -220,7 +238,10 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
      */
     public EppConfig validate() {
         address("listen", listen);
-        local("listen", listen, "answers ext_proc (and so routes traffic) for anyone who reaches it");
+        if (tlsClientCa == null) {
+            // Mutual TLS authenticates the gateway on the ext_proc port, as a token does.
+            local("listen", listen, "answers ext_proc (and so routes traffic) for anyone who reaches it");
+        }
         if (!"off".equals(metrics)) {
             address("metrics", metrics);
             local("metrics", metrics, "exports pod ids and models, unauthenticated");
@@ -228,12 +249,14 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
         if ((tlsCert == null) != (tlsKey == null)) {
             throw new IllegalArgumentException("tls-cert and tls-key go together");
         }
+        if (tlsClientCa != null && tlsCert == null) {
+            throw new IllegalArgumentException("tls-client-ca (mutual TLS) needs the picker's own tls-cert and "
+                + "tls-key");
+        }
         if (blockSize < 1 || blockSize > 4096) {
             throw new IllegalArgumentException("block-size must be 1..4096: " + blockSize);
         }
-        if (urlTemplate != null && !urlTemplate.contains("{pod}")) {
-            throw new IllegalArgumentException("pod-url-template must contain {pod}: '" + urlTemplate + "'");
-        }
+        podUrls = PodUrlTemplate.of(urlTemplate, urlHosts);
         if (policy != null && !routing.isEmpty()) {
             throw new IllegalArgumentException("--policy and a YAML with profiles: choose one");
         }
@@ -254,6 +277,12 @@ public final class EppConfig implements io.kvidx.router.DecisionOptions.Target {
     @Override
     public EppConfig urlTemplate(final String template) {
         this.urlTemplate = template;
+        return this;
+    }
+
+    @Override
+    public EppConfig urlHosts(final List<String> hosts) {
+        this.urlHosts.addAll(hosts);
         return this;
     }
 

@@ -2,6 +2,7 @@ package io.kvidx.epp;
 
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Gauge;
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
@@ -29,7 +30,13 @@ final class EppMetrics {
     final Histogram decisionSeconds;
     final Gauge streams;
 
-    EppMetrics(final IntSupplier ready) {
+    /**
+     * @param ready      pods with an endpoint now.
+     * @param urlRefused distinct pods whose template URL was refused.
+     * @param dirFailed  reads of the cell's discovered-pod file that failed.
+     */
+    EppMetrics(final IntSupplier ready, final java.util.function.LongSupplier urlRefused,
+        final java.util.function.LongSupplier dirFailed) {
         requests = Counter.builder().name("kvidx_epp_requests_total")
             .help("ext_proc request streams answered, by outcome").labelNames("outcome").register(registry);
         predictedTokens = Histogram.builder().name("kvidx_epp_predicted_cached_tokens")
@@ -43,6 +50,13 @@ final class EppMetrics {
             .register(registry);
         GaugeWithCallback.builder().name("kvidx_epp_pods_ready").help("Pods the picker may answer now")
             .callback(cb -> cb.call(ready.getAsInt())).register(registry);
+        CounterWithCallback.builder().name("kvidx_epp_pod_urls_refused_total")
+            .help("Pods the index names whose pod-url-template URL is on a host pod-url-hosts does not allow (each"
+                + " counted once; not answered)")
+            .callback(cb -> cb.call(urlRefused.getAsLong())).register(registry);
+        CounterWithCallback.builder().name("kvidx_epp_pod_directory_read_failures_total")
+            .help("Reads of the cell's pods.json (pod discovery's directory) that failed; the last good one is kept")
+            .callback(cb -> cb.call(dirFailed.getAsLong())).register(registry);
     }
 
     void write(final OutputStream out) throws IOException {

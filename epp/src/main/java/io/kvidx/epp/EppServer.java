@@ -80,10 +80,10 @@ public final class EppServer implements AutoCloseable {
             .topology(topology);
         this.loaded = YamlRouting.parse(config.routingDocument(), environment, config.baseDir);
         final Router router = loaded.router();
-        this.book = new EndpointBook(registry, index, config.pods, config.podModels, config.urlTemplate,
+        this.book = new EndpointBook(registry, index, config.pods, config.podModels, config.podUrls,
             indexContext.indexFile().getParent(), topology);
         this.book.refresh();
-        this.metrics = new EppMetrics(book::ready);
+        this.metrics = new EppMetrics(book::ready, book::podUrlsRefused, book::podDirectoryReadFailures);
         this.tokenizePool = pool("kvidx-epp-tokenize", Math.max(1, Math.min(4,
             Runtime.getRuntime().availableProcessors())), TOKENIZE_QUEUE);
         this.timer = new ScheduledThreadPoolExecutor(1, named("kvidx-epp-timer"));
@@ -93,8 +93,7 @@ public final class EppServer implements AutoCloseable {
             hasTokenizer(loaded), tokenizePool, blockSize);
         final PickerService service = new PickerService(picker, limits, metrics, config.sessionHeader, timer);
         setHealth();
-        final ServerCredentials tls = config.tlsCert == null ? null
-            : TlsServerCredentials.create(config.tlsCert.toFile(), config.tlsKey.toFile());
+        final ServerCredentials tls = credentials(config);
         final NettyServerBuilder b = tls == null ? NettyServerBuilder.forAddress(config.listenAddress())
             : NettyServerBuilder.forAddress(config.listenAddress(), tls);
         final String token = config.tokenFile == null ? null : BearerAuth.readToken(config.tokenFile);
@@ -252,5 +251,24 @@ public final class EppServer implements AutoCloseable {
         timer.shutdownNow();
         loaded.close(environment);
         index.close();
+    }
+
+    /** The ext_proc port's TLS (mutual with a client CA), or null for plaintext; files read once, named on failure. */
+    private static ServerCredentials credentials(final EppConfig config) {
+        if (config.tlsCert == null) {
+            return null;
+        }
+        final TlsServerCredentials.Builder b = TlsServerCredentials.newBuilder();
+        try {
+            b.keyManager(config.tlsCert.toFile(), config.tlsKey.toFile());
+            if (config.tlsClientCa != null) {
+                b.trustManager(config.tlsClientCa.toFile()).clientAuth(TlsServerCredentials.ClientAuth.REQUIRE);
+            }
+        } catch (final IOException | IllegalArgumentException ex) {
+            throw new IllegalArgumentException("tls-cert/tls-key/tls-client-ca: cannot use " + config.tlsCert + ", "
+                + config.tlsKey + (config.tlsClientCa == null ? "" : ", " + config.tlsClientCa) + " (PEM): "
+                + ex.getMessage(), ex);
+        }
+        return b.build();
     }
 }

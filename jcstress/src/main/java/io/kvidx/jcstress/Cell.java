@@ -5,11 +5,9 @@ import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.tiers.TierMapReader;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
-import io.kvidx.ffm.MappedRegion;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -21,8 +19,7 @@ import java.util.stream.Stream;
 
 /**
  * One real, small cell for the jcstress tests: an index file created by the daemon's {@link IndexWriter} (with its
- * host tier map), attached by the router's {@link IndexReader} and {@link TierMapReader}, plus read-only mappings
- * of both files for the broken twins' re-implemented reads ({@code io.kvidx.jcstress.broken}).
+ * host tier map), attached by the router's {@link IndexReader} and {@link TierMapReader}.
  *
  * <p>Cells live in one temporary directory per JVM (under {@code /dev/shm} when it is writable, as the daemon's
  * files do), created on first use and deleted by a shutdown hook. Creating a cell costs milliseconds, far too much
@@ -46,10 +43,6 @@ public final class Cell implements AutoCloseable {
     private final IndexWriter writer;
     private final IndexReader reader;
     private final TierMapReader tiers;
-    private final MappedRegion indexCopy;
-    private final MappedRegion tiersCopy;
-    /** Mapped on first use, by the one broken twin that writes behind the writer's back. */
-    private MappedRegion indexBehindWriter;
 
     private Cell(final IndexWriterContext context) {
         this.writer = IndexWriter.create(context);
@@ -57,13 +50,9 @@ public final class Cell implements AutoCloseable {
             this.reader = IndexReader.attach(new IndexReaderContext().dir(context.dir()).cell(context.cell())
                 .attachTimeoutMs(5_000).heartbeatTimeoutMs(0).readBoundNs(READ_BOUND_NS));
             this.tiers = TierMapReader.attach(writer.tiers().path(), READ_BOUND_NS);
-            final Path index = context.indexFile();
-            this.indexCopy = MappedRegion.mapReadOnly(index, Files.size(index));
-            final Path tierFile = writer.tiers().path();
-            this.tiersCopy = MappedRegion.mapReadOnly(tierFile, Files.size(tierFile));
-        } catch (final IOException ex) {
+        } catch (final RuntimeException ex) {
             writer.close();
-            throw new UncheckedIOException(ex);
+            throw ex;
         }
     }
 
@@ -153,46 +142,9 @@ public final class Cell implements AutoCloseable {
         return tiers;
     }
 
-    /**
-     * @return the index file, mapped read-only a second time (for the broken twins' reads).
-     */
-    public MemorySegment indexSegment() {
-        return indexCopy.segment();
-    }
-
-    /**
-     * @return the tier map file, mapped read-only a second time (for the broken twins' reads).
-     */
-    public MemorySegment tiersSegment() {
-        return tiersCopy.segment();
-    }
-
-    /**
-     * The index file mapped read-write a second time, for the broken twin that re-implements a writer step without
-     * its seqlock ({@code EntryDeleteShiftVsLookupNoVersionBump}); nothing else writes through it.
-     *
-     * @return the writable mapping.
-     */
-    public synchronized MemorySegment indexBehindWriter() {
-        if (indexBehindWriter == null) {
-            try {
-                final Path index = writer.context().indexFile();
-                indexBehindWriter = MappedRegion.mapReadWrite(index, Files.size(index));
-            } catch (final IOException ex) {
-                throw new UncheckedIOException(ex);
-            }
-        }
-        return indexBehindWriter.segment();
-    }
-
     @Override
     public synchronized void close() {
         try {
-            if (indexBehindWriter != null) {
-                indexBehindWriter.close();
-            }
-            tiersCopy.close();
-            indexCopy.close();
             tiers.close();
             reader.close();
         } finally {

@@ -39,7 +39,7 @@ public class EntryDeleteShiftVsLookup {
      */
     @Actor
     public void reader(final I_Result r) {
-        r.r1 = race.observe(EntryRead.REAL);
+        r.r1 = race.observe();
     }
 
     /**

@@ -38,7 +38,7 @@ public class EntryDeleteShiftVsLookupDirectCell {
      */
     @Actor
     public void reader(final I_Result r) {
-        r.r1 = race.observe(EntryRead.REAL);
+        r.r1 = race.observe();
     }
 
     /**

@@ -37,18 +37,17 @@ public final class EntryInsertRace {
     }
 
     /**
-     * The reader actor.
+     * The reader actor: the router's lookup ({@code IndexReader.lookup}).
      *
-     * @param read the lookup under test.
      * @return what the reads saw ({@link Seen}).
      */
-    public int observe(final EntryRead read) {
-        return meet.readWhileWriting(() -> classify(read));
+    public int observe() {
+        return meet.readWhileWriting(this::classify);
     }
 
-    private int classify(final EntryRead read) {
+    private int classify() {
         try {
-            final boolean found = read.lookup(lane.cell(), key[0], out);
+            final boolean found = lane.cell().reader().lookup(key[0], out);
             if (!found && EntryLanes.Lane.none(out)) {
                 return Seen.BEFORE;
             }

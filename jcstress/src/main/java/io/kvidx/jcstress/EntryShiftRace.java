@@ -36,13 +36,6 @@ public final class EntryShiftRace {
         });
     }
 
-    /**
-     * @return the lane (for a broken twin's writer).
-     */
-    public EntryLanes.Lane lane() {
-        return lane;
-    }
-
     /** The writer actor: the daemon's removal of {@code pod-a} from the first key. */
     public void delete() {
         meet.awaitReader();
@@ -51,30 +44,18 @@ public final class EntryShiftRace {
     }
 
     /**
-     * The writer actor of a broken twin: runs its own change instead of the daemon's, then marks it done.
+     * The reader actor: the router's lookup ({@code IndexReader.lookup}).
      *
-     * @param change the change.
-     */
-    public void delete(final Runnable change) {
-        meet.awaitReader();
-        change.run();
-        meet.done();
-    }
-
-    /**
-     * The reader actor.
-     *
-     * @param read the lookup under test.
      * @return what the reads saw ({@link Seen}).
      */
-    public int observe(final EntryRead read) {
-        return meet.readWhileWriting(() -> classify(read));
+    public int observe() {
+        return meet.readWhileWriting(this::classify);
     }
 
-    private int classify(final EntryRead read) {
+    private int classify() {
         try {
             int seen;
-            final boolean first = read.lookup(lane.cell(), lane.keys()[0], out);
+            final boolean first = lane.cell().reader().lookup(lane.keys()[0], out);
             if (first && EntryLanes.Lane.holdsOnly(lane.podA(), out)) {
                 seen = Seen.BEFORE;
             } else if (!first && EntryLanes.Lane.none(out)) {
@@ -82,7 +63,7 @@ public final class EntryShiftRace {
             } else {
                 seen = Seen.TORN;
             }
-            final boolean moved = read.lookup(lane.cell(), lane.keys()[EntryLanes.KEYS - 1], out);
+            final boolean moved = lane.cell().reader().lookup(lane.keys()[EntryLanes.KEYS - 1], out);
             if (!moved || !EntryLanes.Lane.holdsOnly(lane.podB(), out)) {
                 seen |= Seen.MOVED_KEY_LOST;
             }

@@ -40,18 +40,17 @@ public final class PodRegisterRace {
     }
 
     /**
-     * The reader actor.
+     * The reader actor: the router's read ({@code IndexReader.pod}).
      *
-     * @param read the read under test.
      * @return what the reads saw ({@link Seen}).
      */
-    public int observe(final PodRead read) {
-        return meet.readWhileWriting(() -> classify(read));
+    public int observe() {
+        return meet.readWhileWriting(this::classify);
     }
 
-    private int classify(final PodRead read) {
+    private int classify() {
         try {
-            final IndexReader.PodInfo pod = read.read(lane.cell(), lane.slot());
+            final IndexReader.PodInfo pod = lane.cell().reader().pod(lane.slot());
             if (!lane.podId().equals(pod.podId()) || pod.suspect()) {
                 return Seen.TORN;
             }

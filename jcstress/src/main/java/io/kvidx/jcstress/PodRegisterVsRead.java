@@ -39,7 +39,7 @@ public class PodRegisterVsRead {
      */
     @Actor
     public void reader(final I_Result r) {
-        r.r1 = race.observe(PodRead.REAL);
+        r.r1 = race.observe();
     }
 
     /**

@@ -38,7 +38,7 @@ public class TierInsertVsLookup {
      */
     @Actor
     public void reader(final I_Result r) {
-        r.r1 = race.observe(TierRead.REAL);
+        r.r1 = race.observe();
     }
 
     /**

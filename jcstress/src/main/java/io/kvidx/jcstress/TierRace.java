@@ -73,28 +73,28 @@ public final class TierRace {
     }
 
     /**
-     * The reader actor.
+     * The reader actor: the router's lookup ({@code TierMapReader.tierBits}).
      *
-     * @param read the lookup under test.
      * @return what the reads saw ({@link Seen}).
      */
-    public int observe(final TierRead read) {
-        return meet.readWhileWriting(() -> classify(read));
+    public int observe() {
+        return meet.readWhileWriting(this::classify);
     }
 
-    private int classify(final TierRead read) {
+    private int classify() {
+        final TierMapReader tiers = lane.cell().tiers();
         final int seen;
         switch (change) {
-            case INSERT -> seen = classify(read.tierBits(lane.cell(), lane.slot(), generation, TierLanes.INSERT_KEY),
+            case INSERT -> seen = classify(tiers.tierBits(lane.slot(), generation, TierLanes.INSERT_KEY),
                 TierMapReader.ABSENT, TierMapDescriptor.MEDIUM_CPU);
             case REMOVE_SHIFT -> {
-                final int first = classify(read.tierBits(lane.cell(), lane.slot(), generation, KEYS[0]),
+                final int first = classify(tiers.tierBits(lane.slot(), generation, KEYS[0]),
                     TierMapDescriptor.MEDIUM_GPU, TierMapReader.ABSENT);
-                final int last = read.tierBits(lane.cell(), lane.slot(), generation, LAST);
+                final int last = tiers.tierBits(lane.slot(), generation, LAST);
                 seen = first | (last == TierMapDescriptor.MEDIUM_DISK ? 0
                     : isGiveUp(last) ? Seen.GAVE_UP : Seen.MOVED_KEY_LOST);
             }
-            case RESET -> seen = classify(read.tierBits(lane.cell(), lane.slot(), generation, LAST),
+            case RESET -> seen = classify(tiers.tierBits(lane.slot(), generation, LAST),
                 TierMapDescriptor.MEDIUM_DISK, TierMapReader.OTHER_GENERATION);
             default -> throw new IllegalStateException(change.name());
         }

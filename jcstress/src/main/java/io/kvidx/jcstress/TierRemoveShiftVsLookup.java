@@ -39,7 +39,7 @@ public class TierRemoveShiftVsLookup {
      */
     @Actor
     public void reader(final I_Result r) {
-        r.r1 = race.observe(TierRead.REAL);
+        r.r1 = race.observe();
     }
 
     /**

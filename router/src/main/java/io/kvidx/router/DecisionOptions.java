@@ -27,6 +27,12 @@ public final class DecisionOptions {
         Target urlTemplate(String template);
 
         /**
+         * @param hosts hosts the template's URLs may reach, added to the YAML's.
+         * @return this.
+         */
+        Target urlHosts(List<String> hosts);
+
+        /**
          * @param dir the index directory.
          * @return this.
          */
@@ -58,6 +64,11 @@ public final class DecisionOptions {
         + "discovery names, e.g. http://{pod}:8000.")
     private String urlTemplate;
 
+    @Option(names = "--pod-url-host", paramLabel = "CIDR|GLOB", description = "A host --pod-url-template's URLs "
+        + "may reach (repeatable; YAML pod-url-hosts): a CIDR block or a host-name glob. Default: the private and "
+        + "loopback blocks, and names of the template's own domain (docs/router.md, \"Pod URLs\").")
+    private List<String> urlHosts = new ArrayList<>();
+
     @Option(names = "--dir", description = "Index directory (default " + RouterConfig.DIR_DEFAULT + ").")
     private String dir;
 
@@ -84,6 +95,9 @@ public final class DecisionOptions {
         }
         if (urlTemplate != null) {
             target.urlTemplate(urlTemplate);
+        }
+        if (!urlHosts.isEmpty()) {
+            target.urlHosts(urlHosts);
         }
         if (dir != null) {
             target.indexDir(dir);

@@ -25,7 +25,7 @@ import io.netty.util.concurrent.FastThreadLocal;
  * <p><b>Note:</b> one instance per connection, confined to its event loop (a tokenizing thread touches only the
  * request's context and hands back).
  */
-final class FrontHandler extends HttpRequestHandler {
+final class FrontHandler extends HttpRequestHandler implements Decisions.Decided {
     private static final FastThreadLocal<OpenAiRequest> PARSERS = new FastThreadLocal<>() {
         @Override
         protected OpenAiRequest initialValue() {
@@ -38,6 +38,14 @@ final class FrontHandler extends HttpRequestHandler {
     private final ProxyCalls calls;
     private final RouterMetrics metrics;
     private ProxyCall call;
+    // The request being decided (one at a time: the sequencer hands on the next once this one was answered). The
+    // handler is its own Decided, so that a decision allocates no callback.
+    private ChannelHandlerContext pendingCtx;
+    private FullHttpRequest pending;
+    private String pendingPath;
+    private String pendingLabel;
+    private boolean pendingKeepAlive;
+    private long pendingArrived;
 
     /**
      * @param endpoints the router's own answers.
@@ -115,34 +123,50 @@ final class FrontHandler extends HttpRequestHandler {
         try {
             parsed.parse(request.content(), chat);
         } catch (final HttpError ex) {
-            metrics.requests.labelValues(label, Integer.toString(ex.status())).inc();
+            metrics.answered(label, ex.status());
             Responses.error(ctx, keepAlive, ErrorShape.OPENAI, ex);
             return;
         }
         request.retain();
-        decisions.decide(ctx, request, parsed, arrived, new Decisions.Decided() {
-            @Override
-            public void decided(final RoutingContext rc, final RoutingPlan plan, final int promptTokens) {
-                if (!ctx.channel().isActive()) {
-                    decisions.release(rc);
-                    request.release();
-                    metrics.clientDisconnects.inc();
-                    return;
-                }
-                // The headers are heap objects: they outlive the release of the request's content (no copy).
-                final CallRequest r = new CallRequest(request.headers(), path, request.content().retain(),
-                    keepAlive, arrived, promptTokens, label);
-                request.release();
-                call = calls.start(ctx, r, rc, plan);
-            }
+        pendingCtx = ctx;
+        pending = request;
+        pendingPath = path;
+        pendingLabel = label;
+        pendingKeepAlive = keepAlive;
+        pendingArrived = arrived;
+        decisions.decide(ctx, request, parsed, arrived, this);
+    }
 
-            @Override
-            public void refused(final HttpError error) {
-                request.release();
-                metrics.requests.labelValues(label, Integer.toString(error.status())).inc();
-                Responses.error(ctx, keepAlive, ErrorShape.OPENAI, error);
-            }
-        });
+    @Override
+    public void decided(final RoutingContext rc, final RoutingPlan plan, final int promptTokens) {
+        final ChannelHandlerContext ctx = pendingCtx;
+        final FullHttpRequest request = taken();
+        if (!ctx.channel().isActive()) {
+            decisions.release(rc);
+            request.release();
+            metrics.clientDisconnects.inc();
+            return;
+        }
+        // The headers are heap objects: they outlive the release of the request's content (no copy). The body is
+        // the aggregated content itself, retained (no copy).
+        final CallRequest r = new CallRequest(request.headers(), pendingPath, request.content().retain(),
+            pendingKeepAlive, pendingArrived, promptTokens, pendingLabel);
+        request.release();
+        call = calls.start(ctx, r, rc, plan);
+    }
+
+    @Override
+    public void refused(final HttpError error) {
+        final FullHttpRequest request = taken();
+        request.release();
+        metrics.answered(pendingLabel, error.status());
+        Responses.error(pendingCtx, pendingKeepAlive, ErrorShape.OPENAI, error);
+    }
+
+    private FullHttpRequest taken() {
+        final FullHttpRequest request = pending;
+        pending = null;
+        return request;
     }
 
     private static void error(final ChannelHandlerContext ctx, final boolean keepAlive, final int status,

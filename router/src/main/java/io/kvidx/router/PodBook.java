@@ -86,7 +86,7 @@ final class PodBook {
             listed.put(p.id(), p);
             urls.put(p.id(), p.url());
         }
-        this.locator = new PodLocator(urls, config.urlTemplate, cellDir, topology);
+        this.locator = new PodLocator(urls, config.podUrls, cellDir, topology);
         this.http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(config.connectMs))
             .version(HttpClient.Version.HTTP_1_1).build();
     }
@@ -361,6 +361,20 @@ final class PodBook {
 
     long scrapeFailures() {
         return scrapeFailures.sum();
+    }
+
+    /**
+     * @return distinct pods whose {@code pod-url-template} URL was refused (its host not allowed).
+     */
+    long podUrlsRefused() {
+        return locator.refusedPods();
+    }
+
+    /**
+     * @return reads of the cell's discovered-pod file that failed (the last good directory was kept).
+     */
+    long podDirectoryReadFailures() {
+        return locator.readFailures();
     }
 
     PodRegistry registry() {

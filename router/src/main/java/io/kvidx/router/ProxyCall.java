@@ -1,5 +1,6 @@
 package io.kvidx.router;
 
+import io.kvidx.client.index.DataParallelRanks;
 import io.kvidx.routing.RoutingContext;
 import io.kvidx.routing.RoutingPlan;
 import io.kvidx.routing.exec.ProxyExchange;
@@ -17,8 +18,7 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
-import io.netty.handler.codec.http.DefaultHttpContent;
-import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
@@ -54,7 +54,10 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Note:</b> confined to the client connection's event loop (the pod connections are opened on it too).
  */
-final class ProxyCall implements UpstreamHandler.Listener {
+final class ProxyCall implements UpstreamHandler.Listener, Runnable {
+    /** A timer firing this close to a deadline counts it as reached. */
+    private static final long TIMER_SLACK_NS = TimeUnit.MICROSECONDS.toNanos(500);
+
     private final ProxyCalls calls;
     private final ChannelHandlerContext client;
     private final CallRequest request;
@@ -70,8 +73,15 @@ final class ProxyCall implements UpstreamHandler.Listener {
     /** x-kvidx-predicted-tokens: the chosen pod's cached prefix per the index when it was called. */
     private long predictedTokens;
     private CompositeByteBuf prefillAnswer;
-    private ScheduledFuture<?> firstByteTimer;
-    private ScheduledFuture<?> requestTimer;
+    /** The one timer of the call ({@link #run}): at the earliest of its deadlines. */
+    private ScheduledFuture<?> timer;
+    /** When {@link #timer} fires ({@link System#nanoTime()}), or {@link Long#MAX_VALUE} when none is pending. */
+    private long timerAtNs = Long.MAX_VALUE;
+    private long requestDeadlineNs;
+    /** The answer's head is due by then while a call waits for it, else {@link Long#MAX_VALUE}. */
+    private long firstByteDeadlineNs = Long.MAX_VALUE;
+    /** Whether the client's headers were cut to those forwarded (once, in place: they are the calls' headers). */
+    private boolean headersPrepared;
 
     ProxyCall(final ProxyCalls calls, final ChannelHandlerContext client, final CallRequest request,
         final RoutingContext ctx, final ProxyExchange exchange) {
@@ -85,9 +95,10 @@ final class ProxyCall implements UpstreamHandler.Listener {
     /** Starts the first call. */
     void start() {
         calls.metrics.inFlight.inc();
-        requestTimer = client.executor().schedule(() -> fail(504, "timeout",
-            "the request took longer than " + calls.requestMs + " ms (timeouts.request-ms)"),
-            calls.requestMs, TimeUnit.MILLISECONDS);
+        final long now = System.nanoTime();
+        requestDeadlineNs = now + TimeUnit.MILLISECONDS.toNanos(calls.requestMs);
+        // One timer for both deadlines: the first call's head is due about firstByteMs from now.
+        arm(Math.min(requestDeadlineNs, now + TimeUnit.MILLISECONDS.toNanos(calls.firstByteMs)));
         if (exchange.stage() == ProxyExchange.Stage.PREFILL) {
             try {
                 stageBody = Unpooled.wrappedBuffer(exchange.prefillBody(ByteBufUtil.getBytes(request.body())));
@@ -96,7 +107,7 @@ final class ProxyCall implements UpstreamHandler.Listener {
                 return;
             }
         } else {
-            stageBody = request.body().retainedDuplicate();
+            stageBody = request.body().retain(); // each call sends a duplicate: its indexes stay for a retry
         }
         next();
     }
@@ -160,31 +171,32 @@ final class ProxyCall implements UpstreamHandler.Listener {
         upstream.attr(Upstreams.LISTENER).set(this);
         upstreamKeepAlive = false;
         exchange.started();
-        final DefaultFullHttpRequest out = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST,
-            target.path(request.path()), stageBody.retainedDuplicate());
-        final HttpHeaders h = out.headers();
-        final HttpHeaders from = request.headers();
-        final String connection = from.get(HttpHeaderNames.CONNECTION);
-        final Iterator<Map.Entry<CharSequence, CharSequence>> it = from.iteratorCharSequence();
-        while (it.hasNext()) {
-            final Map.Entry<CharSequence, CharSequence> e = it.next();
-            if (calls.policy.forwardsRequestHeader(e.getKey(), connection)) {
-                h.add(e.getKey(), e.getValue());
+        // The client's headers object is the call's (no copy): cut once to those forwarded, then the policy's and the
+        // transport's set on it for each call (a retry replaces them).
+        final HttpHeaders h = request.headers();
+        if (!headersPrepared) {
+            final String connection = h.get(HttpHeaderNames.CONNECTION);
+            CharSequence name;
+            while ((name = firstNotForwarded(h, connection)) != null) {
+                h.remove(name);
+            }
+            headersPrepared = true;
+        } else {
+            h.remove(DataParallelRanks.HEADER);
+            if (target.hintName() != null) {
+                h.remove(target.hintName());
             }
         }
         target.headers(h::set);
-        h.set(HttpHeaderNames.HOST, url.getHost() + ":" + Upstreams.port(url));
+        h.set(HttpHeaderNames.HOST, calls.hostHeader(url));
         h.setInt(HttpHeaderNames.CONTENT_LENGTH, stageBody.readableBytes());
         h.set(HttpHeaderNames.CONNECTION, HttpHeaderValues.KEEP_ALIVE);
-        firstByteTimer = client.executor().schedule(() -> {
-            if (!done && upstream != null && !headSent) {
-                final Channel ch = upstream;
-                dropUpstream();
-                ch.close();
-                failed("first-byte-timeout", "no answer within " + calls.firstByteMs
-                    + " ms (timeouts.first-byte-ms)");
-            }
-        }, calls.firstByteMs, TimeUnit.MILLISECONDS);
+        final DefaultFullHttpRequest out = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST,
+            target.path(request.path()), stageBody.retainedDuplicate(), h, EmptyHttpHeaders.INSTANCE);
+        firstByteDeadlineNs = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(calls.firstByteMs);
+        if (firstByteDeadlineNs < timerAtNs) {
+            arm(firstByteDeadlineNs);
+        }
         upstream.writeAndFlush(out).addListener((ChannelFutureListener) wf -> {
             if (!wf.isSuccess() && upstream == wf.channel()) {
                 final Channel ch = upstream;
@@ -200,7 +212,7 @@ final class ProxyCall implements UpstreamHandler.Listener {
         if (ch != upstream || done) {
             return;
         }
-        cancel(firstByteTimer);
+        firstByteDeadlineNs = Long.MAX_VALUE;
         upstreamKeepAlive = HttpUtil.isKeepAlive(head);
         final int status = head.status().code();
         if (exchange.retries(status)) {
@@ -214,19 +226,17 @@ final class ProxyCall implements UpstreamHandler.Listener {
             prefillAnswer = ch.alloc().compositeBuffer();
             return;
         }
-        final HttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, head.status());
+        // The pod's head goes to the client itself (no copy), its hop-by-hop headers removed in place: the decoder
+        // read its framing before handing it on.
+        final HttpResponse out = head;
+        out.setProtocolVersion(HttpVersion.HTTP_1_1);
         final HttpHeaders from = head.headers();
         final String connection = from.get(HttpHeaderNames.CONNECTION);
-        final Iterator<Map.Entry<CharSequence, CharSequence>> it = from.iteratorCharSequence();
-        while (it.hasNext()) {
-            final Map.Entry<CharSequence, CharSequence> e = it.next();
-            if (!ProxyHeaders.isHopByHop(e.getKey(), connection)) {
-                out.headers().add(e.getKey(), e.getValue());
-            }
+        CharSequence name;
+        while ((name = firstHopByHop(from, connection)) != null) {
+            from.remove(name);
         }
-        if (from.contains(HttpHeaderNames.CONTENT_LENGTH)) {
-            out.headers().set(HttpHeaderNames.CONTENT_LENGTH, from.get(HttpHeaderNames.CONTENT_LENGTH));
-        } else {
+        if (!from.contains(HttpHeaderNames.CONTENT_LENGTH)) {
             HttpUtil.setTransferEncodingChunked(out, true);
         }
         if (calls.responseHeaders) {
@@ -241,7 +251,7 @@ final class ProxyCall implements UpstreamHandler.Listener {
         HttpUtil.setKeepAlive(out, request.keepAlive());
         headSent = true;
         calls.metrics.firstByteSeconds.observe((System.nanoTime() - request.arrivedNs()) / 1e9);
-        calls.metrics.requests.labelValues(request.endpointLabel(), Integer.toString(status)).inc();
+        calls.metrics.answered(request.endpointLabel(), status);
         client.write(out);
     }
 
@@ -261,19 +271,11 @@ final class ProxyCall implements UpstreamHandler.Listener {
             return;
         }
         if (last) {
-            final ByteBuf data = content.content().retain();
-            content.release();
-            if (data.isReadable()) {
-                client.write(new DefaultHttpContent(data));
-            } else {
-                data.release();
-            }
             returnUpstream(ch);
-            complete();
+            complete((LastHttpContent) content); // the pod's last part itself, its data and trailers
             return;
         }
-        client.writeAndFlush(new DefaultHttpContent(content.content().retain()));
-        content.release();
+        client.writeAndFlush(content); // the pod's chunk itself: the client's connection releases it once written
         if (!client.channel().isWritable()) {
             ch.config().setAutoRead(false);
         }
@@ -395,22 +397,92 @@ final class ProxyCall implements UpstreamHandler.Listener {
             client.close();
             return;
         }
-        calls.metrics.requests.labelValues(request.endpointLabel(), Integer.toString(status)).inc();
+        calls.metrics.answered(request.endpointLabel(), status);
         finish();
         Responses.error(client, request.keepAlive(), ErrorShape.OPENAI, new HttpError(status, type, message));
     }
 
-    private void complete() {
+    private void complete(final LastHttpContent last) {
         finish();
-        final ChannelFuture f = client.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT);
+        final ChannelFuture f = client.writeAndFlush(last);
         if (!request.keepAlive()) {
             f.addListener(ChannelFutureListener.CLOSE);
         }
     }
 
+    /** The first header the policy does not forward, or null (the headers' iterator cannot remove). */
+    private CharSequence firstNotForwarded(final HttpHeaders h, final String connection) {
+        final Iterator<Map.Entry<CharSequence, CharSequence>> it = h.iteratorCharSequence();
+        while (it.hasNext()) {
+            final CharSequence name = it.next().getKey();
+            if (!setByCall(name) && !calls.policy.forwardsRequestHeader(name, connection)) {
+                return name;
+            }
+        }
+        return null;
+    }
+
+    /** Whether each call sets the header itself, replacing the client's (Host, Content-Length, Content-Type, ...). */
+    private static boolean setByCall(final CharSequence name) {
+        return HttpHeaderNames.HOST.contentEqualsIgnoreCase(name)
+            || HttpHeaderNames.CONTENT_LENGTH.contentEqualsIgnoreCase(name)
+            || HttpHeaderNames.CONTENT_TYPE.contentEqualsIgnoreCase(name)
+            || HttpHeaderNames.CONNECTION.contentEqualsIgnoreCase(name);
+    }
+
+    /** The first hop-by-hop header of a pod's answer, or null. */
+    private static CharSequence firstHopByHop(final HttpHeaders h, final String connection) {
+        final Iterator<Map.Entry<CharSequence, CharSequence>> it = h.iteratorCharSequence();
+        while (it.hasNext()) {
+            final CharSequence name = it.next().getKey();
+            // Content-Length is kept, Connection set by HttpUtil.setKeepAlive: neither needs removing.
+            if (!HttpHeaderNames.CONTENT_LENGTH.contentEqualsIgnoreCase(name)
+                && !HttpHeaderNames.CONNECTION.contentEqualsIgnoreCase(name)
+                && ProxyHeaders.isHopByHop(name, connection)) {
+                return name;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The call's timer: the request's deadline ({@code request-ms}: 504 before the answer started) and, while a call
+     * waits for the answer's head, its first-byte deadline (the pod is dropped and another tried); then armed again
+     * at the next deadline still pending.
+     */
+    @Override
+    public void run() {
+        timer = null;
+        timerAtNs = Long.MAX_VALUE;
+        if (done) {
+            return;
+        }
+        final long now = System.nanoTime() + TIMER_SLACK_NS;
+        if (now >= requestDeadlineNs) {
+            fail(504, "timeout", "the request took longer than " + calls.requestMs + " ms (timeouts.request-ms)");
+            return;
+        }
+        if (now >= firstByteDeadlineNs && upstream != null && !headSent) {
+            final Channel ch = upstream;
+            dropUpstream();
+            ch.close();
+            failed("first-byte-timeout", "no answer within " + calls.firstByteMs + " ms (timeouts.first-byte-ms)");
+        }
+        if (!done && timerAtNs == Long.MAX_VALUE) {
+            arm(Math.min(requestDeadlineNs, firstByteDeadlineNs));
+        }
+    }
+
+    /** (Re)arms the call's one timer for {@code atNs}. */
+    private void arm(final long atNs) {
+        cancel(timer);
+        timerAtNs = atNs;
+        timer = client.executor().schedule(this, Math.max(0, atNs - System.nanoTime()), TimeUnit.NANOSECONDS);
+    }
+
     /** Forgets the pod connection (the caller closes or keeps it); its call stops counting in the pod's load. */
     private void dropUpstream() {
-        cancel(firstByteTimer);
+        firstByteDeadlineNs = Long.MAX_VALUE;
         if (upstream != null) {
             upstream.attr(Upstreams.LISTENER).set(null);
             upstream = null;
@@ -423,8 +495,9 @@ final class ProxyCall implements UpstreamHandler.Listener {
             return;
         }
         done = true;
-        cancel(requestTimer);
-        cancel(firstByteTimer);
+        cancel(timer);
+        timer = null;
+        timerAtNs = Long.MAX_VALUE;
         exchange.ended();
         if (prefillAnswer != null) {
             prefillAnswer.release();

@@ -4,13 +4,17 @@ import io.kvidx.routing.RoutingContext;
 import io.kvidx.routing.RoutingPlan;
 import io.kvidx.routing.exec.ProxyPolicy;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.util.AsciiString;
+
+import java.net.URI;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The router's executor on Netty: what every {@link ProxyCall} shares (the one {@link ProxyPolicy} of routing's
  * executors, the pod connections, the pods, the metrics, the timeouts) and the factory of calls. A call is the
  * policy's transport; it decides nothing the policy decides.
  *
- * <p><b>Note:</b> shared by all connections; immutable.
+ * <p><b>Note:</b> shared by all connections; immutable but for its cache of Host headers (a concurrent map).
  */
 final class ProxyCalls {
     final ProxyPolicy policy;
@@ -23,6 +27,8 @@ final class ProxyCalls {
     /** Whether answers carry x-kvidx-pod, x-kvidx-predicted-tokens, x-kvidx-fallback, x-kvidx-prefill-pod. */
     final boolean responseHeaders;
     final int blockSize;
+    /** Each pod URL's Host header, made once. */
+    private final ConcurrentHashMap<URI, AsciiString> hosts = new ConcurrentHashMap<>();
 
     /**
      * @param policy          the proxy policy (the router's plans, attempts, pod targets, rank and hint headers).
@@ -44,6 +50,15 @@ final class ProxyCalls {
         this.requestMs = config.requestMs;
         this.responseHeaders = config.responseHeaders;
         this.blockSize = blockSize;
+    }
+
+    /**
+     * @param url a pod's base URL.
+     * @return its {@code Host} header's value ({@code host:port}), made once per URL.
+     */
+    AsciiString hostHeader(final URI url) {
+        final AsciiString h = hosts.get(url);
+        return h != null ? h : hosts.computeIfAbsent(url, u -> AsciiString.of(u.getHost() + ":" + Upstreams.port(u)));
     }
 
     /**

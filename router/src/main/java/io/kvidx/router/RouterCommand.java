@@ -35,6 +35,14 @@ public final class RouterCommand implements Callable<Integer> {
     @Option(names = "--threads", description = "Event-loop threads (default " + RouterConfig.THREADS_DEFAULT + ").")
     private Integer threads;
 
+    @Option(names = "--warm-up-decisions", description = "Synthetic decisions made before /health reports ready"
+        + " (default " + RouterConfig.WARM_UP_DECISIONS_DEFAULT + "; 0: none).")
+    private Integer warmUpDecisions;
+
+    @Option(names = "--warm-up-ms", description = "Most milliseconds the warm-up takes (default "
+        + RouterConfig.WARM_UP_MS_DEFAULT + ").")
+    private Integer warmUpMs;
+
     @Option(names = "--attempts", description = "Calls per stage before giving up (default "
         + RouterConfig.ATTEMPTS_DEFAULT + ").")
     private Integer attempts;
@@ -73,6 +81,11 @@ public final class RouterCommand implements Callable<Integer> {
     @Option(names = "--allow-remote", description = "Accept a --listen address other hosts reach (default: loopback"
         + " only; the router authenticates no client, so admit only your gateway with a NetworkPolicy or firewall).")
     private Boolean allowRemote;
+
+    @Option(names = "--admin-token-file", paramLabel = "FILE", description = "GET /metrics needs 'Authorization: "
+        + "Bearer <token>', the token read from FILE (at least 16 characters); the proxied traffic does not (the "
+        + "clients' own Authorization goes to the engines).")
+    private Path adminTokenFile;
 
     @Option(names = "--cache-hint", description = "Send the chosen pod where it holds the prompt's cached prefix"
         + " (GPU, CPU, disk; from the host tier map) in this request header, e.g. x-kvidx-cache-hint (off by"
@@ -122,6 +135,8 @@ public final class RouterCommand implements Callable<Integer> {
         decision.applyTo(c);
         c.threads = threads != null ? threads : c.threads;
         c.attempts = attempts != null ? attempts : c.attempts;
+        c.warmUpDecisions = warmUpDecisions != null ? warmUpDecisions : c.warmUpDecisions;
+        c.warmUpMs = warmUpMs != null ? warmUpMs : c.warmUpMs;
         c.connectMs = connectMs != null ? connectMs : c.connectMs;
         c.firstByteMs = firstByteMs != null ? firstByteMs : c.firstByteMs;
         c.requestMs = requestMs != null ? requestMs : c.requestMs;
@@ -130,6 +145,7 @@ public final class RouterCommand implements Callable<Integer> {
         c.scrapeIntervalMs = scrapeIntervalMs != null ? scrapeIntervalMs : c.scrapeIntervalMs;
         c.responseHeaders = responseHeaders != null ? responseHeaders : c.responseHeaders;
         c.allowRemote = allowRemote != null ? allowRemote : c.allowRemote;
+        c.adminTokenFile = adminTokenFile != null ? adminTokenFile : c.adminTokenFile;
         c.cacheHint = cacheHint != null ? cacheHint : c.cacheHint;
         c.maxBodyBytes = maxBodyBytes != null ? maxBodyBytes : c.maxBodyBytes;
         c.blockSize = blockSize != null ? blockSize : c.blockSize;

@@ -1,6 +1,7 @@
 package io.kvidx.router;
 
 import io.kvidx.routing.PodRole;
+import io.kvidx.routing.PodUrlTemplate;
 import org.snakeyaml.engine.v2.api.Dump;
 import org.snakeyaml.engine.v2.api.DumpSettings;
 import org.snakeyaml.engine.v2.api.Load;
@@ -29,6 +30,7 @@ import java.util.Set;
  * pods:
  *   - {id: pod-a, url: http://10.0.0.1:8000, model: Qwen/Qwen3-0.6B, role: both}
  * pod-url-template: http://{pod}:8000      # pods the index knows and the list does not name
+ * pod-url-hosts: [10.0.0.0/8]               # hosts the template may reach (default: private blocks, its own domain)
  * policy: cache-aware                       # when the file has no profiles: cache-aware | approximate |
  *                                           #   round-robin | least-load
  * tokenizer: /models/qwen3                  # text and chat requests (the default profiles' tokenize stage)
@@ -37,12 +39,15 @@ import java.util.Set;
  * session-header: x-session-id
  * lora-adapters: {my-adapter: Qwen/Qwen3-0.6B}
  * health: {interval-ms: 2000, path: /health}
+ * admin-token-file: /run/secrets/metrics   # GET /metrics needs 'Authorization: Bearer <its token>'; traffic does not
  * scrape: {interval-ms: 0}                  # engines' /metrics (0: off)
  * response-headers: false                   # x-kvidx-pod, x-kvidx-predicted-tokens on every answer
  * cache-hint: x-kvidx-cache-hint            # the chosen pod's cached prefix per tier, to the pod (off by default)
  * max-body-bytes: 8388608
  * threads: 2
  * block-size: 16                           # when the index is not mapped at start (else the index's)
+ * warm-up-decisions: 5000                  # synthetic decisions before /health says ready (0: none)
+ * warm-up-ms: 10000                        # the warm-up's time bound
  * profiles: {...}                           # optional: as docs/routing.md
  * workflow: {...}
  * </pre>
@@ -68,6 +73,10 @@ public final class RouterConfig implements DecisionOptions.Target {
     public static final int MAX_BODY_BYTES_DEFAULT = 8 << 20;
     /** Default largest prefill answer the router holds to pass to the decode pod. */
     public static final int MAX_PREFILL_ANSWER_BYTES = 1 << 20;
+    /** Default synthetic decisions the router makes before it reports ready ({@link WarmUp}; 0: none). */
+    public static final int WARM_UP_DECISIONS_DEFAULT = 5_000;
+    /** Default bound of the warm-up's time. */
+    public static final int WARM_UP_MS_DEFAULT = 10_000;
     /** Default health check interval. */
     public static final int HEALTH_INTERVAL_MS_DEFAULT = 2_000;
     /** Default health check path. */
@@ -93,6 +102,10 @@ public final class RouterConfig implements DecisionOptions.Target {
     String cell = CELL_DEFAULT;
     final List<Pod> pods = new ArrayList<>();
     String urlTemplate;
+    /** {@code pod-url-hosts}: the hosts {@link #urlTemplate}'s URLs may name (empty: {@link PodUrlTemplate}'s). */
+    final List<String> urlHosts = new ArrayList<>();
+    /** The template and its hosts, made by {@link #validate()}; null without a template. */
+    PodUrlTemplate podUrls;
     String policy = POLICY_DEFAULT;
     Path tokenizer;
     int connectMs = CONNECT_MS_DEFAULT;
@@ -107,11 +120,17 @@ public final class RouterConfig implements DecisionOptions.Target {
     boolean responseHeaders;
     /** Accept a {@link #listen} address other hosts reach (the router authenticates no client). */
     boolean allowRemote;
+    /** A file holding the bearer token {@code /metrics} needs, or null: it is open. */
+    Path adminTokenFile;
+    /** The token of {@link #adminTokenFile}, read by {@link #validate()}. */
+    String adminToken;
     /** The cache hint header sent to the chosen pods ({@link io.kvidx.routing.exec.CacheHint}), or null for none. */
     String cacheHint;
     int maxBodyBytes = MAX_BODY_BYTES_DEFAULT;
     int threads = THREADS_DEFAULT;
     int blockSize = BLOCK_SIZE_DEFAULT;
+    int warmUpDecisions = WARM_UP_DECISIONS_DEFAULT;
+    int warmUpMs = WARM_UP_MS_DEFAULT;
     /** The profiles/workflow part of the document as YAML, or null: the {@link #policy}'s profile. */
     String routingYaml;
     /** Directory relative paths in the document resolve against. */
@@ -167,6 +186,15 @@ public final class RouterConfig implements DecisionOptions.Target {
                     }
                 }
                 case "pod-url-template" -> c.urlTemplate = str(key, v);
+                case "pod-url-hosts" -> {
+                    if (!(v instanceof List<?> list)) {
+                        throw new IllegalArgumentException("pod-url-hosts: expected a list of CIDR blocks and host"
+                            + " globs");
+                    }
+                    for (final Object h : list) {
+                        c.urlHosts.add(str("pod-url-hosts[]", h));
+                    }
+                }
                 case "policy" -> c.policy = str(key, v);
                 case "tokenizer" -> c.tokenizer = resolve(baseDir, str(key, v));
                 case "timeouts" -> {
@@ -197,12 +225,16 @@ public final class RouterConfig implements DecisionOptions.Target {
                 case "max-body-bytes" -> c.maxBodyBytes = integer(key, v, c.maxBodyBytes);
                 case "threads" -> c.threads = integer(key, v, c.threads);
                 case "allow-remote" -> c.allowRemote = bool(key, v);
+                case "admin-token-file" -> c.adminTokenFile = resolve(baseDir, str(key, v));
                 case "block-size" -> c.blockSize = integer(key, v, c.blockSize);
+                case "warm-up-decisions" -> c.warmUpDecisions = integer(key, v, c.warmUpDecisions);
+                case "warm-up-ms" -> c.warmUpMs = integer(key, v, c.warmUpMs);
                 case "profiles", "workflow" -> routing.put(key, v);
                 default -> throw new IllegalArgumentException("unknown key '" + key + "' (listen, index, pods,"
-                    + " pod-url-template, policy, tokenizer, timeouts, attempts, session-header, lora-adapters,"
-                    + " health, scrape, response-headers, cache-hint, max-body-bytes, threads, block-size,"
-                    + " allow-remote, profiles, workflow)");
+                    + " pod-url-template, pod-url-hosts, policy, tokenizer, timeouts, attempts, session-header,"
+                    + " lora-adapters, health, scrape, response-headers, cache-hint, max-body-bytes, threads,"
+                    + " block-size, warm-up-decisions, warm-up-ms, allow-remote, admin-token-file, profiles,"
+                    + " workflow)");
             }
         }
         if (!routing.isEmpty()) {
@@ -260,6 +292,12 @@ public final class RouterConfig implements DecisionOptions.Target {
     }
 
     @Override
+    public RouterConfig urlHosts(final List<String> hosts) {
+        this.urlHosts.addAll(hosts);
+        return this;
+    }
+
+    @Override
     public RouterConfig indexDir(final String indexDir) {
         this.dir = indexDir;
         return this;
@@ -308,6 +346,10 @@ public final class RouterConfig implements DecisionOptions.Target {
         positive("timeouts.connect-ms", connectMs);
         positive("timeouts.first-byte-ms", firstByteMs);
         positive("timeouts.request-ms", requestMs);
+        if (warmUpDecisions < 0 || warmUpDecisions > 10_000_000) {
+            throw new IllegalArgumentException("warm-up-decisions must be 0..10000000: " + warmUpDecisions);
+        }
+        positive("warm-up-ms", warmUpMs);
         if (attempts < 1 || attempts > 16) {
             throw new IllegalArgumentException("attempts must be 1..16: " + attempts);
         }
@@ -326,9 +368,8 @@ public final class RouterConfig implements DecisionOptions.Target {
         if (routingYaml == null && !POLICIES.contains(policy)) {
             throw new IllegalArgumentException("policy must be one of " + POLICIES + ": '" + policy + "'");
         }
-        if (urlTemplate != null && !urlTemplate.contains("{pod}")) {
-            throw new IllegalArgumentException("pod-url-template must contain {pod}: '" + urlTemplate + "'");
-        }
+        podUrls = PodUrlTemplate.of(urlTemplate, urlHosts);
+        adminToken = adminTokenFile == null ? null : io.kvidx.serve.BearerAuth.readToken(adminTokenFile);
         if (sessionHeader == null || sessionHeader.isBlank()) {
             throw new IllegalArgumentException("session-header must name a header");
         }

@@ -10,7 +10,8 @@ import java.io.IOException;
 import java.util.Map;
 
 /**
- * The router's own answers: {@code GET /health} (200 while a pod is routable, else 503), {@code GET /v1/models}
+ * The router's own answers: {@code GET /health} (200 while a pod is routable once the {@link WarmUp} ended, else
+ * 503), {@code GET /v1/models}
  * (the models served and the LoRA adapters with their parent) and {@code GET /metrics} (Prometheus text).
  *
  * <p><b>Note:</b> stateless; called on event loops.
@@ -20,28 +21,35 @@ final class RouterEndpoints {
     private final PodIndex index;
     private final Map<String, String> loraAdapters;
     private final RouterMetrics metrics;
+    private final WarmUp warmUp;
 
     /**
      * @param pods         the pods.
      * @param index        the index (whether it is mapped now).
      * @param loraAdapters adapter name to base model.
      * @param metrics      the router's metrics.
+     * @param warmUp       the warm-up (not ready while it runs).
      */
     RouterEndpoints(final PodBook pods, final PodIndex index, final Map<String, String> loraAdapters,
-        final RouterMetrics metrics) {
+        final RouterMetrics metrics, final WarmUp warmUp) {
         this.pods = pods;
         this.index = index;
         this.loraAdapters = loraAdapters;
         this.metrics = metrics;
+        this.warmUp = warmUp;
     }
 
     void health(final ChannelHandlerContext ctx, final boolean keepAlive) {
         final int routable = pods.routable();
         final boolean indexed = index.isAvailable();
-        Responses.health(ctx, keepAlive, routable > 0, routable > 0 ? "ok" : "no routable pod", g -> {
-            g.writeNumberField("pods_routable", routable);
-            g.writeBooleanField("index_available", indexed);
-        });
+        final boolean warm = warmUp.ready();
+        final int warmUpDecisions = warmUp.decisionsMade();
+        Responses.health(ctx, keepAlive, warm && routable > 0, !warm ? "warming up" : routable > 0 ? "ok"
+            : "no routable pod", g -> {
+                g.writeNumberField("pods_routable", routable);
+                g.writeBooleanField("index_available", indexed);
+                g.writeNumberField("warm_up_decisions", warmUpDecisions);
+            });
     }
 
     void models(final ChannelHandlerContext ctx, final boolean keepAlive) {

@@ -3,6 +3,7 @@ package io.kvidx.router;
 import io.kvidx.routing.RoutingCounters;
 import io.kvidx.routing.Selector;
 import io.kvidx.routing.Workflow;
+import io.prometheus.metrics.core.datapoints.CounterDataPoint;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.Gauge;
@@ -13,6 +14,7 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * The router's Prometheus metrics ({@code GET /metrics}): requests by endpoint and status, upstream failures and
@@ -22,6 +24,8 @@ import java.io.OutputStream;
  */
 final class RouterMetrics {
     private static final PrometheusTextFormatWriter TEXT = PrometheusTextFormatWriter.create();
+    /** Statuses the proxied endpoints' counters are cached for (0..599). */
+    private static final int STATUSES = 600;
 
     private final PrometheusRegistry registry = new PrometheusRegistry();
     final Counter requests;
@@ -34,6 +38,8 @@ final class RouterMetrics {
     final Histogram firstByteSeconds;
     final Histogram routerSeconds;
     final Gauge inFlight;
+    /** The proxied endpoints' request counters by status, looked up once (a label lookup allocates). */
+    private final AtomicReferenceArray<CounterDataPoint> answered = new AtomicReferenceArray<>(2 * STATUSES);
 
     RouterMetrics(final Workflow workflow, final PodBook pods) {
         requests = Counter.builder().name("kvidx_router_requests_total")
@@ -94,6 +100,13 @@ final class RouterMetrics {
             .callback(cb -> cb.call(pods.routable())).register(registry);
         CounterWithCallback.builder().name("kvidx_router_health_check_failures_total")
             .help("Health checks a pod failed").callback(cb -> cb.call(pods.healthFailures())).register(registry);
+        CounterWithCallback.builder().name("kvidx_router_pod_urls_refused_total")
+            .help("Pods the index names whose pod-url-template URL is on a host pod-url-hosts does not allow (each"
+                + " counted once; not routed to)")
+            .callback(cb -> cb.call(pods.podUrlsRefused())).register(registry);
+        CounterWithCallback.builder().name("kvidx_router_pod_directory_read_failures_total")
+            .help("Reads of the cell's pods.json (pod discovery's directory) that failed; the last good one is kept")
+            .callback(cb -> cb.call(pods.podDirectoryReadFailures())).register(registry);
         CounterWithCallback.builder().name("kvidx_router_scrape_failures_total")
             .help("Engine /metrics pages that could not be read").callback(cb -> cb.call(pods.scrapeFailures()))
             .register(registry);
@@ -101,5 +114,27 @@ final class RouterMetrics {
 
     void write(final OutputStream out) throws IOException {
         TEXT.write(out, registry.scrape());
+    }
+
+    /**
+     * Counts a request answered: {@code completions} and {@code chat} through a counter looked up once per status,
+     * other endpoints by label.
+     *
+     * @param endpoint the endpoint's label.
+     * @param status   the HTTP status.
+     */
+    void answered(final String endpoint, final int status) {
+        final int row = "completions".equals(endpoint) ? 0 : "chat".equals(endpoint) ? 1 : -1;
+        if (row < 0 || status < 0 || status >= STATUSES) {
+            requests.labelValues(endpoint, Integer.toString(status)).inc();
+            return;
+        }
+        final int i = row * STATUSES + status;
+        CounterDataPoint c = answered.get(i);
+        if (c == null) {
+            c = requests.labelValues(endpoint, Integer.toString(status));
+            answered.set(i, c);
+        }
+        c.inc();
     }
 }

@@ -45,6 +45,8 @@ public final class RouterServer implements AutoCloseable {
     public static final int TOKENIZE_QUEUE = 1024;
     /** Requests a pipelining client may send ahead of its answers before the router stops reading. */
     static final int MAX_PIPELINED = ServeContext.MAX_PIPELINED_DEFAULT;
+    /** What {@code admin-token-file}'s token guards: the metrics name pods and models. */
+    static final java.util.Set<String> ADMIN_PATHS = java.util.Set.of("/metrics");
     /** Largest header block of a client's request. */
     static final int MAX_HEADER_BYTES = 16384;
 
@@ -57,6 +59,8 @@ public final class RouterServer implements AutoCloseable {
     private final YamlRouting.Environment environment;
     private final TierMapLookup hintTiers;
     private final ThreadPoolExecutor tokenizePool;
+    /** Synthetic decisions before {@code /health} reports ready (package-private for the tests). */
+    final WarmUp warmUp;
     private final NettyServer server;
     private final Thread housekeeping;
     private volatile boolean running = true;
@@ -87,10 +91,17 @@ public final class RouterServer implements AutoCloseable {
             hasTokenizer(loaded), tokenizePool, metrics);
         final ProxyCalls calls = new ProxyCalls(policy, new Upstreams(config.connectMs), pods, decisions, metrics,
             config, blockSize);
-        final RouterEndpoints endpoints = new RouterEndpoints(pods, index, config.loraAdapters, metrics);
+        // The warm-up decides through a twin of the routing document (its own plugins and counters), never a pod.
+        final YamlRouting.Environment twinEnvironment = new YamlRouting.Environment().index(index).registry(registry)
+            .blockSize(blockSize).topology(topology);
+        this.warmUp = new WarmUp(() -> YamlRouting.parse(config.routingDocument(), twinEnvironment, config.baseDir),
+            twinEnvironment, pods, router.mayBlock() ? 0 : config.warmUpDecisions, config.warmUpMs);
+        final RouterEndpoints endpoints = new RouterEndpoints(pods, index, config.loraAdapters, metrics, warmUp);
         final ServeContext context = new ServeContext().listen(config.listenAddress()).threads(config.threads)
             .threadName("kvidx-router").idleTimeoutS(IDLE_TIMEOUT_S).maxHeaderBytes(MAX_HEADER_BYTES)
-            .maxBodyBytes(config.maxBodyBytes).maxPipelined(MAX_PIPELINED);
+            .maxBodyBytes(config.maxBodyBytes).maxPipelined(MAX_PIPELINED)
+            .auth(config.adminToken == null ? null : io.kvidx.serve.BearerAuth.adminOnly(config.adminToken,
+                ADMIN_PATHS, io.kvidx.serve.ErrorShape.OPENAI));
         try {
             this.server = NettyServer.start(context, HttpPipeline.of(context,
                 () -> new FrontHandler(endpoints, decisions, calls, metrics)));
@@ -99,6 +110,7 @@ public final class RouterServer implements AutoCloseable {
             final Throwable cause = ex.getCause() != null ? ex.getCause() : ex;
             throw new IllegalStateException("cannot listen on " + config.listen + ": " + cause.getMessage(), ex);
         }
+        this.warmUp.start();
         this.housekeeping = new Thread(this::housekeep, "kvidx-router-pods");
         this.housekeeping.setDaemon(true);
         this.housekeeping.start();

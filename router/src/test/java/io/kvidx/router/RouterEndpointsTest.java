@@ -56,6 +56,43 @@ class RouterEndpointsTest {
     }
 
     /**
+     * With {@code admin-token-file}, {@code /metrics} needs its token (401 in OpenAI's error shape without it), while
+     * health, models and the proxied traffic, whose own Authorization goes to the engine, need none. Fails with the
+     * router's BearerAuth off (metrics open) or guarding every path (traffic refused).
+     */
+    @Test
+    void shouldGuardOnlyTheMetricsWithTheAdminToken() throws Exception {
+        final Path token = work.resolve("admin-token");
+        java.nio.file.Files.writeString(token, "metrics-secret-0123456789\n");
+        final RouterConfig c = Routers.config(work);
+        c.pod("pod-a", engine.url(), "model-a", null);
+        c.adminTokenFile = token;
+        try (RouterServer router = RouterServer.start(c)) {
+            final HttpResponse<String> open = Routers.get(router.port(), "/metrics");
+            assertEquals(401, open.statusCode(), open.body());
+            assertTrue(open.body().contains("unauthorized"), open.body());
+            final HttpResponse<String> wrong = Routers.get(router.port(), "/metrics", "Authorization",
+                "Bearer not-the-token-0123456789");
+            assertEquals(401, wrong.statusCode());
+            final HttpResponse<String> ok = Routers.get(router.port(), "/metrics", "Authorization",
+                "Bearer metrics-secret-0123456789");
+            assertEquals(200, ok.statusCode());
+            assertTrue(ok.body().contains("kvidx_router_pods_routable"), ok.body());
+            assertEquals(200, Routers.get(router.port(), "/v1/models").statusCode());
+            final HttpResponse<String> traffic = Routers.post(router.port(), "/v1/completions",
+                "{\"model\": \"model-a\", \"prompt\": [1, 2, 3], \"max_tokens\": 1}", "Authorization",
+                "Bearer engine-key");
+            assertEquals(200, traffic.statusCode(), traffic.body());
+        }
+        java.nio.file.Files.writeString(token, "short");
+        final RouterConfig bad = Routers.config(work);
+        bad.adminTokenFile = token;
+        final IllegalArgumentException ex = org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class, bad::validate);
+        assertTrue(ex.getMessage().contains("admin-token"), ex.getMessage());
+    }
+
+    /**
      * {@code /v1/models} lists every listed pod's model once and the LoRA adapters with their base model. Fails if
      * PodBook.models() stops adding the listed pods' models or RouterEndpoints.models() the adapters' parent.
      */

@@ -25,7 +25,7 @@ final class Routers {
     /**
      * @param work the test's directory.
      * @return a configuration listening on a free loopback port, over a directory with no index (decisions fall
-     * back, listed pods are registered by hand), with the {@code x-kvidx-*} response headers on.
+     * back, listed pods are registered by hand), with the {@code x-kvidx-*} response headers on and no warm-up.
      */
     static RouterConfig config(final Path work) {
         final RouterConfig c = new RouterConfig();
@@ -35,13 +35,19 @@ final class Routers {
         c.responseHeaders = true;
         c.connectMs = 1_000;
         c.threads = 2;
+        c.warmUpDecisions = 0; // ready at once: RouterWarmUpTest covers the warm-up
         return c;
     }
 
-    /** GET on a router (or an engine). */
-    static HttpResponse<String> get(final int port, final String path) throws IOException, InterruptedException {
-        return MockEngine.HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-            .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
+    /** GET on a router (or an engine), with header name, value pairs. */
+    static HttpResponse<String> get(final int port, final String path, final String... headers)
+        throws IOException, InterruptedException {
+        final HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+            .timeout(Duration.ofSeconds(10)).GET();
+        for (int i = 0; i < headers.length; i += 2) {
+            b.header(headers[i], headers[i + 1]);
+        }
+        return MockEngine.HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
     /**

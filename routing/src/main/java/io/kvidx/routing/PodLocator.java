@@ -20,7 +20,9 @@ import java.util.Objects;
  *   <li>the URL the configuration lists for it ({@code --pod ID=URL}, {@code pods:});</li>
  *   <li>the URL the daemon's pod discovery recorded in the cell ({@link DiscoveredPods}, {@code pods.json}:
  *   {@code http://<podIP>:<targetPort>} of a Ready pod);</li>
- *   <li>the configuration's {@code pod-url-template} with {@code {pod}} replaced by the pod id.</li>
+ *   <li>the configuration's {@code pod-url-template} with {@code {pod}} replaced by the pod id, when its host is
+ *   one the template allows ({@link PodUrlTemplate}: the pod id came from the wire); a pod whose URL is refused has
+ *   none, and is counted once ({@link #refusedPods()}) and reported ({@link #lastRefused()}).</li>
  * </ol>
  * A data-parallel rank {@code <pod>#<r>} not listed itself is reached at its pod's URL. Discovered pods' nodes and
  * zones go into the {@link PodTopology} the {@code locality} scorer reads.
@@ -34,7 +36,13 @@ import java.util.Objects;
  */
 public final class PodLocator {
     private final Map<String, URI> listed;
-    private final String urlTemplate;
+    /** Distinct pods refused at most: further ones are counted, not remembered. */
+    static final int REFUSED_REMEMBERED = 1024;
+
+    private final PodUrlTemplate urlTemplate;
+    private final java.util.Set<String> refused = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final java.util.concurrent.atomic.LongAdder refusedPods = new java.util.concurrent.atomic.LongAdder();
+    private volatile String lastRefused;
     private final Path directoryFile;
     private final PodTopology topology;
     private volatile Map<String, DiscoveredPods.Pod> discovered = Map.of();
@@ -42,15 +50,15 @@ public final class PodLocator {
     private Object seenKey;
     private long seenModified = -1;
     private long seenSize = -1;
-    private long readFailures;
+    private final java.util.concurrent.atomic.LongAdder readFailures = new java.util.concurrent.atomic.LongAdder();
 
     /**
      * @param listed      pod id to URL from the configuration (not copied; not changed afterwards).
-     * @param urlTemplate URL of pods neither listed nor discovered, with {@code {pod}}; or null.
+     * @param urlTemplate URL of pods neither listed nor discovered, and the hosts it may reach; or null.
      * @param cellDir     the cell directory holding {@code pods.json}, or null to use no discovered pods.
      * @param topology    where discovered pods' locations are recorded.
      */
-    public PodLocator(final Map<String, URI> listed, final String urlTemplate, final Path cellDir,
+    public PodLocator(final Map<String, URI> listed, final PodUrlTemplate urlTemplate, final Path cellDir,
         final PodTopology topology) {
         this.listed = Objects.requireNonNull(listed, "listed");
         this.urlTemplate = urlTemplate;
@@ -119,13 +127,14 @@ public final class PodLocator {
     }
 
     private void fail(final String message) {
-        readFailures++;
+        readFailures.increment();
         lastError = message;
     }
 
     /**
      * @param podId a pod id (a rank pod's id finds its pod's URL).
-     * @return where it is reached, or null when no source names it (or the template makes no valid URI).
+     * @return where it is reached, or null when no source names it (or the template makes no valid URI, or one on a
+     *     host it may not reach).
      */
     public URI url(final String podId) {
         if (podId == null) {
@@ -147,13 +156,42 @@ public final class PodLocator {
             return d.uri();
         }
         if (urlTemplate != null) {
-            try {
-                return URI.create(urlTemplate.replace("{pod}", pod));
-            } catch (final IllegalArgumentException ex) {
-                return null;
+            u = urlTemplate.url(pod);
+            if (u == null) {
+                refuse(pod);
             }
+            return u;
         }
         return null;
+    }
+
+    private void refuse(final String pod) {
+        if (refused.contains(pod)) {
+            return;
+        }
+        if (refused.size() < REFUSED_REMEMBERED) {
+            if (!refused.add(pod)) {
+                return;
+            }
+        }
+        refusedPods.increment();
+        lastRefused = "pod " + pod + ": pod-url-template " + urlTemplate.template() + " makes no URL on an allowed host"
+            + " (pod-url-hosts " + urlTemplate.hosts() + ")";
+    }
+
+    /**
+     * @return distinct pods whose template URL was refused since start (each counted once while at most
+     *     {@value #REFUSED_REMEMBERED} are remembered; beyond, each lookup of another one counts).
+     */
+    public long refusedPods() {
+        return refusedPods.sum();
+    }
+
+    /**
+     * @return why the last refused pod has no URL, or null when none was refused.
+     */
+    public String lastRefused() {
+        return lastRefused;
     }
 
     /**
@@ -178,9 +216,9 @@ public final class PodLocator {
     }
 
     /**
-     * @return how many reads of the directory file failed (housekeeping thread's count).
+     * @return how many reads of the directory file failed (counted by the housekeeping thread; read by metrics).
      */
     public long readFailures() {
-        return readFailures;
+        return readFailures.sum();
     }
 }

@@ -29,8 +29,8 @@ class PodLocatorTest {
     @Test
     void shouldPreferListedThenDiscoveredThenTemplate() throws Exception {
         final PodTopology topology = new PodTopology();
-        final PodLocator l = new PodLocator(Map.of("a", URI.create("http://listed-a:1")), "http://{pod}.svc:8000",
-            cell, topology);
+        final PodLocator l = new PodLocator(Map.of("a", URI.create("http://listed-a:1")),
+            PodUrlTemplate.of("http://{pod}.svc:8000", List.of()), cell, topology);
         DiscoveredPods.write(cell, List.of(new DiscoveredPods.Pod("a", "http://10.0.0.1:8000", null, "n1", "z1"),
             new DiscoveredPods.Pod("b", "http://10.0.0.2:8000", "m", "n2", null)));
         assertTrue(l.refresh());
@@ -81,9 +81,27 @@ class PodLocatorTest {
 
     @Test
     void shouldUseNoDirectoryWithoutACell() {
-        final PodLocator l = new PodLocator(Map.of(), "http://{pod}:1", null, new PodTopology());
+        final PodLocator l = new PodLocator(Map.of(), PodUrlTemplate.of("http://{pod}:1", List.of()), null,
+            new PodTopology());
         assertFalse(l.refresh());
-        assertEquals(URI.create("http://x:1"), l.url("x"));
+        assertEquals(URI.create("http://10.1.2.3:1"), l.url("10.1.2.3"));
         assertTrue(l.discovered().isEmpty());
+    }
+
+    @Test
+    void shouldGiveNoUrlOnAHostTheTemplateMayNotReachAndCountEachPodOnce() {
+        // A pod id from the wire naming the cloud metadata server, or a public name: no URL, so neither routed to
+        // nor health-checked; each pod counted once however often it is looked up.
+        final PodLocator l = new PodLocator(Map.of(), PodUrlTemplate.of("http://{pod}:8000", List.of()), null,
+            new PodTopology());
+        for (int i = 0; i < 3; i++) {
+            assertNull(l.url("169.254.169.254"));
+            assertNull(l.url("evil.example"));
+        }
+        assertEquals(2, l.refusedPods());
+        assertTrue(l.lastRefused().contains("evil.example"), l.lastRefused());
+        assertEquals(URI.create("http://10.0.0.7:8000"), l.url("10.0.0.7"));
+        assertEquals(URI.create("http://10.0.0.7:8000"), l.url("10.0.0.7#1"), "a rank pod at its pod's URL");
+        assertEquals(2, l.refusedPods());
     }
 }

@@ -62,14 +62,32 @@ public final class BearerAuth extends ChannelInboundHandlerAdapter {
      */
     public BearerAuth(final String token, final Set<String> openPaths, final String adminToken,
         final Set<String> adminPaths, final ErrorShape shape) {
-        this.expected = authorization(token).getBytes(StandardCharsets.US_ASCII);
+        this(authorization(token).getBytes(StandardCharsets.US_ASCII), openPaths, adminToken, adminPaths, shape);
+    }
+
+    private BearerAuth(final byte[] expected, final Set<String> openPaths, final String adminToken,
+        final Set<String> adminPaths, final ErrorShape shape) {
+        this.expected = expected;
         this.openPaths = Set.copyOf(openPaths);
         this.adminExpected = adminToken == null ? null : authorization(adminToken).getBytes(StandardCharsets.US_ASCII);
         this.adminPaths = adminToken == null ? Set.of() : Set.copyOf(adminPaths);
-        if (adminExpected != null && MessageDigest.isEqual(expected, adminExpected)) {
+        if (adminExpected != null && expected != null && MessageDigest.isEqual(expected, adminExpected)) {
             throw new IllegalArgumentException("the admin token must differ from the token");
         }
         this.shape = shape;
+    }
+
+    /**
+     * A token for the admin paths only: every other path is served without one (a proxy whose traffic carries the
+     * clients' own {@code Authorization} for the engines behind it, whose metrics still name pods and models).
+     *
+     * @param adminToken the token of the admin paths.
+     * @param adminPaths paths that need it (e.g. {@code /metrics}).
+     * @param shape      the API's error shape.
+     * @return the authentication.
+     */
+    public static BearerAuth adminOnly(final String adminToken, final Set<String> adminPaths, final ErrorShape shape) {
+        return new BearerAuth((byte[]) null, Set.of(), adminToken, adminPaths, shape);
     }
 
     /**
@@ -145,9 +163,12 @@ public final class BearerAuth extends ChannelInboundHandlerAdapter {
         if (openPaths.contains(path)) {
             return true;
         }
+        final byte[] needed = adminPaths.contains(path) ? adminExpected : expected;
+        if (needed == null) {
+            return true; // admin-only: this path needs no token
+        }
         final String given = request.headers().get(HttpHeaderNames.AUTHORIZATION);
-        return given != null && MessageDigest.isEqual(adminPaths.contains(path) ? adminExpected : expected,
-            given.getBytes(StandardCharsets.US_ASCII));
+        return given != null && MessageDigest.isEqual(needed, given.getBytes(StandardCharsets.US_ASCII));
     }
 
     /**

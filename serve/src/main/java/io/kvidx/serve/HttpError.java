@@ -35,4 +35,12 @@ public class HttpError extends RuntimeException {
     public final String code() {
         return code;
     }
+
+    /**
+     * Adds the headers this refusal's answer carries beside its body (e.g. {@code Allow} on a 405); none by default.
+     *
+     * @param headers the answer's headers.
+     */
+    public void addHeaders(final io.netty.handler.codec.http.HttpHeaders headers) {
+    }
 }

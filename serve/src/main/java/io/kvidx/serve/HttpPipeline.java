@@ -13,6 +13,8 @@ import java.util.function.Supplier;
  * The HTTP/1.1 connection every kvidx HTTP server runs, in pipeline order:
  * <ol>
  *   <li>{@link ConnectionLimit}: at most {@link ServeContext#maxConnections} open; one more is closed at accept;</li>
+ *   <li>TLS when the context has it ({@link ServerTls}; mutual: a client without a certificate the CA signed is
+ *   refused in the handshake), and {@link TlsRefusals}, which closes and counts a connection whose TLS fails;</li>
  *   <li>{@link IdleStateHandler}: an event after {@link ServeContext#idleTimeoutS} seconds without a read or a write;
  *   {@link RequestSequencer} closes the connection on it when nothing is in flight (the one idle policy: a long
  *   answer or a slow pod never trips it, a forgotten keep-alive connection does);</li>
@@ -37,6 +39,7 @@ public final class HttpPipeline implements Consumer<ChannelPipeline> {
     private final Supplier<? extends ChannelHandler> handler;
     private final ConnectionLimit connections;
     private final RequestReadDeadline deadline;
+    private final TlsRefusals tlsRefusals = new TlsRefusals();
 
     private HttpPipeline(final ServeContext context, final Supplier<? extends ChannelHandler> handler) {
         this.context = context.conclude();
@@ -58,8 +61,11 @@ public final class HttpPipeline implements Consumer<ChannelPipeline> {
     @Override
     public void accept(final ChannelPipeline pipeline) {
         final ChannelHandler[] clock = deadline.handlers();
-        pipeline.addLast(connections)
-            .addLast(new IdleStateHandler(0, 0, context.idleTimeoutS(), TimeUnit.SECONDS))
+        pipeline.addLast(connections);
+        if (context.tls() != null) {
+            pipeline.addLast(context.tls().handler(pipeline.channel().alloc())).addLast(tlsRefusals);
+        }
+        pipeline.addLast(new IdleStateHandler(0, 0, context.idleTimeoutS(), TimeUnit.SECONDS))
             .addLast(clock[0])
             .addLast(new HttpServerCodec(context.maxInitialLineBytes(), context.maxHeaderBytes(),
                 context.maxChunkBytes()))
@@ -70,6 +76,14 @@ public final class HttpPipeline implements Consumer<ChannelPipeline> {
             pipeline.addLast(context.auth());
         }
         pipeline.addLast(handler.get());
+    }
+
+    /**
+     * @return connections closed because their TLS handshake or a record failed (no or a wrong client certificate,
+     *     plain HTTP on a TLS door), since start.
+     */
+    public long tlsRefused() {
+        return tlsRefusals.refused();
     }
 
     /**

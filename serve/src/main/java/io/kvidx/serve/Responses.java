@@ -63,6 +63,10 @@ public final class Responses {
      */
     public static void json(final ChannelHandlerContext ctx, final boolean keepAlive, final int status,
         final Json body) {
+        send(ctx, keepAlive, status, write(ctx, body), HttpHeaderValues.APPLICATION_JSON, null);
+    }
+
+    private static ByteBuf write(final ChannelHandlerContext ctx, final Json body) {
         final ByteBuf buf = ctx.alloc().buffer();
         try (JsonGenerator g = JSON.createGenerator((OutputStream) new ByteBufOutputStream(buf))) {
             body.write(g);
@@ -70,7 +74,7 @@ public final class Responses {
             buf.release();
             throw ex instanceof RuntimeException r ? r : new IllegalStateException(ex);
         }
-        send(ctx, keepAlive, status, buf, HttpHeaderValues.APPLICATION_JSON);
+        return buf;
     }
 
     /**
@@ -83,7 +87,8 @@ public final class Responses {
      */
     public static void error(final ChannelHandlerContext ctx, final boolean keepAlive, final ErrorShape shape,
         final HttpError error) {
-        json(ctx, keepAlive, error.status(), g -> shape.write(g, error));
+        send(ctx, keepAlive, error.status(), write(ctx, g -> shape.write(g, error)), HttpHeaderValues.APPLICATION_JSON,
+            error);
     }
 
     /**
@@ -136,9 +141,17 @@ public final class Responses {
      */
     public static void send(final ChannelHandlerContext ctx, final boolean keepAlive, final int status,
         final ByteBuf body, final CharSequence contentType) {
+        send(ctx, keepAlive, status, body, contentType, null);
+    }
+
+    private static void send(final ChannelHandlerContext ctx, final boolean keepAlive, final int status,
+        final ByteBuf body, final CharSequence contentType, final HttpError headersOf) {
         final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
             HttpResponseStatus.valueOf(status), body);
         response.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType);
+        if (headersOf != null) {
+            headersOf.addHeaders(response.headers());
+        }
         HttpUtil.setContentLength(response, body.readableBytes());
         HttpUtil.setKeepAlive(response, keepAlive);
         if (keepAlive) {

@@ -51,6 +51,7 @@ public final class ServeContext {
     private int maxConnections = MAX_CONNECTIONS_DEFAULT;
     private int requestReadMs = REQUEST_READ_MS_DEFAULT;
     private BearerAuth auth;
+    private ServerTls tls;
 
     /**
      * @param address where to listen (port 0: any free port).
@@ -260,6 +261,22 @@ public final class ServeContext {
      */
     public BearerAuth auth() {
         return auth;
+    }
+
+    /**
+     * @param serverTls TLS (optionally mutual) on every connection, or null for plain HTTP.
+     * @return this.
+     */
+    public ServeContext tls(final ServerTls serverTls) {
+        this.tls = serverTls;
+        return this;
+    }
+
+    /**
+     * @return the connections' TLS, or null.
+     */
+    public ServerTls tls() {
+        return tls;
     }
 
     /**

@@ -6,6 +6,7 @@ import io.kvidx.daemon.ingest.vllm.Capture;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
 import io.kvidx.daemon.cli.CliRun;
+import io.kvidx.daemon.index.TestHeartbeat;
 import io.kvidx.daemon.index.TestIndexes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -108,7 +109,7 @@ class QueryCommandTest {
             capture.tokenIds(), 400, keys));
         try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("q").shardCount(4)
             .slotsPerShard(64).maxChainLength(64).deleteOnClose(true));
-             Heartbeat _ = new Heartbeat(writer)) {
+             TestHeartbeat _ = new TestHeartbeat(writer)) {
             writer.store(writer.registerPod("pod-a", capture.model()), keys, 0, 25);
             writer.store(writer.registerPod("pod-b", capture.model()), keys, 0, 10);
             final String[] text = {"query", "--dir", dir.toString(), "--cell", "q", "--model", capture.model(),
@@ -160,7 +161,7 @@ class QueryCommandTest {
             qwen3Dir().toString(), "--messages", chat.toString()};
         try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("q").shardCount(4)
             .slotsPerShard(64).maxChainLength(64).deleteOnClose(true));
-             Heartbeat _ = new Heartbeat(writer)) {
+             TestHeartbeat _ = new TestHeartbeat(writer)) {
             writer.store(writer.registerPod("pod-a", "qwen3"), keys, 0, blocks);
             final CliRun r = run(args);
             assertEquals(0, r.code(), r.err());
@@ -239,36 +240,5 @@ class QueryCommandTest {
         final CliRun r = run(args.toArray(new String[0]));
         assertEquals(0, r.code(), r.err());
         return r.out();
-    }
-
-    /**
-     * Beats for a test's writer every 100 ms, as the daemon's agent would, until closed (before the writer is): the
-     * reader treats a writer whose heartbeat is older than 2 s as stale, and loading a tokenizer and rendering a
-     * template can take that long on a loaded machine.
-     */
-    private static final class Heartbeat implements AutoCloseable {
-        private final java.util.concurrent.ScheduledExecutorService beat =
-            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
-                final Thread t = new Thread(r, "test-writer-heartbeat");
-                t.setDaemon(true);
-                return t;
-            });
-
-        Heartbeat(final IndexWriter writer) {
-            writer.heartbeat(System.currentTimeMillis());
-            beat.scheduleAtFixedRate(() -> writer.heartbeat(System.currentTimeMillis()), 100, 100,
-                java.util.concurrent.TimeUnit.MILLISECONDS);
-        }
-
-        @Override
-        public void close() {
-            beat.shutdownNow();
-            try {
-                assertTrue(beat.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS));
-            } catch (final InterruptedException ex) {
-                Thread.currentThread().interrupt();
-                throw new AssertionError("interrupted while stopping the heartbeat", ex);
-            }
-        }
     }
 }

@@ -199,7 +199,8 @@ final class E2eBench {
             for (final Fleet.Engine e : engines) {
                 urls.put(e.pod(), e.http());
             }
-            final Fleet.Router router = Fleet.startRouter(procs, "router", indexDir, CELL, policy, urls, true);
+            final Fleet.Router router = Fleet.startRouter(procs, "router", indexDir, CELL, policy, urls, true,
+                o.routerJvmArgs);
             Fleet.awaitRoutable(client, procs, "router", router, engines.size());
             final long started = System.nanoTime();
             final Outcome[] outcomes = new Outcome[prompts.size()];

@@ -141,11 +141,13 @@ final class Fleet {
      * @param policy          routing policy.
      * @param pods            pod id to URL.
      * @param responseHeaders ask for x-kvidx-pod and x-kvidx-predicted-tokens.
+     * @param jvmArgs         JVM flags after the bench's {@code -Xmx1g} ({@code --router-jvm-arg}).
      * @return the router.
      * @throws IOException when it does not come up.
      */
     static Router startRouter(final ChildProcesses procs, final String name, final Path indexDir, final String cell,
-        final String policy, final Map<String, String> pods, final boolean responseHeaders) throws IOException {
+        final String policy, final Map<String, String> pods, final boolean responseHeaders, final List<String> jvmArgs)
+        throws IOException {
         final List<String> args = new ArrayList<>(List.of("--listen", "127.0.0.1:0", "--dir", indexDir.toString(),
             "--cell", cell, "--policy", policy));
         for (final Map.Entry<String, String> p : pods.entrySet()) {
@@ -155,8 +157,9 @@ final class Fleet {
         if (responseHeaders) {
             args.add("--response-headers");
         }
-        final Process p = procs.start(name, ChildProcesses.java("io.kvidx.router.RouterCommand", List.of("-Xmx1g"),
-            args));
+        final List<String> jvm = new ArrayList<>(List.of("-Xmx1g"));
+        jvm.addAll(jvmArgs);
+        final Process p = procs.start(name, ChildProcesses.java("io.kvidx.router.RouterCommand", jvm, args));
         return new Router(p, Integer.parseInt(procs.awaitLog(name, p, ROUTER_PORT, START_LIMIT_MS)));
     }
 

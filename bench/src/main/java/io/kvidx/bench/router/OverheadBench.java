@@ -236,7 +236,7 @@ final class OverheadBench {
             awaitIndexed(reader, prompts, o.blockSize);
         }
         final Fleet.Router router = Fleet.startRouter(procs, "router", indexDir, CELL, "cache-aware",
-            Map.of(POD, "http://127.0.0.1:" + upstream), false);
+            Map.of(POD, "http://127.0.0.1:" + upstream), false, o.routerJvmArgs);
         Fleet.awaitRoutable(http, procs, "router", router, 1);
         log.printf("  kvidx router: index holds all %d bodies' blocks for pod %s; routing to the upstream%n",
             bodies.size(), POD);

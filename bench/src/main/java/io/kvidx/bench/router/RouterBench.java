@@ -118,6 +118,9 @@ public final class RouterBench {
         String python;
         @Option(names = "--nginx")
         String nginx;
+        /** JVM flags for the kvidx router processes, after the bench's own ({@code -Xmx1g}): a collector, a heap. */
+        @Option(names = "--router-jvm-arg")
+        List<String> routerJvmArgs = new ArrayList<>();
         @Option(names = {"-h", "--help"})
         boolean help;
 
@@ -208,6 +211,8 @@ public final class RouterBench {
                      --prefill-us-per-token US (20)  --max-prompt-tokens N (32768)  --trace FILE (Mooncake format)
                      --rates R,R (1000,10000 requests/s)  --duration-s S (4, per target, rate and round)
                      --rounds N (3)  --proxies kvidx,nginx,jdk  --skip-e2e  --skip-overhead
+                     --router-jvm-arg FLAG (repeatable: the router processes' JVM flags after -Xmx1g, e.g.
+                     --router-jvm-arg=-XX:+UseZGC)
                      --mock-engine PATH (router/mock-engine/kvidx_mock_engine.py)  --python PATH (/usr/bin/python3:
                      needs zmq, msgpack, xxhash)  --nginx PATH (/usr/sbin/nginx; without nginx the upstream is a
                      Netty one and the nginx proxy is left out)""";
@@ -231,7 +236,11 @@ public final class RouterBench {
         out.printf(Locale.ROOT, "kvidx bench router: %d CPUs, load average %.2f at start%n", cpus, load);
         final Path scratch = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
             : Path.of(System.getProperty("java.io.tmpdir")), "kvidx-router-bench-");
-        final Json json = new Json().put("bench", "router").put("cpus", cpus).put("load_average_at_start", load);
+        final Json json = new Json().put("bench", "router").put("cpus", cpus).put("load_average_at_start", load)
+            .put("router_jvm_args", String.join(" ", o.routerJvmArgs));
+        if (!o.routerJvmArgs.isEmpty()) {
+            out.printf(Locale.ROOT, "router JVM flags: -Xmx1g %s%n", String.join(" ", o.routerJvmArgs));
+        }
         final StringBuilder table = new StringBuilder();
         final List<Exception> failures = new ArrayList<>();
         // Killed before the end: the child processes' own hook stops them; this one removes the scratch files.

@@ -146,6 +146,15 @@ final class TraceReport {
     }
 
     /**
+     * @param json a JSON object.
+     * @param key  a key anywhere in it.
+     * @return its value written back as JSON ({@code null} when absent).
+     */
+    static String raw(final String json, final String key) {
+        return MiniJson.write(find(MiniJson.parse(json), key));
+    }
+
+    /**
      * A number in a JSON document, with kvidx's one JSON reader.
      *
      * @param json a JSON document (the router process's result, the bench's JSON line).

@@ -66,6 +66,10 @@ public final class TraceRouter {
             final Prober prober = new Prober(reader, q, sent);
             prober.start();
             final Histogram latency = new Histogram(10_000_000_000L, 3);
+            final Histogram[] byLength = new Histogram[LENGTH_BUCKETS.length];
+            for (int b = 0; b < byLength.length; b++) {
+                byLength[b] = new Histogram(10_000_000_000L, 3);
+            }
             final PrefixResult result = new PrefixResult();
             long busy = 0;
             long lagMaxNs = 0;
@@ -79,14 +83,17 @@ public final class TraceRouter {
                 }
                 lagMaxNs = Math.max(lagMaxNs, now - target);
                 final long s = System.nanoTime();
+                long took;
                 try {
                     reader.query(q.keys[i], q.keys[i].length, null, result);
-                    latency.recordValue(System.nanoTime() - s);
+                    took = System.nanoTime() - s;
                     keysQueried += q.keys[i].length;
                 } catch (final IndexBusyException ex) {
                     busy++;
-                    latency.recordValue(System.nanoTime() - s);
+                    took = System.nanoTime() - s;
                 }
+                latency.recordValue(took);
+                byLength[bucket(q.keys[i].length)].recordValue(took);
             }
             final long queriesEnd = System.nanoTime();
             // Drain: every pod's end marker visible means every writer applied everything before it.
@@ -113,6 +120,7 @@ public final class TraceRouter {
                 .put("query_p99_ns", latency.getValueAtPercentile(99))
                 .put("query_p999_ns", latency.getValueAtPercentile(99.9))
                 .put("query_max_ns", latency.getMaxValue())
+                .putRaw("query_by_length", byLength(byLength))
                 .put("query_lag_max_ms", lagMaxNs / 1_000_000)
                 .put("queries_end_ns", queriesEnd)
                 .put("e2v_samples", e2v.getTotalCount())
@@ -127,6 +135,32 @@ public final class TraceRouter {
             System.out.println("RESULT " + json);
             System.out.flush();
         }
+    }
+
+    /** Upper bounds (blocks, inclusive) of the prompt-length buckets the query latency is also reported in. */
+    static final int[] LENGTH_BUCKETS = {32, 128, 512, 2_048, 8_192};
+
+    private static int bucket(final int blocks) {
+        for (int b = 0; b < LENGTH_BUCKETS.length - 1; b++) {
+            if (blocks <= LENGTH_BUCKETS[b]) {
+                return b;
+            }
+        }
+        return LENGTH_BUCKETS.length - 1;
+    }
+
+    /** @return the per-length latencies, a JSON array of max_blocks, queries, p50_ns, p99_ns (no empty buckets). */
+    private static String byLength(final Histogram[] byLength) {
+        final StringBuilder a = new StringBuilder("[");
+        for (int b = 0; b < byLength.length; b++) {
+            if (byLength[b].getTotalCount() == 0) {
+                continue;
+            }
+            a.append(a.length() > 1 ? "," : "").append(new Json().put("max_blocks", LENGTH_BUCKETS[b])
+                .put("queries", byLength[b].getTotalCount()).put("p50_ns", byLength[b].getValueAtPercentile(50))
+                .put("p99_ns", byLength[b].getValueAtPercentile(99)));
+        }
+        return a.append(']').toString();
     }
 
     private static boolean visible(final IndexReader reader, final long key, final long[] bits) {

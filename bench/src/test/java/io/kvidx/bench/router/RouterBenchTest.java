@@ -19,6 +19,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class RouterBenchTest {
+    /** {@code --router-jvm-arg} is repeatable and keeps its order: the router processes' flags after -Xmx1g. */
+    @Test
+    void shouldTakeTheRouterJvmFlagsInOrder() {
+        final RouterBench.Options o = RouterBench.Options.parse(new String[] {"--skip-e2e",
+            "--router-jvm-arg=-XX:+UseZGC", "--router-jvm-arg=-Xms1g"}, 2);
+        assertEquals(java.util.List.of("-XX:+UseZGC", "-Xms1g"), o.routerJvmArgs);
+    }
+
     private static final String PYTHON = "/usr/bin/python3";
 
     @Test

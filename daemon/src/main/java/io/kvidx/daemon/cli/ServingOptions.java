@@ -55,6 +55,18 @@ final class ServingOptions {
         + "/dump and /metrics then need it, and the --http-token-file token does not open them.")
     private String httpAdminTokenFile;
 
+    @Option(names = "--http-tls-cert-file", paramLabel = "FILE", description = "Serve the HTTP API over TLS with "
+        + "this certificate chain (PEM) and --http-tls-key-file.")
+    private String httpTlsCertFile;
+
+    @Option(names = "--http-tls-key-file", paramLabel = "FILE", description = "The HTTP API's TLS private key (PEM, "
+        + "PKCS#8).")
+    private String httpTlsKeyFile;
+
+    @Option(names = "--http-tls-client-ca-file", paramLabel = "FILE", description = "Mutual TLS: a client must "
+        + "present a certificate these CA certificates (PEM) signed, else the handshake fails.")
+    private String httpTlsClientCaFile;
+
     @Option(names = "--http-allow-remote", negatable = true, description = "Accept an --http address that is a "
         + "wildcard or not loopback without --http-token-file (default "
         + DaemonConfiguration.HTTP_ALLOW_REMOTE_DEFAULT + "): something else must keep others out.")
@@ -140,6 +152,15 @@ final class ServingOptions {
         }
         if (httpAdminTokenFile != null) {
             settings.httpAdminTokenFile(httpAdminTokenFile);
+        }
+        if (httpTlsCertFile != null) {
+            settings.httpTlsCertFile(httpTlsCertFile);
+        }
+        if (httpTlsKeyFile != null) {
+            settings.httpTlsKeyFile(httpTlsKeyFile);
+        }
+        if (httpTlsClientCaFile != null) {
+            settings.httpTlsClientCaFile(httpTlsClientCaFile);
         }
         if (httpAllowRemote != null) {
             settings.httpAllowRemote(httpAllowRemote);

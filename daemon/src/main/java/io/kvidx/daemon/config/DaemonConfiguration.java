@@ -264,6 +264,12 @@ public final class DaemonConfiguration {
     public static final String HTTP_TOKEN_FILE_PROP_NAME = "httpTokenFile";
     /** Property: a second token file: /dump and /metrics then need its token (and the first does not open them). */
     public static final String HTTP_ADMIN_TOKEN_FILE_PROP_NAME = "httpAdminTokenFile";
+    /** Property: the HTTP API's TLS certificate chain (PEM); with {@link #HTTP_TLS_KEY_FILE_PROP_NAME}, HTTPS. */
+    public static final String HTTP_TLS_CERT_FILE_PROP_NAME = "httpTlsCertFile";
+    /** Property: the HTTP API's TLS private key (PEM, PKCS#8). */
+    public static final String HTTP_TLS_KEY_FILE_PROP_NAME = "httpTlsKeyFile";
+    /** Property: CA certificates (PEM) a client certificate must chain to: mutual TLS (clients without one refused). */
+    public static final String HTTP_TLS_CLIENT_CA_FILE_PROP_NAME = "httpTlsClientCaFile";
     /** Property: accept an {@code http} address other hosts reach without a token file. */
     public static final String HTTP_ALLOW_REMOTE_PROP_NAME = "httpAllowRemote";
     /** Default for {@link #HTTP_ALLOW_REMOTE_PROP_NAME}. */

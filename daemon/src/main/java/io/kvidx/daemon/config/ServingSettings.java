@@ -20,6 +20,9 @@ public final class ServingSettings {
     private int httpMaxBodyBytes = DaemonConfiguration.HTTP_MAX_BODY_BYTES_DEFAULT;
     private String httpTokenFile;
     private String httpAdminTokenFile;
+    private String httpTlsCertFile;
+    private String httpTlsKeyFile;
+    private String httpTlsClientCaFile;
     private boolean httpAllowRemote = DaemonConfiguration.HTTP_ALLOW_REMOTE_DEFAULT;
     private int httpMaxConnections = DaemonConfiguration.HTTP_MAX_CONNECTIONS_DEFAULT;
     private int httpRequestReadMs = DaemonConfiguration.HTTP_REQUEST_READ_MS_DEFAULT;
@@ -55,13 +58,27 @@ public final class ServingSettings {
                 throw new ConfigException(DaemonConfiguration.HTTP_PROP_NAME,
                     "must be HOST:PORT with a port in [0, 65535]: " + http);
             }
-            if (httpTokenFile == null && !httpAllowRemote && !NetworkScope.isLoopback(NetworkScope.hostOf(http))) {
+            if (httpTokenFile == null && httpTlsClientCaFile == null && !httpAllowRemote
+                && !NetworkScope.isLoopback(NetworkScope.hostOf(http))) {
                 throw new ConfigException(DaemonConfiguration.HTTP_PROP_NAME, "must be on a loopback address "
                     + "(127.0.0.1:PORT, [::1]:PORT, localhost:PORT) unless "
-                    + DaemonConfiguration.HTTP_TOKEN_FILE_PROP_NAME + " (--http-token-file) requires a bearer token or "
+                    + DaemonConfiguration.HTTP_TOKEN_FILE_PROP_NAME + " (--http-token-file) requires a bearer token, "
+                    + DaemonConfiguration.HTTP_TLS_CLIENT_CA_FILE_PROP_NAME + " (--http-tls-client-ca-file) requires "
+                    + "a client certificate or "
                     + DaemonConfiguration.HTTP_ALLOW_REMOTE_PROP_NAME + " (--http-allow-remote) is set: it registers "
                     + "engines and dumps the index for anyone who reaches it: " + http);
             }
+        }
+        if ((httpTlsCertFile == null) != (httpTlsKeyFile == null)) {
+            throw new ConfigException(httpTlsCertFile == null ? DaemonConfiguration.HTTP_TLS_CERT_FILE_PROP_NAME
+                : DaemonConfiguration.HTTP_TLS_KEY_FILE_PROP_NAME, "the HTTP API's TLS needs both "
+                + DaemonConfiguration.HTTP_TLS_CERT_FILE_PROP_NAME + " and "
+                + DaemonConfiguration.HTTP_TLS_KEY_FILE_PROP_NAME);
+        }
+        if (httpTlsClientCaFile != null && httpTlsCertFile == null) {
+            throw new ConfigException(DaemonConfiguration.HTTP_TLS_CLIENT_CA_FILE_PROP_NAME, "mutual TLS needs the "
+                + "server's own certificate: set " + DaemonConfiguration.HTTP_TLS_CERT_FILE_PROP_NAME + " and "
+                + DaemonConfiguration.HTTP_TLS_KEY_FILE_PROP_NAME);
         }
         if (httpAdminTokenFile != null && httpTokenFile == null) {
             throw new ConfigException(DaemonConfiguration.HTTP_ADMIN_TOKEN_FILE_PROP_NAME, "needs "
@@ -79,7 +96,7 @@ public final class ServingSettings {
                 + DaemonConfiguration.HTTP_DUMP_MIN_INTERVAL_MS_MAX + "]: " + httpDumpMinIntervalMs);
         }
         try {
-            new io.kvidx.daemon.membership.EndpointHosts(httpRegisterHosts);
+            new io.kvidx.client.net.HostPatterns(httpRegisterHosts);
         } catch (final IllegalArgumentException ex) {
             throw new ConfigException(DaemonConfiguration.HTTP_REGISTER_HOSTS_PROP_NAME, ex.getMessage());
         }
@@ -227,6 +244,54 @@ public final class ServingSettings {
      */
     public String httpAdminTokenFile() {
         return httpAdminTokenFile;
+    }
+
+    /**
+     * @param file the HTTP API's TLS certificate chain (PEM), or null for plain HTTP.
+     * @return this.
+     */
+    public ServingSettings httpTlsCertFile(final String file) {
+        this.httpTlsCertFile = file;
+        return this;
+    }
+
+    /**
+     * @return the HTTP API's TLS certificate chain file, or null.
+     */
+    public String httpTlsCertFile() {
+        return httpTlsCertFile;
+    }
+
+    /**
+     * @param file the HTTP API's TLS private key (PEM, PKCS#8), or null.
+     * @return this.
+     */
+    public ServingSettings httpTlsKeyFile(final String file) {
+        this.httpTlsKeyFile = file;
+        return this;
+    }
+
+    /**
+     * @return the HTTP API's TLS private key file, or null.
+     */
+    public String httpTlsKeyFile() {
+        return httpTlsKeyFile;
+    }
+
+    /**
+     * @param file CA certificates (PEM) client certificates must chain to (mutual TLS), or null for none.
+     * @return this.
+     */
+    public ServingSettings httpTlsClientCaFile(final String file) {
+        this.httpTlsClientCaFile = file;
+        return this;
+    }
+
+    /**
+     * @return the mutual TLS client CA file, or null.
+     */
+    public String httpTlsClientCaFile() {
+        return httpTlsClientCaFile;
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.index;
 
 import io.kvidx.client.index.IndexDescriptor;
+import io.kvidx.client.index.ProtocolFaults;
 import io.kvidx.client.index.Seqlock;
 import io.kvidx.ffm.Layouts;
 
@@ -213,9 +214,15 @@ final class EntryTable {
                     return NEED_EVICTION;
                 }
                 // Empty entries have a zero pods word: write this pod's bit or list, then publish the key.
-                LONG.setOpaque(segment, e + ENTRY_PODS_OFFSET, g.direct ? 1L << slot : inlineAdd(0L, slot));
+                final long newPods = g.direct ? 1L << slot : inlineAdd(0L, slot);
+                if (ProtocolFaults.OMIT_ENTRY_PODS_BEFORE_KEY) {
+                    LONG.setRelease(segment, e + ENTRY_KEY_OFFSET, k);
+                }
+                LONG.setOpaque(segment, e + ENTRY_PODS_OFFSET, newPods);
                 meta.set(stampBase + idx, parent, locks.nextStamp(shard));
-                LONG.setRelease(segment, e + ENTRY_KEY_OFFSET, k);
+                if (!ProtocolFaults.OMIT_ENTRY_PODS_BEFORE_KEY) {
+                    LONG.setRelease(segment, e + ENTRY_KEY_OFFSET, k);
+                }
                 INT.setRelease(segment, countOffset, count + 1);
                 return 2;
             }
@@ -389,7 +396,8 @@ final class EntryTable {
     long delete(final int shard, final long table, final int idx) {
         final long header = g.shardHeader(shard);
         final int base = shard * g.slotsPerShard;
-        final long odd = Seqlock.beginWrite(segment, header + SHARD_VERSION_OFFSET);
+        final boolean bump = !ProtocolFaults.OMIT_SHARD_VERSION_BUMP;
+        final long odd = bump ? Seqlock.beginWrite(segment, header + SHARD_VERSION_OFFSET) : 0;
         final Runnable fault = deleteFault;
         if (fault != null) {
             fault.run();
@@ -424,7 +432,9 @@ final class EntryTable {
         }
         final long countOffset = header + SHARD_ENTRY_COUNT_OFFSET;
         INT.setOpaque(segment, countOffset, (int) INT.get(segment, countOffset) - 1);
-        Seqlock.endWrite(segment, header + SHARD_VERSION_OFFSET, odd);
+        if (bump) {
+            Seqlock.endWrite(segment, header + SHARD_VERSION_OFFSET, odd);
+        }
         return parent;
     }
 

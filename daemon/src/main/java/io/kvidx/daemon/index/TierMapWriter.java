@@ -1,5 +1,6 @@
 package io.kvidx.daemon.index;
 
+import io.kvidx.client.index.ProtocolFaults;
 import io.kvidx.client.index.Seqlock;
 import io.kvidx.client.tiers.TierMapDescriptor;
 import io.kvidx.ffm.Layouts;
@@ -252,8 +253,13 @@ public final class TierMapWriter implements AutoCloseable {
             e = entries + (long) i * ENTRY_LENGTH;
         }
         final int bits = held | ((remoteValue & remoteMask & held) << REMOTE_SHIFT);
+        if (ProtocolFaults.OMIT_TIER_VALUE_BEFORE_KEY) {
+            LONG.setRelease(s, e + ENTRY_KEY_OFFSET, k);
+        }
         PLAIN.set(s, e + ENTRY_VALUE_OFFSET, stamp | bits);
-        LONG.setRelease(s, e + ENTRY_KEY_OFFSET, k);
+        if (!ProtocolFaults.OMIT_TIER_VALUE_BEFORE_KEY) {
+            LONG.setRelease(s, e + ENTRY_KEY_OFFSET, k);
+        }
         INT.setOpaque(s, base + REGION_COUNT_OFFSET, s.get(ValueLayout.JAVA_INT, base + REGION_COUNT_OFFSET) + 1);
         return bits;
     }

@@ -1,5 +1,7 @@
 package io.kvidx.daemon.ingest;
 
+import io.kvidx.client.net.HostPatterns;
+
 import io.kvidx.daemon.counters.IngestErrors;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -185,44 +187,10 @@ public final class PodAllowList {
             return true;
         }
         for (final String p : patterns) {
-            if (matches(p, podId)) {
+            if (HostPatterns.glob(p, podId)) {
                 return true;
             }
         }
         return false;
-    }
-
-    /**
-     * Glob matching: {@code *} matches any run of characters (none included), {@code ?} one character; every other
-     * character matches itself.
-     *
-     * @param pattern a glob or an exact id.
-     * @param text    the pod id.
-     * @return true when the pattern matches the whole id.
-     */
-    public static boolean matches(final String pattern, final String text) {
-        int p = 0;
-        int t = 0;
-        int star = -1;
-        int resume = 0;
-        while (t < text.length()) {
-            if (p < pattern.length() && (pattern.charAt(p) == '?' || pattern.charAt(p) == text.charAt(t))
-                && pattern.charAt(p) != '*') {
-                p++;
-                t++;
-            } else if (p < pattern.length() && pattern.charAt(p) == '*') {
-                star = p++;
-                resume = t;
-            } else if (star >= 0) {
-                p = star + 1;
-                t = ++resume;
-            } else {
-                return false;
-            }
-        }
-        while (p < pattern.length() && pattern.charAt(p) == '*') {
-            p++;
-        }
-        return p == pattern.length();
     }
 }

@@ -5,6 +5,7 @@ import io.aeron.driver.MediaDriver;
 import io.aeron.driver.ThreadingMode;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
+import io.kvidx.client.index.ProtocolFaults;
 import io.kvidx.daemon.agent.AgentThreads;
 import io.kvidx.daemon.config.AgentSettings;
 import io.kvidx.daemon.config.DaemonConfiguration;
@@ -125,6 +126,10 @@ public final class KvidxDaemon implements AutoCloseable {
         this.index = PeerCatchUp.openIndex(context, lock);
         LOG.info("{} {} ({}; epoch {}); repair: {}", index.attached() ? "re-attached to" : "created",
             context.indexContext().indexFile(), index.openReason(), index.epoch(), index.repairSummary());
+        if (ProtocolFaults.OMITTED != null) {
+            LOG.warn("-D{}={}: a publication protocol step is LEFT OUT, readers may see torn entries (jcstress proofs "
+                + "only, never in production)", ProtocolFaults.OMIT_PROP_NAME, ProtocolFaults.OMITTED.stepName());
+        }
         if (context.mlockIndex()) {
             mlockIndex();
         }
@@ -198,6 +203,14 @@ public final class KvidxDaemon implements AutoCloseable {
             throw ex;
         }
         return daemon;
+    }
+
+    /** The HTTP API's TLS from its settings, or null for plain HTTP (the files are read here, once). */
+    private static io.kvidx.serve.ServerTls httpTls(final DaemonContext context) {
+        final io.kvidx.daemon.config.ServingSettings s = context.serving();
+        return s.httpTlsCertFile() == null ? null : io.kvidx.serve.ServerTls.of(java.nio.file.Path.of(
+            s.httpTlsCertFile()), java.nio.file.Path.of(s.httpTlsKeyFile()), s.httpTlsClientCaFile() == null ? null
+            : java.nio.file.Path.of(s.httpTlsClientCaFile()), "--http-tls");
     }
 
     private void mlockIndex() {
@@ -335,7 +348,7 @@ public final class KvidxDaemon implements AutoCloseable {
             .cell(context.cell()).attachTimeoutMs(0));
         final java.nio.file.Path cellDir = context.indexContext().indexFile().getParent();
         final long healthMaxAgeMs = Math.max(1_000, 3 * context.heartbeatIntervalMs());
-        final io.kvidx.daemon.membership.EndpointHosts registerHosts = new io.kvidx.daemon.membership.EndpointHosts(
+        final io.kvidx.client.net.HostPatterns registerHosts = new io.kvidx.client.net.HostPatterns(
             context.serving().httpRegisterHosts());
         membership.maxRegistrations(context.serving().httpMaxRegistrations());
         http = IndexHttpServer.start(address, context.serving().httpThreads(),
@@ -344,7 +357,7 @@ public final class KvidxDaemon implements AutoCloseable {
                 context.serving().httpRequestReadMs(), context.serving().httpTokenFile() == null ? null
                 : java.nio.file.Path.of(context.serving().httpTokenFile()),
                 context.serving().httpAdminTokenFile() == null ? null
-                    : java.nio.file.Path.of(context.serving().httpAdminTokenFile())), reader,
+                    : java.nio.file.Path.of(context.serving().httpAdminTokenFile()), httpTls(context)), reader,
             cellDir.resolve(TierMapDescriptor.FILE_NAME),
             PodStatsFile.open(cellDir), new FleetApi() {
                 @Override
@@ -373,7 +386,7 @@ public final class KvidxDaemon implements AutoCloseable {
                 }
 
                 @Override
-                public io.kvidx.daemon.membership.EndpointHosts registerHosts() {
+                public io.kvidx.client.net.HostPatterns registerHosts() {
                     return registerHosts;
                 }
 
@@ -389,7 +402,7 @@ public final class KvidxDaemon implements AutoCloseable {
                 }
             });
         if (metrics != null) {
-            metrics.httpGuards(http.pipeline());
+            metrics.httpGuards(http);
         }
         LOG.info("indexer HTTP API at http://{}:{}/{}", address.getHostString(), http.port(),
             context.serving().httpTokenFile() != null ? " (bearer token required)" : "");

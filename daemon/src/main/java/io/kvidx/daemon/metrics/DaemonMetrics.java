@@ -220,13 +220,23 @@ public final class DaemonMetrics implements AutoCloseable {
     /**
      * Exports what the HTTP API's guards refused: {@code kvidx_http_connections_open} (gauge),
      * {@code kvidx_http_connections_refused}, {@code kvidx_http_read_deadlines_expired} and
-     * {@code kvidx_http_unauthorized} (counters).
+     * {@code kvidx_http_unauthorized}, {@code kvidx_http_tls_refused}, {@code kvidx_http_queries_offloaded},
+     * {@code kvidx_http_queries_busy} (counters).
      *
-     * @param pipeline the API's connection pipeline.
+     * @param http the API's server.
      * @return this.
      */
-    public DaemonMetrics httpGuards(final io.kvidx.serve.HttpPipeline pipeline) {
+    public DaemonMetrics httpGuards(final io.kvidx.daemon.serve.IndexHttpServer http) {
+        final io.kvidx.serve.HttpPipeline pipeline = http.pipeline();
         registry.register(() -> new MetricSnapshots(List.of(
+            CellCollector.counter("kvidx_http_queries_offloaded",
+                "HTTP API queries answered on a query thread: their tiers took too many lookups for an event loop",
+                http.queriesOffloaded()),
+            CellCollector.counter("kvidx_http_tls_refused",
+                "HTTP API connections closed because TLS failed: no client certificate, one the CA did not sign, "
+                + "plain HTTP on the TLS port", pipeline.tlsRefused()),
+            CellCollector.counter("kvidx_http_queries_busy",
+                "HTTP API queries refused (503): the query threads and their queue were full", http.queriesRefused()),
             CellCollector.gauge("kvidx_http_connections_open", "HTTP API connections open",
                 pipeline.connectionsOpen()),
             CellCollector.counter("kvidx_http_connections_refused",

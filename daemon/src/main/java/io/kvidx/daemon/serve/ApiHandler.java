@@ -8,18 +8,10 @@ import io.kvidx.serve.HttpRequestHandler;
 import io.kvidx.serve.ErrorShape;
 import io.kvidx.serve.HttpError;
 import io.kvidx.serve.Responses;
-import com.fasterxml.jackson.core.JsonGenerator;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufOutputStream;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
-import io.netty.handler.codec.http.FullHttpResponse;
-import io.netty.handler.codec.http.HttpHeaderValues;
-import io.netty.handler.codec.http.HttpResponseStatus;
-import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpUtil;
@@ -35,14 +27,16 @@ import java.io.IOException;
  * query_by_hash), {@link MembershipHandler} (register, unregister, workers), {@link OperationsHandler} (health,
  * metrics, dump). A POST needs {@code Content-Type: application/json} (415 otherwise, as Dynamo's indexer answers);
  * Dynamo's peer-list endpoints are refused with 501 ({@link #noPeers}). Under {@link #MOONCAKE} the query and
- * registration endpoints answer in Mooncake's RFC shapes (docs/service-api.md, "Mooncake's shapes"). Reads (query, workers, health, metrics) are answered on the event loop: they read the index and
- * shared files with bounded waits and never take a lock the writer holds. Changes (register, unregister) and
+ * registration endpoints answer in Mooncake's RFC shapes (docs/service-api.md, "Mooncake's shapes"). Reads (query,
+ * workers, health, metrics) are answered on the event loop: they read the index and shared files with bounded waits
+ * and never take a lock the writer holds; a query whose tiers would take more than
+ * {@link QueryPool#TIER_LOOKUPS_ON_LOOP} tier map lookups is answered on a {@link QueryPool} thread instead. Changes (register, unregister) and
  * snapshots complete on the daemon's own threads and answer when their future does, so no event loop ever waits; the
  * serving layer's {@link io.kvidx.serve.RequestSequencer} hands this handler a connection's next request only once
  * the answer before it was written, so pipelined answers leave in request order.
  *
  * <p><b>Note:</b> shared by every channel; per-thread scratch (request body, query arrays) lives in a
- * {@link FastThreadLocal} of the event-loop thread.
+ * {@link FastThreadLocal} of the event-loop or query thread.
  */
 @ChannelHandler.Sharable
 final class ApiHandler extends HttpRequestHandler {
@@ -55,6 +49,7 @@ final class ApiHandler extends HttpRequestHandler {
     private final FastThreadLocal<Scratch> scratch;
     private final MembershipHandler membership;
     private final OperationsHandler operations;
+    private final QueryPool queries;
 
     private final class Scratch {
         final RequestBody body;
@@ -66,9 +61,23 @@ final class ApiHandler extends HttpRequestHandler {
         }
     }
 
+    /**
+     * A handler that answers every query on the calling thread, however many tier lookups it takes: for a single
+     * thread driving the pipeline (an {@code EmbeddedChannel} in tests and fuzzing), never for a server.
+     */
     ApiHandler(final IndexReader reader, final FleetApi fleet, final PodTableView.Source pods, final TierMap tiers,
         final PodStatsFile stats, final IndexFileWatch file, final int maxBodyBytes) {
+        this(reader, fleet, pods, tiers, stats, file, maxBodyBytes, null);
+    }
+
+    /**
+     * @param queries where a query too costly for an event loop is answered; null to answer each on the calling
+     *                thread.
+     */
+    ApiHandler(final IndexReader reader, final FleetApi fleet, final PodTableView.Source pods, final TierMap tiers,
+        final PodStatsFile stats, final IndexFileWatch file, final int maxBodyBytes, final QueryPool queries) {
         this.reader = reader;
+        this.queries = queries;
         this.pods = pods;
         this.membership = new MembershipHandler(reader, fleet, pods);
         this.operations = new OperationsHandler(reader, fleet, file);
@@ -132,11 +141,9 @@ final class ApiHandler extends HttpRequestHandler {
                 case "/health" -> get(method, () -> operations.health(ctx, keepAlive));
                 case "/metrics" -> get(method, () -> operations.metrics(ctx, keepAlive));
                 case "/dump" -> get(method, () -> dump(ctx, keepAlive, q < 0 ? null
-                    : new QueryStringDecoder(uri).parameters().get("format")));
+                    : parameters(uri).get("format")));
                 default -> throw new ApiException(404, ApiException.NOT_FOUND, "no endpoint " + path);
             }
-        } catch (final MethodNotAllowed ex) {
-            methodNotAllowed(ctx, keepAlive, ex);
         } catch (final HttpError ex) {
             error(ctx, keepAlive, ex);
         } catch (final IOException | RuntimeException ex) {
@@ -145,7 +152,7 @@ final class ApiHandler extends HttpRequestHandler {
         }
     }
 
-    /** A 405, with the methods the path takes for the {@code Allow} header (RFC 9110; Dynamo sends it too). */
+    /** A 405, with the methods the path takes in its {@code Allow} header (RFC 9110; Dynamo sends it too). */
     private static final class MethodNotAllowed extends HttpError {
         private static final long serialVersionUID = 1L;
         private final String allow;
@@ -154,28 +161,10 @@ final class ApiHandler extends HttpRequestHandler {
             super(405, ApiException.METHOD_NOT_ALLOWED, "use " + allow);
             this.allow = allow;
         }
-    }
 
-    /** Writes the 405 in the API's error shape with its {@code Allow} header (the serving layer's error has none). */
-    private static void methodNotAllowed(final ChannelHandlerContext ctx, final boolean keepAlive,
-        final MethodNotAllowed ex) {
-        final ByteBuf buf = ctx.alloc().buffer();
-        try (JsonGenerator g = Responses.JSON.createGenerator((java.io.OutputStream) new ByteBufOutputStream(buf))) {
-            ErrorShape.FLAT.write(g, ex);
-        } catch (final IOException ioe) {
-            buf.release();
-            throw new IllegalStateException(ioe);
-        }
-        final FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
-            HttpResponseStatus.METHOD_NOT_ALLOWED, buf);
-        response.headers().set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON)
-            .set(HttpHeaderNames.ALLOW, ex.allow);
-        HttpUtil.setContentLength(response, buf.readableBytes());
-        HttpUtil.setKeepAlive(response, keepAlive);
-        if (keepAlive) {
-            ctx.writeAndFlush(response, ctx.voidPromise());
-        } else {
-            ctx.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
+        @Override
+        public void addHeaders(final io.netty.handler.codec.http.HttpHeaders headers) {
+            headers.set(HttpHeaderNames.ALLOW, allow);
         }
     }
 
@@ -250,10 +239,21 @@ final class ApiHandler extends HttpRequestHandler {
 
     /** {@code GET /workers[?model_name=M][&routing_group=G]}: Dynamo's filters ({@code tenant_id} names the group). */
     private void workers(final ChannelHandlerContext ctx, final boolean keepAlive, final String uri, final int q) {
-        final java.util.Map<String, java.util.List<String>> params = q < 0 ? java.util.Map.of()
-            : new QueryStringDecoder(uri).parameters();
+        final java.util.Map<String, java.util.List<String>> params = q < 0 ? java.util.Map.of() : parameters(uri);
         final java.util.List<String> group = params.getOrDefault("routing_group", params.get("tenant_id"));
         membership.workers(ctx, keepAlive, first(params.get("model_name")), first(group));
+    }
+
+    /**
+     * The query string's parameters; a malformed one (a {@code %} not followed by two hex digits) is the request's
+     * fault: 400, not the 500 of an exception nobody expected (found by {@code HttpDoorJazzerTest}).
+     */
+    private static java.util.Map<String, java.util.List<String>> parameters(final String uri) {
+        try {
+            return new QueryStringDecoder(uri).parameters();
+        } catch (final IllegalArgumentException ex) {
+            throw new ApiException(400, ApiException.INVALID_FIELD, "malformed query string: " + ex.getMessage());
+        }
     }
 
     private static String first(final java.util.List<String> values) {
@@ -270,7 +270,35 @@ final class ApiHandler extends HttpRequestHandler {
         final boolean byHash, final boolean mooncake) {
         final Scratch s = scratch.get();
         s.body.read(request.content());
-        // The answer is built before a byte is sent: a refused query gets its own status, not a torn 200.
-        Responses.json(ctx, keepAlive, 200, g -> s.query.answer(s.body, byHash, mooncake, g));
+        try {
+            // The answer is built before a byte is sent: a refused query gets its own status, not a torn 200.
+            Responses.json(ctx, keepAlive, 200, g -> s.query.answer(s.body, byHash, mooncake,
+                queries == null ? Integer.MAX_VALUE : QueryPool.TIER_LOOKUPS_ON_LOOP, g));
+        } catch (final QueryHandler.TooManyTierLookups ex) {
+            // Too costly for the loop: answered on a query thread (the sequencer holds the connection's next request).
+            final ByteBuf body = request.content().retainedDuplicate().readerIndex(0);
+            if (!queries.submit(() -> answerOffLoop(ctx, keepAlive, body, byHash, mooncake))) {
+                body.release();
+                throw new ApiException(503, ApiException.UNAVAILABLE, "the query threads are busy ("
+                    + queries.threads() + " threads, " + QueryPool.QUEUE + " waiting): retry");
+            }
+        }
+    }
+
+    /** A query thread's answer to a query the event loop passed on; releases the body. */
+    private void answerOffLoop(final ChannelHandlerContext ctx, final boolean keepAlive, final ByteBuf content,
+        final boolean byHash, final boolean mooncake) {
+        try {
+            final Scratch s = scratch.get();
+            s.body.read(content);
+            Responses.json(ctx, keepAlive, 200, g -> s.query.answer(s.body, byHash, mooncake, g));
+        } catch (final HttpError ex) {
+            error(ctx, keepAlive, ex);
+        } catch (final RuntimeException ex) {
+            LOG.warn("POST {} failed", byHash ? "/query_by_hash" : "/query", ex);
+            error(ctx, keepAlive, new ApiException(500, ApiException.INTERNAL, String.valueOf(ex)));
+        } finally {
+            content.release();
+        }
     }
 }

@@ -77,11 +77,11 @@ public interface FleetApi {
     /**
      * @return the hosts a registration's endpoints may name ({@code httpRegisterHosts}); every host by default.
      */
-    default io.kvidx.daemon.membership.EndpointHosts registerHosts() {
+    default io.kvidx.client.net.HostPatterns registerHosts() {
         return ALL_HOSTS;
     }
 
-    /** Every host: an empty {@link io.kvidx.daemon.membership.EndpointHosts}. */
-    io.kvidx.daemon.membership.EndpointHosts ALL_HOSTS = new io.kvidx.daemon.membership.EndpointHosts(
+    /** Every host: an empty {@link io.kvidx.client.net.HostPatterns}. */
+    io.kvidx.client.net.HostPatterns ALL_HOSTS = new io.kvidx.client.net.HostPatterns(
         java.util.List.of());
 }

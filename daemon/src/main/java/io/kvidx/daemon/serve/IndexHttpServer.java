@@ -45,8 +45,21 @@ public final class IndexHttpServer implements AutoCloseable {
      * @param tokenFile      the bearer token's file, or null for none.
      * @param adminTokenFile the file of the token {@link #ADMIN_PATHS} need instead, or null (the one token opens
      *                       all).
+     * @param tls            TLS, optionally mutual, or null for plain HTTP.
      */
-    public record Guards(int maxConnections, int requestReadMs, Path tokenFile, Path adminTokenFile) {
+    public record Guards(int maxConnections, int requestReadMs, Path tokenFile, Path adminTokenFile,
+        io.kvidx.serve.ServerTls tls) {
+        /**
+         * @param maxConnections connections open at once.
+         * @param requestReadMs  time a client may take to send one whole request.
+         * @param tokenFile      the bearer token's file, or null for none.
+         * @param adminTokenFile the admin token's file, or null.
+         */
+        public Guards(final int maxConnections, final int requestReadMs, final Path tokenFile,
+            final Path adminTokenFile) {
+            this(maxConnections, requestReadMs, tokenFile, adminTokenFile, null);
+        }
+
         /**
          * @param maxConnections connections open at once.
          * @param requestReadMs  time a client may take to send one whole request.
@@ -66,9 +79,11 @@ public final class IndexHttpServer implements AutoCloseable {
     private final TierMap tiers;
     private final PodStatsFile stats;
     private final IndexFileWatch file;
+    private final QueryPool queries;
 
     private IndexHttpServer(final NettyServer server, final HttpPipeline pipeline, final IndexReader reader,
-        final TierMap tiers, final PodStatsFile stats, final IndexFileWatch file) {
+        final TierMap tiers, final PodStatsFile stats, final IndexFileWatch file, final QueryPool queries) {
+        this.queries = queries;
         this.server = server;
         this.pipeline = pipeline;
         this.reader = reader;
@@ -101,10 +116,12 @@ public final class IndexHttpServer implements AutoCloseable {
         final TierMap tiers = tierMapFile == null ? null : new TierMap(tierMapFile, pods::generation,
             TierMap.RETRY_INTERVAL_MS_DEFAULT, TierMapReader.READ_BOUND_NS_DEFAULT, reader::isWriterStale);
         final IndexFileWatch file = new IndexFileWatch(reader);
-        final ApiHandler api = new ApiHandler(reader, fleet, pods, tiers, stats, file, maxBodyBytes);
+        final QueryPool queries = new QueryPool();
+        final ApiHandler api = new ApiHandler(reader, fleet, pods, tiers, stats, file, maxBodyBytes, queries);
         final ServeContext context = new ServeContext().listen(address).threads(threads).busySpin(busySpin)
             .threadName("kvidx-http").idleTimeoutS(IDLE_TIMEOUT_S).maxHeaderBytes(MAX_HEADER_BYTES)
-            .maxBodyBytes(maxBodyBytes).maxConnections(guards.maxConnections()).requestReadMs(guards.requestReadMs());
+            .maxBodyBytes(maxBodyBytes).maxConnections(guards.maxConnections()).requestReadMs(guards.requestReadMs())
+            .tls(guards.tls());
         try {
             if (guards.tokenFile() != null) {
                 context.auth(new BearerAuth(BearerAuth.readToken(guards.tokenFile()), Set.of(OPEN_PATH),
@@ -112,8 +129,10 @@ public final class IndexHttpServer implements AutoCloseable {
                     ErrorShape.FLAT));
             }
             final HttpPipeline pipeline = HttpPipeline.of(context, () -> api);
-            return new IndexHttpServer(NettyServer.start(context, pipeline), pipeline, reader, tiers, stats, file);
+            return new IndexHttpServer(NettyServer.start(context, pipeline), pipeline, reader, tiers, stats, file,
+                queries);
         } catch (final RuntimeException ex) {
+            queries.close();
             file.close();
             if (tiers != null) {
                 tiers.close();
@@ -138,9 +157,24 @@ public final class IndexHttpServer implements AutoCloseable {
         return server.port();
     }
 
+    /**
+     * @return queries answered on the query threads instead of an event loop, since start (metrics).
+     */
+    public long queriesOffloaded() {
+        return queries.offloaded();
+    }
+
+    /**
+     * @return queries refused (503) because the query threads were busy, since start (metrics).
+     */
+    public long queriesRefused() {
+        return queries.refused();
+    }
+
     @Override
     public void close() {
         server.close();
+        queries.close();
         file.close();
         if (tiers != null) {
             tiers.close();

@@ -129,6 +129,20 @@ final class QueryHandler {
      */
     void answer(final RequestBody body, final boolean byHash, final boolean mooncake, final JsonGenerator out)
         throws IOException {
+        answer(body, byHash, mooncake, Integer.MAX_VALUE, out);
+    }
+
+    /**
+     * As {@link #answer(RequestBody, boolean, boolean, JsonGenerator)}, with a bound on the tier map lookups this
+     * answer may make: an event loop answers a query whose matched pods' tiers would take more lookups than that on
+     * another thread instead (one per matched block per pod with tiers recorded; 750-block prompts over many pods take
+     * milliseconds).
+     *
+     * @param tierLookups tier map lookups allowed.
+     * @throws TooManyTierLookups before anything is written, when the answer needs more lookups than allowed.
+     */
+    void answer(final RequestBody body, final boolean byHash, final boolean mooncake, final int tierLookups,
+        final JsonGenerator out) throws IOException {
         if (byHash ? !body.hasHashes : !body.hasTokens) {
             throw ApiException.missing(byHash ? "block_hashes" : "token_ids");
         }
@@ -200,7 +214,7 @@ final class QueryHandler {
             }
             view = pods.current();
         }
-        tierDepths(n, tiers != null && tiers.isAttached());
+        tierDepths(n, tiers != null && tiers.isAttached(), tierLookups);
         if (mooncake) {
             writeMooncake(out, view, group, body.instanceId);
         } else {
@@ -257,7 +271,19 @@ final class QueryHandler {
      * {@link TierMap#tierOf} does), {@code cpu} those on GPU or CPU memory, {@code disk} those on any medium (the
      * whole match). Without a tier map every tier is the whole match.
      */
-    private void tierDepths(final int n, final boolean withTiers) {
+    private void tierDepths(final int n, final boolean withTiers, final int tierLookups) {
+        if (withTiers && tierLookups != Integer.MAX_VALUE) {
+            long needed = 0;
+            for (int i = 0; i < result.count(); i++) {
+                final int depth = Math.min(result.depth(i), n);
+                if (depth > 0 && tiers.entryCount(result.slot(i)) > 0) {
+                    needed += depth;
+                }
+            }
+            if (needed > tierLookups) {
+                throw TooManyTierLookups.INSTANCE;
+            }
+        }
         for (int i = 0; i < result.count(); i++) {
             final int slot = result.slot(i);
             final int depth = Math.min(result.depth(i), n);
@@ -392,5 +418,18 @@ final class QueryHandler {
             return 0;
         }
         return stats.blocks(slot);
+    }
+
+    /**
+     * A query whose tier lookups exceed the bound it was answered with: nothing was written; answer it again where
+     * the bound does not apply. One instance, no stack trace (control flow on the event loop, no allocation).
+     */
+    static final class TooManyTierLookups extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        static final TooManyTierLookups INSTANCE = new TooManyTierLookups();
+
+        private TooManyTierLookups() {
+            super("more tier map lookups than an event loop makes", null, false, false);
+        }
     }
 }

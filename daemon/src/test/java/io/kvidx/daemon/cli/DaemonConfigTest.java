@@ -114,6 +114,13 @@ class DaemonConfigTest {
             "httpTokenFile: /run/secrets/kvidx-token"));
         s.put("--http-admin-token-file", new Sample(List.of("--http-token-file", "/run/t", "--http-admin-token-file",
             "/run/a"), "httpTokenFile: /run/t\nhttpAdminTokenFile: /run/a"));
+        s.put("--http-tls-cert-file", new Sample(List.of("--http-tls-cert-file", "/run/tls.crt",
+            "--http-tls-key-file", "/run/tls.key"), "httpTlsCertFile: /run/tls.crt\nhttpTlsKeyFile: /run/tls.key"));
+        s.put("--http-tls-key-file", new Sample(List.of("--http-tls-cert-file", "/run/tls.crt",
+            "--http-tls-key-file", "/run/tls.key"), "httpTlsCertFile: /run/tls.crt\nhttpTlsKeyFile: /run/tls.key"));
+        s.put("--http-tls-client-ca-file", new Sample(List.of("--http-tls-cert-file", "/run/tls.crt",
+            "--http-tls-key-file", "/run/tls.key", "--http-tls-client-ca-file", "/run/ca.crt"),
+            "httpTlsCertFile: /run/tls.crt\nhttpTlsKeyFile: /run/tls.key\nhttpTlsClientCaFile: /run/ca.crt"));
         s.put("--http-allow-remote", new Sample(List.of("--http-allow-remote"), "httpAllowRemote: true"));
         s.put("--http-max-connections", new Sample(List.of("--http-max-connections", "64"),
             "httpMaxConnections: 64"));
@@ -271,7 +278,8 @@ class DaemonConfigTest {
         SAMPLES.forEach((option, sample) -> {
             if (!option.equals("--replay") && !option.equals("--writers") && !option.equals("--engine")
                 && !option.startsWith("--discover") && !option.equals("--kubeconfig")
-                && !option.equals("--http-admin-token-file") && !option.equals("--jetstream-user")
+                && !option.equals("--http-admin-token-file") && !option.equals("--http-tls-key-file")
+                && !option.equals("--http-tls-client-ca-file") && !option.equals("--jetstream-user")
                 && !option.equals("--jetstream-password-file") && !option.equals("--jetstream-token-file")
                 && !option.equals("--jetstream-nkey-file") && !option.equals("--jetstream-tls-ca-file")) {
                 args.addAll(sample.args());
@@ -281,6 +289,8 @@ class DaemonConfigTest {
         args.addAll(List.of("--writers", "1", "--replay", "pod-a=tcp://h:5558"));
         // The admin token's sample repeats --http-token-file (it needs one): here that option came from its own sample.
         args.addAll(List.of("--http-admin-token-file", "/run/a"));
+        // The TLS key's and client CA's samples repeat the certificate's options: here only the CA is added.
+        args.addAll(List.of("--http-tls-client-ca-file", "/run/ca.crt"));
         // Discovery's options once each (a selector and a pool are exclusive).
         args.addAll(List.of("--discover", "app=vllm,tier=gpu", "--discover-namespace", "fleet", "--discover-kv-port",
             "6000", "--discover-replay-port", "6001", "--discover-engine", "sglang", "--discover-model", "qwen",

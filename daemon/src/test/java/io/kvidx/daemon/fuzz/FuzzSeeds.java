@@ -98,6 +98,9 @@ public final class FuzzSeeds {
         write(root, "io/kvidx/daemon/serve/RequestBodyJazzerTestInputs/"
             + "shouldReadOrRefuseAnyBodyAlikeWithAndWithoutTheFastPath", bodies);
 
+        write(root, "io/kvidx/daemon/serve/HttpDoorJazzerTestInputs/"
+            + "shouldAnswerAnyBytesWithWellFormedDocumentedResponses", doors(bodies));
+
         final Map<String, byte[]> configs = new LinkedHashMap<>();
         configs.put("defaults", utf8(Files.readString(Path.of("docs/configuration.md"))
             .replaceFirst("(?s)^.*?```yaml\n", "").replaceFirst("(?s)\n```.*$", "\n")));
@@ -142,6 +145,87 @@ public final class FuzzSeeds {
         chats.put("system_user", utf8("{\"model\":\"Qwen/Qwen3-8B\",\"messages\":[{\"role\":\"system\",\"content\":"
             + "\"Be brief.\"},{\"role\":\"user\",\"content\":\"Hello\"}],\"continue_final_message\":false}"));
         write(root, "io/kvidx/daemon/fuzz/ChatRequestJazzerTestInputs/shouldReadOrRefuseAnyBody", chats);
+    }
+
+    /** HttpDoorJazzerTest's tokens (the query token and the admin token of /dump and /metrics). */
+    private static final String DOOR_AUTH = "Authorization: Bearer kvidx-fuzz-token-5e2b9d41\r\n";
+    private static final String DOOR_ADMIN = "Authorization: Bearer kvidx-fuzz-admin-7a3c0f18\r\n";
+    private static final String JSON = "Content-Type: application/json\r\n";
+
+    /**
+     * Raw HTTP/1.1 for HttpDoorJazzerTest: every endpoint with and without the token, Mooncake's paths, the refusals
+     * (415, 405, 404, 413, 501), a chunked body, Expect: 100-continue as curl sends it, HTTP/1.0, and pipelined runs.
+     */
+    private static Map<String, byte[]> doors(final Map<String, byte[]> bodies) {
+        final String query = "{\"token_ids\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,"
+            + "28,29,30,31,32],\"model_name\":\"m\"}";
+        final String register = "{\"instance_id\":7,\"endpoint\":\"tcp://127.0.0.1:5557\",\"model_name\":\"m\"}";
+        final String mooncake = "{\"instance_id\":\"engine-1\",\"endpoint\":\"tcp://127.0.0.1:5557\","
+            + "\"modelname\":\"m\",\"type\":\"vLLM\",\"tenant_id\":\"t\"}";
+        final String byHash = new String(bodies.get("query_router_keys"), StandardCharsets.UTF_8);
+        final Map<String, byte[]> d = new LinkedHashMap<>();
+        d.put("health_open", utf8(get("/health", "")));
+        d.put("health_head", utf8("HEAD /health HTTP/1.1\r\nHost: k\r\n\r\n"));
+        d.put("workers_no_token", utf8(get("/workers", "")));
+        d.put("workers_token", utf8(get("/workers?model_name=m&routing_group=default", DOOR_AUTH)));
+        d.put("workers_wrong_token", utf8(get("/workers", DOOR_AUTH.replace("5e2b", "5e2c"))));
+        d.put("query_token", utf8(post("/query", DOOR_AUTH + JSON, query)));
+        d.put("query_no_token", utf8(post("/query", JSON, query)));
+        d.put("query_capture", utf8(post("/query", DOOR_AUTH + JSON,
+            new String(bodies.get("query_tokens"), StandardCharsets.UTF_8))));
+        d.put("query_no_content_type", utf8(post("/query", DOOR_AUTH, query)));
+        d.put("query_get", utf8(get("/query", DOOR_AUTH)));
+        d.put("query_by_hash_router_keys", utf8(post("/query_by_hash", DOOR_AUTH + JSON, byHash)));
+        d.put("query_by_hash_block_hashes", utf8(post("/query_by_hash", DOOR_AUTH + JSON,
+            new String(bodies.get("query_by_hash"), StandardCharsets.UTF_8))));
+        d.put("register", utf8(post("/register", DOOR_AUTH + JSON, register)));
+        d.put("unregister", utf8(post("/unregister", DOOR_AUTH + JSON, "{\"instance_id\":7}")));
+        d.put("mooncake_register", utf8(post("/mooncake/register", DOOR_AUTH + JSON, mooncake)));
+        d.put("mooncake_query", utf8(post("/mooncake/query", DOOR_AUTH + JSON,
+            query.replace("}", ",\"tenant_id\":\"default\"}"))));
+        d.put("mooncake_query_by_hash", utf8(post("/mooncake/query_by_hash", DOOR_AUTH + JSON,
+            "{\"seq_hashes\":[1,2],\"model\":\"m\"}")));
+        d.put("mooncake_unregister", utf8(post("/mooncake/unregister", DOOR_AUTH + JSON,
+            "{\"instance_id\":\"engine-1\",\"tenant_id\":\"t\"}")));
+        d.put("dump_admin", utf8(get("/dump", DOOR_ADMIN)));
+        d.put("dump_query_token", utf8(get("/dump?format=kvidx", DOOR_AUTH)));
+        d.put("dump_dynamo", utf8(get("/dump?format=dynamo", DOOR_ADMIN)));
+        d.put("metrics_admin", utf8(get("/metrics", DOOR_ADMIN)));
+        d.put("peers", utf8(get("/peers", DOOR_AUTH)));
+        d.put("register_peer", utf8(post("/register_peer", DOOR_AUTH + JSON, "{}")));
+        d.put("not_found", utf8(get("/nope", DOOR_AUTH)));
+        d.put("chunked_query", utf8("POST /query HTTP/1.1\r\nHost: k\r\n" + DOOR_AUTH + JSON
+            + "Transfer-Encoding: chunked\r\n\r\n10\r\n" + query.substring(0, 16) + "\r\n"
+            + Integer.toHexString(query.length() - 16) + "\r\n" + query.substring(16) + "\r\n0\r\n\r\n"));
+        d.put("expect_continue", utf8("POST /query HTTP/1.1\r\nHost: k\r\n" + DOOR_AUTH + JSON
+            + "Expect: 100-continue\r\nContent-Length: " + query.length() + "\r\n\r\n" + query));
+        d.put("too_large", utf8("POST /query HTTP/1.1\r\nHost: k\r\n" + DOOR_AUTH + JSON
+            + "Content-Length: 100000\r\n\r\n{}"));
+        d.put("http10_close", utf8("GET /workers HTTP/1.0\r\n" + DOOR_AUTH + "\r\n"));
+        d.put("connection_close", utf8(get("/health", "Connection: close\r\n") + get("/health", "")));
+        d.put("malformed", utf8("GET /health HTTP/9\r\n\r\nGET /health HTTP/1.1\r\n\r\n"));
+        d.put("pipelined_membership", utf8(post("/register", DOOR_AUTH + JSON, register)
+            + post("/query", DOOR_AUTH + JSON, query) + get("/workers", DOOR_AUTH)
+            + post("/register", DOOR_AUTH + JSON, register)
+            + post("/unregister", DOOR_AUTH + JSON, "{\"instance_id\":7}") + get("/health", "")));
+        d.put("pipelined_mixed_tokens", utf8(get("/workers", "") + post("/query", DOOR_AUTH + JSON, query)
+            + get("/dump", DOOR_AUTH) + get("/dump", DOOR_ADMIN) + get("/metrics", "")
+            + post("/mooncake/query", DOOR_AUTH + JSON, query)));
+        d.put("pipelined_mooncake", utf8(post("/mooncake/register", DOOR_AUTH + JSON, mooncake)
+            + post("/mooncake/register", DOOR_AUTH + JSON, mooncake)
+            + post("/register", DOOR_AUTH + JSON, mooncake.replace("engine-1", "engine-2"))
+            + post("/register", DOOR_AUTH + JSON, mooncake.replace("engine-1", "engine-3"))
+            + post("/mooncake/unregister", DOOR_AUTH + JSON, "{\"instance_id\":\"engine-1\"}")));
+        return d;
+    }
+
+    private static String get(final String path, final String headers) {
+        return "GET " + path + " HTTP/1.1\r\nHost: k\r\n" + headers + "\r\n";
+    }
+
+    private static String post(final String path, final String headers, final String body) {
+        return "POST " + path + " HTTP/1.1\r\nHost: k\r\n" + headers + "Content-Length: "
+            + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body;
     }
 
     private static byte[] utf8(final String s) {

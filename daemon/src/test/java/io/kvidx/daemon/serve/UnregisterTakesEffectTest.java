@@ -14,7 +14,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.List;
@@ -102,7 +101,7 @@ class UnregisterTakesEffectTest {
             IndexHttpServer server = IndexHttpServer.start(new InetSocketAddress("127.0.0.1", 0), 1, false, 1 << 20,
                 new IndexHttpServer.Guards(16, 10_000, null),
                 IndexReader.attach(new IndexReaderContext().dir(dir).cell("test").attachTimeoutMs(1_000)), null, null,
-                fleet(membership, 1_500))) {
+                TestFleet.of(membership, 1_500))) {
             final HttpApiClient http = new HttpApiClient(server.port());
             assertEquals(201, http.post("/register", "{\"instance_id\":9,\"endpoint\":\"tcp://127.0.0.1:9\","
                 + "\"model_name\":\"m\"}").status());
@@ -128,34 +127,6 @@ class UnregisterTakesEffectTest {
         } finally {
             membership.close();
         }
-    }
-
-    private static FleetApi fleet(final Membership membership, final long changeTimeoutMs) {
-        return new FleetApi() {
-            @Override
-            public Membership membership() {
-                return membership;
-            }
-
-            @Override
-            public CompletableFuture<byte[]> snapshot() {
-                return CompletableFuture.failedFuture(new IllegalStateException("no snapshots here"));
-            }
-
-            @Override
-            public void scrapeMetrics(final OutputStream out) {
-            }
-
-            @Override
-            public long healthMaxHeartbeatAgeMs() {
-                return 60_000;
-            }
-
-            @Override
-            public long changeTimeoutMs() {
-                return changeTimeoutMs;
-            }
-        };
     }
 
     private static String register(final PyPeer peer, final int rank, final Capture c) {

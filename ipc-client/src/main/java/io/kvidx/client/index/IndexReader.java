@@ -203,7 +203,8 @@ public final class IndexReader implements AutoCloseable {
                     idLength);
                 MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, base + IndexDescriptor.POD_MODEL_OFFSET, model, 0,
                     modelLength);
-                if (Seqlock.validate(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq)) {
+                if (ProtocolFaults.OMIT_POD_SEQ_CHECK
+                    || Seqlock.validate(segment, base + IndexDescriptor.POD_SEQ_OFFSET, seq)) {
                     return new PodInfo(slot, generation, state, new String(id, StandardCharsets.UTF_8),
                         new String(model, StandardCharsets.UTF_8),
                         (flags & IndexDescriptor.POD_FLAG_SUSPECT) != 0);

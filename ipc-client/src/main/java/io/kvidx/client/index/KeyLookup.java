@@ -93,10 +93,12 @@ final class KeyLookup {
                 final long e = find(k, home, table, tableMask);
                 if (e >= 0) {
                     // The key is published (release) after its pods word: read the pods word after the key.
-                    VarHandle.acquireFence();
+                    if (!ProtocolFaults.OMIT_ENTRY_ACQUIRE_FENCE) {
+                        VarHandle.acquireFence();
+                    }
                     pods = (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET);
                 }
-                if (Seqlock.validateUnchecked(s, versionOffset, v1)) {
+                if (ProtocolFaults.OMIT_SHARD_VERSION_CHECK || Seqlock.validateUnchecked(s, versionOffset, v1)) {
                     return pods;
                 }
             }
@@ -205,7 +207,9 @@ final class KeyLookup {
                 final long e = find(k, home, table, tableMask);
                 if (e >= 0) {
                     // The key is published (release) after its pods word: read the pods word after the key.
-                    VarHandle.acquireFence();
+                    if (!ProtocolFaults.OMIT_ENTRY_ACQUIRE_FENCE) {
+                        VarHandle.acquireFence();
+                    }
                     final long pods = (long) PLAIN.get(s, e + ENTRY_PODS_OFFSET);
                     if (pods >= 0) {
                         for (int i = 0, count = IndexDescriptor.inlineCount(pods); i < count; i++) {
@@ -230,7 +234,7 @@ final class KeyLookup {
                         w3 = (long) PLAIN.get(s, o + 24);
                     }
                 }
-                if (Seqlock.validate(s, versionOffset, v1)) {
+                if (ProtocolFaults.OMIT_SHARD_VERSION_CHECK || Seqlock.validate(s, versionOffset, v1)) {
                     out[0] = w0;
                     out[1] = w1;
                     out[2] = w2;

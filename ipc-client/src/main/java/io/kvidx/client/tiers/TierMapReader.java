@@ -6,6 +6,7 @@ import io.kvidx.client.index.IndexFormatException;
 import io.kvidx.client.index.IndexNotFoundException;
 import io.kvidx.client.index.IndexTruncatedException;
 import io.kvidx.client.index.IndexVersionException;
+import io.kvidx.client.index.ProtocolFaults;
 import io.kvidx.client.index.ReadWait;
 import io.kvidx.client.index.Seqlock;
 import io.kvidx.ffm.Layouts;
@@ -237,7 +238,7 @@ public final class TierMapReader implements AutoCloseable {
                         i = (i + 1) & slotMask;
                     }
                 }
-                if (Seqlock.validate(s, base + REGION_VERSION_OFFSET, v1)) {
+                if (ProtocolFaults.OMIT_TIER_VERSION_CHECK || Seqlock.validate(s, base + REGION_VERSION_OFFSET, v1)) {
                     return result;
                 }
             }

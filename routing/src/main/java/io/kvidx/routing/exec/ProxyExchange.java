@@ -67,6 +67,9 @@ public final class ProxyExchange {
          */
         public String path(final String path) {
             final String base = endpoint.getRawPath() == null ? "" : endpoint.getRawPath();
+            if (base.isEmpty() || "/".equals(base)) {
+                return path; // the common case: no new string per call
+            }
             return (base.endsWith("/") ? base.substring(0, base.length() - 1) : base) + path;
         }
 
@@ -91,8 +94,9 @@ public final class ProxyExchange {
     private final ProxyPolicy policy;
     private final RoutingContext ctx;
     private final int promptTokens;
-    private final List<ExecutionException.Attempt> failures = new ArrayList<>(2);
-    private final StringBuilder summary = new StringBuilder();
+    /** Made at the first failure: an exchange that succeeds at once allocates neither. */
+    private List<ExecutionException.Attempt> failures;
+    private StringBuilder summary;
     private RoutingPlan plan;
     private Stage stage;
     private int slot;
@@ -187,6 +191,10 @@ public final class ProxyExchange {
     }
 
     private void record(final String detail) {
+        if (failures == null) {
+            failures = new ArrayList<>(2);
+            summary = new StringBuilder();
+        }
         failures.add(new ExecutionException.Attempt(stage.label(), slot, detail));
         summary.append(summary.isEmpty() ? ": " : "; ").append(stage.label()).append(" pod ")
             .append(policy.registry().podId(slot)).append(": ").append(detail);
@@ -257,20 +265,20 @@ public final class ProxyExchange {
      * @return the failed calls, in order.
      */
     public List<ExecutionException.Attempt> failures() {
-        return failures;
+        return failures == null ? List.of() : failures;
     }
 
     /**
      * @return why no call can be made (503), naming every failed call.
      */
     public String noPodMessage() {
-        return "no " + stage.label() + " pod available" + summary;
+        return "no " + stage.label() + " pod available" + (summary == null ? "" : summary);
     }
 
     /**
      * @return why the request failed after its stage's attempts were spent (502), naming every failed call.
      */
     public String spentMessage() {
-        return stage.label() + " failed on " + stageAttempts + " attempt(s)" + summary;
+        return stage.label() + " failed on " + stageAttempts + " attempt(s)" + (summary == null ? "" : summary);
     }
 }
