@@ -70,7 +70,7 @@ public final class AgentErrorHandler implements ErrorHandler {
             });
         if (fatal != null && throwable instanceof AgentTerminationException
             && throwable.getCause() instanceof ShardRepairException repair) {
-            fatal.accept(role + " stopped: " + repair.getMessage());
+            fatal.accept(role + " stopped: " + repair.getMessage() + " (a restart repairs the shard)");
         }
     }
 }

@@ -58,6 +58,11 @@ final class JetStreamOptions {
         + DaemonConfiguration.JETSTREAM_SNAPSHOT_EVENTS_DEFAULT + ").")
     private Long snapshotEvents;
 
+    @Option(names = "--jetstream-exit-on-loss", negatable = true, description = "A consumer that finds stream "
+        + "messages lost while running marks its cell for a new index and stops the daemon (exit 1), so that its "
+        + "restart loads the newest snapshot (default " + DaemonConfiguration.JETSTREAM_EXIT_ON_LOSS_DEFAULT + ").")
+    private Boolean exitOnLoss;
+
     @Option(names = "--jetstream-user", paramLabel = "USER", description = "NATS user (with "
         + "--jetstream-password-file).")
     private String user;
@@ -117,6 +122,9 @@ final class JetStreamOptions {
         }
         if (snapshotEvents != null) {
             j.snapshotEvents(snapshotEvents);
+        }
+        if (exitOnLoss != null) {
+            j.exitOnLoss(exitOnLoss);
         }
         if (user != null) {
             j.user(user);

@@ -363,6 +363,13 @@ public final class DaemonConfiguration {
     public static final String JETSTREAM_SNAPSHOT_EVENTS_PROP_NAME = "jetstream.snapshotEvents";
     /** Default snapshot events. */
     public static final long JETSTREAM_SNAPSHOT_EVENTS_DEFAULT = 100_000;
+    /**
+     * Exit-on-loss key: a consumer that finds stream messages lost while running marks its cell for a new index and
+     * stops the daemon (exit 1), so that its supervisor's restart loads the newest snapshot.
+     */
+    public static final String JETSTREAM_EXIT_ON_LOSS_PROP_NAME = "jetstream.exitOnLoss";
+    /** Default: exit on a loss (the daemon recovers through a restart). */
+    public static final boolean JETSTREAM_EXIT_ON_LOSS_DEFAULT = true;
     /** NATS user key (with {@code jetstream.passwordFile}). */
     public static final String JETSTREAM_USER_PROP_NAME = "jetstream.user";
     /** NATS password file key. */

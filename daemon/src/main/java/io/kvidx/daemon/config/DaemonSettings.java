@@ -270,6 +270,8 @@ public final class DaemonSettings {
             c -> c.jetstream().snapshotIntervalMs()),
         new Setting(DaemonConfiguration.JETSTREAM_SNAPSHOT_EVENTS_PROP_NAME, "--jetstream-snapshot-events",
             Kind.LONG, (c, v) -> c.jetstream().snapshotEvents((Long) v), c -> c.jetstream().snapshotEvents()),
+        new Setting(DaemonConfiguration.JETSTREAM_EXIT_ON_LOSS_PROP_NAME, "--jetstream-exit-on-loss", Kind.BOOLEAN,
+            (c, v) -> c.jetstream().exitOnLoss((Boolean) v), c -> c.jetstream().exitOnLoss()),
         new Setting(DaemonConfiguration.JETSTREAM_USER_PROP_NAME, "--jetstream-user", Kind.NULLABLE_STRING,
             (c, v) -> c.jetstream().user((String) v), c -> c.jetstream().user()),
         new Setting(DaemonConfiguration.JETSTREAM_PASSWORD_FILE_PROP_NAME, "--jetstream-password-file",

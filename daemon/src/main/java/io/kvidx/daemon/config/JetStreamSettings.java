@@ -48,6 +48,7 @@ public final class JetStreamSettings {
     private long duplicateWindowMs = DaemonConfiguration.JETSTREAM_DUPLICATE_WINDOW_MS_DEFAULT;
     private long snapshotIntervalMs = DaemonConfiguration.JETSTREAM_SNAPSHOT_INTERVAL_MS_DEFAULT;
     private long snapshotEvents = DaemonConfiguration.JETSTREAM_SNAPSHOT_EVENTS_DEFAULT;
+    private boolean exitOnLoss = DaemonConfiguration.JETSTREAM_EXIT_ON_LOSS_DEFAULT;
     private String user;
     private String passwordFile;
     private String tokenFile;
@@ -337,6 +338,23 @@ public final class JetStreamSettings {
      */
     public long snapshotEvents() {
         return snapshotEvents;
+    }
+
+    /**
+     * @param exit true: a consumer that finds stream messages lost while running marks its cell for a new index and
+     *             stops the daemon, whose restart loads the newest snapshot; false: it only reports the loss.
+     * @return this.
+     */
+    public JetStreamSettings exitOnLoss(final boolean exit) {
+        this.exitOnLoss = exit;
+        return this;
+    }
+
+    /**
+     * @return whether a loss found while running stops the daemon for a restart from the newest snapshot.
+     */
+    public boolean exitOnLoss() {
+        return exitOnLoss;
     }
 
     /**

@@ -47,8 +47,12 @@ public final class NatsSession implements AutoCloseable {
     private final Connection connection;
     private final JetStream jetStream;
     private final JetStreamManagement management;
+    /** Connections made after the first (reconnections), for a relay's resend; written by the client's thread. */
+    private final java.util.concurrent.atomic.AtomicLong reconnections;
 
-    private NatsSession(final JetStreamSettings settings, final Connection connection) throws IOException {
+    private NatsSession(final JetStreamSettings settings, final Connection connection,
+        final java.util.concurrent.atomic.AtomicLong reconnections) throws IOException {
+        this.reconnections = reconnections;
         this.settings = settings;
         this.connection = connection;
         this.jetStream = connection.jetStream();
@@ -67,13 +71,17 @@ public final class NatsSession implements AutoCloseable {
      */
     public static NatsSession connect(final JetStreamSettings settings, final String name, final IngestErrors errors,
         final AtomicCounter natsErrors) {
+        final java.util.concurrent.atomic.AtomicLong reconnections = new java.util.concurrent.atomic.AtomicLong();
         final Options.Builder options = Options.builder()
             .servers(settings.servers().toArray(new String[0]))
             .connectionName(name)
             .connectionTimeout(CONNECT_TIMEOUT)
             .maxReconnects(-1)
             .reconnectWait(RECONNECT_WAIT)
-            .reconnectBufferSize(RECONNECT_BUFFER_BYTES)
+            // A relay buffers nothing in the client while disconnected: a publish then fails, and the relay resends
+            // in order after the reconnection, so no later message reaches the stream before an earlier one lost
+            // in the broken connection (StreamRelay).
+            .reconnectBufferSize(settings.relay() ? 0 : RECONNECT_BUFFER_BYTES)
             .errorListener(new ErrorListener() {
                 @Override
                 public void errorOccurred(final Connection conn, final String error) {
@@ -88,6 +96,9 @@ public final class NatsSession implements AutoCloseable {
                 }
             })
             .connectionListener((conn, event) -> {
+                if (event == ConnectionListener.Events.RECONNECTED) {
+                    reconnections.incrementAndGet();
+                }
                 if (event == ConnectionListener.Events.DISCONNECTED) {
                     natsErrors.increment();
                     errors.report(CounterType.JETSTREAM_ERRORS.typeId(), -3, () -> "NATS connection lost; "
@@ -108,7 +119,7 @@ public final class NatsSession implements AutoCloseable {
             } else if (settings.user() != null) {
                 options.userInfo(settings.user().toCharArray(), readSecret(settings.passwordFile()));
             }
-            return new NatsSession(settings, Nats.connect(options.build()));
+            return new NatsSession(settings, Nats.connect(options.build()), reconnections);
         } catch (final IOException ex) {
             throw new IllegalStateException("cannot connect to NATS at " + settings.url() + ": " + ex.getMessage(),
                 ex);
@@ -222,6 +233,20 @@ public final class NatsSession implements AutoCloseable {
 
     /** JetStream's API error code of a stream that does not exist. */
     static final int STREAM_NOT_FOUND = 10059;
+
+    /**
+     * @return how many times the connection was made again since it was opened.
+     */
+    public long reconnections() {
+        return reconnections.get();
+    }
+
+    /**
+     * @return true while the connection is up.
+     */
+    public boolean connected() {
+        return connection.getStatus() == Connection.Status.CONNECTED;
+    }
 
     /**
      * @return the settings.

@@ -87,6 +87,9 @@ public final class StreamConsumer implements Agent {
     private long nextCheckpointMs;
     private long nextStreamCheckMs;
     private long lastMessageMs;
+    /** True once a message was received after the first one (a loss is then found while running). */
+    private boolean running;
+    private java.util.function.Consumer<String> lossHandler;
     /** When the stream this consumer started on was created: another time means it was deleted and made again. */
     private java.time.ZonedDateTime streamCreated;
 
@@ -283,6 +286,7 @@ public final class StreamConsumer implements Agent {
             lose(seq - last - 1, "stream sequence " + seq + " follows " + last + " (the stream no longer holds the "
                 + "messages between)");
         }
+        running = true;
         receivedSequence = seq;
         final byte[] data = m.getData();
         body.wrap(data);
@@ -328,6 +332,22 @@ public final class StreamConsumer implements Agent {
         final String message = count + " stream message(s) lost: " + why;
         problem = "JetStream: " + message + "; restart the daemon with a new cell to load the newest snapshot";
         errors.report(CounterType.JETSTREAM_LOST.typeId(), -1, () -> "JetStream: " + message);
+        // At start the newest snapshot was loaded already (or there is none): a restart would find the same loss.
+        if (running && lossHandler != null) {
+            final java.util.function.Consumer<String> handler = lossHandler;
+            lossHandler = null;
+            handler.accept(message);
+        }
+    }
+
+    /**
+     * @param handler told once, on this consumer's thread, of a loss found after the consumer received its first
+     *                message (not of one found at start, which a restart would only find again); null for none.
+     * @return this.
+     */
+    public StreamConsumer onLossWhileRunning(final java.util.function.Consumer<String> handler) {
+        this.lossHandler = handler;
+        return this;
     }
 
     private int checkpoint() {

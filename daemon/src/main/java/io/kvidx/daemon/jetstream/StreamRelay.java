@@ -40,8 +40,10 @@ import java.util.function.Supplier;
  * published batch, {@code <pod>/<type>/<sequence>/<fingerprint>}; a heartbeat's its interval,
  * {@code <pod>/hb/<epoch ms / interval>}. Relays in step give a message the same id.
  *
- * <p><b>Note:</b> {@link #offered} runs on the transports' threads (the pod's state is written by the one thread
- * that offers the pod's messages); {@link #doWork} on the relay's own agent thread.
+ * <p><b>Note:</b> {@link #offered} runs on the transports' threads; a pod's state (last batch, last heartbeat) is
+ * written by the thread that offers the pod's messages, and by two only when two transports feed one pod, where the
+ * race can give a control message or a heartbeat another id (published twice, harmless), never touch a payload.
+ * {@link #doWork} runs on the relay's own agent thread.
  */
 public final class StreamRelay implements EventTap, Agent {
     /** Most publishes awaiting their acknowledgement. */
@@ -61,6 +63,8 @@ public final class StreamRelay implements EventTap, Agent {
     private final ManyToOneRingBuffer queue;
     private final PodDirectory directory;
     private final JetStream jetStream;
+    private final NatsSession session;
+    private long seenReconnections;
     private final String subjectPrefix;
     private final String stream;
     private final long heartbeatIntervalMs;
@@ -108,7 +112,7 @@ public final class StreamRelay implements EventTap, Agent {
     /**
      * @param queueLength         bytes of the queue between the transports and this agent (a power of two).
      * @param directory           pod ids and models.
-     * @param jetStream           where to publish.
+     * @param session             the NATS session to publish on (its reconnections trigger a resend).
      * @param subjectPrefix       the subject prefix.
      * @param stream              the stream's name (each publish expects it).
      * @param heartbeatIntervalMs at most one heartbeat per pod and interval (at least
@@ -118,13 +122,14 @@ public final class StreamRelay implements EventTap, Agent {
      * @param errors              error log.
      * @param offerIdle           idle strategy of a transport thread waiting for room.
      */
-    public StreamRelay(final int queueLength, final PodDirectory directory, final JetStream jetStream,
+    public StreamRelay(final int queueLength, final PodDirectory directory, final NatsSession session,
         final String subjectPrefix, final String stream, final long heartbeatIntervalMs, final LongSupplier epochMs,
         final IngestCounters counters, final IngestErrors errors, final Supplier<IdleStrategy> offerIdle) {
         this.queue = new ManyToOneRingBuffer(new UnsafeBuffer(ByteBuffer.allocateDirect(
             queueLength + RingBufferDescriptor.TRAILER_LENGTH)));
         this.directory = directory;
-        this.jetStream = jetStream;
+        this.session = session;
+        this.jetStream = session.jetStream();
         this.subjectPrefix = subjectPrefix;
         this.stream = stream;
         this.heartbeatIntervalMs = Math.max(STREAM_HEARTBEAT_MIN_MS, heartbeatIntervalMs);
@@ -208,10 +213,30 @@ public final class StreamRelay implements EventTap, Agent {
 
     @Override
     public int doWork() {
+        if (!session.connected()) {
+            return 0; // nothing is sent into a broken connection; what is in flight goes again after it is back
+        }
+        final long reconnections = session.reconnections();
+        if (reconnections != seenReconnections) {
+            // Whatever was in flight may have died with the old connection: everything goes again, in order, before
+            // anything new (the stream drops the copies it stored), so no later message overtakes a lost one.
+            seenReconnections = reconnections;
+            if (!inFlight.isEmpty()) {
+                errors.report(CounterType.JETSTREAM_PUBLISH_RETRIES.typeId(), -3, () -> "JetStream relay "
+                    + "reconnected: the " + inFlight.size() + " unacknowledged message(s) are sent again, in order");
+                for (final InFlight f : inFlight) {
+                    retries.increment();
+                    publish(f);
+                }
+            }
+        }
         int work = checkAcks();
         // One record per read: the consumer position after it is the record's end, its place in the barrier.
-        while (inFlight.size() < MAX_IN_FLIGHT && queue.read(reader, 1) > 0) {
-            inFlight.peekLast().endPosition = queue.consumerPosition();
+        boolean failed = hasFailed();
+        while (!failed && inFlight.size() < MAX_IN_FLIGHT && queue.read(reader, 1) > 0) {
+            final InFlight sent = inFlight.peekLast();
+            sent.endPosition = queue.consumerPosition();
+            failed = sent.ack.isCompletedExceptionally();
             work++;
         }
         if (inFlight.isEmpty()) {
@@ -219,6 +244,16 @@ public final class StreamRelay implements EventTap, Agent {
         }
         inFlightCount = inFlight.size();
         return work;
+    }
+
+    /** A failed publish in flight: nothing new is sent until it went again (order). */
+    private boolean hasFailed() {
+        for (final InFlight f : inFlight) {
+            if (f.ack.isCompletedExceptionally()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private final org.agrona.concurrent.MessageHandler reader = (type, buffer, index, length) ->

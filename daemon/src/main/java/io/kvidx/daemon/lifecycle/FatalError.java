@@ -33,7 +33,7 @@ final class FatalError {
             message = what;
             l = listener;
         }
-        LOG.error("fatal: {}; the daemon stops (a restart repairs the shard)", what);
+        LOG.error("fatal: {}; the daemon stops", what);
         if (l != null) {
             l.accept(what);
         }

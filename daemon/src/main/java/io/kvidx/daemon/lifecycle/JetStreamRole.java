@@ -150,7 +150,7 @@ final class JetStreamRole implements AutoCloseable {
      * @return the relay agent to run.
      */
     Agent relay(final PodDirectory directory, final WriterPool writers, final EpochClock clock) {
-        relay = new StreamRelay(context.writerQueueLength(), directory, session.jetStream(),
+        relay = new StreamRelay(context.writerQueueLength(), directory, session,
             settings.subjectPrefix(), settings.stream(), context.heartbeatIntervalMs(), clock::time, counters, errors,
             IdleStrategies.supplier(IdleStrategies.BACKOFF));
         writers.tap(relay);
@@ -164,12 +164,23 @@ final class JetStreamRole implements AutoCloseable {
      * @param writers   the writer pool.
      * @param progress  its share of {@code state/publishers}.
      * @param clock     the wall clock.
+     * @param stateDir  the cell's state directory.
+     * @param fatal     stops the daemon with a message.
      * @return the consumer agent to run.
      */
     Agent consumer(final PodDirectory directory, final WriterPool writers, final ProgressLog progress,
-        final EpochClock clock) {
+        final EpochClock clock, final Path stateDir, final java.util.function.Consumer<String> fatal) {
         consumer = new StreamConsumer(session, directory, writers, progress, counters, errors, clock,
             context.zmq().checkpointIntervalMs());
+        if (settings.exitOnLoss()) {
+            // The next start of this cell gets a new index (as after a catch-up that did not finish) and loads the
+            // newest snapshot; the daemon stops now so that its supervisor starts it again.
+            consumer.onLossWhileRunning(message -> {
+                SnapshotLoader.markUnfinished(stateDir, "JetStream messages lost: " + message);
+                fatal.accept("JetStream: " + message + "; the cell's next start makes a new index from the newest "
+                    + "snapshot (jetstream.exitOnLoss)");
+            });
+        }
         return consumer;
     }
 

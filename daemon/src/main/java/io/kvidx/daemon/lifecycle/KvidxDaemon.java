@@ -321,8 +321,8 @@ public final class KvidxDaemon implements AutoCloseable {
                 agents.aeronIngestCpu(), agents.aeronIngestIdle());
         }
         if (streamConsumer) {
-            run(jetstream.consumer(directory, writers, shares[zmqParts], clock), AgentSettings.NO_CPU,
-                agents.zmqIngestIdle());
+            run(jetstream.consumer(directory, writers, shares[zmqParts], clock, stateDir, fatal::report),
+                AgentSettings.NO_CPU, agents.zmqIngestIdle());
             final Agent snapshotAgent = jetstream.snapshots(this::snapshot, clock);
             if (snapshotAgent != null) {
                 run(snapshotAgent, AgentSettings.NO_CPU, agents.maintenanceIdle());

@@ -52,7 +52,8 @@ final class PeerCatchUp {
         if (!SnapshotLoader.unfinished(state)) {
             return opened;
         }
-        LOG.warn("the cell's last catch-up from a peer did not finish: its index is replaced by a new one");
+        LOG.warn("the cell's last catch-up (from a peer or a JetStream snapshot) did not finish, or its JetStream "
+            + "consumer lost messages: its index is replaced by a new one");
         CloseHelper.closeAll(opened);
         final IndexWriter created = IndexWriter.create(context.indexContext().cellLock(lock));
         try {

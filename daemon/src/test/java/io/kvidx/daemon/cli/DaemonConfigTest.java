@@ -176,6 +176,8 @@ class DaemonConfigTest {
             "jetstream: {snapshotIntervalMs: 0}"));
         s.put("--jetstream-snapshot-events", new Sample(List.of("--jetstream-snapshot-events", "5000"),
             "jetstream: {snapshotEvents: 5000}"));
+        s.put("--jetstream-exit-on-loss", new Sample(List.of("--no-jetstream-exit-on-loss"),
+            "jetstream: {exitOnLoss: false}"));
         s.put("--jetstream-user", new Sample(List.of("--jetstream-user", "kvidx", "--jetstream-password-file",
             "/run/p"), "jetstream: {user: kvidx, passwordFile: /run/p}"));
         s.put("--jetstream-password-file", new Sample(List.of("--jetstream-user", "kvidx",

@@ -18,7 +18,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Faults with real processes (nats-server, the Python publisher): a NATS server restarted while events flow (the
  * relay resends what was not acknowledged, the consumer's ordered consumer resumes: exact, nothing lost); the
- * consumer's connection alone cut twice (through a forwarder; exact, nothing lost); a stream
+ * consumer's connection alone cut twice (through a forwarder; exact, nothing lost); a consumer kept away longer
+ * than the stream's retention (the loss counted, the daemon stops, and its restart makes a new index from the
+ * newest snapshot: exact); a stream
  * deleted under a running consumer (counted, logged, {@code /health} not ready with the reason); a snapshot older
  * than the stream's first sequence (loaded, the messages between counted as lost, not ready).
  */
@@ -90,6 +92,47 @@ class JetStreamFaultTest {
             assertEquals(0, relay.counters().value(CounterType.JETSTREAM_ERRORS), "the relay's connection held");
             assertEquals(0, consumer.counters().value(CounterType.JETSTREAM_LOST));
             assertEquals(200, StreamFleet.health(consumer.httpPort()));
+        }
+    }
+
+    @Test
+    void shouldStopAndRestartFromTheNewestSnapshotAfterFallingBehindTheRetention() throws Exception {
+        PyPeer.requirePython();
+        try (NatsServer nats = NatsServer.start(dir);
+            TcpCutter cutter = new TcpCutter(nats.port());
+            PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL)) {
+            final DaemonContext relayContext = StreamFleet.relay(dir, "relay", peer, nats.url());
+            relayContext.jetstream().maxAgeMs(4_000).duplicateWindowMs(1_000);
+            final DaemonContext keeperContext = StreamFleet.consumer(dir, "keeper", nats.url());
+            keeperContext.jetstream().snapshotIntervalMs(1_000).snapshotEvents(20);
+            try (KvidxDaemon relay = KvidxDaemon.start(relayContext);
+                KvidxDaemon keeper = KvidxDaemon.start(keeperContext)) {
+                join(peer, relay);
+                final String docs = stream(peer, 36, 1_000, 100, "a");
+                String fatal;
+                try (KvidxDaemon behind = KvidxDaemon.start(StreamFleet.consumer(dir, "behind", cutter.url()))) {
+                    JetStreamRelayTest.await("the consumer running", 10_000,
+                        () -> behind.counters().value(CounterType.JETSTREAM_APPLIED) > 10);
+                    // Away for longer than the stream keeps messages: what it needs next ages out meanwhile.
+                    cutter.block(true);
+                    Thread.sleep(6_000);
+                    cutter.block(false);
+                    JetStreamRelayTest.await("the loss found and the daemon stopped", 20_000,
+                        () -> behind.fatalError() != null);
+                    fatal = behind.fatalError();
+                    assertTrue(behind.counters().value(CounterType.JETSTREAM_LOST) > 0);
+                }
+                assertTrue(fatal.contains("lost") && fatal.contains("exitOnLoss"), fatal);
+                peer.command("stream-wait 60");
+                // Its supervisor starts it again: a new index from the keeper's newest snapshot, then the stream.
+                try (KvidxDaemon restarted = KvidxDaemon.start(StreamFleet.consumer(dir, "behind", nats.url()))) {
+                    assertTrue(restarted.catchUp() != null, "the newest snapshot was loaded");
+                    JetStreamConsumerTest.agree(relay, restarted, StreamFleet.documents(Path.of(docs)));
+                    assertEquals(200, StreamFleet.health(restarted.httpPort()));
+                    assertEquals(null, restarted.fatalError());
+                }
+                assertTrue(keeper.counters().value(CounterType.JETSTREAM_SNAPSHOTS_STORED) > 0);
+            }
         }
     }
 

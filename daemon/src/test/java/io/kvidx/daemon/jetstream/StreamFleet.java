@@ -82,9 +82,18 @@ final class StreamFleet {
             body.append(i == 0 ? "" : ",").append(tokens[i]);
         }
         body.append("],\"model_name\":\"").append(MODEL).append("\"}");
-        final HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
-                + "/query")).timeout(Duration.ofSeconds(10)).header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString(body.toString())).build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> r = null;
+        // 503 "unavailable": a shard stayed locked past the read bound while the writer applies a burst (a loaded
+        // machine); asked again, as a router would.
+        for (int attempt = 0; attempt < 50 && (r == null || r.statusCode() == 503); attempt++) {
+            if (r != null) {
+                Thread.sleep(20);
+            }
+            r = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/query"))
+                .timeout(Duration.ofSeconds(10)).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body.toString())).build(),
+                HttpResponse.BodyHandlers.ofString());
+        }
         if (r.statusCode() == 404) {
             return "{}"; // no pod serves the model (yet)
         }

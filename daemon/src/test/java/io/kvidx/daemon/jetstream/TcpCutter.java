@@ -20,6 +20,7 @@ final class TcpCutter implements AutoCloseable {
     private final List<Socket> open = new CopyOnWriteArrayList<>();
     private final Thread acceptor;
     private volatile int cuts;
+    private volatile boolean blocked;
 
     TcpCutter(final int targetPort) throws IOException {
         this.targetPort = targetPort;
@@ -31,6 +32,10 @@ final class TcpCutter implements AutoCloseable {
         while (!listener.isClosed()) {
             try {
                 final Socket client = listener.accept();
+                if (blocked) {
+                    close(client);
+                    continue;
+                }
                 final Socket server = new Socket();
                 server.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), targetPort), 2_000);
                 open.add(client);
@@ -66,6 +71,17 @@ final class TcpCutter implements AutoCloseable {
             s.close();
         } catch (final IOException ignored) {
             // already closed
+        }
+    }
+
+    /**
+     * @param refuse true: close every connection open now and each new one at once (the client keeps retrying);
+     *               false: forward again.
+     */
+    void block(final boolean refuse) {
+        blocked = refuse;
+        if (refuse) {
+            cut();
         }
     }
 
