@@ -34,14 +34,7 @@ class JetStreamConsumerTest {
         try (NatsServer nats = NatsServer.start(dir);
             PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL);
             KvidxDaemon relay = KvidxDaemon.start(StreamFleet.relay(dir, "relay", peer, nats.url()))) {
-            JetStreamRelayTest.await("the relay subscribed", 20_000, () -> {
-                try {
-                    peer.command("ping");
-                } catch (final Exception ex) {
-                    throw new AssertionError(ex);
-                }
-                return relay.counters().value(CounterType.MESSAGES_RECEIVED) > 0;
-            });
+            StreamFleet.awaitSubscribed(peer, relay);
             final Path docs = dir.resolve("docs.txt");
             List<int[]> documents;
             try (KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", nats.url()))) {

@@ -1,7 +1,6 @@
 package io.kvidx.daemon.jetstream;
 
 import io.kvidx.daemon.config.DaemonContext;
-import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ingest.zmq.PyPeer;
 import io.kvidx.daemon.lifecycle.KvidxDaemon;
 import org.junit.jupiter.api.Test;
@@ -41,14 +40,7 @@ class JetStreamCredentialsTest {
             credentials.accept(consumerContext);
             try (KvidxDaemon relay = KvidxDaemon.start(relayContext);
                 KvidxDaemon consumer = KvidxDaemon.start(consumerContext)) {
-                JetStreamRelayTest.await("the relay subscribed", 20_000, () -> {
-                    try {
-                        peer.command("ping");
-                    } catch (final Exception ex) {
-                        throw new AssertionError(ex);
-                    }
-                    return relay.counters().value(CounterType.MESSAGES_RECEIVED) > 0;
-                });
+                StreamFleet.awaitSubscribed(peer, relay);
                 final Path docs = dir.resolve("docs.txt");
                 peer.command("stream 51 300 600 " + PODS + " " + StreamFleet.MODEL + " " + docs + " "
                     + dir.resolve("log.txt"));

@@ -31,17 +31,6 @@ class JetStreamFaultTest {
     @TempDir
     Path dir;
 
-    private static void join(final PyPeer peer, final KvidxDaemon relay) throws Exception {
-        JetStreamRelayTest.await("the relay subscribed", 20_000, () -> {
-            try {
-                peer.command("ping");
-            } catch (final Exception ex) {
-                throw new AssertionError(ex);
-            }
-            return relay.counters().value(CounterType.MESSAGES_RECEIVED) > 0;
-        });
-    }
-
     private String stream(final PyPeer peer, final int seed, final int count, final int rate, final String name)
         throws Exception {
         final Path docs = dir.resolve(name + "-docs.txt");
@@ -57,7 +46,7 @@ class JetStreamFaultTest {
             PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL);
             KvidxDaemon relay = KvidxDaemon.start(StreamFleet.relay(dir, "relay", peer, nats.url()));
             KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", nats.url()))) {
-            join(peer, relay);
+            StreamFleet.awaitSubscribed(peer, relay);
             final String docs = stream(peer, 31, 1_200, 300, "a");
             Thread.sleep(1_000);
             nats.stop();
@@ -80,7 +69,7 @@ class JetStreamFaultTest {
             PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL);
             KvidxDaemon relay = KvidxDaemon.start(StreamFleet.relay(dir, "relay", peer, nats.url()));
             KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", cutter.url()))) {
-            join(peer, relay);
+            StreamFleet.awaitSubscribed(peer, relay);
             final String docs = stream(peer, 35, 1_200, 300, "a");
             Thread.sleep(1_000);
             cutter.cut();
@@ -107,7 +96,7 @@ class JetStreamFaultTest {
             keeperContext.jetstream().snapshotIntervalMs(1_000).snapshotEvents(20);
             try (KvidxDaemon relay = KvidxDaemon.start(relayContext);
                 KvidxDaemon keeper = KvidxDaemon.start(keeperContext)) {
-                join(peer, relay);
+                StreamFleet.awaitSubscribed(peer, relay);
                 final String docs = stream(peer, 36, 1_000, 100, "a");
                 String fatal;
                 try (KvidxDaemon behind = KvidxDaemon.start(StreamFleet.consumer(dir, "behind", cutter.url()))) {
@@ -143,7 +132,7 @@ class JetStreamFaultTest {
             PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL);
             KvidxDaemon relay = KvidxDaemon.start(StreamFleet.relay(dir, "relay", peer, nats.url()));
             KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", nats.url()))) {
-            join(peer, relay);
+            StreamFleet.awaitSubscribed(peer, relay);
             final String docs = stream(peer, 32, 200, 400, "a");
             peer.command("stream-wait 60");
             JetStreamConsumerTest.agree(relay, consumer, StreamFleet.documents(Path.of(docs)));
@@ -170,7 +159,7 @@ class JetStreamFaultTest {
             final DaemonContext relayContext = StreamFleet.relay(dir, "relay", peer, nats.url());
             relayContext.jetstream().maxAgeMs(2_000).duplicateWindowMs(1_000);
             try (KvidxDaemon relay = KvidxDaemon.start(relayContext)) {
-                join(peer, relay);
+                StreamFleet.awaitSubscribed(peer, relay);
                 final DaemonContext first = StreamFleet.consumer(dir, "first", nats.url());
                 first.jetstream().snapshotIntervalMs(1_000).snapshotEvents(50);
                 try (KvidxDaemon snapshotting = KvidxDaemon.start(first)) {

@@ -43,14 +43,7 @@ class JetStreamSnapshotTest {
         try (NatsServer nats = NatsServer.start(dir);
             PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL);
             KvidxDaemon relay = KvidxDaemon.start(StreamFleet.relay(dir, "relay", peer, nats.url()))) {
-            JetStreamRelayTest.await("the relay subscribed", 20_000, () -> {
-                try {
-                    peer.command("ping");
-                } catch (final Exception ex) {
-                    throw new AssertionError(ex);
-                }
-                return relay.counters().value(CounterType.MESSAGES_RECEIVED) > 0;
-            });
+            StreamFleet.awaitSubscribed(peer, relay);
             final Path docs = dir.resolve("docs.txt");
             final List<int[]> documents;
             try (KvidxDaemon first = KvidxDaemon.start(snapshotting(nats.url()))) {

@@ -1,8 +1,10 @@
 package io.kvidx.daemon.jetstream;
 
 import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ingest.zmq.PyPeer;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
+import io.kvidx.daemon.lifecycle.KvidxDaemon;
 
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -41,6 +43,25 @@ final class StreamFleet {
         c.zmq().addEndpoint(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
         c.jetstream().url(url).role("relay");
         return c;
+    }
+
+    /**
+     * Waits until the relay received the engine's first messages: the publisher is pinged until one arrives (a
+     * ZeroMQ subscription drops what is published before it is joined).
+     *
+     * @param peer  the engine's Python publisher.
+     * @param relay the relay daemon subscribed to it.
+     * @throws Exception when it does not happen within 20 s.
+     */
+    static void awaitSubscribed(final PyPeer peer, final KvidxDaemon relay) throws Exception {
+        JetStreamRelayTest.await("the relay subscribed", 20_000, () -> {
+            try {
+                peer.command("ping");
+            } catch (final Exception ex) {
+                throw new AssertionError(ex);
+            }
+            return relay.counters().value(CounterType.MESSAGES_RECEIVED) > 0;
+        });
     }
 
     /** A daemon fed by the stream only. */
