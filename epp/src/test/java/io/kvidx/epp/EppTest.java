@@ -565,26 +565,17 @@ class EppTest {
 
     @Test
     void servesMutualTlsOnlyToAClientWithACertificateTheCaSigned() throws Exception {
-        final Path tmp = Files.createTempDirectory("kvidx-epp-mtls-");
-        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", tmp.resolve("ca.key").toString(), "-out",
-            tmp.resolve("ca.crt").toString(), "-days", "1", "-subj", "/CN=kvidx-test-ca");
-        for (final String name : new String[] {"server", "client"}) {
-            openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", tmp.resolve(name + ".key").toString(), "-out",
-                tmp.resolve(name + ".csr").toString(), "-subj", "/CN=" + ("server".equals(name) ? "localhost" : name));
-            Files.writeString(tmp.resolve(name + ".ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
-            openssl("x509", "-req", "-in", tmp.resolve(name + ".csr").toString(), "-CA", tmp.resolve("ca.crt")
-                .toString(), "-CAkey", tmp.resolve("ca.key").toString(), "-CAcreateserial", "-out",
-                tmp.resolve(name + ".crt").toString(), "-days", "1", "-extfile", tmp.resolve(name + ".ext").toString());
-        }
+        final io.kvidx.daemon.serve.TestCertificates certs = io.kvidx.daemon.serve.TestCertificates.make(
+            Files.createTempDirectory("kvidx-epp-mtls-"));
         final EppConfig c = config(dir.toString());
         c.podSpec("pod-3=http://10.0.0.4:8000");
-        c.tlsCert = tmp.resolve("server.crt");
-        c.tlsKey = tmp.resolve("server.key");
-        c.tlsClientCa = tmp.resolve("ca.crt");
+        c.tlsCert = certs.serverCert();
+        c.tlsKey = certs.serverKey();
+        c.tlsClientCa = certs.ca();
         try (EppServer tls = EppServer.start(c)) {
             final ManagedChannel ch = NettyChannelBuilder.forAddress("localhost", tls.port())
-                .sslContext(GrpcSslContexts.forClient().trustManager(tmp.resolve("ca.crt").toFile())
-                    .keyManager(tmp.resolve("client.crt").toFile(), tmp.resolve("client.key").toFile()).build())
+                .sslContext(GrpcSslContexts.forClient().trustManager(certs.ca().toFile())
+                    .keyManager(certs.clientCert().toFile(), certs.clientKey().toFile()).build())
                 .build();
             try {
                 pickOnce(ch, 3);
@@ -592,7 +583,7 @@ class EppTest {
                 ch.shutdownNow().awaitTermination(2, TimeUnit.SECONDS);
             }
             final ManagedChannel anonymous = NettyChannelBuilder.forAddress("localhost", tls.port())
-                .sslContext(GrpcSslContexts.forClient().trustManager(tmp.resolve("ca.crt").toFile()).build()).build();
+                .sslContext(GrpcSslContexts.forClient().trustManager(certs.ca().toFile()).build()).build();
             try {
                 final var r = HealthGrpc.newBlockingStub(anonymous).withDeadlineAfter(3, TimeUnit.SECONDS);
                 assertThrows(io.grpc.StatusRuntimeException.class, () -> r.check(HealthCheckRequest
@@ -602,17 +593,9 @@ class EppTest {
             }
         }
         final EppConfig noCert = config(dir.toString());
-        noCert.tlsClientCa = tmp.resolve("ca.crt");
+        noCert.tlsClientCa = certs.ca();
         assertTrue(assertThrows(IllegalArgumentException.class, noCert::validate).getMessage()
             .contains("tls-client-ca"));
-    }
-
-    private static void openssl(final String... args) throws Exception {
-        final java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of("openssl"));
-        cmd.addAll(java.util.List.of(args));
-        final Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        final String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertEquals(0, p.waitFor(), out);
     }
 
     @Test

@@ -87,6 +87,18 @@ public final class RouterCommand implements Callable<Integer> {
         + "clients' own Authorization goes to the engines).")
     private Path adminTokenFile;
 
+    @Option(names = "--tls-cert", paramLabel = "FILE", description = "PEM certificate chain: serve HTTPS (with "
+        + "--tls-key).")
+    private Path tlsCert;
+
+    @Option(names = "--tls-key", paramLabel = "FILE", description = "PEM private key of --tls-cert (PKCS#8).")
+    private Path tlsKey;
+
+    @Option(names = "--tls-client-ca", paramLabel = "FILE", description = "PEM CA certificates: mutual TLS, every "
+        + "client must present a certificate they signed (needs --tls-cert); lets --listen take another host's "
+        + "address without --allow-remote.")
+    private Path tlsClientCa;
+
     @Option(names = "--cache-hint", description = "Send the chosen pod where it holds the prompt's cached prefix"
         + " (GPU, CPU, disk; from the host tier map) in this request header, e.g. x-kvidx-cache-hint (off by"
         + " default).")
@@ -146,6 +158,9 @@ public final class RouterCommand implements Callable<Integer> {
         c.responseHeaders = responseHeaders != null ? responseHeaders : c.responseHeaders;
         c.allowRemote = allowRemote != null ? allowRemote : c.allowRemote;
         c.adminTokenFile = adminTokenFile != null ? adminTokenFile : c.adminTokenFile;
+        c.tlsCert = tlsCert != null ? tlsCert : c.tlsCert;
+        c.tlsKey = tlsKey != null ? tlsKey : c.tlsKey;
+        c.tlsClientCa = tlsClientCa != null ? tlsClientCa : c.tlsClientCa;
         c.cacheHint = cacheHint != null ? cacheHint : c.cacheHint;
         c.maxBodyBytes = maxBodyBytes != null ? maxBodyBytes : c.maxBodyBytes;
         c.blockSize = blockSize != null ? blockSize : c.blockSize;

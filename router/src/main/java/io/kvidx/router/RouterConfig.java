@@ -40,6 +40,7 @@ import java.util.Set;
  * lora-adapters: {my-adapter: Qwen/Qwen3-0.6B}
  * health: {interval-ms: 2000, path: /health}
  * admin-token-file: /run/secrets/metrics   # GET /metrics needs 'Authorization: Bearer <its token>'; traffic does not
+ * tls-cert: /etc/router/tls.crt             # HTTPS (with tls-key); tls-client-ca: mutual TLS for every client
  * scrape: {interval-ms: 0}                  # engines' /metrics (0: off)
  * response-headers: false                   # x-kvidx-pod, x-kvidx-predicted-tokens on every answer
  * cache-hint: x-kvidx-cache-hint            # the chosen pod's cached prefix per tier, to the pod (off by default)
@@ -122,6 +123,13 @@ public final class RouterConfig implements DecisionOptions.Target {
     boolean allowRemote;
     /** A file holding the bearer token {@code /metrics} needs, or null: it is open. */
     Path adminTokenFile;
+    /** The router's TLS certificate chain and key (PEM), or null for plain HTTP. */
+    Path tlsCert;
+    Path tlsKey;
+    /** CA certificates (PEM) a client certificate must chain to (mutual TLS), or null. */
+    Path tlsClientCa;
+    /** The door's TLS, made by {@link #validate()} from the three files above; null for plain HTTP. */
+    io.kvidx.serve.ServerTls tls;
     /** The token of {@link #adminTokenFile}, read by {@link #validate()}. */
     String adminToken;
     /** The cache hint header sent to the chosen pods ({@link io.kvidx.routing.exec.CacheHint}), or null for none. */
@@ -226,6 +234,9 @@ public final class RouterConfig implements DecisionOptions.Target {
                 case "threads" -> c.threads = integer(key, v, c.threads);
                 case "allow-remote" -> c.allowRemote = bool(key, v);
                 case "admin-token-file" -> c.adminTokenFile = resolve(baseDir, str(key, v));
+                case "tls-cert" -> c.tlsCert = resolve(baseDir, str(key, v));
+                case "tls-key" -> c.tlsKey = resolve(baseDir, str(key, v));
+                case "tls-client-ca" -> c.tlsClientCa = resolve(baseDir, str(key, v));
                 case "block-size" -> c.blockSize = integer(key, v, c.blockSize);
                 case "warm-up-decisions" -> c.warmUpDecisions = integer(key, v, c.warmUpDecisions);
                 case "warm-up-ms" -> c.warmUpMs = integer(key, v, c.warmUpMs);
@@ -233,8 +244,8 @@ public final class RouterConfig implements DecisionOptions.Target {
                 default -> throw new IllegalArgumentException("unknown key '" + key + "' (listen, index, pods,"
                     + " pod-url-template, pod-url-hosts, policy, tokenizer, timeouts, attempts, session-header,"
                     + " lora-adapters, health, scrape, response-headers, cache-hint, max-body-bytes, threads,"
-                    + " block-size, warm-up-decisions, warm-up-ms, allow-remote, admin-token-file, profiles,"
-                    + " workflow)");
+                    + " block-size, warm-up-decisions, warm-up-ms, allow-remote, admin-token-file, tls-cert, tls-key,"
+                    + " tls-client-ca, profiles, workflow)");
             }
         }
         if (!routing.isEmpty()) {
@@ -337,11 +348,20 @@ public final class RouterConfig implements DecisionOptions.Target {
      */
     public RouterConfig validate() {
         listenAddress();
-        if (!allowRemote && !io.kvidx.serve.NetworkScope.isLoopback(io.kvidx.serve.NetworkScope.hostOf(listen))) {
+        if ((tlsCert == null) != (tlsKey == null)) {
+            throw new IllegalArgumentException("tls-cert and tls-key go together");
+        }
+        if (tlsClientCa != null && tlsCert == null) {
+            throw new IllegalArgumentException("tls-client-ca (mutual TLS) needs the router's own tls-cert and "
+                + "tls-key");
+        }
+        tls = tlsCert == null ? null : io.kvidx.serve.ServerTls.of(tlsCert, tlsKey, tlsClientCa, "tls");
+        if (!allowRemote && tlsClientCa == null
+            && !io.kvidx.serve.NetworkScope.isLoopback(io.kvidx.serve.NetworkScope.hostOf(listen))) {
             throw new IllegalArgumentException("listen " + listen + " is not a loopback address and the router "
                 + "authenticates no client (it forwards each client's own Authorization to the engines): set "
-                + "--allow-remote (allow-remote: true) where a NetworkPolicy or a firewall admits only your gateway "
-                + "(docs/router.md, \"Exposing the router\")");
+                + "--tls-client-ca (mutual TLS) or --allow-remote (allow-remote: true) where a NetworkPolicy or a "
+                + "firewall admits only your gateway (docs/router.md, \"Exposing the router\")");
         }
         positive("timeouts.connect-ms", connectMs);
         positive("timeouts.first-byte-ms", firstByteMs);

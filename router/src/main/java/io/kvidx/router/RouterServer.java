@@ -101,7 +101,8 @@ public final class RouterServer implements AutoCloseable {
             .threadName("kvidx-router").idleTimeoutS(IDLE_TIMEOUT_S).maxHeaderBytes(MAX_HEADER_BYTES)
             .maxBodyBytes(config.maxBodyBytes).maxPipelined(MAX_PIPELINED)
             .auth(config.adminToken == null ? null : io.kvidx.serve.BearerAuth.adminOnly(config.adminToken,
-                ADMIN_PATHS, io.kvidx.serve.ErrorShape.OPENAI));
+                ADMIN_PATHS, io.kvidx.serve.ErrorShape.OPENAI))
+            .tls(config.tls);
         try {
             this.server = NettyServer.start(context, HttpPipeline.of(context,
                 () -> new FrontHandler(endpoints, decisions, calls, metrics)));
