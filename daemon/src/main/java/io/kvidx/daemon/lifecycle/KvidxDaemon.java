@@ -26,12 +26,10 @@ import io.kvidx.daemon.metrics.DaemonMetrics;
 import io.kvidx.daemon.ops.PodStatsFile;
 import io.kvidx.daemon.state.PodBlockMaps;
 import io.kvidx.daemon.state.PublisherProgress;
-import io.kvidx.client.tiers.TierMapDescriptor;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.daemon.membership.Engine;
 import io.kvidx.daemon.membership.EngineFile;
 import io.kvidx.daemon.membership.Membership;
-import io.kvidx.daemon.serve.FleetApi;
 import io.kvidx.daemon.serve.IndexHttpServer;
 import io.kvidx.daemon.writer.ApplyObserver;
 import io.kvidx.daemon.writer.PodDirectory;
@@ -205,14 +203,6 @@ public final class KvidxDaemon implements AutoCloseable {
         return daemon;
     }
 
-    /** The HTTP API's TLS from its settings, or null for plain HTTP (the files are read here, once). */
-    private static io.kvidx.serve.ServerTls httpTls(final DaemonContext context) {
-        final io.kvidx.daemon.config.ServingSettings s = context.serving();
-        return s.httpTlsCertFile() == null ? null : io.kvidx.serve.ServerTls.of(java.nio.file.Path.of(
-            s.httpTlsCertFile()), java.nio.file.Path.of(s.httpTlsKeyFile()), s.httpTlsClientCaFile() == null ? null
-            : java.nio.file.Path.of(s.httpTlsClientCaFile()), "--http-tls");
-    }
-
     private void mlockIndex() {
         final int errno = index.mlock();
         if (errno == 0) {
@@ -343,69 +333,11 @@ public final class KvidxDaemon implements AutoCloseable {
     }
 
     private void startHttp() {
-        final java.net.InetSocketAddress address = DaemonMetrics.parseAddress(context.serving().http());
-        final IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(context.dir())
-            .cell(context.cell()).attachTimeoutMs(0));
-        final java.nio.file.Path cellDir = context.indexContext().indexFile().getParent();
-        final long healthMaxAgeMs = Math.max(1_000, 3 * context.heartbeatIntervalMs());
-        final io.kvidx.client.net.HostPatterns registerHosts = new io.kvidx.client.net.HostPatterns(
-            context.serving().httpRegisterHosts());
-        membership.maxRegistrations(context.serving().httpMaxRegistrations());
-        http = IndexHttpServer.start(address, context.serving().httpThreads(),
-            DaemonConfiguration.HTTP_IDLE_BUSY_SPIN.equals(context.serving().httpIdle()),
-            context.serving().httpMaxBodyBytes(), new IndexHttpServer.Guards(context.serving().httpMaxConnections(),
-                context.serving().httpRequestReadMs(), context.serving().httpTokenFile() == null ? null
-                : java.nio.file.Path.of(context.serving().httpTokenFile()),
-                context.serving().httpAdminTokenFile() == null ? null
-                    : java.nio.file.Path.of(context.serving().httpAdminTokenFile()), httpTls(context)), reader,
-            cellDir.resolve(TierMapDescriptor.FILE_NAME),
-            PodStatsFile.open(cellDir), new FleetApi() {
-                @Override
-                public Membership membership() {
-                    return membership;
-                }
-
-                @Override
-                public java.util.concurrent.CompletableFuture<byte[]> snapshot() {
-                    return KvidxDaemon.this.snapshot();
-                }
-
-                @Override
-                public void scrapeMetrics(final java.io.OutputStream out) throws java.io.IOException {
-                    metrics.scrape(out);
-                }
-
-                @Override
-                public long healthMaxHeartbeatAgeMs() {
-                    return healthMaxAgeMs;
-                }
-
-                @Override
-                public io.kvidx.discovery.DiscoveryStatus discovery() {
-                    return discoveryStatus();
-                }
-
-                @Override
-                public io.kvidx.client.net.HostPatterns registerHosts() {
-                    return registerHosts;
-                }
-
-                @Override
-                public long dumpMinIntervalMs() {
-                    return context.serving().httpDumpMinIntervalMs();
-                }
-
-                @Override
-                public String jetstreamProblem() {
-                    final JetStreamRole role = jetstream;
-                    return role == null ? null : role.problem();
-                }
-            });
-        if (metrics != null) {
-            metrics.httpGuards(http);
-        }
-        LOG.info("indexer HTTP API at http://{}:{}/{}", address.getHostString(), http.port(),
-            context.serving().httpTokenFile() != null ? " (bearer token required)" : "");
+        http = HttpApiStart.start(context, new HttpApiStart.Daemon(membership, this::snapshot, metrics,
+            this::discoveryStatus, () -> {
+                final JetStreamRole role = jetstream;
+                return role == null ? null : role.problem();
+            }));
     }
 
     /**
