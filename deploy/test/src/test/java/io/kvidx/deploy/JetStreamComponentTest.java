@@ -4,6 +4,9 @@ import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyIngressRule;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyPort;
 import io.kvidx.daemon.config.DaemonConfigFile;
 import io.kvidx.daemon.config.DaemonContext;
 import org.junit.jupiter.api.Assumptions;
@@ -46,6 +49,17 @@ class JetStreamComponentTest {
         assertEquals("daemon", daemon.getArgs().getFirst());
         assertTrue(daemon.getArgs().contains("--config=/etc/kvidx/daemon.yaml"), daemon.getArgs().toString());
         assertTrue(d.getSpec().getTemplate().getSpec().getSecurityContext().getRunAsNonRoot());
+        // --http-allow-remote on the pod's IP: a NetworkPolicy keeps every pod off the API (its /register) and lets
+        // only Prometheus reach the metrics.
+        assertTrue(daemon.getArgs().contains("--http-allow-remote"), daemon.getArgs().toString());
+        final NetworkPolicy policy = Manifests.ofKind(relay, NetworkPolicy.class).getFirst();
+        assertEquals(d.getSpec().getSelector().getMatchLabels(), policy.getSpec().getPodSelector().getMatchLabels());
+        assertEquals(List.of("Ingress"), policy.getSpec().getPolicyTypes());
+        for (final NetworkPolicyIngressRule rule : policy.getSpec().getIngress()) {
+            for (final NetworkPolicyPort port : rule.getPorts()) {
+                assertEquals(9464, port.getPort().getIntVal(), "only the metrics port is admitted");
+            }
+        }
     }
 
     @Test
