@@ -1,23 +1,18 @@
 package io.kvidx.epp;
 
-import com.sun.net.httpserver.HttpServer;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.ManagedChannel;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthGrpc;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.kvidx.testing.SlowLmCacheController;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -38,31 +33,13 @@ class EppBlockingScorerTest {
 
     @Test
     void shouldDecideOffTheGrpcExecutorWhenAScorerMayWait() throws Exception {
-        final AtomicInteger lookups = new AtomicInteger();
-        final HttpServer controller = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
-        controller.setExecutor(Executors.newFixedThreadPool(8));
-        controller.createContext("/lookup", exchange -> {
-            lookups.incrementAndGet();
-            exchange.getRequestBody().readAllBytes();
-            try {
-                Thread.sleep(LOOKUP_MS);
-            } catch (final InterruptedException ex) {
-                Thread.currentThread().interrupt();
-            }
-            final byte[] body = "{\"layout_info\": {\"pod-b\": [\"LocalCPUBackend\", 64]}}"
-                .getBytes(StandardCharsets.UTF_8);
-            exchange.getResponseHeaders().add("Content-Type", "application/json");
-            exchange.sendResponseHeaders(200, body.length);
-            exchange.getResponseBody().write(body);
-            exchange.close();
-        });
-        controller.start();
+        final SlowLmCacheController controller = new SlowLmCacheController(LOOKUP_MS);
         try {
             final EppConfig c = EppConfig.fromYaml("index: {dir: /nonexistent/kvidx-epp-blocking, cell: x}\n"
                 + "pods:\n  - {id: pod-a, url: 'http://10.0.0.1:8000', model: m}\n"
                 + "  - {id: pod-b, url: 'http://10.0.0.2:8000', model: m}\n"
                 + "profiles:\n  lm:\n    score:\n      - {type: lmcache, lookup-mode: prefix-lookup, controller: "
-                + "\"http://127.0.0.1:" + controller.getAddress().getPort() + "\", timeout-ms: 5000, key-weight: 1.0}\n"
+                + "\"" + controller.url() + "\", timeout-ms: 5000, key-weight: 1.0}\n"
                 + "    pick: max-score\nworkflow: {type: single, profile: lm}\n"
                 + "epp: {listen: '127.0.0.1:0', metrics: 'off'}\n", null);
             try (EppServer epp = EppServer.start(c)) {
@@ -78,7 +55,7 @@ class EppBlockingScorerTest {
                         pending.add(s);
                     }
                     final long deadline = System.currentTimeMillis() + 5_000;
-                    while (lookups.get() < 2 && System.currentTimeMillis() < deadline) {
+                    while (controller.lookups() < 2 && System.currentTimeMillis() < deadline) {
                         Thread.sleep(10);
                     }
                     final long start = System.nanoTime();
@@ -91,13 +68,13 @@ class EppBlockingScorerTest {
                         assertEquals("10.0.0.2:8000", EppTest.pickOf(rs.get(1), false), "picked by the lookup");
                         s.requests.onCompleted();
                     }
-                    assertEquals(streams, lookups.get(), "one lookup per request");
+                    assertEquals(streams, controller.lookups(), "one lookup per request");
                 } finally {
                     ch.shutdownNow().awaitTermination(2, TimeUnit.SECONDS);
                 }
             }
         } finally {
-            controller.stop(0);
+            controller.close();
         }
     }
 }

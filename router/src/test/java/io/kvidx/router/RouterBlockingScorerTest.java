@@ -1,21 +1,16 @@
 package io.kvidx.router;
 
-import com.sun.net.httpserver.HttpServer;
+import io.kvidx.testing.SlowLmCacheController;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -35,25 +30,7 @@ class RouterBlockingScorerTest {
 
     @Test
     void shouldDecideOffTheEventLoopWhenAScorerMayWait() throws Exception {
-        final AtomicInteger lookups = new AtomicInteger();
-        final HttpServer controller = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
-        controller.setExecutor(Executors.newFixedThreadPool(8));
-        controller.createContext("/lookup", exchange -> {
-            lookups.incrementAndGet();
-            exchange.getRequestBody().readAllBytes();
-            try {
-                Thread.sleep(LOOKUP_MS);
-            } catch (final InterruptedException ex) {
-                Thread.currentThread().interrupt();
-            }
-            final byte[] body = "{\"layout_info\": {\"pod-b\": [\"LocalCPUBackend\", 64]}}"
-                .getBytes(StandardCharsets.UTF_8);
-            exchange.getResponseHeaders().add("Content-Type", "application/json");
-            exchange.sendResponseHeaders(200, body.length);
-            exchange.getResponseBody().write(body);
-            exchange.close();
-        });
-        controller.start();
+        final SlowLmCacheController controller = new SlowLmCacheController(LOOKUP_MS);
         final AtomicBoolean bFails = new AtomicBoolean();
         final Path work = Routers.workDir("router-blocking-scorer");
         try (FakePod a = new FakePod(r -> FakePod.response(200, "application/json", "{\"pod\": \"a\"}"));
@@ -66,7 +43,7 @@ class RouterBlockingScorerTest {
             c.pod("pod-a", a.url(), "m", null);
             c.pod("pod-b", b.url(), "m", null);
             c.routingYaml = "profiles:\n  lm:\n    score:\n      - {type: lmcache, lookup-mode: prefix-lookup, "
-                + "controller: \"http://127.0.0.1:" + controller.getAddress().getPort() + "\", timeout-ms: 5000, "
+                + "controller: \"" + controller.url() + "\", timeout-ms: 5000, "
                 + "key-weight: 1.0}\n    pick: max-score\nworkflow: {type: single, profile: lm}\n";
             try (RouterServer router = RouterServer.start(c)) {
                 final String body = "{\"model\": \"m\", \"prompt\": " + Routers.ids(64, 100) + ", \"max_tokens\": 1}";
@@ -80,7 +57,7 @@ class RouterBlockingScorerTest {
                         }
                     }));
                 }
-                Routers.await("three lookups pending", 5_000, () -> lookups.get() == 3);
+                Routers.await("three lookups pending", 5_000, () -> controller.lookups() == 3);
                 final long asked = System.nanoTime();
                 final HttpResponse<String> health = Routers.get(router.port(), "/health");
                 final long healthMs = (System.nanoTime() - asked) / 1_000_000;
@@ -94,17 +71,17 @@ class RouterBlockingScorerTest {
 
                 // pod-b fails: the replan (on the event loop) reuses the request's lookup answer.
                 bFails.set(true);
-                final int before = lookups.get();
+                final int before = controller.lookups();
                 final long sent = System.nanoTime();
                 final HttpResponse<String> retried = Routers.post(router.port(), "/v1/completions", body);
                 final long tookMs = (System.nanoTime() - sent) / 1_000_000;
                 assertEquals(200, retried.statusCode(), retried.body());
                 assertEquals("pod-a", retried.headers().firstValue("x-kvidx-pod").orElseThrow());
-                assertEquals(before + 1, lookups.get(), "one lookup per request, none for its replan");
+                assertEquals(before + 1, controller.lookups(), "one lookup per request, none for its replan");
                 assertTrue(tookMs < 2 * LOOKUP_MS, tookMs + " ms: the replan waited for the controller again");
             }
         } finally {
-            controller.stop(0);
+            controller.close();
             Routers.deleteTree(work);
         }
     }
