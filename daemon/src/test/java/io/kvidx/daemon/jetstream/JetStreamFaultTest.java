@@ -48,7 +48,9 @@ class JetStreamFaultTest {
             KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", nats.url()))) {
             StreamFleet.awaitSubscribed(peer, relay);
             final String docs = stream(peer, 31, 1_200, 300, "a");
-            Thread.sleep(1_000);
+            // Mid-stream: the consumer has applied some of it (not a fixed time, which a loaded machine stretches).
+            JetStreamRelayTest.await("the consumer mid-stream", 20_000,
+                () -> consumer.counters().value(CounterType.JETSTREAM_APPLIED) > 100);
             nats.stop();
             Thread.sleep(1_500);
             nats.restart();
@@ -71,9 +73,12 @@ class JetStreamFaultTest {
             KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", cutter.url()))) {
             StreamFleet.awaitSubscribed(peer, relay);
             final String docs = stream(peer, 35, 1_200, 300, "a");
-            Thread.sleep(1_000);
+            JetStreamRelayTest.await("the consumer mid-stream", 20_000,
+                () -> consumer.counters().value(CounterType.JETSTREAM_APPLIED) > 100);
             cutter.cut();
-            Thread.sleep(1_000);
+            final long appliedAtFirstCut = consumer.counters().value(CounterType.JETSTREAM_APPLIED);
+            JetStreamRelayTest.await("the consumer back and further on", 20_000,
+                () -> consumer.counters().value(CounterType.JETSTREAM_APPLIED) > appliedAtFirstCut + 50);
             cutter.cut();
             peer.command("stream-wait 60");
             JetStreamConsumerTest.agree(relay, consumer, StreamFleet.documents(Path.of(docs)));

@@ -68,7 +68,9 @@ class JetStreamRelayCrashTest {
                 final Path docs = dir.resolve("docs.txt");
                 peer.command("stream 41 1500 400 " + PODS + " " + StreamFleet.MODEL + " " + docs + " "
                     + dir.resolve("log.txt"));
-                Thread.sleep(1_500);
+                // Mid-stream: the consumer has applied some of it (not a fixed time, which a loaded machine stretches).
+                JetStreamRelayTest.await("the consumer mid-stream", 20_000,
+                    () -> consumer.counters().value(CounterType.JETSTREAM_APPLIED) > 200);
                 relay.destroyForcibly();
                 assertTrue(relay.waitFor(20, TimeUnit.SECONDS), "relay killed");
                 final long appliedAtKill = consumer.counters().value(CounterType.JETSTREAM_APPLIED);
