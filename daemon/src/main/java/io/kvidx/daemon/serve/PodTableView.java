@@ -1,6 +1,7 @@
 package io.kvidx.daemon.serve;
 
 import io.kvidx.client.index.IndexException;
+import io.kvidx.client.index.IndexDescriptor;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.PodSet;
 import io.kvidx.client.index.DataParallelRanks;
@@ -63,6 +64,11 @@ final class PodTableView {
             final Engine e = engines.get(info.podId());
             final String group = e == null ? Engine.DEFAULT_GROUP : e.routingGroup();
             model[slot] = info.model() == null ? "" : info.model();
+            if (info.state() != IndexDescriptor.POD_STATE_ALIVE) {
+                // Down and being swept (draining): named while its entries go, but it serves its model no more, so
+                // a model whose pods are all down is unknown at once (Dynamo's 404), not once the sweep ends.
+                continue;
+            }
             candidates.computeIfAbsent(model[slot], k -> new HashMap<>()).computeIfAbsent(group, k -> new PodSet())
                 .add(slot);
         }
