@@ -32,6 +32,12 @@ public final class PosixNative {
     /** {@code madvise} advice: back with transparent huge pages where possible. */
     public static final int MADV_HUGEPAGE = 14;
     /**
+     * {@code madvise} advice: fault every page of the range in, writable, as a first write would, without writing
+     * (Linux 5.14 and later; older kernels refuse it with {@code EINVAL}). Content is unchanged, so it may run while
+     * other threads read and write the range.
+     */
+    public static final int MADV_POPULATE_WRITE = 23;
+    /**
      * CPUs a mask passed to the kernel can name: 8192, Linux's largest {@code NR_CPUS} (x86-64 {@code MAXSMP}). A
      * CPU below this that the machine does not have is refused by the kernel ({@code EINVAL}), not here.
      */
