@@ -49,6 +49,8 @@ public final class JetStreamSettings {
     private long snapshotIntervalMs = DaemonConfiguration.JETSTREAM_SNAPSHOT_INTERVAL_MS_DEFAULT;
     private long snapshotEvents = DaemonConfiguration.JETSTREAM_SNAPSHOT_EVENTS_DEFAULT;
     private boolean exitOnLoss = DaemonConfiguration.JETSTREAM_EXIT_ON_LOSS_DEFAULT;
+    private long leaseTtlMs = DaemonConfiguration.JETSTREAM_LEASE_TTL_MS_DEFAULT;
+    private String leaseBucket = DaemonConfiguration.JETSTREAM_LEASE_BUCKET_DEFAULT;
     private String user;
     private String passwordFile;
     private String tokenFile;
@@ -84,6 +86,11 @@ public final class JetStreamSettings {
                 Long.MAX_VALUE);
         }
         ConfigException.range(JETSTREAM_SNAPSHOT_EVENTS_PROP_NAME, snapshotEvents, 1, Long.MAX_VALUE);
+        if (leaseTtlMs != 0) {
+            ConfigException.range(DaemonConfiguration.JETSTREAM_LEASE_TTL_MS_PROP_NAME, leaseTtlMs,
+                DaemonConfiguration.JETSTREAM_LEASE_TTL_MS_MIN, Long.MAX_VALUE / 1_000_000);
+        }
+        name(DaemonConfiguration.JETSTREAM_LEASE_BUCKET_PROP_NAME, leaseBucket);
         if (passwordFile != null && user == null) {
             throw new ConfigException(JETSTREAM_PASSWORD_FILE_PROP_NAME, "needs " + JETSTREAM_USER_PROP_NAME);
         }
@@ -355,6 +362,38 @@ public final class JetStreamSettings {
      */
     public boolean exitOnLoss() {
         return exitOnLoss;
+    }
+
+    /**
+     * @param ms a relay's lease TTL: only the holder of a pod's lease publishes the pod; 0: no leases.
+     * @return this.
+     */
+    public JetStreamSettings leaseTtlMs(final long ms) {
+        this.leaseTtlMs = ms;
+        return this;
+    }
+
+    /**
+     * @return the relays' lease TTL (0: no leases).
+     */
+    public long leaseTtlMs() {
+        return leaseTtlMs;
+    }
+
+    /**
+     * @param name the KV bucket of the relays' leases.
+     * @return this.
+     */
+    public JetStreamSettings leaseBucket(final String name) {
+        this.leaseBucket = name;
+        return this;
+    }
+
+    /**
+     * @return the lease bucket.
+     */
+    public String leaseBucket() {
+        return leaseBucket;
     }
 
     /**

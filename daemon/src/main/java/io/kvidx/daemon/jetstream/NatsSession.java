@@ -231,6 +231,39 @@ public final class NatsSession implements AutoCloseable {
         }
     }
 
+    /**
+     * The relays' lease bucket (a KV bucket whose TTL is {@code jetstream.leaseTtlMs}, one revision per key), created
+     * when absent. An existing bucket of another TTL is refused: a holder's timing must be the bucket's.
+     *
+     * @return the bucket.
+     * @throws IllegalStateException when it cannot be read or created, or has another TTL.
+     */
+    public io.nats.client.KeyValue ensureLeaseBucket() {
+        final String name = settings.leaseBucket();
+        try {
+            final io.nats.client.KeyValueManagement kvm = connection.keyValueManagement();
+            if (!kvm.getBucketNames().contains(name)) {
+                kvm.create(io.nats.client.api.KeyValueConfiguration.builder()
+                    .name(name)
+                    .description("kvidx relay leases, one per pod (ADR 0024)")
+                    .storageType(StorageType.File)
+                    .maxHistoryPerKey(1)
+                    .ttl(Duration.ofMillis(settings.leaseTtlMs()))
+                    .build());
+                LOG.info("created KV bucket {} (TTL {} ms)", name, settings.leaseTtlMs());
+            } else {
+                final Duration ttl = kvm.getStatus(name).getTtl();
+                if (ttl == null || ttl.toMillis() != settings.leaseTtlMs()) {
+                    throw new IllegalStateException("KV bucket " + name + " exists with TTL " + ttl + ", not "
+                        + settings.leaseTtlMs() + " ms: give every relay its jetstream.leaseTtlMs");
+                }
+            }
+            return connection.keyValue(name);
+        } catch (final IOException | JetStreamApiException ex) {
+            throw new IllegalStateException("cannot open KV bucket " + name + ": " + ex.getMessage(), ex);
+        }
+    }
+
     /** JetStream's API error code of a stream that does not exist. */
     static final int STREAM_NOT_FOUND = 10059;
 

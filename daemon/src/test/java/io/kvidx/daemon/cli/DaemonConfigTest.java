@@ -178,6 +178,10 @@ class DaemonConfigTest {
             "jetstream: {snapshotEvents: 5000}"));
         s.put("--jetstream-exit-on-loss", new Sample(List.of("--no-jetstream-exit-on-loss"),
             "jetstream: {exitOnLoss: false}"));
+        s.put("--jetstream-lease-ttl-ms", new Sample(List.of("--jetstream-lease-ttl-ms", "0"),
+            "jetstream: {leaseTtlMs: 0}"));
+        s.put("--jetstream-lease-bucket", new Sample(List.of("--jetstream-lease-bucket", "LEASES_A"),
+            "jetstream: {leaseBucket: LEASES_A}"));
         s.put("--jetstream-user", new Sample(List.of("--jetstream-user", "kvidx", "--jetstream-password-file",
             "/run/p"), "jetstream: {user: kvidx, passwordFile: /run/p}"));
         s.put("--jetstream-password-file", new Sample(List.of("--jetstream-user", "kvidx",
