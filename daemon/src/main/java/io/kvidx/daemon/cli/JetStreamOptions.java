@@ -96,6 +96,14 @@ final class JetStreamOptions {
         + "servers' must chain to (tls:// URLs; default: the JVM's trust store).")
     private String tlsCaFile;
 
+    @Option(names = "--jetstream-tls-cert-file", paramLabel = "FILE", description = "PEM certificate (chain) this "
+        + "daemon presents to the NATS servers (mutual TLS; tls:// URLs, with --jetstream-tls-key-file).")
+    private String tlsCertFile;
+
+    @Option(names = "--jetstream-tls-key-file", paramLabel = "FILE", description = "PEM (PKCS#8) private key of "
+        + "--jetstream-tls-cert-file.")
+    private String tlsKeyFile;
+
     /**
      * Sets the options given.
      *
@@ -159,6 +167,12 @@ final class JetStreamOptions {
         }
         if (tlsCaFile != null) {
             j.tlsCaFile(tlsCaFile);
+        }
+        if (tlsCertFile != null) {
+            j.tlsCertFile(tlsCertFile);
+        }
+        if (tlsKeyFile != null) {
+            j.tlsKeyFile(tlsKeyFile);
         }
     }
 }

@@ -397,6 +397,10 @@ public final class DaemonConfiguration {
     public static final String JETSTREAM_NKEY_FILE_PROP_NAME = "jetstream.nkeyFile";
     /** TLS CA file key: PEM certificates the NATS servers' certificates must chain to ({@code tls://} URLs). */
     public static final String JETSTREAM_TLS_CA_FILE_PROP_NAME = "jetstream.tlsCaFile";
+    /** TLS client certificate key: a PEM certificate (chain) this daemon presents to NATS (mutual TLS). */
+    public static final String JETSTREAM_TLS_CERT_FILE_PROP_NAME = "jetstream.tlsCertFile";
+    /** TLS client key key: the PEM (PKCS#8) private key of {@code jetstream.tlsCertFile}. */
+    public static final String JETSTREAM_TLS_KEY_FILE_PROP_NAME = "jetstream.tlsKeyFile";
 
     private DaemonConfiguration() {
     }

@@ -289,6 +289,10 @@ public final class DaemonSettings {
             Kind.NULLABLE_STRING, (c, v) -> c.jetstream().nkeyFile((String) v), c -> c.jetstream().nkeyFile()),
         new Setting(DaemonConfiguration.JETSTREAM_TLS_CA_FILE_PROP_NAME, "--jetstream-tls-ca-file",
             Kind.NULLABLE_STRING, (c, v) -> c.jetstream().tlsCaFile((String) v), c -> c.jetstream().tlsCaFile()),
+        new Setting(DaemonConfiguration.JETSTREAM_TLS_CERT_FILE_PROP_NAME, "--jetstream-tls-cert-file",
+            Kind.NULLABLE_STRING, (c, v) -> c.jetstream().tlsCertFile((String) v), c -> c.jetstream().tlsCertFile()),
+        new Setting(DaemonConfiguration.JETSTREAM_TLS_KEY_FILE_PROP_NAME, "--jetstream-tls-key-file",
+            Kind.NULLABLE_STRING, (c, v) -> c.jetstream().tlsKeyFile((String) v), c -> c.jetstream().tlsKeyFile()),
         new Setting(ZMQ_KEY, "--zmq", Kind.ZMQ, (c, v) -> {
             for (final Object e : (List<?>) v) {
                 c.zmq().addEndpoint((ZmqEndpoint) e);

@@ -57,6 +57,8 @@ public final class JetStreamSettings {
     private String credsFile;
     private String nkeyFile;
     private String tlsCaFile;
+    private String tlsCertFile;
+    private String tlsKeyFile;
 
     /**
      * Checks every value, in the order of the keys.
@@ -106,6 +108,16 @@ public final class JetStreamSettings {
         }
         if (tlsCaFile != null && url != null && !servers().stream().allMatch(s -> s.startsWith("tls://"))) {
             throw new ConfigException(JETSTREAM_TLS_CA_FILE_PROP_NAME, "needs tls:// URLs in "
+                + DaemonConfiguration.JETSTREAM_URL_PROP_NAME + ": " + url);
+        }
+        if ((tlsCertFile == null) != (tlsKeyFile == null)) {
+            throw new ConfigException(tlsCertFile == null ? DaemonConfiguration.JETSTREAM_TLS_KEY_FILE_PROP_NAME
+                : DaemonConfiguration.JETSTREAM_TLS_CERT_FILE_PROP_NAME, "needs "
+                + (tlsCertFile == null ? DaemonConfiguration.JETSTREAM_TLS_CERT_FILE_PROP_NAME
+                : DaemonConfiguration.JETSTREAM_TLS_KEY_FILE_PROP_NAME));
+        }
+        if (tlsCertFile != null && url != null && !servers().stream().allMatch(s -> s.startsWith("tls://"))) {
+            throw new ConfigException(DaemonConfiguration.JETSTREAM_TLS_CERT_FILE_PROP_NAME, "needs tls:// URLs in "
                 + DaemonConfiguration.JETSTREAM_URL_PROP_NAME + ": " + url);
         }
     }
@@ -491,5 +503,37 @@ public final class JetStreamSettings {
      */
     public String tlsCaFile() {
         return tlsCaFile;
+    }
+
+    /**
+     * @param file PEM certificate (chain) presented to NATS for mutual TLS, or null.
+     * @return this.
+     */
+    public JetStreamSettings tlsCertFile(final String file) {
+        this.tlsCertFile = file;
+        return this;
+    }
+
+    /**
+     * @return the client certificate file, or null.
+     */
+    public String tlsCertFile() {
+        return tlsCertFile;
+    }
+
+    /**
+     * @param file PEM (PKCS#8) private key of the client certificate, or null.
+     * @return this.
+     */
+    public JetStreamSettings tlsKeyFile(final String file) {
+        this.tlsKeyFile = file;
+        return this;
+    }
+
+    /**
+     * @return the client key file, or null.
+     */
+    public String tlsKeyFile() {
+        return tlsKeyFile;
     }
 }
