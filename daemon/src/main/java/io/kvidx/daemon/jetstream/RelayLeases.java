@@ -57,12 +57,16 @@ final class RelayLeases implements AutoCloseable {
     /** JetStream's API error code of a message get that found none. */
     static final int NO_MESSAGE_FOUND = 10037;
     private static final long RELEASE_WAIT_MS = 2_000;
+    /** A standby tries to take a lease every fifth of the TTL, and at least this often (a released one). */
+    private static final long MAX_ATTEMPT_INTERVAL_NS = TimeUnit.SECONDS.toNanos(1);
 
     private final KeyValue bucket;
     private final JetStreamManagement management;
     private final String stream;
     private final byte[] holder;
     private final long ttlNs;
+    /** How often a standby tries to take a lease (and reads where the stream is). */
+    private final long attemptNs;
     private final IngestErrors errors;
     private final AtomicCounter held;
     private final AtomicCounter takeovers;
@@ -95,6 +99,8 @@ final class RelayLeases implements AutoCloseable {
         private long validUntilNs;
         private long nextRequestNs;
         private CompletableFuture<Outcome> request;
+        /** The stream's last message id this backlog was last trimmed against. */
+        private String trimmedAgainst;
 
         Lease(final String subject, final String key) {
             this.subject = subject;
@@ -133,6 +139,7 @@ final class RelayLeases implements AutoCloseable {
         this.stream = stream;
         this.holder = holder.getBytes(StandardCharsets.UTF_8);
         this.ttlNs = TimeUnit.MILLISECONDS.toNanos(ttlMs);
+        this.attemptNs = Math.min(ttlNs / RENEW_DIVISOR, MAX_ATTEMPT_INTERVAL_NS);
         this.errors = errors;
         this.held = counters.get(CounterType.JETSTREAM_LEASES_HELD);
         this.takeovers = counters.get(CounterType.JETSTREAM_LEASE_TAKEOVERS);
@@ -203,6 +210,22 @@ final class RelayLeases implements AutoCloseable {
     }
 
     /**
+     * @param nowNs the monotonic clock.
+     * @return true when a pod whose lease this relay holds still has held messages to publish.
+     */
+    boolean publishable(final long nowNs) {
+        if (backlogMessages == 0) {
+            return false;
+        }
+        for (final Lease lease : leases) {
+            if (!lease.backlog.isEmpty() && lease.publishing(nowNs)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
      * @return bytes of the messages held in backlogs.
      */
     long backlogBytes() {
@@ -240,7 +263,7 @@ final class RelayLeases implements AutoCloseable {
                 complete(lease, request);
             }
             if (nowNs - lease.nextRequestNs >= 0) {
-                lease.nextRequestNs = nowNs + ttlNs / RENEW_DIVISOR;
+                lease.nextRequestNs = nowNs + (lease.holding ? ttlNs / RENEW_DIVISOR : attemptNs);
                 final boolean holding = lease.holding;
                 final String key = lease.key;
                 final String subject = lease.subject;
@@ -300,28 +323,54 @@ final class RelayLeases implements AutoCloseable {
             + " lost (" + why + "): its messages are held until this relay takes the lease again");
     }
 
-    /**
-     * Drops from a backlog what the stream already holds: through the message the stream's last one is (same id),
-     * else through the batch its id names. At a takeover, when neither is in the backlog, what comes before the
-     * backlog's last clear.
-     */
+    /** Drops from a backlog what the stream already holds ({@link #inStream}). */
     private void trim(final Lease lease, final String streamLastId, final boolean takeover) {
-        if (streamLastId == null) {
-            return; // nothing of the pod in the stream: all of it is to publish
-        }
         final ArrayDeque<RelayMessage> backlog = lease.backlog;
-        final String base = baseId(streamLastId);
-        final int named = base.lastIndexOf('/');
-        final int before = base.lastIndexOf('/', named - 1);
-        final long sequence;
-        final long fingerprint;
-        try {
-            sequence = Long.parseLong(base, before + 1, named, 10);
-            fingerprint = Long.parseUnsignedLong(base, named + 1, base.length(), 16);
-        } catch (final NumberFormatException | IndexOutOfBoundsException ex) {
+        final int matched = inStream(backlog, streamLastId, false);
+        if (matched < 0) {
             errors.report(CounterType.JETSTREAM_ERRORS.typeId(), -11, () -> "JetStream lease of " + lease.subject
                 + ": the stream's last message id " + streamLastId + " names no batch");
             return;
+        }
+        int drop = matched;
+        if (matched > 0 || streamLastId == null) {
+            lease.trimmedAgainst = streamLastId == null ? null : baseId(streamLastId);
+        } else if (takeover && !baseId(streamLastId).equals(lease.trimmedAgainst)) {
+            // Not trimmed through it before: this relay saw the pod otherwise than the holder.
+            drop = inStream(backlog, streamLastId, true);
+            final String first = backlog.isEmpty() ? "nothing" : backlog.peekFirst().baseId;
+            LOG.info("JetStream lease of {}: the stream's last message {} is not among the {} held; publishing from "
+                + (drop > 0 ? "the last clear" : "the oldest held ({})"), lease.subject, streamLastId,
+                backlog.size(), first);
+        }
+        for (; drop > 0; drop--) {
+            take(lease);
+        }
+    }
+
+    /**
+     * The rule by which a standby drops what the stream holds: everything through the message whose id the stream's
+     * last message of the pod has (revision aside), else through the batch that id names; at a takeover, when
+     * neither is held, everything before the last clear held.
+     *
+     * @param backlog      a pod's held messages, oldest first.
+     * @param streamLastId the id of the stream's last message on the pod's subject, or null when it holds none.
+     * @param takeover     true when this relay has just taken the pod's lease.
+     * @return how many of the oldest messages to drop (0: publish them all), or -1 when the id names no batch.
+     */
+    static int inStream(final Iterable<RelayMessage> backlog, final String streamLastId, final boolean takeover) {
+        if (streamLastId == null) {
+            return 0; // nothing of the pod in the stream: all of it is to publish
+        }
+        final String base = baseId(streamLastId);
+        final int named = base.lastIndexOf('/');
+        final long sequence;
+        final long fingerprint;
+        try {
+            sequence = Long.parseLong(base, base.lastIndexOf('/', named - 1) + 1, named, 10);
+            fingerprint = Long.parseUnsignedLong(base, named + 1, base.length(), 16);
+        } catch (final NumberFormatException | IndexOutOfBoundsException ex) {
+            return -1;
         }
         int through = -1;
         int batch = -1;
@@ -339,16 +388,7 @@ final class RelayLeases implements AutoCloseable {
             }
             i++;
         }
-        int drop = through >= 0 ? through + 1 : batch >= 0 ? batch + 1 : takeover && clear >= 0 ? clear : 0;
-        if (takeover && through < 0 && batch < 0) {
-            final String first = backlog.isEmpty() ? "nothing" : backlog.peekFirst().baseId;
-            LOG.info("JetStream lease of {}: the stream's last message {} is not among the {} held; publishing from "
-                + (clear >= 0 ? "the last clear" : "the oldest held ({})"), lease.subject, streamLastId,
-                backlog.size(), first);
-        }
-        for (; drop > 0; drop--) {
-            take(lease);
-        }
+        return through >= 0 ? through + 1 : batch >= 0 ? batch + 1 : takeover && clear >= 0 ? clear : 0;
     }
 
     /**

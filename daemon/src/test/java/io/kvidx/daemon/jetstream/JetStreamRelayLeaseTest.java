@@ -48,8 +48,12 @@ class JetStreamRelayLeaseTest {
     }
 
     private DaemonContext standby(final PyPeer peer, final String url) {
-        final DaemonContext c = StreamFleet.relay(dir, "relay-b", peer, url);
-        c.jetstream().leaseTtlMs(LEASE_TTL_MS);
+        return relay("relay-b", peer, url, LEASE_TTL_MS);
+    }
+
+    private DaemonContext relay(final String cell, final PyPeer peer, final String url, final long ttlMs) {
+        final DaemonContext c = StreamFleet.relay(dir, cell, peer, url);
+        c.jetstream().leaseTtlMs(ttlMs);
         return c;
     }
 
@@ -60,6 +64,41 @@ class JetStreamRelayLeaseTest {
             + dir.resolve("log-" + seed + ".txt"));
         assertTrue(peer.command("stream-wait 60").startsWith("ok done"));
         return docs;
+    }
+
+    @Test
+    void shouldHandThePodsOverAtOnceWhenTheHolderCloses() throws Exception {
+        PyPeer.requirePython();
+        // A TTL longer than every wait below: the standby can take the pods over only because the holder released
+        // them.
+        final long ttlMs = 120_000;
+        try (NatsServer nats = NatsServer.start(dir);
+            PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv@pod-a@" + StreamFleet.MODEL)) {
+            final DaemonContext directContext = StreamFleet.base(dir, "direct");
+            directContext.zmq().addEndpoint(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
+            final List<int[]> documents = new ArrayList<>();
+            try (KvidxDaemon direct = KvidxDaemon.start(directContext);
+                KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", nats.url()))) {
+                final KvidxDaemon relayA = KvidxDaemon.start(relay("relay-a", peer, nats.url(), ttlMs));
+                try (KvidxDaemon relayB = KvidxDaemon.start(relay("relay-b", peer, nats.url(), ttlMs))) {
+                    try {
+                        StreamFleet.awaitSubscribed(peer, relayA);
+                        StreamFleet.awaitSubscribed(peer, relayB);
+                        documents.addAll(StreamFleet.documents(stream(peer, 51, 300)));
+                        JetStreamConsumerTest.agree(direct, consumer, documents);
+                        assertEquals(3, relayA.counters().value(CounterType.JETSTREAM_LEASES_HELD)
+                            + relayB.counters().value(CounterType.JETSTREAM_LEASES_HELD), "one holder per pod");
+                    } finally {
+                        relayA.close();
+                    }
+                    JetStreamRelayTest.await("B holding every pod", 20_000,
+                        () -> relayB.counters().value(CounterType.JETSTREAM_LEASES_HELD) == 3);
+                    documents.addAll(StreamFleet.documents(stream(peer, 52, 300)));
+                    JetStreamConsumerTest.agree(direct, consumer, documents);
+                }
+                assertEquals(0, consumer.counters().value(CounterType.JETSTREAM_LOST));
+            }
+        }
     }
 
     @Test
