@@ -4,16 +4,12 @@ import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.writer.WriterMessages;
-import io.nats.client.JetStreamApiException;
 import io.nats.client.JetStreamManagement;
 import io.nats.client.KeyValue;
-import io.nats.client.api.MessageInfo;
 import org.agrona.concurrent.status.AtomicCounter;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -22,8 +18,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -45,25 +39,23 @@ import java.util.concurrent.TimeUnit;
  * consumer skips the batches it has by their sequence). Messages published under a lease carry its revision in their
  * id ({@code <id>@<revision>}), so that a takeover's re-publication is never dropped as an earlier holder's duplicate.
  *
- * <p><b>Note:</b> called by the relay's agent thread only; the KV and stream requests run on one thread of their own
- * ({@code kvidx-jetstream-lease}), whose results the agent collects in {@link #poll(long)}.
+ * <p><b>Note:</b> called by the relay's agent thread only; the KV and stream requests run on the lease thread of
+ * {@link LeaseBucket}, whose results the agent collects in {@link #poll(long)}.
  */
 final class RelayLeases implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RelayLeases.class);
     /** A holder renews its leases every TTL / this. */
     static final int RENEW_DIVISOR = 5;
-    /** JetStream's API error code of a write whose expected last subject sequence is not the subject's. */
-    static final int WRONG_LAST_SEQUENCE = 10071;
-    /** JetStream's API error code of a message get that found none. */
-    static final int NO_MESSAGE_FOUND = 10037;
     private static final long RELEASE_WAIT_MS = 2_000;
+    /**
+     * A pod with no message for this many TTLs, and nothing of it held or in flight, has its lease released by its
+     * holder and forgotten by the others (a pod gone for good costs no renewals); its next message makes it again.
+     */
+    static final int RETIRE_TTLS = 12;
     /** A standby tries to take a lease every fifth of the TTL, and at least this often (a released one). */
     private static final long MAX_ATTEMPT_INTERVAL_NS = TimeUnit.SECONDS.toNanos(1);
 
-    private final KeyValue bucket;
-    private final JetStreamManagement management;
-    private final String stream;
-    private final byte[] holder;
+    private final LeaseBucket bucket;
     private final long ttlNs;
     /** How often a standby tries to take a lease (and reads where the stream is). */
     private final long attemptNs;
@@ -72,20 +64,11 @@ final class RelayLeases implements AutoCloseable {
     private final AtomicCounter takeovers;
     private final AtomicCounter lost;
     private final AtomicCounter standbyMessages;
-    private final ExecutorService io = Executors.newSingleThreadExecutor(r -> {
-        final Thread t = new Thread(r, "kvidx-jetstream-lease");
-        t.setDaemon(true);
-        return t;
-    });
     private final Map<String, Lease> bySubject = new HashMap<>();
     private final List<Lease> leases = new ArrayList<>();
     /** Messages in every backlog, and their bytes. */
     private long backlogMessages;
     private long backlogBytes;
-
-    /** What a request on the lease thread found. */
-    private record Outcome(boolean renewal, boolean holds, long revision, long sentNanos, String streamLastId) {
-    }
 
     /** One pod's (subject's) lease and backlog. */
     static final class Lease {
@@ -98,9 +81,11 @@ final class RelayLeases implements AutoCloseable {
         private long revision;
         private long validUntilNs;
         private long nextRequestNs;
-        private CompletableFuture<Outcome> request;
+        private CompletableFuture<LeaseBucket.Outcome> request;
         /** The stream's last message id this backlog was last trimmed against. */
         private String trimmedAgainst;
+        /** When the relay last took a message of the pod from its queue. */
+        private long lastMessageNs;
 
         Lease(final String subject, final String key) {
             this.subject = subject;
@@ -134,10 +119,7 @@ final class RelayLeases implements AutoCloseable {
      */
     RelayLeases(final KeyValue bucket, final long ttlMs, final JetStreamManagement management, final String stream,
         final String holder, final IngestCounters counters, final IngestErrors errors) {
-        this.bucket = bucket;
-        this.management = management;
-        this.stream = stream;
-        this.holder = holder.getBytes(StandardCharsets.UTF_8);
+        this.bucket = new LeaseBucket(bucket, management, stream, holder);
         this.ttlNs = TimeUnit.MILLISECONDS.toNanos(ttlMs);
         this.attemptNs = Math.min(ttlNs / RENEW_DIVISOR, MAX_ATTEMPT_INTERVAL_NS);
         this.errors = errors;
@@ -151,7 +133,8 @@ final class RelayLeases implements AutoCloseable {
      * @param subject a pod's subject ({@code <prefix>.<model>.<pod>}, tokens encoded by {@link StreamSubjects}).
      * @param prefix  the subject prefix.
      * @param nowNs   the monotonic clock.
-     * @return the pod's lease, made (standing by, its first request due now) on the pod's first message.
+     * @return the pod's lease, made (standing by, its first request due now) on the pod's first message (or its
+     * first after the lease was retired).
      */
     Lease of(final String subject, final String prefix, final long nowNs) {
         Lease lease = bySubject.get(subject);
@@ -162,6 +145,7 @@ final class RelayLeases implements AutoCloseable {
             bySubject.put(subject, lease);
             leases.add(lease);
         }
+        lease.lastMessageNs = nowNs;
         return lease;
     }
 
@@ -253,7 +237,7 @@ final class RelayLeases implements AutoCloseable {
                 lapse(lease, "not renewed within half its TTL");
                 work++;
             }
-            final CompletableFuture<Outcome> request = lease.request;
+            final CompletableFuture<LeaseBucket.Outcome> request = lease.request;
             if (request != null) {
                 if (!request.isDone()) {
                     continue;
@@ -268,16 +252,15 @@ final class RelayLeases implements AutoCloseable {
                 final String key = lease.key;
                 final String subject = lease.subject;
                 final long revision = lease.revision;
-                lease.request = CompletableFuture.supplyAsync(() -> holding ? renew(key, revision)
-                    : attempt(key, subject, revision), io);
+                lease.request = holding ? bucket.renew(key, revision) : bucket.attempt(key, subject, revision);
                 work++;
             }
         }
         return work;
     }
 
-    private void complete(final Lease lease, final CompletableFuture<Outcome> request) {
-        final Outcome outcome;
+    private void complete(final Lease lease, final CompletableFuture<LeaseBucket.Outcome> request) {
+        final LeaseBucket.Outcome outcome;
         try {
             outcome = request.join();
         } catch (final CompletionException ex) {
@@ -400,65 +383,33 @@ final class RelayLeases implements AutoCloseable {
         return at < 0 ? id : id.substring(0, at);
     }
 
-    /** A standby's request: take the lease if it is free (or still this relay's), and read where the stream is. */
-    private Outcome attempt(final String key, final String subject, final long revision) {
-        final long sent = System.nanoTime();
-        try {
-            long written = -1;
-            if (revision > 0) {
-                written = write(key, revision); // lapsed here but perhaps not in the bucket: nobody took it since
+    /**
+     * Retires the leases of pods without a message for {@link #RETIRE_TTLS} TTLs, nothing held and nothing in flight:
+     * a held one is released (deleted at its revision, not waited for), a standby's forgotten.
+     *
+     * @param nowNs    the monotonic clock.
+     * @param inFlight true for a lease with a message sent and not yet acknowledged.
+     * @return leases retired.
+     */
+    int retireIdle(final long nowNs, final java.util.function.Predicate<Lease> inFlight) {
+        int retired = 0;
+        for (final Iterator<Lease> it = leases.iterator(); it.hasNext();) {
+            final Lease lease = it.next();
+            if (nowNs - lease.lastMessageNs < ttlNs * RETIRE_TTLS || !lease.backlog.isEmpty()
+                || lease.request != null || inFlight.test(lease)) {
+                continue;
             }
-            if (written < 0) {
-                written = bucket.create(key, holder);
+            it.remove();
+            bySubject.remove(lease.subject);
+            retired++;
+            if (lease.holding) {
+                lease.holding = false;
+                held.decrement();
+                bucket.release(lease.key, lease.revision);
             }
-            return new Outcome(false, true, written, sent, streamLastId(subject));
-        } catch (final JetStreamApiException ex) {
-            if (ex.getApiErrorCode() == WRONG_LAST_SEQUENCE) {
-                return new Outcome(false, false, 0, sent, streamLastId(subject));
-            }
-            throw new IllegalStateException(ex.getMessage(), ex);
-        } catch (final IOException ex) {
-            throw new IllegalStateException(ex.getMessage(), ex);
+            LOG.info("JetStream lease of {} retired: no message for {} TTLs", lease.subject, RETIRE_TTLS);
         }
-    }
-
-    /** A holder's renewal. */
-    private Outcome renew(final String key, final long revision) {
-        final long sent = System.nanoTime();
-        try {
-            final long written = write(key, revision);
-            return new Outcome(true, written >= 0, Math.max(0, written), sent, null);
-        } catch (final IOException | JetStreamApiException ex) {
-            throw new IllegalStateException(ex.getMessage(), ex);
-        }
-    }
-
-    /** Compare-and-set: the new revision, or -1 when the key is no longer at this revision. */
-    private long write(final String key, final long revision) throws IOException, JetStreamApiException {
-        try {
-            return bucket.update(key, holder, revision);
-        } catch (final JetStreamApiException ex) {
-            if (ex.getApiErrorCode() == WRONG_LAST_SEQUENCE) {
-                return -1;
-            }
-            throw ex;
-        }
-    }
-
-    private String streamLastId(final String subject) {
-        try {
-            final MessageInfo last = management.getLastMessage(stream, subject);
-            return last.getHeaders() == null ? null : last.getHeaders().getFirst("Nats-Msg-Id");
-        } catch (final JetStreamApiException ex) {
-            if (ex.getApiErrorCode() == NO_MESSAGE_FOUND) {
-                return null;
-            }
-            throw new IllegalStateException("cannot read the last message of " + subject + ": " + ex.getMessage(),
-                ex);
-        } catch (final IOException ex) {
-            throw new IllegalStateException("cannot read the last message of " + subject + ": " + ex.getMessage(),
-                ex);
-        }
+        return retired;
     }
 
     /**
@@ -474,16 +425,8 @@ final class RelayLeases implements AutoCloseable {
             if (!lease.publishing(now) || !lease.backlog.isEmpty() || !inStream.test(lease)) {
                 continue;
             }
-            final String key = lease.key;
-            final long revision = lease.revision;
             try {
-                CompletableFuture.runAsync(() -> {
-                    try {
-                        bucket.delete(key, revision);
-                    } catch (final IOException | JetStreamApiException ex) {
-                        throw new IllegalStateException(ex.getMessage(), ex);
-                    }
-                }, io).get(RELEASE_WAIT_MS, TimeUnit.MILLISECONDS);
+                bucket.release(lease.key, lease.revision).get(RELEASE_WAIT_MS, TimeUnit.MILLISECONDS);
                 lease.holding = false;
                 held.decrement();
             } catch (final Exception ex) {
@@ -495,6 +438,6 @@ final class RelayLeases implements AutoCloseable {
 
     @Override
     public void close() {
-        io.shutdownNow();
+        bucket.close();
     }
 }

@@ -236,6 +236,10 @@ public final class StreamRelay implements EventTap, Agent {
         if (leases != null) {
             work += leases.poll(now);
             work += drainBacklogs(now);
+            if (now - nextRetireNs >= 0) {
+                nextRetireNs = now + RETIRE_CHECK_NS;
+                work += leases.retireIdle(now, this::inFlight);
+            }
         }
         boolean failed = hasFailed();
         while (!failed && inFlight.size() < MAX_IN_FLIGHT
@@ -270,6 +274,19 @@ public final class StreamRelay implements EventTap, Agent {
         }
         return first;
     }
+
+    private boolean inFlight(final RelayLeases.Lease lease) {
+        for (final RelayMessage m : inFlight) {
+            if (m.lease == lease) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** How often idle leases are looked for. */
+    private static final long RETIRE_CHECK_NS = TimeUnit.SECONDS.toNanos(1);
+    private long nextRetireNs;
 
     /** Publishes, in order, the held messages of the pods whose lease this relay holds (taken over, or regained). */
     private int drainBacklogs(final long now) {

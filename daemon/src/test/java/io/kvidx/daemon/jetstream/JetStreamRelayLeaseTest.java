@@ -47,6 +47,13 @@ class JetStreamRelayLeaseTest {
         return p;
     }
 
+    /** A relay whose engines register through its HTTP API, with a one-second lease. */
+    private DaemonContext registeringRelay(final String url) {
+        final DaemonContext c = StreamFleet.base(dir, "relay");
+        c.jetstream().url(url).role("relay").leaseTtlMs(1_000);
+        return c;
+    }
+
     private DaemonContext standby(final PyPeer peer, final String url) {
         return relay("relay-b", peer, url, LEASE_TTL_MS);
     }
@@ -64,6 +71,57 @@ class JetStreamRelayLeaseTest {
             + dir.resolve("log-" + seed + ".txt"));
         assertTrue(peer.command("stream-wait 60").startsWith("ok done"));
         return docs;
+    }
+
+    @Test
+    void shouldReleaseTheLeaseOfAPodGoneForGoodAndTakeItAgainWhenItReturns() throws Exception {
+        PyPeer.requirePython();
+        final io.kvidx.daemon.ingest.vllm.Capture base = io.kvidx.daemon.ingest.vllm.Capture.load(
+            "kv_event_base.json");
+        try (NatsServer nats = NatsServer.start(dir);
+            PyPeer peer = new PyPeer(PyPeer.VLLM, "--topic", "kv-events");
+            KvidxDaemon relay = KvidxDaemon.start(registeringRelay(nats.url()));
+            KvidxDaemon consumer = KvidxDaemon.start(StreamFleet.consumer(dir, "consumer", nats.url()));
+            io.nats.client.Connection nc = io.nats.client.Nats.connect(nats.url())) {
+            final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+            final String register = "{\"instance_id\":7,\"endpoint\":\"" + peer.endpoint + "\",\"replay_endpoint\":\""
+                + peer.replayEndpoint + "\",\"model_name\":\"" + base.model() + "\",\"block_size\":16}";
+            final String held = "{7={\"0\":400}}";
+            final io.nats.client.KeyValue leases = nc.keyValue("KVIDX_RELAY_LEASES");
+            final String key = StreamSubjects.token(base.model()).replace('~', '=') + "." + StreamSubjects.token("7");
+            for (int round = 0; round < 2; round++) {
+                // The second round: the pod returns after its lease was released, and the relay takes it again.
+                assertEquals(201, JetStreamConsumerTest.post(http, relay.httpPort(), "/register", register));
+                peer.command("store kv_event_base.json");
+                JetStreamRelayTest.await("the consumer answers for instance 7", 20_000, () -> {
+                    try {
+                        peer.command("ping");
+                        return StreamFleet.scores(consumer.httpPort(), base.tokenIds()).equals(held);
+                    } catch (final Exception ex) {
+                        throw new AssertionError(ex);
+                    }
+                });
+                assertEquals(1, relay.counters().value(CounterType.JETSTREAM_LEASES_HELD));
+                assertTrue(leases.get(key) != null && leases.get(key).getValue() != null, "the key is held");
+                if (round == 1) {
+                    break;
+                }
+                assertEquals(200, JetStreamConsumerTest.post(http, relay.httpPort(), "/unregister",
+                    "{\"instance_id\":7}"));
+                // No message of the pod for RETIRE_TTLS TTLs: its lease is released, not renewed for ever.
+                JetStreamRelayTest.await("the lease released", 60_000, () -> {
+                    try {
+                        final io.nats.client.api.KeyValueEntry e = leases.get(key);
+                        return relay.counters().value(CounterType.JETSTREAM_LEASES_HELD) == 0
+                            && (e == null || e.getValue() == null);
+                    } catch (final Exception ex) {
+                        throw new AssertionError(ex);
+                    }
+                });
+            }
+            assertEquals(2, relay.counters().value(CounterType.JETSTREAM_LEASE_TAKEOVERS), "taken again on return");
+            assertEquals(0, consumer.counters().value(CounterType.JETSTREAM_LOST));
+        }
     }
 
     @Test
