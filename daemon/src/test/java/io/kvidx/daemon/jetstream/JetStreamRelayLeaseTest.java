@@ -140,6 +140,7 @@ class JetStreamRelayLeaseTest {
                 final KvidxDaemon relayA = KvidxDaemon.start(relay("relay-a", peer, nats.url(), ttlMs));
                 try (KvidxDaemon relayB = KvidxDaemon.start(relay("relay-b", peer, nats.url(), ttlMs))) {
                     try {
+                        StreamFleet.awaitSubscribed(peer, direct);
                         StreamFleet.awaitSubscribed(peer, relayA);
                         StreamFleet.awaitSubscribed(peer, relayB);
                         documents.addAll(StreamFleet.documents(stream(peer, 51, 300)));
