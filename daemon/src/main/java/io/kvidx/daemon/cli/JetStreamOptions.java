@@ -63,6 +63,16 @@ final class JetStreamOptions {
         + "restart loads the newest snapshot (default " + DaemonConfiguration.JETSTREAM_EXIT_ON_LOSS_DEFAULT + ").")
     private Boolean exitOnLoss;
 
+    @Option(names = "--jetstream-lease-ttl-ms", paramLabel = "MS", description = "A relay publishes a pod's events "
+        + "only while it holds the pod's lease (a key of the lease bucket with this TTL); the other relays of the "
+        + "same engines stand by and take over once it expires. 0: no leases, every relay publishes (one relay per "
+        + "engine only) (default " + DaemonConfiguration.JETSTREAM_LEASE_TTL_MS_DEFAULT + ").")
+    private Long leaseTtlMs;
+
+    @Option(names = "--jetstream-lease-bucket", paramLabel = "NAME", description = "KV bucket of the relays' leases "
+        + "(default " + DaemonConfiguration.JETSTREAM_LEASE_BUCKET_DEFAULT + ").")
+    private String leaseBucket;
+
     @Option(names = "--jetstream-user", paramLabel = "USER", description = "NATS user (with "
         + "--jetstream-password-file).")
     private String user;
@@ -85,6 +95,14 @@ final class JetStreamOptions {
     @Option(names = "--jetstream-tls-ca-file", paramLabel = "FILE", description = "PEM certificates the NATS "
         + "servers' must chain to (tls:// URLs; default: the JVM's trust store).")
     private String tlsCaFile;
+
+    @Option(names = "--jetstream-tls-cert-file", paramLabel = "FILE", description = "PEM certificate (chain) this "
+        + "daemon presents to the NATS servers (mutual TLS; tls:// URLs, with --jetstream-tls-key-file).")
+    private String tlsCertFile;
+
+    @Option(names = "--jetstream-tls-key-file", paramLabel = "FILE", description = "PEM (PKCS#8) private key of "
+        + "--jetstream-tls-cert-file.")
+    private String tlsKeyFile;
 
     /**
      * Sets the options given.
@@ -126,6 +144,12 @@ final class JetStreamOptions {
         if (exitOnLoss != null) {
             j.exitOnLoss(exitOnLoss);
         }
+        if (leaseTtlMs != null) {
+            j.leaseTtlMs(leaseTtlMs);
+        }
+        if (leaseBucket != null) {
+            j.leaseBucket(leaseBucket);
+        }
         if (user != null) {
             j.user(user);
         }
@@ -143,6 +167,12 @@ final class JetStreamOptions {
         }
         if (tlsCaFile != null) {
             j.tlsCaFile(tlsCaFile);
+        }
+        if (tlsCertFile != null) {
+            j.tlsCertFile(tlsCertFile);
+        }
+        if (tlsKeyFile != null) {
+            j.tlsKeyFile(tlsKeyFile);
         }
     }
 }

@@ -370,6 +370,21 @@ public final class DaemonConfiguration {
     public static final String JETSTREAM_EXIT_ON_LOSS_PROP_NAME = "jetstream.exitOnLoss";
     /** Default: exit on a loss (the daemon recovers through a restart). */
     public static final boolean JETSTREAM_EXIT_ON_LOSS_DEFAULT = true;
+    /**
+     * Relay lease TTL key: of the relays subscribed to the same engines, only the holder of a pod's lease (a key of
+     * the lease bucket with this TTL, renewed every fifth of it) publishes the pod's messages; the others stand by and
+     * take over once it expires. 0: no leases, every relay publishes every pod (one relay per engine only: two that
+     * see an engine restart at different points publish two clears, ADR 0024).
+     */
+    public static final String JETSTREAM_LEASE_TTL_MS_PROP_NAME = "jetstream.leaseTtlMs";
+    /** Default lease TTL: five seconds (a dead relay's pods are taken over within about that). */
+    public static final long JETSTREAM_LEASE_TTL_MS_DEFAULT = 5_000;
+    /** Shortest lease TTL accepted (besides 0). */
+    public static final long JETSTREAM_LEASE_TTL_MS_MIN = 1_000;
+    /** Lease bucket key: the KV bucket of the relays' leases. */
+    public static final String JETSTREAM_LEASE_BUCKET_PROP_NAME = "jetstream.leaseBucket";
+    /** Default lease bucket. */
+    public static final String JETSTREAM_LEASE_BUCKET_DEFAULT = "KVIDX_RELAY_LEASES";
     /** NATS user key (with {@code jetstream.passwordFile}). */
     public static final String JETSTREAM_USER_PROP_NAME = "jetstream.user";
     /** NATS password file key. */
@@ -382,6 +397,10 @@ public final class DaemonConfiguration {
     public static final String JETSTREAM_NKEY_FILE_PROP_NAME = "jetstream.nkeyFile";
     /** TLS CA file key: PEM certificates the NATS servers' certificates must chain to ({@code tls://} URLs). */
     public static final String JETSTREAM_TLS_CA_FILE_PROP_NAME = "jetstream.tlsCaFile";
+    /** TLS client certificate key: a PEM certificate (chain) this daemon presents to NATS (mutual TLS). */
+    public static final String JETSTREAM_TLS_CERT_FILE_PROP_NAME = "jetstream.tlsCertFile";
+    /** TLS client key key: the PEM (PKCS#8) private key of {@code jetstream.tlsCertFile}. */
+    public static final String JETSTREAM_TLS_KEY_FILE_PROP_NAME = "jetstream.tlsKeyFile";
 
     private DaemonConfiguration() {
     }

@@ -272,6 +272,10 @@ public final class DaemonSettings {
             Kind.LONG, (c, v) -> c.jetstream().snapshotEvents((Long) v), c -> c.jetstream().snapshotEvents()),
         new Setting(DaemonConfiguration.JETSTREAM_EXIT_ON_LOSS_PROP_NAME, "--jetstream-exit-on-loss", Kind.BOOLEAN,
             (c, v) -> c.jetstream().exitOnLoss((Boolean) v), c -> c.jetstream().exitOnLoss()),
+        new Setting(DaemonConfiguration.JETSTREAM_LEASE_TTL_MS_PROP_NAME, "--jetstream-lease-ttl-ms", Kind.LONG,
+            (c, v) -> c.jetstream().leaseTtlMs((Long) v), c -> c.jetstream().leaseTtlMs()),
+        new Setting(DaemonConfiguration.JETSTREAM_LEASE_BUCKET_PROP_NAME, "--jetstream-lease-bucket", Kind.STRING,
+            (c, v) -> c.jetstream().leaseBucket((String) v), c -> c.jetstream().leaseBucket()),
         new Setting(DaemonConfiguration.JETSTREAM_USER_PROP_NAME, "--jetstream-user", Kind.NULLABLE_STRING,
             (c, v) -> c.jetstream().user((String) v), c -> c.jetstream().user()),
         new Setting(DaemonConfiguration.JETSTREAM_PASSWORD_FILE_PROP_NAME, "--jetstream-password-file",
@@ -285,6 +289,10 @@ public final class DaemonSettings {
             Kind.NULLABLE_STRING, (c, v) -> c.jetstream().nkeyFile((String) v), c -> c.jetstream().nkeyFile()),
         new Setting(DaemonConfiguration.JETSTREAM_TLS_CA_FILE_PROP_NAME, "--jetstream-tls-ca-file",
             Kind.NULLABLE_STRING, (c, v) -> c.jetstream().tlsCaFile((String) v), c -> c.jetstream().tlsCaFile()),
+        new Setting(DaemonConfiguration.JETSTREAM_TLS_CERT_FILE_PROP_NAME, "--jetstream-tls-cert-file",
+            Kind.NULLABLE_STRING, (c, v) -> c.jetstream().tlsCertFile((String) v), c -> c.jetstream().tlsCertFile()),
+        new Setting(DaemonConfiguration.JETSTREAM_TLS_KEY_FILE_PROP_NAME, "--jetstream-tls-key-file",
+            Kind.NULLABLE_STRING, (c, v) -> c.jetstream().tlsKeyFile((String) v), c -> c.jetstream().tlsKeyFile()),
         new Setting(ZMQ_KEY, "--zmq", Kind.ZMQ, (c, v) -> {
             for (final Object e : (List<?>) v) {
                 c.zmq().addEndpoint((ZmqEndpoint) e);

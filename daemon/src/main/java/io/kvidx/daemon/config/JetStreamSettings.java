@@ -49,12 +49,16 @@ public final class JetStreamSettings {
     private long snapshotIntervalMs = DaemonConfiguration.JETSTREAM_SNAPSHOT_INTERVAL_MS_DEFAULT;
     private long snapshotEvents = DaemonConfiguration.JETSTREAM_SNAPSHOT_EVENTS_DEFAULT;
     private boolean exitOnLoss = DaemonConfiguration.JETSTREAM_EXIT_ON_LOSS_DEFAULT;
+    private long leaseTtlMs = DaemonConfiguration.JETSTREAM_LEASE_TTL_MS_DEFAULT;
+    private String leaseBucket = DaemonConfiguration.JETSTREAM_LEASE_BUCKET_DEFAULT;
     private String user;
     private String passwordFile;
     private String tokenFile;
     private String credsFile;
     private String nkeyFile;
     private String tlsCaFile;
+    private String tlsCertFile;
+    private String tlsKeyFile;
 
     /**
      * Checks every value, in the order of the keys.
@@ -84,6 +88,11 @@ public final class JetStreamSettings {
                 Long.MAX_VALUE);
         }
         ConfigException.range(JETSTREAM_SNAPSHOT_EVENTS_PROP_NAME, snapshotEvents, 1, Long.MAX_VALUE);
+        if (leaseTtlMs != 0) {
+            ConfigException.range(DaemonConfiguration.JETSTREAM_LEASE_TTL_MS_PROP_NAME, leaseTtlMs,
+                DaemonConfiguration.JETSTREAM_LEASE_TTL_MS_MIN, Long.MAX_VALUE / 1_000_000);
+        }
+        name(DaemonConfiguration.JETSTREAM_LEASE_BUCKET_PROP_NAME, leaseBucket);
         if (passwordFile != null && user == null) {
             throw new ConfigException(JETSTREAM_PASSWORD_FILE_PROP_NAME, "needs " + JETSTREAM_USER_PROP_NAME);
         }
@@ -99,6 +108,16 @@ public final class JetStreamSettings {
         }
         if (tlsCaFile != null && url != null && !servers().stream().allMatch(s -> s.startsWith("tls://"))) {
             throw new ConfigException(JETSTREAM_TLS_CA_FILE_PROP_NAME, "needs tls:// URLs in "
+                + DaemonConfiguration.JETSTREAM_URL_PROP_NAME + ": " + url);
+        }
+        if ((tlsCertFile == null) != (tlsKeyFile == null)) {
+            throw new ConfigException(tlsCertFile == null ? DaemonConfiguration.JETSTREAM_TLS_KEY_FILE_PROP_NAME
+                : DaemonConfiguration.JETSTREAM_TLS_CERT_FILE_PROP_NAME, "needs "
+                + (tlsCertFile == null ? DaemonConfiguration.JETSTREAM_TLS_CERT_FILE_PROP_NAME
+                : DaemonConfiguration.JETSTREAM_TLS_KEY_FILE_PROP_NAME));
+        }
+        if (tlsCertFile != null && url != null && !servers().stream().allMatch(s -> s.startsWith("tls://"))) {
+            throw new ConfigException(DaemonConfiguration.JETSTREAM_TLS_CERT_FILE_PROP_NAME, "needs tls:// URLs in "
                 + DaemonConfiguration.JETSTREAM_URL_PROP_NAME + ": " + url);
         }
     }
@@ -358,6 +377,38 @@ public final class JetStreamSettings {
     }
 
     /**
+     * @param ms a relay's lease TTL: only the holder of a pod's lease publishes the pod; 0: no leases.
+     * @return this.
+     */
+    public JetStreamSettings leaseTtlMs(final long ms) {
+        this.leaseTtlMs = ms;
+        return this;
+    }
+
+    /**
+     * @return the relays' lease TTL (0: no leases).
+     */
+    public long leaseTtlMs() {
+        return leaseTtlMs;
+    }
+
+    /**
+     * @param name the KV bucket of the relays' leases.
+     * @return this.
+     */
+    public JetStreamSettings leaseBucket(final String name) {
+        this.leaseBucket = name;
+        return this;
+    }
+
+    /**
+     * @return the lease bucket.
+     */
+    public String leaseBucket() {
+        return leaseBucket;
+    }
+
+    /**
      * @param name NATS user, or null.
      * @return this.
      */
@@ -452,5 +503,37 @@ public final class JetStreamSettings {
      */
     public String tlsCaFile() {
         return tlsCaFile;
+    }
+
+    /**
+     * @param file PEM certificate (chain) presented to NATS for mutual TLS, or null.
+     * @return this.
+     */
+    public JetStreamSettings tlsCertFile(final String file) {
+        this.tlsCertFile = file;
+        return this;
+    }
+
+    /**
+     * @return the client certificate file, or null.
+     */
+    public String tlsCertFile() {
+        return tlsCertFile;
+    }
+
+    /**
+     * @param file PEM (PKCS#8) private key of the client certificate, or null.
+     * @return this.
+     */
+    public JetStreamSettings tlsKeyFile(final String file) {
+        this.tlsKeyFile = file;
+        return this;
+    }
+
+    /**
+     * @return the client key file, or null.
+     */
+    public String tlsKeyFile() {
+        return tlsKeyFile;
     }
 }

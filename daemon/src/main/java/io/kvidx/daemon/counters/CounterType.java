@@ -147,7 +147,15 @@ public enum CounterType {
     /** Length in bytes of the newest snapshot in the bucket, as a consumer last saw it (a gauge). */
     JETSTREAM_SNAPSHOT_BYTES(5121, "kvidx jetstream snapshot bytes"),
     /** When the newest snapshot in the bucket was stored, epoch seconds, as a consumer last saw it (a gauge; age). */
-    JETSTREAM_SNAPSHOT_TIMESTAMP_SECONDS(5122, "kvidx jetstream snapshot timestamp seconds");
+    JETSTREAM_SNAPSHOT_TIMESTAMP_SECONDS(5122, "kvidx jetstream snapshot timestamp seconds"),
+    /** Pods whose lease a relay holds: it publishes their events (a gauge; ADR 0024, "Relay lease"). */
+    JETSTREAM_LEASES_HELD(5123, "kvidx jetstream leases held"),
+    /** Leases a relay took: a pod's first, or one another relay let expire (a takeover). */
+    JETSTREAM_LEASE_TAKEOVERS(5124, "kvidx jetstream lease takeovers"),
+    /** Leases a relay lost: not renewed within half the TTL, or taken by another relay; each is in the error log. */
+    JETSTREAM_LEASES_LOST(5125, "kvidx jetstream leases lost"),
+    /** Messages a relay holds for pods whose lease another relay holds, not yet seen in the stream (a gauge). */
+    JETSTREAM_STANDBY_MESSAGES(5126, "kvidx jetstream standby messages");
 
     private final int typeId;
     private final String label;

@@ -107,8 +107,8 @@ public final class NatsSession implements AutoCloseable {
                 LOG.info("NATS connection {}: {}", name, event.getEvent());
             });
         try {
-            if (settings.tlsCaFile() != null) {
-                options.sslContext(trusting(Path.of(settings.tlsCaFile())));
+            if (settings.tlsCaFile() != null || settings.tlsCertFile() != null) {
+                options.sslContext(tlsContext(settings));
             }
             if (settings.credsFile() != null) {
                 options.authHandler(Nats.credentials(settings.credsFile()));
@@ -129,28 +129,26 @@ public final class NatsSession implements AutoCloseable {
         }
     }
 
-    /** A TLS context that trusts the certificates of a PEM file (and nothing else). */
-    private static javax.net.ssl.SSLContext trusting(final Path caFile) throws IOException {
-        try (java.io.InputStream in = Files.newInputStream(caFile)) {
-            final java.security.KeyStore trusted = java.security.KeyStore.getInstance(
-                java.security.KeyStore.getDefaultType());
-            trusted.load(null, null);
-            int n = 0;
-            for (final java.security.cert.Certificate c : java.security.cert.CertificateFactory.getInstance("X.509")
-                .generateCertificates(in)) {
-                trusted.setCertificateEntry("ca-" + n++, c);
+    /**
+     * The client's TLS context: trusting only the PEM certificates of {@code tlsCaFile} (else the JVM's trust store),
+     * presenting the PEM certificate and PKCS#8 key of {@code tlsCertFile} / {@code tlsKeyFile} when given (mutual
+     * TLS). The PEM files are read by Netty's {@code SslContextBuilder}, as the HTTP API's ({@code ServerTls}).
+     */
+    private static javax.net.ssl.SSLContext tlsContext(final JetStreamSettings settings) throws IOException {
+        final io.netty.handler.ssl.SslContextBuilder builder = io.netty.handler.ssl.SslContextBuilder.forClient()
+            .sslProvider(io.netty.handler.ssl.SslProvider.JDK);
+        try {
+            if (settings.tlsCaFile() != null) {
+                builder.trustManager(Path.of(settings.tlsCaFile()).toFile());
             }
-            if (n == 0) {
-                throw new IOException("no certificate in " + caFile);
+            if (settings.tlsCertFile() != null) {
+                builder.keyManager(Path.of(settings.tlsCertFile()).toFile(), Path.of(settings.tlsKeyFile()).toFile());
             }
-            final javax.net.ssl.TrustManagerFactory factory = javax.net.ssl.TrustManagerFactory.getInstance(
-                javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
-            factory.init(trusted);
-            final javax.net.ssl.SSLContext context = javax.net.ssl.SSLContext.getInstance("TLS");
-            context.init(null, factory.getTrustManagers(), null);
-            return context;
-        } catch (final java.security.GeneralSecurityException ex) {
-            throw new IOException("cannot read the CA certificates in " + caFile + ": " + ex.getMessage(), ex);
+            return ((io.netty.handler.ssl.JdkSslContext) builder.build()).context();
+        } catch (final javax.net.ssl.SSLException | IllegalArgumentException ex) {
+            throw new IOException("cannot read the TLS files (" + (settings.tlsCaFile() == null ? ""
+                : settings.tlsCaFile() + " ") + (settings.tlsCertFile() == null ? "" : settings.tlsCertFile() + " "
+                + settings.tlsKeyFile()) + "): " + ex.getMessage(), ex);
         }
     }
 
@@ -228,6 +226,39 @@ public final class NatsSession implements AutoCloseable {
         } catch (final IOException | JetStreamApiException ex) {
             throw new IllegalStateException("cannot open object store bucket " + settings.bucket() + ": "
                 + ex.getMessage(), ex);
+        }
+    }
+
+    /**
+     * The relays' lease bucket (a KV bucket whose TTL is {@code jetstream.leaseTtlMs}, one revision per key), created
+     * when absent. An existing bucket of another TTL is refused: a holder's timing must be the bucket's.
+     *
+     * @return the bucket.
+     * @throws IllegalStateException when it cannot be read or created, or has another TTL.
+     */
+    public io.nats.client.KeyValue ensureLeaseBucket() {
+        final String name = settings.leaseBucket();
+        try {
+            final io.nats.client.KeyValueManagement kvm = connection.keyValueManagement();
+            if (!kvm.getBucketNames().contains(name)) {
+                kvm.create(io.nats.client.api.KeyValueConfiguration.builder()
+                    .name(name)
+                    .description("kvidx relay leases, one per pod (ADR 0024)")
+                    .storageType(StorageType.File)
+                    .maxHistoryPerKey(1)
+                    .ttl(Duration.ofMillis(settings.leaseTtlMs()))
+                    .build());
+                LOG.info("created KV bucket {} (TTL {} ms)", name, settings.leaseTtlMs());
+            } else {
+                final Duration ttl = kvm.getStatus(name).getTtl();
+                if (ttl == null || ttl.toMillis() != settings.leaseTtlMs()) {
+                    throw new IllegalStateException("KV bucket " + name + " exists with TTL " + ttl + ", not "
+                        + settings.leaseTtlMs() + " ms: give every relay its jetstream.leaseTtlMs");
+                }
+            }
+            return connection.keyValue(name);
+        } catch (final IOException | JetStreamApiException ex) {
+            throw new IllegalStateException("cannot open KV bucket " + name + ": " + ex.getMessage(), ex);
         }
     }
 

@@ -22,6 +22,7 @@ import org.agrona.concurrent.status.AtomicCounter;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
@@ -38,7 +39,13 @@ import java.util.function.Supplier;
  *
  * <p>Message ids: a batch's is {@code <pod>/<sequence>/<fingerprint>}; a control message's names the pod's last
  * published batch, {@code <pod>/<type>/<sequence>/<fingerprint>}; a heartbeat's its interval,
- * {@code <pod>/hb/<epoch ms / interval>}. Relays in step give a message the same id.
+ * {@code <pod>/hb/<epoch ms / interval>/<sequence>/<fingerprint>}: every id ends with the pod's last batch. Relays in
+ * step give a message the same id.
+ *
+ * <p>With leases ({@code jetstream.leaseTtlMs} &gt; 0, {@link RelayLeases}), a pod's messages are published only while
+ * this relay holds the pod's lease, with the lease's revision appended to their ids ({@code <id>@<revision>}); the
+ * others are kept in the pod's backlog (heartbeats are not) and published from where the stream is once this relay
+ * takes the lease. The ZeroMQ progress never passes a message still in a backlog.
  *
  * <p><b>Note:</b> {@link #offered} runs on the transports' threads; a pod's state (last batch, last heartbeat) is
  * written by the thread that offers the pod's messages, and by two only when two transports feed one pod, where the
@@ -46,6 +53,7 @@ import java.util.function.Supplier;
  * {@link #doWork} runs on the relay's own agent thread.
  */
 public final class StreamRelay implements EventTap, Agent {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(StreamRelay.class);
     /** Most publishes awaiting their acknowledgement. */
     static final int MAX_IN_FLIGHT = 512;
     /** A publish not acknowledged within this is sent again. */
@@ -83,7 +91,12 @@ public final class StreamRelay implements EventTap, Agent {
     private final long[] lastFingerprint = new long[PodDirectory.MAX_NUMBERS];
     /** Per pod number: the heartbeat interval of the last heartbeat published. */
     private final long[] lastHeartbeat = new long[PodDirectory.MAX_NUMBERS];
-    private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
+    private final ArrayDeque<RelayMessage> inFlight = new ArrayDeque<>();
+    /** The pods' leases and the backlogs of the pods this relay does not publish, or null without leases. */
+    private final RelayLeases leases;
+    /** Most bytes held in backlogs: beyond, the queue is not read (the transports wait, as for a full queue). */
+    private final long backlogLimit;
+    private final ArrayList<RelayMessage> lapsed = new ArrayList<>();
     /** The agent's view of the record being sent (its thread only). */
     private final StreamEnvelope envelope = new StreamEnvelope();
     private final UnsafeBuffer sendBuffer = new UnsafeBuffer(new byte[0]);
@@ -91,23 +104,6 @@ public final class StreamRelay implements EventTap, Agent {
     private volatile long acknowledgedPosition;
     private volatile int inFlightCount;
     private volatile boolean closed;
-
-    /** One publish awaiting its acknowledgement. */
-    private static final class InFlight {
-        final String subject;
-        final String id;
-        final byte[] body;
-        /** The relay queue's consumer position just past this message's record. */
-        long endPosition;
-        CompletableFuture<PublishAck> ack;
-        long sentNanos;
-
-        InFlight(final String subject, final String id, final byte[] body) {
-            this.subject = subject;
-            this.id = id;
-            this.body = body;
-        }
-    }
 
     /**
      * @param queueLength         bytes of the queue between the transports and this agent (a power of two).
@@ -121,10 +117,14 @@ public final class StreamRelay implements EventTap, Agent {
      * @param counters            counters.
      * @param errors              error log.
      * @param offerIdle           idle strategy of a transport thread waiting for room.
+     * @param holder              this relay's name in the leases it holds (with {@code jetstream.leaseTtlMs} &gt; 0:
+     *                            only the holder of a pod's lease publishes it; 0: every relay publishes every pod and
+     *                            the stream's duplicate window stores each message once).
      */
     public StreamRelay(final int queueLength, final PodDirectory directory, final NatsSession session,
         final String subjectPrefix, final String stream, final long heartbeatIntervalMs, final LongSupplier epochMs,
-        final IngestCounters counters, final IngestErrors errors, final Supplier<IdleStrategy> offerIdle) {
+        final IngestCounters counters, final IngestErrors errors, final Supplier<IdleStrategy> offerIdle,
+        final String holder) {
         this.queue = new ManyToOneRingBuffer(new UnsafeBuffer(ByteBuffer.allocateDirect(
             queueLength + RingBufferDescriptor.TRAILER_LENGTH)));
         this.directory = directory;
@@ -139,6 +139,10 @@ public final class StreamRelay implements EventTap, Agent {
         this.duplicates = counters.get(CounterType.JETSTREAM_PUBLISH_DUPLICATES);
         this.retries = counters.get(CounterType.JETSTREAM_PUBLISH_RETRIES);
         this.offerIdle = ThreadLocal.withInitial(offerIdle);
+        final long leaseTtlMs = session.settings().leaseTtlMs();
+        this.leases = leaseTtlMs == 0 ? null : new RelayLeases(session.ensureLeaseBucket(), leaseTtlMs,
+            session.management(), stream, holder, counters, errors);
+        this.backlogLimit = queueLength;
         java.util.Arrays.fill(podHandle, -1);
     }
 
@@ -172,7 +176,7 @@ public final class StreamRelay implements EventTap, Agent {
                 return;
             }
             lastHeartbeat[n] = interval;
-            id = podId + "/hb/" + interval;
+            id = podId + "/hb/" + interval + '/' + lastSequence[n] + '/' + Long.toHexString(lastFingerprint[n]);
         } else {
             id = podId + '/' + type + '/' + lastSequence[n] + '/' + Long.toHexString(lastFingerprint[n]);
         }
@@ -224,31 +228,109 @@ public final class StreamRelay implements EventTap, Agent {
             if (!inFlight.isEmpty()) {
                 errors.report(CounterType.JETSTREAM_PUBLISH_RETRIES.typeId(), -3, () -> "JetStream relay "
                     + "reconnected: the " + inFlight.size() + " unacknowledged message(s) are sent again, in order");
-                for (final InFlight f : inFlight) {
-                    retries.increment();
-                    publish(f);
-                }
+                resendAll();
             }
         }
         int work = checkAcks();
-        // One record per read: the consumer position after it is the record's end, its place in the barrier.
+        final long now = System.nanoTime();
+        if (leases != null) {
+            work += leases.poll(now);
+            work += drainBacklogs(now);
+            if (now - nextRetireNs >= 0) {
+                nextRetireNs = now + RETIRE_CHECK_NS;
+                work += leases.retireIdle(now, this::inFlight);
+            }
+        }
         boolean failed = hasFailed();
-        while (!failed && inFlight.size() < MAX_IN_FLIGHT && queue.read(reader, 1) > 0) {
-            final InFlight sent = inFlight.peekLast();
-            sent.endPosition = queue.consumerPosition();
-            failed = sent.ack.isCompletedExceptionally();
+        while (!failed && inFlight.size() < MAX_IN_FLIGHT
+            && (leases == null || leases.backlogBytes() < backlogLimit) && queue.read(reader, 1) > 0) {
+            final RelayMessage sent = inFlight.peekLast();
+            failed = sent != null && sent.ack.isCompletedExceptionally();
             work++;
         }
-        if (inFlight.isEmpty()) {
-            acknowledgedPosition = queue.consumerPosition();
+        if (work > 0) {
+            acknowledgedPosition = firstNotInStream();
         }
         inFlightCount = inFlight.size();
         return work;
     }
 
+    /**
+     * @return the queue position of the oldest message not acknowledged by the stream (sent, or held while another
+     * relay holds its pod's lease), else the queue's consumer position: everything before it is in the stream.
+     */
+    private long firstNotInStream() {
+        long first = queue.consumerPosition();
+        for (final RelayMessage m : inFlight) {
+            first = Math.min(first, m.startPosition);
+        }
+        if (leases != null && leases.backlogMessages() > 0) {
+            for (final RelayLeases.Lease lease : leases.all()) {
+                final RelayMessage m = lease.backlog.peekFirst();
+                if (m != null) {
+                    first = Math.min(first, m.startPosition);
+                }
+            }
+        }
+        return first;
+    }
+
+    private boolean inFlight(final RelayLeases.Lease lease) {
+        for (final RelayMessage m : inFlight) {
+            if (m.lease == lease) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** How often idle leases are looked for. */
+    private static final long RETIRE_CHECK_NS = TimeUnit.SECONDS.toNanos(1);
+    private long nextRetireNs;
+
+    /** Publishes, in order, the held messages of the pods whose lease this relay holds (taken over, or regained). */
+    private int drainBacklogs(final long now) {
+        if (leases.backlogMessages() == 0 || hasFailed()) {
+            return 0;
+        }
+        int work = 0;
+        for (final RelayLeases.Lease lease : leases.all()) {
+            while (!lease.backlog.isEmpty() && inFlight.size() < MAX_IN_FLIGHT && lease.publishing(now)) {
+                final RelayMessage m = leases.take(lease);
+                m.id = m.baseId + lease.suffix();
+                inFlight.addLast(m);
+                publish(m);
+                work++;
+            }
+        }
+        return work;
+    }
+
+    /**
+     * Sends everything unacknowledged again, in order, except the messages of pods whose lease lapsed since: they go
+     * back to their backlogs (the next holder publishes from where the stream is).
+     */
+    private void resendAll() {
+        final long now = System.nanoTime();
+        for (final java.util.Iterator<RelayMessage> it = inFlight.iterator(); it.hasNext();) {
+            final RelayMessage f = it.next();
+            if (f.lease != null && !f.lease.publishing(now)) {
+                it.remove();
+                lapsed.add(f);
+                continue;
+            }
+            retries.increment();
+            publish(f);
+        }
+        if (!lapsed.isEmpty()) {
+            leases.restore(lapsed);
+            lapsed.clear();
+        }
+    }
+
     /** A failed publish in flight: nothing new is sent until it went again (order). */
     private boolean hasFailed() {
-        for (final InFlight f : inFlight) {
+        for (final RelayMessage f : inFlight) {
             if (f.ack.isCompletedExceptionally()) {
                 return true;
             }
@@ -281,13 +363,27 @@ public final class StreamRelay implements EventTap, Agent {
         buffer.getBytes(index + 2 + idLength, body);
         sendBuffer.wrap(body);
         envelope.wrap(sendBuffer, 0, body.length);
-        final InFlight f = new InFlight(StreamSubjects.subject(subjectPrefix, envelope.model(), envelope.podId()),
-            id, body);
-        inFlight.addLast(f);
-        publish(f);
+        final String subject = StreamSubjects.subject(subjectPrefix, envelope.model(), envelope.podId());
+        final long now = System.nanoTime();
+        final RelayLeases.Lease lease = leases == null ? null : leases.of(subject, subjectPrefix, now);
+        // Within the handler the consumer position is still the record's start.
+        final RelayMessage m = new RelayMessage(subject, id, envelope.type(), envelope.sequence(),
+            envelope.fingerprint(), body, queue.consumerPosition(), lease);
+        if (lease == null) {
+            m.id = id;
+        } else if (lease.publishing(now) && lease.backlog.isEmpty()) {
+            m.id = id + lease.suffix();
+        } else {
+            if (m.type != WriterMessages.HEARTBEAT) {
+                leases.hold(m); // a heartbeat is not kept: the holder's keep the pod alive
+            }
+            return;
+        }
+        inFlight.addLast(m);
+        publish(m);
     }
 
-    private void publish(final InFlight f) {
+    private void publish(final RelayMessage f) {
         f.sentNanos = System.nanoTime();
         try {
             f.ack = jetStream.publishAsync(f.subject, (Headers) null, f.body,
@@ -301,7 +397,7 @@ public final class StreamRelay implements EventTap, Agent {
     private int checkAcks() {
         int work = 0;
         while (!inFlight.isEmpty()) {
-            final InFlight head = inFlight.peekFirst();
+            final RelayMessage head = inFlight.peekFirst();
             if (head.ack.isDone() && !head.ack.isCompletedExceptionally()) {
                 final PublishAck ack = head.ack.join();
                 if (ack.isDuplicate()) {
@@ -309,7 +405,6 @@ public final class StreamRelay implements EventTap, Agent {
                 }
                 published.increment();
                 inFlight.pollFirst();
-                acknowledgedPosition = head.endPosition;
                 work++;
                 continue;
             }
@@ -323,10 +418,7 @@ public final class StreamRelay implements EventTap, Agent {
                 errors.report(CounterType.JETSTREAM_PUBLISH_RETRIES.typeId(), -1, () -> "JetStream publish to "
                     + head.subject + " failed (" + why + "); it and the " + (inFlight.size() - 1) + " after it are "
                     + "sent again, in order");
-                for (final InFlight f : inFlight) {
-                    retries.increment();
-                    publish(f);
-                }
+                resendAll();
                 work++;
             }
             break;
@@ -351,17 +443,29 @@ public final class StreamRelay implements EventTap, Agent {
     @Override
     public void onClose() {
         final long deadline = System.nanoTime() + DRAIN_NS;
-        while (pending() > 0 && System.nanoTime() < deadline) {
+        while ((pending() > 0 || (leases != null && leases.publishable(System.nanoTime())))
+            && System.nanoTime() < deadline) {
             if (doWork() == 0) {
                 java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
             }
         }
         closed = true;
-        drained = pending() == 0;
-        if (!drained) {
+        final long pending = pending();
+        final long held = leases == null ? 0 : leases.backlogMessages();
+        drained = pending == 0 && held == 0;
+        if (leases != null) {
+            if (pending == 0) {
+                leases.release(lease -> true);
+            }
+            leases.close();
+        }
+        if (pending > 0) {
             errors.report(CounterType.JETSTREAM_PUBLISH_RETRIES.typeId(), -2, () -> "JetStream relay closed with "
-                + pending() + " message(s) not acknowledged by the stream; the ZeroMQ progress is not recorded, so "
+                + pending + " message(s) not acknowledged by the stream; the ZeroMQ progress is not recorded, so "
                 + "the engines replay them at the next start");
+        } else if (held > 0) {
+            LOG.info("JetStream relay closed holding {} message(s) of pods whose lease another relay holds, not yet "
+                + "seen in the stream: its last ZeroMQ checkpoint (before them) stands", held);
         }
     }
 

@@ -152,9 +152,20 @@ final class JetStreamRole implements AutoCloseable {
     Agent relay(final PodDirectory directory, final WriterPool writers, final EpochClock clock) {
         relay = new StreamRelay(context.writerQueueLength(), directory, session,
             settings.subjectPrefix(), settings.stream(), context.heartbeatIntervalMs(), clock::time, counters, errors,
-            IdleStrategies.supplier(IdleStrategies.BACKOFF));
+            IdleStrategies.supplier(IdleStrategies.BACKOFF), holderName());
         writers.tap(relay);
         return relay;
+    }
+
+    /** This relay's name in the leases it holds: host, cell and process, for an operator reading the bucket. */
+    private String holderName() {
+        String host;
+        try {
+            host = java.net.InetAddress.getLocalHost().getHostName();
+        } catch (final java.net.UnknownHostException ex) {
+            host = "unknown-host";
+        }
+        return host + " " + context.cell() + " " + ProcessHandle.current().pid();
     }
 
     /**

@@ -52,7 +52,8 @@ public final class DaemonMetrics implements AutoCloseable {
     /** Counters exported as gauges (they go up and down). */
     private static final Set<CounterType> GAUGES = Set.of(CounterType.PODS_ALIVE, CounterType.SUSPECT_PODS,
         CounterType.JETSTREAM_LAG, CounterType.JETSTREAM_SNAPSHOT_BYTES,
-        CounterType.JETSTREAM_SNAPSHOT_TIMESTAMP_SECONDS);
+        CounterType.JETSTREAM_SNAPSHOT_TIMESTAMP_SECONDS, CounterType.JETSTREAM_LEASES_HELD,
+        CounterType.JETSTREAM_STANDBY_MESSAGES);
 
     private static final io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter TEXT_FORMAT =
         io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter.create();

@@ -178,6 +178,10 @@ class DaemonConfigTest {
             "jetstream: {snapshotEvents: 5000}"));
         s.put("--jetstream-exit-on-loss", new Sample(List.of("--no-jetstream-exit-on-loss"),
             "jetstream: {exitOnLoss: false}"));
+        s.put("--jetstream-lease-ttl-ms", new Sample(List.of("--jetstream-lease-ttl-ms", "0"),
+            "jetstream: {leaseTtlMs: 0}"));
+        s.put("--jetstream-lease-bucket", new Sample(List.of("--jetstream-lease-bucket", "LEASES_A"),
+            "jetstream: {leaseBucket: LEASES_A}"));
         s.put("--jetstream-user", new Sample(List.of("--jetstream-user", "kvidx", "--jetstream-password-file",
             "/run/p"), "jetstream: {user: kvidx, passwordFile: /run/p}"));
         s.put("--jetstream-password-file", new Sample(List.of("--jetstream-user", "kvidx",
@@ -191,6 +195,12 @@ class DaemonConfigTest {
         s.put("--jetstream-tls-ca-file", new Sample(List.of("--jetstream", "tls://10.0.0.9:4222",
             "--jetstream-tls-ca-file", "/run/ca.pem"),
             "jetstream: {url: 'tls://10.0.0.9:4222', tlsCaFile: /run/ca.pem}"));
+        s.put("--jetstream-tls-cert-file", new Sample(List.of("--jetstream", "tls://10.0.0.9:4222",
+            "--jetstream-tls-cert-file", "/run/c.pem", "--jetstream-tls-key-file", "/run/k.pem"),
+            "jetstream: {url: 'tls://10.0.0.9:4222', tlsCertFile: /run/c.pem, tlsKeyFile: /run/k.pem}"));
+        s.put("--jetstream-tls-key-file", new Sample(List.of("--jetstream", "tls://10.0.0.9:4222",
+            "--jetstream-tls-cert-file", "/run/c.pem", "--jetstream-tls-key-file", "/run/k.pem"),
+            "jetstream: {url: 'tls://10.0.0.9:4222', tlsCertFile: /run/c.pem, tlsKeyFile: /run/k.pem}"));
         s.put("--aeron-stream-id", new Sample(List.of("--aeron-stream-id", "9"), "aeron: {streamId: 9}"));
         s.put("--aeron-dir", new Sample(List.of("--aeron-dir", "/tmp/a"), "aeron: {dir: /tmp/a}"));
         s.put("--embedded-driver", new Sample(List.of("--no-embedded-driver"), "aeron: {embeddedDriver: false}"));
@@ -281,7 +291,8 @@ class DaemonConfigTest {
                 && !option.equals("--http-admin-token-file") && !option.equals("--http-tls-key-file")
                 && !option.equals("--http-tls-client-ca-file") && !option.equals("--jetstream-user")
                 && !option.equals("--jetstream-password-file") && !option.equals("--jetstream-token-file")
-                && !option.equals("--jetstream-nkey-file") && !option.equals("--jetstream-tls-ca-file")) {
+                && !option.equals("--jetstream-nkey-file") && !option.equals("--jetstream-tls-ca-file")
+                && !option.equals("--jetstream-tls-cert-file") && !option.equals("--jetstream-tls-key-file")) {
                 args.addAll(sample.args());
             }
         });
@@ -376,6 +387,10 @@ class DaemonConfigTest {
             {"", "--jetstream-token-file t --jetstream-creds-file c", "--jetstream-token-file one of"},
             {"", "--jetstream nats://h:4222 --jetstream-tls-ca-file ca.pem", "--jetstream-tls-ca-file needs tls:// "
                 + "URLs in jetstream.url: nats://h:4222"},
+            {"", "--jetstream tls://h:4222 --jetstream-tls-cert-file c.pem", "--jetstream-tls-cert-file needs "
+                + "jetstream.tlsKeyFile"},
+            {"", "--jetstream nats://h:4222 --jetstream-tls-cert-file c.pem --jetstream-tls-key-file k.pem",
+                "--jetstream-tls-cert-file needs tls:// URLs in jetstream.url: nats://h:4222"},
             {"writers: [", "", "not valid YAML: "},
             {"cell: a/b", "", "cell must be a plain non-empty name: a/b"},
             {"group: no-such-group-kvidx", "", "group must name an existing group: unknown group"},

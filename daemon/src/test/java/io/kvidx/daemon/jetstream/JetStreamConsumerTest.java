@@ -108,7 +108,7 @@ class JetStreamConsumerTest {
         return c;
     }
 
-    private static int post(final java.net.http.HttpClient http, final int port, final String path,
+    static int post(final java.net.http.HttpClient http, final int port, final String path,
         final String json) throws Exception {
         return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + path))
             .header("Content-Type", "application/json").POST(java.net.http.HttpRequest.BodyPublishers.ofString(json))

@@ -3,6 +3,7 @@ package io.kvidx.daemon.jetstream;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.ingest.zmq.PyPeer;
 import io.kvidx.daemon.lifecycle.KvidxDaemon;
+import io.kvidx.daemon.serve.TestCertificates;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -21,7 +22,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /**
  * Credentials and TLS against a real nats-server: a relay and a consumer with a token file, then over TLS with a CA
  * file of their own (certificates made by openssl for the test), each ending exact on the Python publisher's stream;
- * a daemon without the token, or trusting only the JVM's store, refuses to start with a message naming NATS.
+ * a daemon without the token, or trusting only the JVM's store, refuses to start with a message naming NATS. Mutual
+ * TLS: a server that verifies clients ({@code tls { verify: true }}) admits a relay and a consumer presenting a
+ * certificate its CA signed, and refuses a daemon presenting none or a self-signed one.
  */
 @Timeout(180)
 class JetStreamCredentialsTest {
@@ -83,6 +86,34 @@ class JetStreamCredentialsTest {
             final IllegalStateException untrusted = assertThrows(IllegalStateException.class,
                 () -> KvidxDaemon.start(StreamFleet.consumer(dir, "untrusting", url)).close());
             assertTrue(untrusted.getMessage().startsWith("cannot connect to NATS at " + url), untrusted.getMessage());
+        }
+    }
+
+    @Test
+    void shouldConnectWithAClientCertificateAndBeRefusedWithoutOne() throws Exception {
+        PyPeer.requirePython();
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/openssl")) || System.getenv("CI") != null,
+            "skipped locally: openssl makes the test certificates");
+        final TestCertificates certs = TestCertificates.make(Files.createDirectories(dir.resolve("mtls")));
+        // The server verifies clients: a certificate its CA signed, or no connection.
+        final Path conf = Files.writeString(dir.resolve("nats-mtls.conf"), "tls {\n  cert_file: \""
+            + certs.serverCert() + "\"\n  key_file: \"" + certs.serverKey() + "\"\n  ca_file: \"" + certs.ca()
+            + "\"\n  verify: true\n}\n");
+        try (NatsServer nats = NatsServer.start(dir, "-c", conf.toString())) {
+            final String url = "tls://127.0.0.1:" + nats.port();
+            roundTrip(nats, url, c -> c.jetstream().tlsCaFile(certs.ca().toString())
+                .tlsCertFile(certs.clientCert().toString()).tlsKeyFile(certs.clientKey().toString()));
+            final DaemonContext without = StreamFleet.consumer(dir, "no-certificate", url);
+            without.jetstream().tlsCaFile(certs.ca().toString());
+            final IllegalStateException refused = assertThrows(IllegalStateException.class,
+                () -> KvidxDaemon.start(without).close());
+            assertTrue(refused.getMessage().startsWith("cannot connect to NATS at " + url), refused.getMessage());
+            final DaemonContext stranger = StreamFleet.consumer(dir, "stranger", url);
+            stranger.jetstream().tlsCaFile(certs.ca().toString()).tlsCertFile(certs.strangerCert().toString())
+                .tlsKeyFile(certs.strangerKey().toString());
+            final IllegalStateException unsigned = assertThrows(IllegalStateException.class,
+                () -> KvidxDaemon.start(stranger).close());
+            assertTrue(unsigned.getMessage().startsWith("cannot connect to NATS at " + url), unsigned.getMessage());
         }
     }
 

@@ -30,7 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Relays publishing a real vLLM publisher's events (the Python publisher, ZeroMQ PUB + replay ROUTER) to a real
  * nats-server: every batch appears in the stream once, in the engine's order, on the subject of its model and pod
  * (both encoded: the pod id holds '.' and ':', the model '/'), with its message id; two relays for the same engine
- * store each batch once (the second's publishes are acknowledged as duplicates).
+ * without leases ({@code leaseTtlMs} 0) store each batch once (the second's publishes are acknowledged as duplicates).
  */
 @Timeout(120)
 class JetStreamRelayTest {
@@ -45,7 +45,9 @@ class JetStreamRelayTest {
             .podTimeoutMs(0).heartbeatIntervalMs(50).idleStrategy("backoff").writers(1);
         c.zmq().replayTimeoutMs(1_000).checkpointIntervalMs(20);
         c.zmq().addEndpoint(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
-        c.jetstream().url(url).role("relay");
+        // Without leases: both relays publish every message and the stream's duplicate window stores each once
+        // (JetStreamRelayLeaseTest has the default, one relay publishing per pod).
+        c.jetstream().url(url).role("relay").leaseTtlMs(0);
         return c;
     }
 
