@@ -5,6 +5,7 @@ import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PrefixResult;
 
 import java.lang.invoke.VarHandle;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -52,6 +53,14 @@ public final class ChangingKeysReaderMain {
     }
 
     /**
+     * @param log the chain state log.
+     * @return the file the reader creates once attached; the writer's run starts then.
+     */
+    static Path attachedMarker(final Path log) {
+        return log.resolveSibling(log.getFileName() + ".attached");
+    }
+
+    /**
      * @param args dir, cell, log file, seconds, seed.
      */
     public static void main(final String[] args) throws Exception {
@@ -63,6 +72,7 @@ public final class ChangingKeysReaderMain {
         try (ChainStateLog log = ChainStateLog.open(Path.of(args[2]));
             IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell(cell)
                 .attachTimeoutMs(10_000).heartbeatTimeoutMs(10_000))) {
+            Files.createFile(attachedMarker(Path.of(args[2])));
             final long[][] chains = new long[log.chains][];
             for (int c = 0; c < log.chains; c++) {
                 chains[c] = ChangingKeysWriterMain.chainKeys(c);

@@ -4,12 +4,14 @@ import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
 import io.kvidx.client.index.PodCapacityExceededException;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The writer of {@link ChangingKeysCrossProcessTest}, in its own process: churns chains whose pod sets change
@@ -24,9 +26,12 @@ import java.util.TreeMap;
  * a clear removes every bit of its pods, a new pod's slot holds nothing): a mismatch ends the process with status 3.
  *
  * <p>Arguments: index dir, cell, max pods, seconds, chain state log file, seed. Prints "READY" once the log exists,
- * then "DONE ..." with what happened.
+ * runs for the seconds from the reader's attach (its marker file, {@link ChangingKeysReaderMain#attachedMarker}; at
+ * most 60 s of waiting for it), then prints "DONE ..." with what happened.
  */
 public final class ChangingKeysWriterMain {
+    /** Longest wait for the reader to attach before the run starts anyway. */
+    private static final long ATTACH_WAIT_NS = 60_000_000_000L;
     static final int CHAINS = 32;
     static final int LENGTH = 24;
     static final int RING = 64;
@@ -91,18 +96,19 @@ public final class ChangingKeysWriterMain {
         final Path dir = Path.of(args[0]);
         final String cell = args[1];
         final int maxPods = Integer.parseInt(args[2]);
-        final long deadline = System.nanoTime() + Long.parseLong(args[3]) * 1_000_000_000L;
+        final long seconds = Long.parseLong(args[3]);
+        final Path attached = ChangingKeysReaderMain.attachedMarker(Path.of(args[4]));
         try (IndexWriter writer = IndexWriter.create(context(dir, cell, maxPods));
             IndexReader truth = IndexReader.attach(new IndexReaderContext().dir(dir).cell(cell)
                 .heartbeatTimeoutMs(0));
             ChainStateLog log = ChainStateLog.create(Path.of(args[4]), CHAINS, RING, HOLDERS, LENGTH)) {
             final ChangingKeysWriterMain main = new ChangingKeysWriterMain(writer, truth, log, maxPods,
                 Long.parseLong(args[5]));
-            main.run(deadline);
+            main.run(seconds, attached);
         }
     }
 
-    private void run(final long deadline) {
+    private void run(final long seconds, final Path attached) {
         for (int i = 0; i < maxPods; i++) {
             writer.registerPod("p-" + nextPod++, "m");
         }
@@ -116,6 +122,18 @@ public final class ChangingKeysWriterMain {
         System.out.println("READY");
         System.out.flush();
         long nextBeat = 0;
+        // The run's seconds count from the reader's attach (it leaves a marker file): on a loaded host a reader JVM
+        // can take longer to start than the whole run, and would find the index closed and deleted.
+        final long attachBy = System.nanoTime() + ATTACH_WAIT_NS;
+        while (!Files.exists(attached) && System.nanoTime() < attachBy) {
+            final long now = System.currentTimeMillis();
+            if (now >= nextBeat) {
+                writer.heartbeat(now);
+                nextBeat = now + 100;
+            }
+            LockSupport.parkNanos(10_000_000L);
+        }
+        final long deadline = System.nanoTime() + seconds * 1_000_000_000L;
         while (System.nanoTime() < deadline) {
             final long now = System.currentTimeMillis();
             if (now >= nextBeat) {
