@@ -12,13 +12,13 @@ import java.util.List;
  * {@code kv@<pod>@<model>}, 8-byte big-endian sequence per socket, msgpack batch), no high-water mark (nothing is
  * dropped by the sender; a slow daemon shows as writer lag).
  */
-final class ZmqTransport implements EventTransport {
+public final class ZmqTransport implements EventTransport {
     private final ZContext zmq = new ZContext(1);
     private final ZMQ.Socket[] pubs;
     private final long[] seq;
 
     /** @param sockets PUB sockets the pods are spread over. */
-    ZmqTransport(final int sockets) {
+    public ZmqTransport(final int sockets) {
         pubs = new ZMQ.Socket[sockets];
         seq = new long[sockets];
         for (int s = 0; s < sockets; s++) {
@@ -36,6 +36,15 @@ final class ZmqTransport implements EventTransport {
             args.add("*=" + pub.getLastEndpoint());
         }
         return args;
+    }
+
+    /** @return the PUB sockets' endpoints ({@code tcp://127.0.0.1:PORT}), socket by socket. */
+    public List<String> endpoints() {
+        final List<String> endpoints = new ArrayList<>();
+        for (final ZMQ.Socket pub : pubs) {
+            endpoints.add(pub.getLastEndpoint());
+        }
+        return endpoints;
     }
 
     @Override
