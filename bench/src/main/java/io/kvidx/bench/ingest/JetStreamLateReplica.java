@@ -49,12 +49,14 @@ import java.util.function.BooleanSupplier;
  * <ul>
  *   <li>B, a consumer: loads the newest snapshot from the bucket, replays the stream after it;</li>
  *   <li>a consumer with {@code --peer} A: loads A's {@code /dump}, then consumes the stream from A's sequence;</li>
- *   <li>a consumer of an empty bucket: replays the whole stream from its start (what B costs without snapshots).</li>
+ *   <li>a consumer of an empty bucket: replays the whole stream from its start (what B costs without snapshots);</li>
+ *   <li>a daemon without JetStream subscribed to the engines with their replay sockets ({@link ZmqTransport} made
+ *   with replay: each socket keeps its last {@value ZmqTransport#REPLAY_BUFFER} batches, as vLLM does): a live
+ *   batch per socket makes it replay each from 0.</li>
  * </ul>
  * Each is timed from its {@code KvidxDaemon.start} until its index is exact: every request's router-key chain of
  * the plan gives the same depth per pod id (a contiguous-prefix query, {@link IndexReader#queryExact}) as in A.
- * The engines' own replay is not a baseline here: {@link ZmqTransport} has no replay socket (the bench's engines
- * only publish), and the report says so. Not a test: figures for docs/jetstream.md.
+ * Not a test: figures for docs/jetstream.md.
  *
  * <p>{@code java --add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --enable-native-access=ALL-UNNAMED
  * -cp bench/target/kvidx-bench.jar io.kvidx.bench.ingest.JetStreamLateReplica [requests] [pods] [tail]}
@@ -99,7 +101,7 @@ public final class JetStreamLateReplica {
      * @param what      how it caught up.
      * @param startedMs from calling start until start returned (connecting, fetching and loading a snapshot).
      * @param exactMs   from calling start until its index was exact.
-     * @param applied   stream messages it applied by then.
+     * @param applied   stream messages it applied by then (batches received, for the engines' replay).
      * @param loaded    what it loaded, or null.
      * @param stillExact whether it was still exact half a second later.
      */
@@ -148,7 +150,7 @@ public final class JetStreamLateReplica {
             .redirectOutput(store.resolve("nats-server.log").toFile()).start();
         final long capacity = Math.max(1L << 20, 4L * (plan.blocksStored() + pods) / 3);
         Connection nc = null;
-        try (ZmqTransport engines = new ZmqTransport(Math.min(SOCKETS, pods))) {
+        try (ZmqTransport engines = new ZmqTransport(Math.min(SOCKETS, pods), true)) {
             awaitPort(port, nats);
             final String url = "nats://127.0.0.1:" + port;
             nc = Nats.connect(url);
@@ -225,17 +227,16 @@ public final class JetStreamLateReplica {
                     "http://127.0.0.1:" + a.httpPort(), plan, answers));
                 late.add(late("the whole stream, no snapshot (empty bucket)", dir, "replay", capacity, blockSize,
                     url, "bucket:KVIDX_EMPTY", plan, answers));
+                late.add(lateDirect(dir, capacity, blockSize, engines, plan, answers));
                 System.out.println("late daemon, started after the whole trace was applied, time from start to exact"
                     + " (every request's chain gives A's depth per pod):");
                 for (final Late l : late) {
-                    System.out.printf("  %-46s start %6d ms  exact %6d ms  %,7d stream messages applied%s%s%n",
+                    System.out.printf("  %-46s start %6d ms  exact %6d ms  %,7d messages applied%s%s%n",
                         l.what(), l.startedMs(), l.exactMs(), l.applied(), l.loaded() == null ? ""
                             : String.format("  loaded %,d bytes (%,d blocks of %d pods) in %d ms", l.loaded().bytes(),
                             l.loaded().blocks(), l.loaded().pods(), l.loaded().millis()),
                         l.stillExact() ? "" : "  NOT exact 0.5 s later");
                 }
-                System.out.println("  the engines' own replay: not measured; the bench's simulated engines "
-                    + "(ZmqTransport) publish on PUB sockets and serve no replay socket");
                 System.out.printf("relay: %,d published, %,d publish retries; A: %,d applied, %,d lost; load %s%n",
                     relay.counters().value(CounterType.JETSTREAM_PUBLISHED),
                     relay.counters().value(CounterType.JETSTREAM_PUBLISH_RETRIES),
@@ -325,6 +326,36 @@ public final class JetStreamLateReplica {
                 Thread.sleep(500);
                 return new Late(what, startedNs / 1_000_000, exactNs / 1_000_000, applied, d.catchUp(),
                     exact(plan, r, answers));
+            }
+        }
+    }
+
+    /**
+     * Starts a daemon with no JetStream, subscribed to the engines with their replay sockets, and times it until its
+     * index is exact: the first live batch of each socket (a marker, sent every 100 ms until the daemon shows it)
+     * makes it replay the socket from 0, from the engine's buffer of its last {@value ZmqTransport#REPLAY_BUFFER}
+     * batches.
+     */
+    private static Late lateDirect(final Path dir, final long capacity, final int blockSize,
+        final ZmqTransport engines, final TracePlan plan, final String[] answers) throws InterruptedException {
+        final DaemonContext c = context(dir, "direct", capacity, blockSize);
+        final List<String> endpoints = engines.endpoints();
+        final List<String> replays = engines.replayEndpoints();
+        for (int e = 0; e < endpoints.size(); e++) {
+            c.zmq().addEndpoint(new ZmqEndpoint(endpoints.get(e), null, null, replays.get(e)));
+        }
+        final long t0 = System.nanoTime();
+        try (KvidxDaemon d = KvidxDaemon.start(c)) {
+            final long startedNs = System.nanoTime() - t0;
+            try (IndexReader r = reader(dir, "direct")) {
+                for (int socket = 0; socket < endpoints.size(); socket++) {
+                    awaitMarker(engines, socket, MarkerBatch.vllm(200 + socket, blockSize, socket), r);
+                }
+                final long exactNs = await("the engines' replay exact", t0, () -> exact(plan, r, answers));
+                final long received = d.counters().value(CounterType.MESSAGES_RECEIVED);
+                Thread.sleep(500);
+                return new Late("the engines' replay sockets (no JetStream)", startedNs / 1_000_000,
+                    exactNs / 1_000_000, received, null, exact(plan, r, answers));
             }
         }
     }
