@@ -7,7 +7,7 @@ package io.kvidx.bench.trace;
  * @param payload   the batch, in the transport's encoding.
  * @param routerKey the router key the daemon will store.
  */
-record MarkerBatch(byte[] payload, long routerKey) {
+public record MarkerBatch(byte[] payload, long routerKey) {
     /** Hash ids of markers start here (the Mooncake trace's ids stay below 2^20). */
     static final long MARKER_ID_BASE = 1L << 60;
 
@@ -24,5 +24,15 @@ record MarkerBatch(byte[] payload, long routerKey) {
         final SimEngine engine = new SimEngine(1, 1);
         engine.serve(blocks.engineHashes(), blocks.routerKeys(), 1);
         return new MarkerBatch(encoder.encode(blocks, engine, 0, pod), blocks.routerKeys()[0]);
+    }
+
+    /**
+     * @param id        marker number (distinct per marker of a run).
+     * @param blockSize engine block size.
+     * @param pod       the pod that stores the marker.
+     * @return the batch as a vLLM msgpack batch ({@link VllmEventEncoder}).
+     */
+    public static MarkerBatch vllm(final long id, final int blockSize, final int pod) {
+        return of(id, blockSize, new VllmEventEncoder(), pod);
     }
 }

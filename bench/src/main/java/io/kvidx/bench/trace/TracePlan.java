@@ -41,6 +41,8 @@ public final class TracePlan {
     private final long[][] keyOffset;
     private final long[][] keys;
     private final long[][] probeKey;
+    private final int[][] storedPer;
+    private final int[][] removedPer;
     private final long blocksQueried;
     private final long blocksStored;
     private final long blocksRemoved;
@@ -58,6 +60,8 @@ public final class TracePlan {
         this.keyOffset = new long[copies.length][];
         this.keys = new long[copies.length][];
         this.probeKey = new long[copies.length][];
+        this.storedPer = new int[copies.length][];
+        this.removedPer = new int[copies.length][];
         long queried = 0;
         long stored = 0;
         long removed = 0;
@@ -68,6 +72,8 @@ public final class TracePlan {
             keyOffset[c] = copies[c].offsets;
             keys[c] = copies[c].keys;
             probeKey[c] = copies[c].probes;
+            storedPer[c] = copies[c].storedPer;
+            removedPer[c] = copies[c].removedPer;
             queried += copies[c].keys.length;
             stored += copies[c].stored;
             removed += copies[c].removed;
@@ -82,11 +88,12 @@ public final class TracePlan {
     }
 
     /** One copy of the trace, simulated and encoded. */
-    private record Copy(byte[][] payloads, long[] offsets, long[] keys, long[] probes, long stored, long removed,
-        long reused, long bytes) {
+    private record Copy(byte[][] payloads, long[] offsets, long[] keys, long[] probes, int[] storedPer,
+        int[] removedPer, long stored, long removed, long reused, long bytes) {
         /** @return bytes of heap it holds, about (payloads with their array headers, keys, offsets, probes). */
         long heapBytes() {
-            return bytes + 24L * payloads.length + 8L * (keys.length + offsets.length + probes.length);
+            return bytes + 24L * payloads.length + 8L * (keys.length + offsets.length + probes.length)
+                + 4L * (storedPer.length + removedPer.length);
         }
     }
 
@@ -103,6 +110,24 @@ public final class TracePlan {
     static TracePlan build(final List<TraceRequest> trace, final int pods, final int blockSize,
         final int budget, final int maxChain, final long seed, final BatchEncoder encoder) {
         return build(trace, pods, blockSize, budget, maxChain, seed, encoder, 1);
+    }
+
+    /**
+     * The plan of vLLM msgpack batches over ZeroMQ ({@link VllmEventEncoder}), one copy, chains at most the index's
+     * default maximum chain length: what a bench outside this package replays through {@link ZmqTransport}.
+     *
+     * @param trace     requests sorted by timestamp.
+     * @param pods      simulated engines.
+     * @param blockSize engine block size in tokens.
+     * @param budget    blocks per engine.
+     * @param seed      seed of the random split.
+     * @return the plan.
+     */
+    public static TracePlan vllm(final List<TraceRequest> trace, final int pods, final int blockSize,
+        final int budget, final long seed) {
+        return build(trace, pods, blockSize, budget,
+            io.kvidx.daemon.index.IndexWriterContext.Configuration.MAX_CHAIN_LENGTH_DEFAULT, seed,
+            new VllmEventEncoder());
     }
 
     /**
@@ -204,6 +229,8 @@ public final class TracePlan {
         final long[] offsets = new long[n + 1];
         long[] allKeys = new long[1 << 20];
         final long[] probes = new long[n];
+        final int[] storedPer = new int[n];
+        final int[] removedPer = new int[n];
         long stored = 0;
         long removed = 0;
         long reused = 0;
@@ -227,6 +254,8 @@ public final class TracePlan {
             reused += engine.serve(blocks.engineHashes(), blocks.routerKeys(), len);
             stored += engine.storedCount();
             removed += engine.removedCount();
+            storedPer[i] = engine.storedCount();
+            removedPer[i] = engine.removedCount();
             payloads[i] = encoder.encode(blocks, engine, r.timestampMs() / 1e3, copy * pods + p);
             bytes += payloads[i] == null ? 0 : payloads[i].length;
             boolean fresh = false;
@@ -242,7 +271,8 @@ public final class TracePlan {
             k += len;
         }
         offsets[n] = k;
-        return new Copy(payloads, offsets, Arrays.copyOf(allKeys, (int) k), probes, stored, removed, reused, bytes);
+        return new Copy(payloads, offsets, Arrays.copyOf(allKeys, (int) k), probes, storedPer, removedPer, stored,
+            removed, reused, bytes);
     }
 
     /**
@@ -325,6 +355,33 @@ public final class TracePlan {
      */
     public long probeKey(final int i) {
         return probeKey[i % copies][i / copies];
+    }
+
+    /**
+     * What a run of the plan's requests carries.
+     *
+     * @param stored  blocks stored (BlockStored hashes).
+     * @param removed blocks evicted (BlockRemoved hashes).
+     * @param batches requests with a batch (non-null {@link #payload}).
+     */
+    public record Counts(long stored, long removed, long batches) {
+    }
+
+    /**
+     * @param from first request.
+     * @param to   one past the last request.
+     * @return the blocks and batches of requests {@code [from, to)}.
+     */
+    public Counts counts(final int from, final int to) {
+        long stored = 0;
+        long removed = 0;
+        long batches = 0;
+        for (int i = from; i < to; i++) {
+            stored += storedPer[i % copies][i / copies];
+            removed += removedPer[i % copies][i / copies];
+            batches += payload(i) == null ? 0 : 1;
+        }
+        return new Counts(stored, removed, batches);
     }
 
     /** @return simulated engines of all copies. */
