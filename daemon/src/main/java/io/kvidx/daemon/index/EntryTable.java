@@ -88,6 +88,16 @@ final class EntryTable {
     // ---------------------------------------------------------------------------------------------------------
 
     /**
+     * Loads the home entries and writer records of keys about to be stored or removed one call at a time (a run
+     * of one chain is prefetched by {@link #store} itself); no-op when the writer does not prefetch.
+     */
+    void prefetch(final long[] keys, final int offset, final int length) {
+        if (prefetch != null) {
+            prefetch.prefetch(keys, offset, length);
+        }
+    }
+
+    /**
      * Records that pod {@code slot} holds the blocks {@code keys[offset..offset+length)}, a run of one chain: the
      * parent of the first is {@code parentKey} (0 when it starts the chain), of the others the key before it.
      *

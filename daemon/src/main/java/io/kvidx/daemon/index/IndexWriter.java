@@ -321,6 +321,21 @@ public final class IndexWriter implements AutoCloseable {
     }
 
     /**
+     * Loads the index lines that storing or removing these keys will touch, so that a caller that stores keys one
+     * call at a time (blocks not in chain order, such as a snapshot's) overlaps their cache misses instead of paying
+     * them one store at a time; a run of one chain is prefetched by {@link #store} itself. No-op when the context
+     * turned prefetching off. Any thread; writes nothing.
+     *
+     * @param keys   block keys.
+     * @param offset first key.
+     * @param length number of keys.
+     */
+    public void prefetch(final long[] keys, final int offset, final int length) {
+        java.util.Objects.checkFromIndexSize(offset, length, keys.length);
+        entries.prefetch(keys, offset, length);
+    }
+
+    /**
      * Records that a pod no longer holds the given blocks; entries no pod holds any more are freed. Removing a
      * block the pod does not hold is a no-op.
      *

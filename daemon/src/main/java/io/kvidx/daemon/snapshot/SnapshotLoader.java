@@ -30,6 +30,8 @@ import java.util.concurrent.TimeUnit;
 public final class SnapshotLoader {
     /** Marker file in the state directory: a catch-up from a peer started and has not finished. */
     public static final String MARKER_FILE_NAME = "catch-up";
+    /** Entries whose index lines are loaded ahead of their stores, at a time. */
+    static final int PREFETCH_WINDOW = 64;
 
     private final IndexWriter index;
     private final PodBlockMaps maps;
@@ -133,6 +135,7 @@ public final class SnapshotLoader {
         long blocks = 0;
         long skipped = 0;
         final long[] key = new long[1];
+        final long[] window = new long[PREFETCH_WINDOW];
         for (int p = 0; p < view.podCount(); p++) {
             final String podId = view.podId(p);
             final int slot;
@@ -146,7 +149,19 @@ public final class SnapshotLoader {
                 // A file left by an earlier, unfinished load of the same slot and generation is not this snapshot's.
                 map.clear();
                 map.mainGroup(view.mainGroup(p));
-                for (int e = 0; e < view.entryCount(p); e++) {
+                final int count = view.entryCount(p);
+                // Its final size at once: one new file instead of one per doubling as the entries go in.
+                map.reserve(count);
+                for (int e = 0; e < count; e++) {
+                    if (e % PREFETCH_WINDOW == 0) {
+                        // A pod's entries come in its hash map's order, not a chain's: each store alone would wait
+                        // for its index line. Load the next window's lines first so that their misses overlap.
+                        final int n = Math.min(PREFETCH_WINDOW, count - e);
+                        for (int i = 0; i < n; i++) {
+                            window[i] = view.routerKey(p, e + i);
+                        }
+                        index.prefetch(window, 0, n);
+                    }
                     final long hash = view.hash(p, e);
                     if (map.isFull() && map.get(hash) == 0) {
                         skipped++;

@@ -417,6 +417,27 @@ public final class PodBlockMap implements AutoCloseable {
     }
 
     /**
+     * Grows the table at once to hold {@code blocks} mappings (at most the map's bound) at its load limit, instead
+     * of doubling as they are stored: for a caller that knows how many are coming (a snapshot's load). No-op when
+     * the table is large enough already.
+     *
+     * @param blocks mappings about to be stored.
+     */
+    public void reserve(final int blocks) {
+        final int slots = Math.min(maxSlots, slotsFor(Math.max(1, Math.min(blocks, maxBlocks))));
+        if (slots > table.slots()) {
+            file.growTo(table, slots);
+        }
+    }
+
+    /**
+     * @return table slots now (a power of two; tests).
+     */
+    int slots() {
+        return table.slots();
+    }
+
+    /**
      * Removes every mapping.
      */
     public void clear() {

@@ -97,9 +97,19 @@ final class PodBlockMapFile implements AutoCloseable {
      * @param table the table, wrapped over the new file afterwards.
      */
     void grow(final PodBlockTable table) {
+        growTo(table, table.slots() * 2);
+    }
+
+    /**
+     * Grows the table to a given size at once, as {@link #grow} does by doubling (a caller that knows how many
+     * entries are coming, such as a snapshot's load, then pays one copy and one new file instead of one per doubling).
+     *
+     * @param table    the table, wrapped over the new file afterwards.
+     * @param newSlots its new slots: a power of two, larger than today's.
+     */
+    void growTo(final PodBlockTable table, final int newSlots) {
         final MemorySegment s = table.segment();
         final Path temp = file.resolveSibling(file.getFileName() + ".grow");
-        final int newSlots = table.slots() * 2;
         final byte[] id = PodBlockMapDescriptor.podId(s);
         try {
             final MappedRegion bigger = PodBlockMapDescriptor.create(temp, newSlots, maxBlocks,

@@ -47,6 +47,30 @@ class PodBlockMapTest {
     }
 
     @Test
+    void shouldGrowOnceToAReservedSizeAndKeepItsMappings() {
+        try (PodBlockMap map = PodBlockMap.open(dir.resolve("r.blocks"), "pod-r", 1, 100_000)) {
+            for (long h = 1; h <= 100; h++) {
+                map.store(h, h + 1, 1);
+            }
+            assertEquals(4_096, map.slots(), "starts at 4,096 slots");
+            map.reserve(10_000);
+            assertEquals(PodBlockMap.slotsFor(10_000), map.slots(), "one grow to the reserved size");
+            map.reserve(10); // never shrinks
+            assertEquals(PodBlockMap.slotsFor(10_000), map.slots());
+            for (long h = 101; h <= 10_000; h++) {
+                map.store(h, h + 1, 1);
+            }
+            assertEquals(PodBlockMap.slotsFor(10_000), map.slots(), "no grow while filling the reservation");
+            for (long h = 1; h <= 10_000; h++) {
+                assertEquals(h + 1, map.get(h));
+            }
+            map.reserve(1_000_000); // capped at the map's bound
+            assertEquals(PodBlockMap.slotsFor(100_000), map.slots());
+            assertEquals(10_000, map.size());
+        }
+    }
+
+    @Test
     void shouldAgreeWithAPlainMapAndStayWithinItsBound() {
         final int max = 1000;
         try (PodBlockMap map = PodBlockMap.open(dir.resolve("p.blocks"), "pod-a", 1, max)) {
