@@ -20,10 +20,6 @@ import io.nats.client.Connection;
 import io.nats.client.Nats;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -64,8 +60,6 @@ import java.util.function.BooleanSupplier;
  * of 0.1; 0 requests: the whole committed trace). nats-server from the Debian package must be installed.
  */
 public final class JetStreamLateReplica {
-    private static final List<Path> NATS_SERVERS = List.of(Path.of("/usr/sbin/nats-server"),
-        Path.of("/usr/bin/nats-server"));
     /** Every wait's bound. */
     private static final long WAIT_MS = 180_000;
     /** Most batches sent ahead of what the relay's writers were offered. */
@@ -121,8 +115,6 @@ public final class JetStreamLateReplica {
             throw new IllegalArgumentException("usage: [requests >= 0] [pods 1.." + TraceBench.PODS_MAX
                 + "] [tail in 0..1)");
         }
-        final Path server = NATS_SERVERS.stream().filter(Files::isExecutable).findFirst().orElseThrow(
-            () -> new IllegalStateException("nats-server is not installed (apt-get install nats-server)"));
         List<TraceRequest> trace = TraceFile.loadDefault();
         if (requests > 0 && requests < trace.size()) {
             trace = trace.subList(0, requests);
@@ -140,19 +132,11 @@ public final class JetStreamLateReplica {
             plan.blocksRemoved(), plan.payloadBytes() / 1e6, cut, plan.requests() - cut,
             Runtime.getRuntime().availableProcessors(), loadAverage());
         final Path dir = Path.of("/dev/shm/kvidx-bench-late-" + ProcessHandle.current().pid());
-        final Path store = Files.createTempDirectory(Path.of("/dev/shm"), "kvidx-bench-late-nats");
-        final int port;
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            port = s.getLocalPort();
-        }
-        final Process nats = new ProcessBuilder(server.toString(), "-js", "-sd", store.toString(), "-a", "127.0.0.1",
-            "-p", Integer.toString(port)).redirectErrorStream(true)
-            .redirectOutput(store.resolve("nats-server.log").toFile()).start();
+        final NatsProcess nats = NatsProcess.start(Path.of("/dev/shm"), "kvidx-bench-late-nats");
         final long capacity = Math.max(1L << 20, 4L * (plan.blocksStored() + pods) / 3);
         Connection nc = null;
         try (ZmqTransport engines = new ZmqTransport(Math.min(SOCKETS, pods), true)) {
-            awaitPort(port, nats);
-            final String url = "nats://127.0.0.1:" + port;
+            final String url = nats.url();
             nc = Nats.connect(url);
             final Connection bench = nc;
             final DaemonContext relayContext = context(dir, "relay", capacity, blockSize);
@@ -247,12 +231,8 @@ public final class JetStreamLateReplica {
             if (nc != null) {
                 nc.close();
             }
-            nats.destroy();
-            if (!nats.waitFor(10, TimeUnit.SECONDS)) {
-                nats.destroyForcibly();
-            }
+            nats.close();
             KvidxStore.deleteTree(dir);
-            KvidxStore.deleteTree(store);
         }
     }
 
@@ -513,20 +493,5 @@ public final class JetStreamLateReplica {
 
     private static IndexReader reader(final Path dir, final String cell) {
         return IndexReader.attach(new IndexReaderContext().dir(dir).cell(cell));
-    }
-
-    private static void awaitPort(final int port, final Process nats) throws Exception {
-        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (true) {
-            try (Socket s = new Socket()) {
-                s.connect(new InetSocketAddress("127.0.0.1", port), 200);
-                return;
-            } catch (final IOException ex) {
-                if (!nats.isAlive() || System.nanoTime() > deadline) {
-                    throw new IllegalStateException("nats-server did not start on port " + port, ex);
-                }
-                Thread.sleep(20);
-            }
-        }
     }
 }

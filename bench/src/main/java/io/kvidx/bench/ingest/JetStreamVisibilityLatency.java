@@ -12,15 +12,8 @@ import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
-import java.io.IOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -38,8 +31,6 @@ import java.util.concurrent.locks.LockSupport;
  * (nats-server from the Debian package nats-server must be installed).
  */
 public final class JetStreamVisibilityLatency {
-    private static final List<Path> NATS_SERVERS = List.of(Path.of("/usr/sbin/nats-server"),
-        Path.of("/usr/bin/nats-server"));
     private static final long TIMEOUT_NS = TimeUnit.SECONDS.toNanos(2);
 
     private JetStreamVisibilityLatency() {
@@ -53,21 +44,11 @@ public final class JetStreamVisibilityLatency {
         final int rate = args.length > 0 ? Integer.parseInt(args[0]) : 500;
         final int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 10;
         final int blocks = args.length > 2 ? Integer.parseInt(args[2]) : 4;
-        final Path server = NATS_SERVERS.stream().filter(Files::isExecutable).findFirst().orElseThrow(
-            () -> new IllegalStateException("nats-server is not installed (apt-get install nats-server)"));
         final String model = "bench-model";
         final Path dir = Path.of("/dev/shm/kvidx-bench-jetstream-" + ProcessHandle.current().pid());
-        final Path store = Files.createTempDirectory("kvidx-bench-nats");
-        final int port;
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            port = s.getLocalPort();
-        }
-        final Process nats = new ProcessBuilder(server.toString(), "-js", "-sd", store.toString(), "-a", "127.0.0.1",
-            "-p", Integer.toString(port)).redirectErrorStream(true)
-            .redirectOutput(store.resolve("nats-server.log").toFile()).start();
+        final NatsProcess nats = NatsProcess.start(Path.of(System.getProperty("java.io.tmpdir")), "kvidx-bench-nats");
         try (ZContext zmq = new ZContext(1)) {
-            awaitPort(port, nats);
-            final String url = "nats://127.0.0.1:" + port;
+            final String url = nats.url();
             final ZMQ.Socket pub = zmq.createSocket(SocketType.PUB);
             pub.setSndHWM(100_000);
             pub.bind("tcp://127.0.0.1:*");
@@ -100,10 +81,8 @@ public final class JetStreamVisibilityLatency {
                     || l.contains("jetstream lost")).reduce("", (a, b) -> a + "  consumer: " + b + "\n"));
             }
         } finally {
-            nats.destroy();
-            nats.waitFor(10, TimeUnit.SECONDS);
+            nats.close();
             io.kvidx.bench.KvidxStore.deleteTree(dir);
-            io.kvidx.bench.KvidxStore.deleteTree(store);
         }
     }
 
@@ -114,21 +93,6 @@ public final class JetStreamVisibilityLatency {
 
     private static IndexReader reader(final Path dir, final String cell) {
         return IndexReader.attach(new IndexReaderContext().dir(dir).cell(cell));
-    }
-
-    private static void awaitPort(final int port, final Process nats) throws Exception {
-        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (true) {
-            try (Socket s = new Socket()) {
-                s.connect(new InetSocketAddress("127.0.0.1", port), 200);
-                return;
-            } catch (final IOException ex) {
-                if (!nats.isAlive() || System.nanoTime() > deadline) {
-                    throw new IllegalStateException("nats-server did not start on port " + port, ex);
-                }
-                Thread.sleep(20);
-            }
-        }
     }
 
     private static void print(final String what, final Histogram h) {
