@@ -242,7 +242,12 @@ class RouterKeyExtrasTest {
         final byte[] digests = new byte[128 * 32];
         final String[] ids = {"img-0123456789abcdef", "img-fedcba9876543210", "audio-1"};
         long sink = 0;
-        for (int round = 0; round < 2; round++) {
+        // Round 0 warms up; then the least of five rounds must be 0. One round can allocate on a loaded host
+        // without the path allocating per call (144 B in one round on a clean clone, load 4: objects the compiler
+        // had scalar-replaced, materialized when compiled code deoptimizes); a path that allocates per call
+        // allocates in every round.
+        final long[] rounds = new long[5];
+        for (int round = 0; round <= rounds.length; round++) {
             final long before = threads.getCurrentThreadAllocatedBytes();
             for (int i = 0; i < 500; i++) {
                 extras.clear();
@@ -252,9 +257,11 @@ class RouterKeyExtrasTest {
                 sink += hasher.blockKey(i, tokens, 16, block.clear().item(ids[i % 3], -3).digest(digests, 0, 32));
             }
             final long allocated = threads.getCurrentThreadAllocatedBytes() - before;
-            if (round == 1) {
-                assertEquals(0L, allocated, "bytes allocated by 1,000 extras key computations (sink " + sink + ")");
+            if (round > 0) {
+                rounds[round - 1] = allocated;
             }
         }
+        assertEquals(0L, java.util.Arrays.stream(rounds).min().orElseThrow(), "bytes allocated by 1,000 extras key "
+            + "computations, in each of five rounds: " + java.util.Arrays.toString(rounds) + " (sink " + sink + ")");
     }
 }
