@@ -25,18 +25,26 @@ import java.util.concurrent.TimeUnit;
  * daemon writes the marker before it even fetches the snapshot, so that a start that failed to catch up (peer
  * unreachable, snapshot refused) catches up again at the next start rather than continuing from an empty index.
  *
- * <p><b>Note:</b> one thread (the daemon's start), before any writer thread uses the index.
+ * <p>The pods are registered first, in the snapshot's order; then their blocks are loaded by up to
+ * {@link #LOAD_THREADS_MAX} threads (the host's processors), each pod by one thread, as the daemon's writer agents
+ * share pods out: the index takes stores of different pods from different threads.
+ *
+ * <p><b>Note:</b> called by one thread (the daemon's start), before any writer thread uses the index; it starts its
+ * load threads and joins them before it returns.
  */
 public final class SnapshotLoader {
     /** Marker file in the state directory: a catch-up from a peer started and has not finished. */
     public static final String MARKER_FILE_NAME = "catch-up";
     /** Entries whose index lines are loaded ahead of their stores, at a time. */
     static final int PREFETCH_WINDOW = 64;
+    /** Most threads a load uses: pods' blocks go to the index in parallel, one pod per thread at a time. */
+    public static final int LOAD_THREADS_MAX = 8;
 
     private final IndexWriter index;
     private final PodBlockMaps maps;
     private final PublisherProgress progress;
     private final long maxBytes;
+    private final int loadThreads;
 
     /**
      * What was loaded.
@@ -62,10 +70,34 @@ public final class SnapshotLoader {
      */
     public SnapshotLoader(final IndexWriter index, final PodBlockMaps maps, final PublisherProgress progress,
         final long maxBytes) {
+        this(index, maps, progress, maxBytes, defaultLoadThreads());
+    }
+
+    /**
+     * @param index       the daemon's index, created new.
+     * @param maps        where the pods' engine-hash maps live.
+     * @param progress    where the ZeroMQ ingest agent reads each publisher's progress at its start.
+     * @param maxBytes    longest snapshot accepted.
+     * @param loadThreads threads that load pods' blocks (at least 1; the calling thread is one of them).
+     */
+    public SnapshotLoader(final IndexWriter index, final PodBlockMaps maps, final PublisherProgress progress,
+        final long maxBytes, final int loadThreads) {
+        if (loadThreads < 1) {
+            throw new IllegalArgumentException("load threads must be at least 1: " + loadThreads);
+        }
         this.index = index;
         this.maps = maps;
         this.progress = progress;
         this.maxBytes = maxBytes;
+        this.loadThreads = loadThreads;
+    }
+
+    /**
+     * @return the load threads by default: this host's processors, at most {@link #LOAD_THREADS_MAX} (the daemon's
+     * agents do not run yet while a snapshot loads).
+     */
+    public static int defaultLoadThreads() {
+        return Math.min(LOAD_THREADS_MAX, Runtime.getRuntime().availableProcessors());
     }
 
     /**
@@ -132,20 +164,78 @@ public final class SnapshotLoader {
         final long start = System.nanoTime();
         checkCompatible(view);
         markUnfinished(maps.dir(), "catch-up from a snapshot taken at " + view.takenAtMs() + " (epoch ms)");
-        long blocks = 0;
-        long skipped = 0;
-        final long[] key = new long[1];
-        final long[] window = new long[PREFETCH_WINDOW];
-        for (int p = 0; p < view.podCount(); p++) {
+        // Every pod first, in the snapshot's order (slots as before); then their blocks, pods shared out over the
+        // load threads: the index takes stores of different pods from different threads, as from its writers.
+        final int pods = view.podCount();
+        final int[] slots = new int[pods];
+        for (int p = 0; p < pods; p++) {
             final String podId = view.podId(p);
-            final int slot;
             try {
-                slot = index.registerPod(podId, view.model(p));
+                slots[p] = index.registerPod(podId, view.model(p));
             } catch (final PodCapacityExceededException | IllegalArgumentException ex) {
                 throw new SnapshotException("cannot register pod " + podId + " of the snapshot: " + ex.getMessage(),
                     ex);
             }
-            try (PodBlockMap map = maps.open(slot, podId, index.generation(slot))) {
+        }
+        final int threads = Math.max(1, Math.min(loadThreads, pods));
+        final long[][] counts = new long[threads][2];
+        final Throwable[] failures = new Throwable[threads];
+        final Thread[] workers = new Thread[threads - 1];
+        for (int w = 1; w < threads; w++) {
+            final int worker = w;
+            workers[w - 1] = Thread.ofPlatform().name("kvidx-snapshot-load-" + w).start(() -> {
+                try {
+                    loadPods(view, slots, worker, threads, counts[worker]);
+                } catch (final Throwable ex) {
+                    failures[worker] = ex;
+                }
+            });
+        }
+        try {
+            loadPods(view, slots, 0, threads, counts[0]);
+        } catch (final RuntimeException ex) {
+            failures[0] = ex;
+        }
+        join(workers);
+        for (final Throwable failure : failures) {
+            if (failure instanceof RuntimeException ex) {
+                throw ex;
+            }
+            if (failure instanceof Error err) {
+                throw err;
+            }
+        }
+        long blocks = 0;
+        long skipped = 0;
+        for (final long[] c : counts) {
+            blocks += c[0];
+            skipped += c[1];
+        }
+        for (int p = 0; p < pods; p++) {
+            if (view.suspect(p)) {
+                index.markSuspect(slots[p], true);
+            }
+        }
+        index.recountChildren();
+        // Last: the ingest agent replays each engine from here, as after a daemon restart.
+        progress.write(view.publishers());
+        markFinished(maps.dir());
+        return new Loaded(pods, blocks, skipped, view.publishers().size(), view.length(),
+            view.takenAtMs(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), view.membership());
+    }
+
+    /**
+     * Loads the blocks of the pods {@code first}, {@code first + step}, ... into their maps and the index.
+     *
+     * @param counts receives blocks loaded [0] and left out [1].
+     */
+    private void loadPods(final SnapshotView view, final int[] slots, final int first, final int step,
+        final long[] counts) {
+        final long[] key = new long[1];
+        final long[] window = new long[PREFETCH_WINDOW];
+        for (int p = first; p < slots.length; p += step) {
+            final int slot = slots[p];
+            try (PodBlockMap map = maps.open(slot, view.podId(p), index.generation(slot))) {
                 // A file left by an earlier, unfinished load of the same slot and generation is not this snapshot's.
                 map.clear();
                 map.mainGroup(view.mainGroup(p));
@@ -164,25 +254,34 @@ public final class SnapshotLoader {
                     }
                     final long hash = view.hash(p, e);
                     if (map.isFull() && map.get(hash) == 0) {
-                        skipped++;
+                        counts[1]++;
                         continue;
                     }
                     key[0] = view.routerKey(p, e);
                     map.store(hash, key[0], view.media(p, e));
                     index.store(slot, key, 0, 1, view.parent(p, e));
-                    blocks++;
+                    counts[0]++;
                 }
             }
-            if (view.suspect(p)) {
-                index.markSuspect(slot, true);
+        }
+    }
+
+    /** Waits for the load threads (each ends once its pods are loaded, or failed). */
+    private static void join(final Thread[] workers) {
+        boolean interrupted = false;
+        for (final Thread worker : workers) {
+            while (true) {
+                try {
+                    worker.join();
+                    break;
+                } catch (final InterruptedException ex) {
+                    interrupted = true;
+                }
             }
         }
-        index.recountChildren();
-        // Last: the ingest agent replays each engine from here, as after a daemon restart.
-        progress.write(view.publishers());
-        markFinished(maps.dir());
-        return new Loaded(view.podCount(), blocks, skipped, view.publishers().size(), view.length(),
-            view.takenAtMs(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), view.membership());
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private void checkCompatible(final SnapshotView view) throws SnapshotIncompatibleException {
