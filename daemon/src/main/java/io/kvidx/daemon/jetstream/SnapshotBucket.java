@@ -25,7 +25,19 @@ public final class SnapshotBucket {
     public static final int KEPT = 2;
     private static final String PREFIX = "snapshot-";
 
+    /**
+     * Largest chunk a snapshot is stored in: fewer, larger chunks read back faster (a 36 MB object read in 104–261 ms
+     * in chunks of 512 KiB against 186–422 ms in jnats' default 128 KiB, loopback, 2026-11-29), and 512 KiB stays
+     * under the server's default max_payload (1 MiB) with room for the headers.
+     */
+    static final int CHUNK_BYTES_MAX = 512 << 10;
+    /** Smallest chunk (jnats' default): a server whose max_payload is lower than this is not supported. */
+    static final int CHUNK_BYTES_MIN = 128 << 10;
+    /** Room left under a server's max_payload for a chunk's headers. */
+    private static final int HEADER_ROOM = 8 << 10;
+
     private final ObjectStore store;
+    private final int chunkBytes;
 
     /**
      * One stored snapshot.
@@ -42,7 +54,25 @@ public final class SnapshotBucket {
      * @param store the bucket.
      */
     public SnapshotBucket(final ObjectStore store) {
+        this(store, CHUNK_BYTES_MIN);
+    }
+
+    /**
+     * @param store      the bucket.
+     * @param maxPayload the server's max_payload (its INFO): snapshots go in chunks of up to
+     *                   {@link #CHUNK_BYTES_MAX} that fit it.
+     */
+    public SnapshotBucket(final ObjectStore store, final long maxPayload) {
         this.store = store;
+        this.chunkBytes = chunkBytes(maxPayload);
+    }
+
+    /**
+     * @param maxPayload a server's max_payload.
+     * @return the chunk size a snapshot is stored in on it.
+     */
+    static int chunkBytes(final long maxPayload) {
+        return (int) Math.max(CHUNK_BYTES_MIN, Math.min(CHUNK_BYTES_MAX, maxPayload - HEADER_ROOM));
     }
 
     /**
@@ -117,7 +147,7 @@ public final class SnapshotBucket {
     public int store(final byte[] snapshot, final long sequence) throws IOException {
         try {
             store.put(ObjectMeta.builder(objectName(sequence)).description("kvidx snapshot covering stream sequence "
-                + sequence).build(), new ByteArrayInputStream(snapshot));
+                + sequence).chunkSize(chunkBytes).build(), new ByteArrayInputStream(snapshot));
         } catch (final JetStreamApiException | NoSuchAlgorithmException ex) {
             throw new IOException("cannot store " + objectName(sequence) + ": " + ex.getMessage(), ex);
         }

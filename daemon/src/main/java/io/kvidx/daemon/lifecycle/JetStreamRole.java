@@ -101,7 +101,7 @@ final class JetStreamRole implements AutoCloseable {
     SnapshotLoader.Loaded loadNewestSnapshot(final IndexWriter index, final PodBlockMaps blockMaps,
         final PublisherProgress progress, final Path stateDir) {
         final long maxBytes = context.snapshots().snapshotMaxBytes();
-        final SnapshotBucket bucket = new SnapshotBucket(session.ensureBucket());
+        final SnapshotBucket bucket = snapshotBucket(session);
         final List<SnapshotBucket.Entry> entries;
         try {
             entries = bucket.list();
@@ -207,7 +207,7 @@ final class JetStreamRole implements AutoCloseable {
             return null;
         }
         final StreamConsumer c = consumer;
-        scheduler = new SnapshotScheduler(new SnapshotBucket(session.ensureBucket()), take, c::appliedSequence,
+        scheduler = new SnapshotScheduler(snapshotBucket(session), take, c::appliedSequence,
             StreamConsumer.progressKey(settings.stream()), settings.snapshotIntervalMs(), settings.snapshotEvents(),
             context.snapshots().snapshotMaxBytes(), clock, counters, errors);
         return scheduler;
@@ -259,5 +259,10 @@ final class JetStreamRole implements AutoCloseable {
     @Override
     public void close() {
         CloseHelper.quietClose(session);
+    }
+
+    /** The snapshot bucket, its chunks sized to the server's max_payload. */
+    private static SnapshotBucket snapshotBucket(final NatsSession session) {
+        return new SnapshotBucket(session.ensureBucket(), session.connection().getServerInfo().getMaxPayload());
     }
 }
