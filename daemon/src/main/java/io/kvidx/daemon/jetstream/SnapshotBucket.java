@@ -27,7 +27,8 @@ public final class SnapshotBucket {
 
     /**
      * Largest chunk a snapshot is stored in: fewer, larger chunks read back faster (a 36 MB object read in 104–261 ms
-     * in chunks of 512 KiB against 186–422 ms in jnats' default 128 KiB, loopback, 2026-11-29), and 512 KiB stays
+     * in chunks of 512 KiB against 186–422 ms in jnats' default 128 KiB: one scratch run on loopback on the 2-vCPU
+     * VM, 2026-11-29, three reads each; not a committed bench), and 512 KiB stays
      * under the server's default max_payload (1 MiB) with room for the headers.
      */
     static final int CHUNK_BYTES_MAX = 512 << 10;

@@ -30,15 +30,6 @@ class JetStreamRelayCrashTest {
     @TempDir
     Path dir;
 
-    private Process startRelay(final Path config, final Path log) throws Exception {
-        final Process p = new ProcessBuilder(ChildProcesses.kvidx("daemon", "--config", config.toString()))
-            .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
-        JetStreamRelayTest.await("the relay process ready", 60_000, () ->
-            ChildProcesses.read(log).contains("kvidx daemon: index ") || !p.isAlive());
-        assertTrue(p.isAlive(), () -> "relay died: " + ChildProcesses.read(log));
-        return p;
-    }
-
     @Test
     void shouldEndExactAfterTheRelayIsKilledMidStream() throws Exception {
         PyPeer.requirePython();
@@ -51,7 +42,7 @@ class JetStreamRelayCrashTest {
                 + peer.endpoint + "\n    replay: " + peer.replayEndpoint + "\njetstream:\n  url: " + nats.url()
                 + "\n  role: relay\n");
             final Path log = dir.resolve("relay.log");
-            relay = startRelay(config, log);
+            relay = StreamFleet.startRelay(config, log);
             final DaemonContext directContext = StreamFleet.base(dir, "direct");
             directContext.zmq().addEndpoint(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
             try (KvidxDaemon direct = KvidxDaemon.start(directContext);
@@ -75,7 +66,7 @@ class JetStreamRelayCrashTest {
                 assertTrue(relay.waitFor(20, TimeUnit.SECONDS), "relay killed");
                 final long appliedAtKill = consumer.counters().value(CounterType.JETSTREAM_APPLIED);
                 Thread.sleep(500);
-                relay = startRelay(config, log);
+                relay = StreamFleet.startRelay(config, log);
                 peer.command("stream-wait 60");
                 JetStreamConsumerTest.agree(direct, consumer, StreamFleet.documents(docs));
                 assertTrue(appliedAtKill < 1_500, "killed mid-stream: " + appliedAtKill + " applied then");

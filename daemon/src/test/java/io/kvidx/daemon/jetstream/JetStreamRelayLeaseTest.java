@@ -38,15 +38,6 @@ class JetStreamRelayLeaseTest {
     @TempDir
     Path dir;
 
-    private Process startRelay(final Path config, final Path log) throws Exception {
-        final Process p = new ProcessBuilder(ChildProcesses.kvidx("daemon", "--config", config.toString()))
-            .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
-        JetStreamRelayTest.await("the relay process ready", 60_000, () ->
-            ChildProcesses.read(log).contains("kvidx daemon: index ") || !p.isAlive());
-        assertTrue(p.isAlive(), () -> "relay died: " + ChildProcesses.read(log));
-        return p;
-    }
-
     /** A relay whose engines register through its HTTP API, with a one-second lease. */
     private DaemonContext registeringRelay(final String url) {
         final DaemonContext c = StreamFleet.base(dir, "relay");
@@ -172,7 +163,7 @@ class JetStreamRelayLeaseTest {
                 + peer.endpoint + "\n    replay: " + peer.replayEndpoint + "\njetstream:\n  url: " + nats.url()
                 + "\n  role: relay\n  leaseTtlMs: " + LEASE_TTL_MS + "\n");
             final Path log = dir.resolve("relay-a.log");
-            relayA = startRelay(config, log);
+            relayA = StreamFleet.startRelay(config, log);
             final DaemonContext directContext = StreamFleet.base(dir, "direct");
             directContext.zmq().addEndpoint(new ZmqEndpoint(peer.endpoint, null, null, peer.replayEndpoint));
             final List<int[]> documents = new ArrayList<>();

@@ -4,6 +4,7 @@ import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.ingest.zmq.PyPeer;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
+import io.kvidx.daemon.lifecycle.ChildProcesses;
 import io.kvidx.daemon.lifecycle.KvidxDaemon;
 
 import java.net.URI;
@@ -163,5 +164,25 @@ final class StreamFleet {
     static int health(final int port) throws Exception {
         return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health"))
             .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString()).statusCode();
+    }
+
+    /**
+     * Starts a relay daemon in a JVM of its own (so that a test can kill it with SIGKILL), its output appended to a
+     * log, and waits until it runs.
+     *
+     * @param config its daemon.yaml.
+     * @param log    where its output goes.
+     * @return the process.
+     * @throws Exception when it cannot start or died starting.
+     */
+    static Process startRelay(final Path config, final Path log) throws Exception {
+        final Process p = new ProcessBuilder(ChildProcesses.kvidx("daemon", "--config", config.toString()))
+            .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+        JetStreamRelayTest.await("the relay process ready", 60_000, () ->
+            ChildProcesses.read(log).contains("kvidx daemon: index ") || !p.isAlive());
+        if (!p.isAlive()) {
+            throw new AssertionError("relay died: " + ChildProcesses.read(log));
+        }
+        return p;
     }
 }
