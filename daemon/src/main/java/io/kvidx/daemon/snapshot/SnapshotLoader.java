@@ -195,8 +195,10 @@ public final class SnapshotLoader {
             loadPods(view, slots, 0, threads, counts[0]);
         } catch (final RuntimeException ex) {
             failures[0] = ex;
+        } finally {
+            // Even when this thread fails: nothing may still write the index once the load returns or throws.
+            join(workers);
         }
-        join(workers);
         for (final Throwable failure : failures) {
             if (failure instanceof RuntimeException ex) {
                 throw ex;
@@ -257,7 +259,7 @@ public final class SnapshotLoader {
                         counts[1]++;
                         continue;
                     }
-                    key[0] = view.routerKey(p, e);
+                    key[0] = window[e % PREFETCH_WINDOW];
                     map.store(hash, key[0], view.media(p, e));
                     index.store(slot, key, 0, 1, view.parent(p, e));
                     counts[0]++;
