@@ -142,6 +142,7 @@ class EppTest {
         beats.shutdownNow();
         beats.awaitTermination(2, TimeUnit.SECONDS);
         writer.close();
+        org.agrona.IoUtil.delete(dir.toFile(), true); // the cell's lock file stays after the writer's close
     }
 
     static String completion(final int[] prompt) {

@@ -105,6 +105,7 @@ class EppTextTest {
             }
         } finally {
             beats.shutdownNow();
+            org.agrona.IoUtil.delete(dir.toFile(), true); // the cell's lock file stays after the writer's close
         }
     }
 

@@ -107,6 +107,9 @@ public final class TraceBench {
         int routingReplicas = ROUTING_REPLICAS_DEFAULT;
         @Option(names = "--out")
         Path out = defaultResults();
+        /** Where the run's index cells go (a huge-page tmpfs, e.g.); /dev/shm when the host has it. */
+        @Option(names = "--scratch")
+        Path scratch;
         @Option(names = {"-h", "--help"})
         boolean help;
         TransportChoice choice;
@@ -157,6 +160,9 @@ public final class TraceBench {
                     throw new IllegalArgumentException("replay windows must be >= 100 ms: " + w);
                 }
             }
+            if (o.scratch != null && !Files.isDirectory(o.scratch)) {
+                throw new IllegalArgumentException("--scratch must be an existing directory: " + o.scratch);
+            }
             if (o.requests == 0 && o.quick) {
                 o.requests = QUICK_REQUESTS;
             }
@@ -185,7 +191,7 @@ public final class TraceBench {
             + " [--aeron-channel CHANNEL] [--block-size B] [--budget BLOCKS] [--requests N] [--windows-ms W,W,...]"
             + " [--sockets N] [--seed S] [--out DIR] [--no-replay] [--daemon-arg ARG]... [--writers N]"
             + " [--scale K] [--live-routing-window-ms W] [--no-live-routing] [--warm-up-requests N]"
-            + " [--routing-replicas R]";
+            + " [--routing-replicas R] [--scratch DIR]";
     }
 
     /**
@@ -209,7 +215,8 @@ public final class TraceBench {
                 + "seed %d, events: %s, %d writer%s, scale %d, %d CPUs%n", traceName, trace.size(), o.pods,
             o.blockSize, o.budget, o.seed, o.choice.describe(), o.writers, o.writers == 1 ? "" : "s", o.scale,
             Runtime.getRuntime().availableProcessors());
-        final Path scratch = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
+        final Path scratch = Files.createTempDirectory(o.scratch != null ? o.scratch
+            : Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
             : Path.of(System.getProperty("java.io.tmpdir")), "kvidx-trace-");
         try {
             final List<RoutingSim.Result> routing = new ArrayList<>();

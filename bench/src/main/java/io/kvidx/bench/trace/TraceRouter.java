@@ -71,6 +71,9 @@ public final class TraceRouter {
                 byLength[b] = new Histogram(10_000_000_000L, 3);
             }
             final PrefixResult result = new PrefixResult();
+            // The keys a router's hasher has just written: copied here before the timer starts, as the query
+            // benches hand theirs (ADR 0005); the replay's own arrays were written long before and are cold.
+            final long[] hot = new long[maxLength(q)];
             long busy = 0;
             long lagMaxNs = 0;
             long keysQueried = 0;
@@ -82,10 +85,12 @@ public final class TraceRouter {
                     now = System.nanoTime();
                 }
                 lagMaxNs = Math.max(lagMaxNs, now - target);
+                final int length = q.keys[i].length;
+                System.arraycopy(q.keys[i], 0, hot, 0, length);
                 final long s = System.nanoTime();
                 long took;
                 try {
-                    reader.query(q.keys[i], q.keys[i].length, null, result);
+                    reader.query(hot, length, null, result);
                     took = System.nanoTime() - s;
                     keysQueried += q.keys[i].length;
                 } catch (final IndexBusyException ex) {
@@ -139,6 +144,14 @@ public final class TraceRouter {
 
     /** Upper bounds (blocks, inclusive) of the prompt-length buckets the query latency is also reported in. */
     static final int[] LENGTH_BUCKETS = {32, 128, 512, 2_048, 8_192};
+
+    private static int maxLength(final Queries q) {
+        int max = 1;
+        for (int i = 0; i < q.n; i++) {
+            max = Math.max(max, q.keys[i].length);
+        }
+        return max;
+    }
 
     private static int bucket(final int blocks) {
         for (int b = 0; b < LENGTH_BUCKETS.length - 1; b++) {

@@ -48,6 +48,11 @@ class TraceBenchTest {
                 "--no-replay", "--daemon-arg=--writers=2"}, new PrintStream(new ByteArrayOutputStream(), true,
                 StandardCharsets.UTF_8)));
         assertTrue(refused.getMessage().contains("--writers N"), refused.getMessage());
+        final IllegalArgumentException noScratch = org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class, () -> TraceBench.run(new String[] {"--trace", trace.toString(),
+                "--no-replay", "--scratch", dir.resolve("no-such-dir").toString()}, new PrintStream(
+                new ByteArrayOutputStream(), true, StandardCharsets.UTF_8)));
+        assertTrue(noScratch.getMessage().contains("--scratch must be an existing directory"), noScratch.getMessage());
     }
 
     /**

@@ -100,7 +100,8 @@ class HttpDoorJazzerTest {
             try {
                 final Path dir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
                     : Path.of(System.getProperty("java.io.tmpdir")), "kvidx-door-fuzz");
-                dir.toFile().deleteOnExit();
+                // The door lives as long as the fuzzing JVM; deleteOnExit cannot delete a directory with files in it.
+                Runtime.getRuntime().addShutdownHook(new Thread(() -> org.agrona.IoUtil.delete(dir.toFile(), true)));
                 final IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("fuzz")
                     .shardCount(4).capacityBlocks(1024).maxPods(16).deleteOnClose(true));
                 final int slot = writer.registerPod("7", "m");
