@@ -42,6 +42,11 @@ final class AgentOptions {
         + "(default " + DaemonConfiguration.ZMQ_REPLAY_IDLE_DEFAULT + ").")
     private String zmqReplayIdle;
 
+    @Option(names = "--zmq-io-cpus", paramLabel = "CPU,...|none", split = ",", description = "CPUs of JeroMQ's I/O "
+        + "threads (--zmq-io-threads per ingest thread, and one per replay thread), each pinned to one in turn "
+        + "(default " + NONE + "): CPUs other than the writers' keep frame decoding off their cores.")
+    private List<String> zmqIoCpus;
+
     @Option(names = "--aeron-ingest-cpu", paramLabel = CPU, description = "CPU the Aeron ingest thread pins itself "
         + "to (default " + NONE + ").")
     private String aeronIngestCpu;
@@ -88,6 +93,11 @@ final class AgentOptions {
         }
         if (zmqReplayIdle != null) {
             agents.zmqReplayIdle(zmqReplayIdle);
+        }
+        if (zmqIoCpus != null) {
+            final boolean none = zmqIoCpus.size() == 1 && NONE.equals(zmqIoCpus.get(0));
+            agents.zmqIoCpus(none ? new int[0] : zmqIoCpus.stream()
+                .mapToInt(c -> cpuOfList(DaemonConfiguration.ZMQ_IO_CPUS_PROP_NAME, c)).toArray());
         }
         if (aeronIngestCpu != null) {
             agents.aeronIngestCpu(parseCpu(DaemonConfiguration.AERON_INGEST_CPU_PROP_NAME, aeronIngestCpu));

@@ -17,6 +17,7 @@ import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_CPUS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_IDLE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_CPU_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_INGEST_IDLE_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_IO_CPUS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_REPLAY_CPU_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_REPLAY_IDLE_DEFAULT;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_REPLAY_IDLE_PROP_NAME;
@@ -51,6 +52,7 @@ public final class AgentSettings {
     private int aeronIngestCpu = CPU_DEFAULT;
     private String aeronIngestIdle;
     private int[] writerCpus = new int[0];
+    private int[] zmqIoCpus = new int[0];
     private String writerIdle;
     private int maintenanceCpu = CPU_DEFAULT;
     private String maintenanceIdle = MAINTENANCE_IDLE_DEFAULT;
@@ -78,10 +80,15 @@ public final class AgentSettings {
             throw new ConfigException(WRITER_CPUS_PROP_NAME, "must name one CPU per writer (" + writers
                 + ") or be " + NONE + ": " + Arrays.toString(writerCpus));
         }
-        for (final int cpu : writerCpus) {
+        checkCpuList(WRITER_CPUS_PROP_NAME, writerCpus);
+        checkCpuList(ZMQ_IO_CPUS_PROP_NAME, zmqIoCpus);
+    }
+
+    private static void checkCpuList(final String key, final int[] cpus) {
+        for (final int cpu : cpus) {
             if (cpu < 0 || cpu >= PosixNative.MAX_CPUS) {
-                throw new ConfigException(WRITER_CPUS_PROP_NAME, "must be " + NONE + " or a list of CPU numbers in "
-                    + CPU_RANGE + ": " + Arrays.toString(writerCpus));
+                throw new ConfigException(key, "must be " + NONE + " or a list of CPU numbers in " + CPU_RANGE + ": "
+                    + Arrays.toString(cpus));
             }
         }
     }
@@ -238,6 +245,24 @@ public final class AgentSettings {
      */
     public int[] writerCpus() {
         return writerCpus.clone();
+    }
+
+    /**
+     * @param cpus the CPUs of JeroMQ's I/O threads (every ZeroMQ context of the daemon's ZeroMQ transport), each
+     *             thread pinned to one of them in turn; empty for none. Give CPUs other than the writers' to keep
+     *             the decoding of the engines' frames off the writers' cores.
+     * @return this.
+     */
+    public AgentSettings zmqIoCpus(final int... cpus) {
+        this.zmqIoCpus = cpus.clone();
+        return this;
+    }
+
+    /**
+     * @return the CPUs of JeroMQ's I/O threads, or empty.
+     */
+    public int[] zmqIoCpus() {
+        return zmqIoCpus.clone();
     }
 
     /**

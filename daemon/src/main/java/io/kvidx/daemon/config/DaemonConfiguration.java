@@ -122,6 +122,8 @@ public final class DaemonConfiguration {
     public static final String AERON_INGEST_CPU_PROP_NAME = "aeronIngestCpu";
     /** Aeron ingest agent's (and the embedded media driver's) idle strategy key. */
     public static final String AERON_INGEST_IDLE_PROP_NAME = "aeronIngestIdle";
+    /** JeroMQ's I/O threads' CPUs key: a list, each I/O thread pinned to one of them in turn. */
+    public static final String ZMQ_IO_CPUS_PROP_NAME = "zmqIoCpus";
     /** Writers' CPUs key: a list, one per writer. */
     public static final String WRITER_CPUS_PROP_NAME = "writerCpus";
     /** Writers' idle strategy key. */

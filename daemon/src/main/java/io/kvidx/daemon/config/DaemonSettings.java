@@ -45,6 +45,7 @@ import static io.kvidx.daemon.config.DaemonConfiguration.STATS_INTERVAL_MS_PROP_
 import static io.kvidx.daemon.config.DaemonConfiguration.TIER_MAP_BLOCKS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITERS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_CPUS_PROP_NAME;
+import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_IO_CPUS_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_IDLE_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.WRITER_QUEUE_LENGTH_PROP_NAME;
 import static io.kvidx.daemon.config.DaemonConfiguration.ZMQ_BIND_PROP_NAME;
@@ -216,6 +217,8 @@ public final class DaemonSettings {
             (c, v) -> c.agents().zmqReplayCpu((Integer) v), c -> cpu(c.agents().zmqReplayCpu())),
         new Setting(ZMQ_REPLAY_IDLE_PROP_NAME, "--zmq-replay-idle", Kind.STRING,
             (c, v) -> c.agents().zmqReplayIdle((String) v), c -> c.agents().zmqReplayIdle()),
+        new Setting(ZMQ_IO_CPUS_PROP_NAME, "--zmq-io-cpus", Kind.CPU_LIST,
+            (c, v) -> c.agents().zmqIoCpus((int[]) v), c -> cpus(c.agents().zmqIoCpus())),
         new Setting(AERON_INGEST_CPU_PROP_NAME, "--aeron-ingest-cpu", Kind.CPU,
             (c, v) -> c.agents().aeronIngestCpu((Integer) v), c -> cpu(c.agents().aeronIngestCpu())),
         new Setting(AERON_INGEST_IDLE_PROP_NAME, "--aeron-ingest-idle", Kind.STRING,
@@ -372,7 +375,8 @@ public final class DaemonSettings {
     }
 
     private static Object cpus(final int[] cpus) {
-        return Arrays.stream(cpus).boxed().toList();
+        // A list of its own: two empty lists from toList() are the same object, which YAML prints as an alias.
+        return new ArrayList<>(Arrays.stream(cpus).boxed().toList());
     }
 
     private static Object zmqEntries(final DaemonContext c) {

@@ -3,8 +3,10 @@ package io.kvidx.daemon.lifecycle;
 import io.kvidx.daemon.config.AgentSettings;
 import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.config.DaemonContext;
+import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
+import io.kvidx.daemon.ingest.zmq.IoThreadPins;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
 import io.kvidx.daemon.ingest.zmq.ZmqIngestAgent;
 import io.kvidx.daemon.jetstream.StreamConsumer;
@@ -27,7 +29,8 @@ import java.util.concurrent.locks.LockSupport;
  * The daemon's ZeroMQ transport: one {@link ZmqIngestAgent} per ingest thread ({@code zmqIngestThreads}), each with
  * its share of the subscriptions (by endpoint, {@link ZmqIngestAgent#partOf}) and of the progress file, and each
  * with its replay agent. Agent 0 also holds the bound socket ({@code zmqBind}) and is the one pinned to
- * {@code zmqIngestCpu}. Subscriptions added and dropped at runtime ({@link Membership.Subscriptions}) go to the
+ * {@code zmqIngestCpu}; the threads of every agent's ZeroMQ context (JeroMQ's I/O threads) pin themselves to the
+ * CPUs of {@code zmqIoCpus} in turn ({@link IoThreadPins}). Subscriptions added and dropped at runtime ({@link Membership.Subscriptions}) go to the
  * agent that owns their endpoint.
  *
  * <p><b>Note:</b> made and started by the thread that starts the daemon; {@link #subscribe} and {@link #unsubscribe}
@@ -71,6 +74,9 @@ final class ZmqTransport implements Membership.Subscriptions {
         final int parts = context.zmq().ingestThreads();
         this.writers = writers;
         agents = new ZmqIngestAgent[parts];
+        final int[] ioCpus = context.agents().zmqIoCpus();
+        final IoThreadPins ioPins = ioCpus.length == 0 ? null
+            : new IoThreadPins(ioCpus, errors, counters.get(CounterType.PIN_FAILURES));
         for (int i = 0; i < parts; i++) {
             final int part = i;
             agents[i] = new ZmqIngestAgent(subscriptions.stream()
@@ -82,6 +88,9 @@ final class ZmqTransport implements Membership.Subscriptions {
                 .ioThreads(context.zmq().ioThreads());
             if (parts > 1) {
                 agents[i].part(i);
+            }
+            if (ioPins != null) {
+                agents[i].ioPins(ioPins);
             }
         }
         if (context.zmq().bind() != null) {

@@ -83,6 +83,7 @@ class DaemonConfigTest {
         s.put("--zmq-ingest-idle", new Sample(List.of("--zmq-ingest-idle", "busy-spin"), "zmqIngestIdle: busy-spin"));
         s.put("--zmq-replay-cpu", new Sample(List.of("--zmq-replay-cpu", "1"), "zmqReplayCpu: 1"));
         s.put("--zmq-replay-idle", new Sample(List.of("--zmq-replay-idle", "sleep-2ms"), "zmqReplayIdle: sleep-2ms"));
+        s.put("--zmq-io-cpus", new Sample(List.of("--zmq-io-cpus", "0,1"), "zmqIoCpus: [0, 1]"));
         s.put("--aeron-ingest-cpu", new Sample(List.of("--aeron-ingest-cpu", "0"), "aeronIngestCpu: 0"));
         s.put("--aeron-ingest-idle", new Sample(List.of("--aeron-ingest-idle", "sleep-5ms"),
             "aeronIngestIdle: sleep-5ms"));
@@ -357,6 +358,7 @@ class DaemonConfigTest {
             {"writerCpus: [1, 2]", "", "writerCpus must name one CPU per writer (1) or be none: [1, 2]"},
             {"writerCpus: [a]", "", "writerCpus must be none or a list of CPU numbers in [0, 8191]: [a]"},
             {"writerCpus: [9000]", "", "writerCpus must be none or a list of CPU numbers in [0, 8191]: [9000]"},
+            {"zmqIoCpus: [0, 9000]", "", "zmqIoCpus must be none or a list of CPU numbers in [0, 8191]: [0, 9000]"},
             {"shards: 3", "", "shards must be a power of two in [2, 65536]: 3"},
             {"capacityBlocks: 0", "", "capacityBlocks must be in [1, "},
             {"maxChainLength: 0", "", "maxChainLength must be in [1, 1048576]: 0"},
@@ -401,6 +403,7 @@ class DaemonConfigTest {
             {"", "--zmq-ingest-cpu 9000", "--zmq-ingest-cpu must be none or a CPU number in [0, 8191]: 9000"},
             {"", "--writers 2 --writer-cpus 1", "--writer-cpus must name one CPU per writer (2) or be none: [1]"},
             {"", "--writer-cpus 1,x", "--writer-cpus must be none or a list of CPU numbers in [0, 8191]: x"},
+            {"", "--zmq-io-cpus 1,x", "--zmq-io-cpus must be none or a list of CPU numbers in [0, 8191]: x"},
             {"", "--aeron-term-length 3", "--aeron-term-length must be a power of two in [65536, 1073741824]: 3"},
             {"", "--writers abc", "Invalid value for option '--writers': 'abc' is not an int"},
             {"", "--no-such-option", "Unknown option: '--no-such-option'"},

@@ -48,6 +48,8 @@ class AgentPinningTest {
     private static final String AERON = "kvidx-aeron-ing";
     private static final String MAINTENANCE = "kvidx-index-mai";
     private static final String EVICTIONS = "kvidx-eviction-";
+    /** JeroMQ's threads: {@code kvidx-zmq-io-N}. */
+    private static final String IO = "kvidx-zmq-io-";
 
     @TempDir
     Path dir;
@@ -60,7 +62,8 @@ class AgentPinningTest {
         final int last = allowed.length() - 1;
         final String aeronDir = "/dev/shm/kvidx-test-aeron-" + UUID.randomUUID();
         final DaemonContext ctx = context(aeronDir).writers(2);
-        ctx.agents().writerCpus(last, first).zmqIngestCpu(last).aeronIngestCpu(first).maintenanceCpu(last);
+        ctx.agents().writerCpus(last, first).zmqIngestCpu(last).aeronIngestCpu(first).maintenanceCpu(last)
+            .zmqIoCpus(first);
         try (KvidxDaemon daemon = KvidxDaemon.start(ctx)) {
             final Map<String, BitSet> expected = Map.of(WRITER_0, cpus(last), WRITER_1, cpus(first), ZMQ, cpus(last),
                 AERON, cpus(first), MAINTENANCE, cpus(last), EVICTIONS, cpus(last));
@@ -69,6 +72,11 @@ class AgentPinningTest {
                 assertEquals(expected.get(t.getKey()), PosixNative.threadAffinity(t.getValue()),
                     "sched_getaffinity of " + t.getKey());
             }
+            // JeroMQ's threads (the ingest agent's I/O thread and reaper, started with its subscription socket).
+            await("JeroMQ's threads pinned", () -> {
+                final Map<String, BitSet> io = masksByPrefix(IO);
+                return io.size() >= 2 && io.values().stream().allMatch(cpus(first)::equals);
+            });
             assertEquals(0, daemon.counters().value(CounterType.PIN_FAILURES));
             assertEquals(allowed, PosixNative.threadAffinity(0), "the starting thread keeps its mask");
         }
@@ -143,6 +151,24 @@ class AgentPinningTest {
             }
         }
         return tids;
+    }
+
+    /** Cpus_allowed_list of each thread of this process whose name starts with the prefix. */
+    private static Map<String, BitSet> masksByPrefix(final String prefix) {
+        final Map<String, BitSet> masks = new HashMap<>();
+        try (Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (final Path task : tasks.toList()) {
+                final String name = field(task, "Name:");
+                final String list = name != null && name.startsWith(prefix) ? field(task, "Cpus_allowed_list:")
+                    : null;
+                if (list != null) {
+                    masks.put(name, parseList(list));
+                }
+            }
+        } catch (final IOException ex) {
+            throw new IllegalStateException(ex);
+        }
+        return masks;
     }
 
     /** Cpus_allowed_list of each named thread of this process, as the kernel reports it. */

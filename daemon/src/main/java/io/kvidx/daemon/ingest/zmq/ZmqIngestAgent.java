@@ -101,6 +101,7 @@ public final class ZmqIngestAgent implements Agent {
     private BoundSocket bound;
     private PodAllowList topicPodAllowList;
     private int ioThreads = 1;
+    private IoThreadPins ioPins;
     private int part = -1;
 
     /**
@@ -204,6 +205,19 @@ public final class ZmqIngestAgent implements Agent {
     }
 
     /**
+     * Pins the threads of this agent's and its replay agent's ZeroMQ contexts ({@code zmqIoCpus}); call before the
+     * agents start.
+     *
+     * @param pins the pins, shared by the transport's agents.
+     * @return this.
+     */
+    public ZmqIngestAgent ioPins(final IoThreadPins pins) {
+        this.ioPins = pins;
+        replay.ioPins(pins);
+        return this;
+    }
+
+    /**
      * @return the I/O threads of the running agent's ZeroMQ context, 0 before it started.
      */
     int contextIoThreads() {
@@ -213,7 +227,7 @@ public final class ZmqIngestAgent implements Agent {
 
     @Override
     public void onStart() {
-        context = new ZContext(ioThreads);
+        context = ioPins == null ? new ZContext(ioThreads) : ioPins.install(new ZContext(ioThreads));
         if (bindEndpoint != null) {
             bound = new BoundSocket(bindEndpoint, context, directory, registered, sequencer, errors,
                 counters.get(CounterType.FRAMING_ERRORS), counters.get(CounterType.INVALID_POD_IDS),

@@ -50,6 +50,7 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
     private Replay[] replays = new Replay[0];
     private final byte[][] frames = new byte[4][];
     private ZContext context;
+    private IoThreadPins ioPins;
     private long now;
 
     /** One publisher's replay socket and the state of its replay in flight. */
@@ -90,9 +91,14 @@ final class ZmqReplayAgent implements Agent, MessageHandler {
         this.oversized = counters.get(CounterType.OVERSIZED_MESSAGES);
     }
 
+    /** Pins the threads of this agent's ZeroMQ context; set by its ingest agent before it starts. */
+    void ioPins(final IoThreadPins pins) {
+        this.ioPins = pins;
+    }
+
     @Override
     public void onStart() {
-        context = new ZContext(1);
+        context = ioPins == null ? new ZContext(1) : ioPins.install(new ZContext(1));
     }
 
     @Override
