@@ -106,6 +106,9 @@ else
     list=$(IFS=,; echo "${chosen[*]:$i:$writers}")
     echo "writers: $writers"
     echo "writerCpus: [${list//,/, }]"
+    # JeroMQ's I/O threads decode the engines' frames: a spare core when there is one, else core 0's, never a writer's.
+    spare=${chosen[$((i + writers))]:-}
+    if [ -n "$spare" ]; then echo "zmqIoCpus: [$spare]"; else echo "zmqIoCpus: [${housekeeping%%$'\n'*}]"; fi
     # Spinning only pays on cores nothing else runs on.
     if [ -n "$isolated" ]; then echo "idleStrategy: busy-spin"; else echo "idleStrategy: backoff"; fi
 fi
