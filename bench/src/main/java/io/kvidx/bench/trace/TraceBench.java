@@ -107,6 +107,9 @@ public final class TraceBench {
         int routingReplicas = ROUTING_REPLICAS_DEFAULT;
         @Option(names = "--out")
         Path out = defaultResults();
+        /** The router answers the previous request, untimed, before each timed query (its caches warm). */
+        @Option(names = "--busy-router")
+        boolean busyRouter;
         /** Where the run's index cells go (a huge-page tmpfs, e.g.); /dev/shm when the host has it. */
         @Option(names = "--scratch")
         Path scratch;
@@ -191,7 +194,7 @@ public final class TraceBench {
             + " [--aeron-channel CHANNEL] [--block-size B] [--budget BLOCKS] [--requests N] [--windows-ms W,W,...]"
             + " [--sockets N] [--seed S] [--out DIR] [--no-replay] [--daemon-arg ARG]... [--writers N]"
             + " [--scale K] [--live-routing-window-ms W] [--no-live-routing] [--warm-up-requests N]"
-            + " [--routing-replicas R] [--scratch DIR]";
+            + " [--routing-replicas R] [--scratch DIR] [--busy-router]";
     }
 
     /**
@@ -268,7 +271,7 @@ public final class TraceBench {
                 for (final long w : o.windowsMs) {
                     final TraceReplay.Point p = o.choice.inproc()
                         ? InprocReplay.run(plan, w, o.writers, scratch, run++, out, warm)
-                        : TraceReplay.run(plan, w, o.choice, scratch, run++, out, daemonArgs, warm);
+                        : TraceReplay.run(plan, w, o.choice, scratch, run++, out, daemonArgs, warm, o.busyRouter);
                     points.add(p);
                     out.printf("window %6d ms: offered %.2f M ops/s, achieved %.2f M ops/s, writer lag %.0f ms, "
                             + "publisher lag %.0f ms, %s; %s; %s %s%n", w, p.offeredOpsPerS() / 1e6,
@@ -394,6 +397,7 @@ public final class TraceBench {
                     .put("p99_ns", (long) TraceReport.num(r, "query_p99_ns"))
                     .put("busy", (long) TraceReport.num(r, "busy"))
                     .put("keys", (long) TraceReport.num(r, "keys_queried"))
+                    .put("busy_router", o.busyRouter)
                     .putRaw("by_length", TraceReport.raw(r, "query_by_length")))
                 .put("event_to_visible", !routed ? null : new Json().put("p50_us", TraceReport.num(r, "e2v_p50_us"))
                     .put("p99_us", TraceReport.num(r, "e2v_p99_us"))

@@ -40,7 +40,11 @@ public final class TraceRouter {
     }
 
     /**
-     * @param args index dir, cell, query file, send-time file, window ms, drain limit ms.
+     * @param args index dir, cell, query file, send-time file, window ms, drain limit ms, and whether the router is
+     *             busy: it answers the previous request, untimed, right before each timed query, as a router serving
+     *             more traffic than the trace's pace (its code, result and pod table warm; the prompt's own index
+     *             lines only as far as the two prompts share them). Otherwise each query comes to a router that
+     *             slept since the last one.
      * @throws Exception when a file cannot be read or the thread is interrupted.
      */
     public static void main(final String[] args) throws Exception {
@@ -50,6 +54,7 @@ public final class TraceRouter {
         final Path sendFile = Path.of(args[3]);
         final long windowNs = Long.parseLong(args[4]) * 1_000_000L;
         final long drainLimitNs = Long.parseLong(args[5]) * 1_000_000L;
+        final boolean busyRouter = Boolean.parseBoolean(args[6]);
         final Queries q = Queries.read(queryFile);
         final SendTimes sent = SendTimes.map(sendFile, q.n + q.markers.length);
         try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell(cell)
@@ -67,9 +72,15 @@ public final class TraceRouter {
             prober.start();
             final Histogram latency = new Histogram(10_000_000_000L, 3);
             final Histogram[] byLength = new Histogram[LENGTH_BUCKETS.length];
+            // What each answer's search met, per bucket: probes made, holders, distinct depths among them.
+            final Histogram[][] shape = new Histogram[LENGTH_BUCKETS.length][SHAPE.length];
             for (int b = 0; b < byLength.length; b++) {
                 byLength[b] = new Histogram(10_000_000_000L, 3);
+                for (int s = 0; s < SHAPE.length; s++) {
+                    shape[b][s] = new Histogram(1L << 20, 2);
+                }
             }
+            int[] depths = new int[64];
             final PrefixResult result = new PrefixResult();
             // The keys a router's hasher has just written: copied here before the timer starts, as the query
             // benches hand theirs (ADR 0005); the replay's own arrays were written long before and are cold.
@@ -85,6 +96,14 @@ public final class TraceRouter {
                     now = System.nanoTime();
                 }
                 lagMaxNs = Math.max(lagMaxNs, now - target);
+                if (busyRouter && i > 0) {
+                    System.arraycopy(q.keys[i - 1], 0, hot, 0, q.keys[i - 1].length);
+                    try {
+                        reader.query(hot, q.keys[i - 1].length, null, result);
+                    } catch (final IndexBusyException ex) {
+                        // untimed: only its cache effect counts
+                    }
+                }
                 final int length = q.keys[i].length;
                 System.arraycopy(q.keys[i], 0, hot, 0, length);
                 final long s = System.nanoTime();
@@ -93,6 +112,13 @@ public final class TraceRouter {
                     reader.query(hot, length, null, result);
                     took = System.nanoTime() - s;
                     keysQueried += q.keys[i].length;
+                    if (depths.length < result.count()) {
+                        depths = new int[result.count()];
+                    }
+                    final Histogram[] met = shape[bucket(length)];
+                    met[0].recordValue(result.probes());
+                    met[1].recordValue(result.count());
+                    met[2].recordValue(distinctDepths(result, depths));
                 } catch (final IndexBusyException ex) {
                     busy++;
                     took = System.nanoTime() - s;
@@ -121,11 +147,12 @@ public final class TraceRouter {
             final Histogram e2v = prober.histogram;
             final Json json = new Json()
                 .put("queries", (long) q.n - busy).put("busy", busy).put("keys_queried", keysQueried)
+                .put("busy_router", busyRouter)
                 .put("query_p50_ns", latency.getValueAtPercentile(50))
                 .put("query_p99_ns", latency.getValueAtPercentile(99))
                 .put("query_p999_ns", latency.getValueAtPercentile(99.9))
                 .put("query_max_ns", latency.getMaxValue())
-                .putRaw("query_by_length", byLength(byLength))
+                .putRaw("query_by_length", byLength(byLength, shape))
                 .put("query_lag_max_ms", lagMaxNs / 1_000_000)
                 .put("queries_end_ns", queriesEnd)
                 .put("e2v_samples", e2v.getTotalCount())
@@ -153,6 +180,25 @@ public final class TraceRouter {
         return max;
     }
 
+    /** What {@code query_by_length} says each bucket's answers met, medians: the search's probes, holders, depths. */
+    static final String[] SHAPE = {"probes_p50", "holders_p50", "depths_p50"};
+
+    /** @return how many distinct depths the answer's pods hold. */
+    static int distinctDepths(final PrefixResult result, final int[] scratch) {
+        final int n = result.count();
+        for (int i = 0; i < n; i++) {
+            scratch[i] = result.depth(i);
+        }
+        java.util.Arrays.sort(scratch, 0, n);
+        int distinct = 0;
+        for (int i = 0; i < n; i++) {
+            if (i == 0 || scratch[i] != scratch[i - 1]) {
+                distinct++;
+            }
+        }
+        return distinct;
+    }
+
     private static int bucket(final int blocks) {
         for (int b = 0; b < LENGTH_BUCKETS.length - 1; b++) {
             if (blocks <= LENGTH_BUCKETS[b]) {
@@ -162,16 +208,23 @@ public final class TraceRouter {
         return LENGTH_BUCKETS.length - 1;
     }
 
-    /** @return the per-length latencies, a JSON array of max_blocks, queries, p50_ns, p99_ns (no empty buckets). */
-    private static String byLength(final Histogram[] byLength) {
+    /**
+     * @return the per-length latencies, a JSON array of max_blocks, queries, p50_ns, p99_ns and the medians of
+     * {@link #SHAPE} (no empty buckets).
+     */
+    private static String byLength(final Histogram[] byLength, final Histogram[][] shape) {
         final StringBuilder a = new StringBuilder("[");
         for (int b = 0; b < byLength.length; b++) {
             if (byLength[b].getTotalCount() == 0) {
                 continue;
             }
-            a.append(a.length() > 1 ? "," : "").append(new Json().put("max_blocks", LENGTH_BUCKETS[b])
+            final Json bucket = new Json().put("max_blocks", LENGTH_BUCKETS[b])
                 .put("queries", byLength[b].getTotalCount()).put("p50_ns", byLength[b].getValueAtPercentile(50))
-                .put("p99_ns", byLength[b].getValueAtPercentile(99)));
+                .put("p99_ns", byLength[b].getValueAtPercentile(99));
+            for (int s = 0; s < SHAPE.length; s++) {
+                bucket.put(SHAPE[s], shape[b][s].getValueAtPercentile(50));
+            }
+            a.append(a.length() > 1 ? "," : "").append(bucket);
         }
         return a.append(']').toString();
     }
