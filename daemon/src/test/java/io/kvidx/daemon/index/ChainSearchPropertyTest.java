@@ -26,13 +26,22 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * The reader's prefix queries on chains of every length the index takes (1..8,192 blocks: short chains searched
  * depth first over a whole-chain prefetch, long ones level by level with prefetches that follow the probes) must
  * answer exactly as a naive per-key reference over a plain map of key to holders: {@code query} as the same binary
- * search written plainly, {@code queryExact} as the walk from block 0, both for every pod, with prefetching on and
+ * search written plainly, {@code queryExact} as the walk from block 0, both for every pod, with prefetching on (a
+ * fresh result's bulk loads, and a result whose recent searches were narrow) and
  * off, in direct (64-pod) and general (128-pod) cells, on random holdings: prefixes to a few shared depths (so that
  * blocks gather more than 7 holders and use overflow bitmaps) and to random ones, with holes, dead pods and
  * candidate subsets.
  */
 class ChainSearchPropertyTest {
     private static final int MAX_CHAIN = 8192;
+    /** The primer chain: every pod holds it whole, so a search of it makes 7 probes of the 64 a bulk load brings. */
+    private static final int PRIMER_LENGTH = 64;
+    /** Primer queries that turn a fresh result's recent searches narrow (about 14 at 7 probes in 64). */
+    private static final int PRIMER_QUERIES = 24;
+    private static final int BULK = 0;
+    private static final int NARROW = 1;
+    private static final int NO_PREFETCH = 2;
+    private static final String[] MODES = {"prefetch, bulk", "prefetch, narrow", "no prefetch"};
 
     private Path dir;
 
@@ -112,6 +121,13 @@ class ChainSearchPropertyTest {
                     }
                 }
             }
+            // A chain every pod holds whole (one depth: a search of a handful of probes), to turn a result's recent
+            // searches narrow: the reader then loads only what the next levels may probe (PrefixResult#bulkPays).
+            final long[] primer = new long[PRIMER_LENGTH];
+            for (int i = 0; i < primer.length; i++) {
+                primer[i] = rnd.nextLong();
+            }
+            alive.stream().forEach(slot -> writer.store(slot, primer, 0, primer.length));
             if (rnd.nextInt(4) == 0) {
                 final int down = rnd.nextInt(pods);
                 writer.podDown(down);
@@ -121,9 +137,15 @@ class ChainSearchPropertyTest {
             assertEquals(0, writer.holdersRefused(), "holders refused");
             writer.heartbeat(System.currentTimeMillis());
             final PodSet candidates = rnd.nextBoolean() ? null : randomSet(rnd, pods);
-            for (final boolean prefetch : new boolean[] {true, false}) {
+            for (final int mode : new int[] {BULK, NARROW, NO_PREFETCH}) {
+                final boolean prefetch = mode != NO_PREFETCH;
                 try (IndexReader reader = IndexReader.attach(TestIndexes.reader(cellDir).prefetch(prefetch))) {
                     final PrefixResult result = new PrefixResult();
+                    if (mode == NARROW) {
+                        for (int i = 0; i < PRIMER_QUERIES; i++) {
+                            reader.query(primer, primer.length, null, result);
+                        }
+                    }
                     final int[] expected = new int[maxPods];
                     final BitSet start = (BitSet) alive.clone();
                     if (candidates != null) {
@@ -131,10 +153,10 @@ class ChainSearchPropertyTest {
                     }
                     bisect(keys, length, start, holders, expected);
                     final int max = reader.query(keys, length, candidates, result);
-                    assertAnswer("query (prefetch " + prefetch + ")", expected, max, result, maxPods);
+                    assertAnswer("query (" + MODES[mode] + ")", expected, max, result, maxPods);
                     walk(keys, length, start, holders, expected);
                     final int exactMax = reader.queryExact(keys, length, candidates, result);
-                    assertAnswer("queryExact (prefetch " + prefetch + ")", expected, exactMax, result, maxPods);
+                    assertAnswer("queryExact (" + MODES[mode] + ")", expected, exactMax, result, maxPods);
                 }
             }
         }

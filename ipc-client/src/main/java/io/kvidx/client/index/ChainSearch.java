@@ -14,7 +14,10 @@ import static io.kvidx.client.index.IndexDescriptor.POD_TABLE_VERSION_OFFSET;
  * walk) on the reader's read-only mapping, each step a {@link KeyLookup} under its shard's seqlock. With prefetching
  * on, a chain of up to {@link LevelSearch#WHOLE_CHAIN_PREFETCH} blocks has every key's home entry loaded before the
  * search, so that its cache misses overlap; a longer chain is searched by {@link LevelSearch}, which loads only what
- * its probes will need, a few levels ahead (ADR 0023), and the exact walk loads that many keys ahead of itself.
+ * its probes will need, a few levels ahead (ADR 0023), and the exact walk loads that many keys ahead of itself. When
+ * the querying thread's recent searches probed less than a quarter of what those loads bring in (its
+ * {@link PrefixResult}'s {@link PrefixResult#bulkPays()}: pods holding each prompt to one depth), every chain is
+ * searched level by level with only the top {@link #NARROW_TOP_LEVELS} levels loaded up front.
  *
  * <p><b>Note:</b> thread safe and allocation-free: it only reads the file, and a query writes only the caller's
  * {@link PrefixResult}. The daemon's IndexWriter is the only writer of the file.
@@ -25,6 +28,12 @@ final class ChainSearch {
     private static final VarHandle PLAIN = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
     /** Keys the exact walk of a long chain loads ahead of itself; a chain up to this long is loaded whole. */
     static final int WINDOW = LevelSearch.WHOLE_CHAIN_PREFETCH;
+    /**
+     * Levels of the search tree loaded before the search starts when the querying thread's recent searches probed
+     * few of the lines a bulk load brings in ({@link PrefixResult#bulkPays()}): the first 3 probes after block 0;
+     * the next levels are loaded as the search approaches them.
+     */
+    static final int NARROW_TOP_LEVELS = 2;
 
     private final MemorySegment segment;
     private final int maxChain;
@@ -69,9 +78,15 @@ final class ChainSearch {
         if (length == 0 || (s0 | s1 | s2 | s3) == 0) {
             return 0;
         }
-        if (length > LevelSearch.WHOLE_CHAIN_PREFETCH) {
-            return direct ? levels.searchDirect(keys, length, s0, result)
-                : levels.search(keys, length, s0, s1, s2, s3, result);
+        // Searches that probe many of the lines a bulk load brings in (a prompt's holders at several depths) gain
+        // from loading a short chain whole and a long chain's top 6 levels up front; searches that probe a handful
+        // (every holder at one depth, the trace's shape) only pay for those loads: the thread's recent searches
+        // decide (ADR 0023).
+        final boolean wide = result.bulkPays();
+        if (length > LevelSearch.WHOLE_CHAIN_PREFETCH || prefetch && !wide) {
+            final int top = wide ? LevelSearch.PREFETCH_LEVELS : NARROW_TOP_LEVELS;
+            return direct ? levels.searchDirect(keys, length, s0, top, result)
+                : levels.search(keys, length, s0, s1, s2, s3, top, result);
         }
         if (direct) {
             return queryDirect(keys, length, s0, result);
@@ -128,6 +143,7 @@ final class ChainSearch {
             }
         }
         result.probes(probes);
+        result.searched(probes, length);
         return max;
     }
 
@@ -331,6 +347,7 @@ final class ChainSearch {
             }
         }
         result.probes(probes);
+        result.searched(probes, length);
         return max;
     }
 

@@ -5,17 +5,20 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 
 /**
- * The binary search of a {@link ChainSearch} over a long chain (more than {@link #WHOLE_CHAIN_PREFETCH} blocks), one
- * level of the search tree at a time, with loads that follow the probes the search makes rather than the chain's
- * length (ADR 0023).
+ * The binary search of a {@link ChainSearch} over a long chain (more than {@link #WHOLE_CHAIN_PREFETCH} blocks), or
+ * over any chain when the querying thread's recent searches probed few of the lines a bulk load brings in
+ * ({@link PrefixResult#bulkPays()}), one level of the search tree at a time, with loads that follow the probes the
+ * search makes rather than the chain's length (ADR 0023).
  *
  * <p>The search probes the same keys as the depth-first search of short chains, and so gives the same answers: block
  * 0, then the middle key of [1, N]; the pods that hold it go on in the upper half, the others in the lower half; a
  * range of width 0 is a depth. Only the order differs: all ranges of one level are probed before the next level's,
  * so that the next level's keys are known a whole level in advance. With prefetching on:
  * <ol>
- *   <li>before the search, block 0's home entry and those of the top {@link #PREFETCH_LEVELS} levels of the tree
- *   (63 keys: every pod's first probes, whatever its depth) are loaded in one tight loop, so their misses overlap;</li>
+ *   <li>before the search, block 0's home entry and those of the top levels of the tree are loaded in one tight
+ *   loop, so their misses overlap: {@link #PREFETCH_LEVELS} levels (63 keys: every pod's first probes, whatever its
+ *   depth) when recent searches probed many of them, {@link ChainSearch#NARROW_TOP_LEVELS} when they made a handful
+ *   of probes (every holder at one depth);</li>
  *   <li>before each level is probed, the home entries its ranges' descendants {@link #LOOKAHEAD} levels down may
  *   probe are loaded, again in one tight loop: by the time the search gets there they are in cache;</li>
  *   <li>and the overflow bitmaps of the next level's keys (whose home lines are in by then): a block held by more
@@ -67,9 +70,9 @@ final class LevelSearch {
      * @return the deepest depth.
      */
     int search(final long[] keys, final int length, final long a0, final long a1, final long a2, final long a3,
-        final PrefixResult result) {
+        final int top, final PrefixResult result) {
         if (prefetch) {
-            result.sink = prefetchTop(keys, length, result);
+            result.sink = prefetchTop(keys, length, top, result);
         }
         final long[] words = result.words;
         entries.lookup(keys[0], words);
@@ -96,7 +99,7 @@ final class LevelSearch {
         long sink = 0;
         while (ranges > 0) {
             if (prefetch) {
-                if (depth + LOOKAHEAD >= PREFETCH_LEVELS) {
+                if (depth + LOOKAHEAD >= top) {
                     sink += prefetchBelow(keys, level, ranges, FRAME, result);
                 }
                 sink += touchChildrenPods(keys, level, ranges);
@@ -141,6 +144,7 @@ final class LevelSearch {
         }
         result.sink += sink;
         result.probes(probes);
+        result.searched(probes, length);
         return max;
     }
 
@@ -150,9 +154,10 @@ final class LevelSearch {
      *
      * @return the deepest depth.
      */
-    int searchDirect(final long[] keys, final int length, final long alive, final PrefixResult result) {
+    int searchDirect(final long[] keys, final int length, final long alive, final int top,
+        final PrefixResult result) {
         if (prefetch) {
-            result.sink = prefetchTop(keys, length, result);
+            result.sink = prefetchTop(keys, length, top, result);
         }
         final long s = alive & probe(keys[0]);
         int probes = 1;
@@ -170,7 +175,7 @@ final class LevelSearch {
         int max = 0;
         long sink = 0;
         while (ranges > 0) {
-            if (prefetch && depth + LOOKAHEAD >= PREFETCH_LEVELS) {
+            if (prefetch && depth + LOOKAHEAD >= top) {
                 sink += prefetchBelow(keys, level, ranges, DIRECT_FRAME, result);
             }
             int n = 0;
@@ -208,6 +213,7 @@ final class LevelSearch {
         }
         result.sink += sink;
         result.probes(probes);
+        result.searched(probes, length);
         return max;
     }
 
@@ -259,14 +265,14 @@ final class LevelSearch {
     }
 
     /**
-     * Loads block 0's home entry and those of the top {@link #PREFETCH_LEVELS} levels of the search tree over
-     * [1, length], in two passes: offsets first, then a loop of a few instructions per load, so that many misses
-     * are in flight at once.
+     * Loads block 0's home entry and those of the top {@code top} levels (1 to {@link #PREFETCH_LEVELS}) of the search
+     * tree over [1, length], in two passes: offsets first, then a loop of a few instructions per load, so that many
+     * misses are in flight at once.
      */
-    private long prefetchTop(final long[] keys, final int length, final PrefixResult result) {
+    private long prefetchTop(final long[] keys, final int length, final int top, final PrefixResult result) {
         final long[] offsets = result.offsets(WHOLE_CHAIN_PREFETCH);
         offsets[0] = entries.homeOffset(IndexDescriptor.storedKey(keys[0]));
-        final int n = below(keys, 1, length, 0, PREFETCH_LEVELS - 1, offsets, 1);
+        final int n = below(keys, 1, length, 0, top - 1, offsets, 1);
         return load(offsets, n);
     }
 

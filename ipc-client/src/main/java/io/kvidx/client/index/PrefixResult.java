@@ -12,6 +12,8 @@ package io.kvidx.client.index;
 public final class PrefixResult {
     static final int FRAME = 6;
     static final int MAX_FRAMES = 64;
+    /** Lines a search loads up front when it loads in bulk: a whole chain of up to 64 blocks, or 64 keys' worth. */
+    static final int BULK_LINES = 64;
 
     final long[] stack = new long[FRAME * MAX_FRAMES];
     /** The ranges of one level of a long chain's search ({@link LevelSearch}): at most one per pod. */
@@ -30,6 +32,15 @@ public final class PrefixResult {
     private int count;
     private int chainLength;
     private int probes;
+    /**
+     * The share of the lines loaded up front that the recent searches made with this result probed, in 1/256ths,
+     * averaged over about the last 8 (each search weighs 1/8): probes over the 64 lines a search loads before it
+     * starts when it loads ahead in bulk (a chain of up to 64 blocks whole, block 0 and 6 tree levels of a longer
+     * one). Starts at 256, as if every line were probed. It chooses how far ahead the next search loads
+     * ({@link ChainSearch}): pods that hold a prompt to several depths make the search probe many of those lines,
+     * pods that hold it to one depth (a shared system prompt, the Mooncake trace's shape) a handful.
+     */
+    private int probedShare = 256;
 
     void reset(final int chainLength) {
         for (int i = 0; i < count; i++) {
@@ -38,6 +49,22 @@ public final class PrefixResult {
         count = 0;
         probes = 0;
         this.chainLength = chainLength;
+    }
+
+    /**
+     * Records the search just made.
+     *
+     * @param probes keys it probed.
+     * @param length the chain's length.
+     */
+    void searched(final int probes, final int length) {
+        final int share = Math.min(256, (probes << 8) / Math.max(1, Math.min(length, BULK_LINES)));
+        probedShare += (share - probedShare) >> 3;
+    }
+
+    /** @return true when the recent searches probed at least a quarter of what a bulk load brings in up front. */
+    boolean bulkPays() {
+        return probedShare >= 64;
     }
 
     long[] offsets(final int length) {
