@@ -155,30 +155,22 @@ class AgentPinningTest {
 
     /** Cpus_allowed_list of each thread of this process whose name starts with the prefix. */
     private static Map<String, BitSet> masksByPrefix(final String prefix) {
+        return masksWhere(name -> name.startsWith(prefix));
+    }
+
+    /** Cpus_allowed_list of each named thread of this process, as the kernel reports it. */
+    private static Map<String, BitSet> masks(final java.util.Collection<String> names) {
+        return masksWhere(names::contains);
+    }
+
+    private static Map<String, BitSet> masksWhere(final java.util.function.Predicate<String> wanted) {
         final Map<String, BitSet> masks = new HashMap<>();
         try (Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
             for (final Path task : tasks.toList()) {
                 final String name = field(task, "Name:");
-                final String list = name != null && name.startsWith(prefix) ? field(task, "Cpus_allowed_list:")
-                    : null;
+                final String list = name != null && wanted.test(name) ? field(task, "Cpus_allowed_list:") : null;
                 if (list != null) {
                     masks.put(name, parseList(list));
-                }
-            }
-        } catch (final IOException ex) {
-            throw new IllegalStateException(ex);
-        }
-        return masks;
-    }
-
-    /** Cpus_allowed_list of each named thread of this process, as the kernel reports it. */
-    private static Map<String, BitSet> masks(final Iterable<String> names) {
-        final Map<String, BitSet> masks = new HashMap<>();
-        try {
-            for (final Map.Entry<String, Integer> t : tids(names).entrySet()) {
-                final String list = field(Path.of("/proc/self/task/" + t.getValue()), "Cpus_allowed_list:");
-                if (list != null) {
-                    masks.put(t.getKey(), parseList(list));
                 }
             }
         } catch (final IOException ex) {

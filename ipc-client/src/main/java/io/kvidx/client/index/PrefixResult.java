@@ -12,8 +12,6 @@ package io.kvidx.client.index;
 public final class PrefixResult {
     static final int FRAME = 6;
     static final int MAX_FRAMES = 64;
-    /** Lines a search loads up front when it loads in bulk: a whole chain of up to 64 blocks, or 64 keys' worth. */
-    static final int BULK_LINES = 64;
 
     final long[] stack = new long[FRAME * MAX_FRAMES];
     /** The ranges of one level of a long chain's search ({@link LevelSearch}): at most one per pod. */
@@ -58,7 +56,8 @@ public final class PrefixResult {
      * @param length the chain's length.
      */
     void searched(final int probes, final int length) {
-        final int share = Math.min(256, (probes << 8) / Math.max(1, Math.min(length, BULK_LINES)));
+        final int bulk = Math.max(1, Math.min(length, LevelSearch.WHOLE_CHAIN_PREFETCH));
+        final int share = Math.min(256, (probes << 8) / bulk);
         probedShare += (share - probedShare) >> 3;
     }
 
