@@ -20,10 +20,17 @@ public final class BenchOptions {
     /** Default churn window, chains held at once by the churn driver. */
     public static final int CHURN_WINDOW_DEFAULT = 2_048;
 
+    /** {@code --workload}: chains and holdings generated (workload B's shape by default). */
+    public static final String SYNTHETIC = "synthetic";
+    /** {@code --workload}: chains and holdings from the Mooncake conversation trace ({@link TraceWorkload}). */
+    public static final String TRACE = "trace";
+
+    @Option(names = "--workload")
+    private String workload = SYNTHETIC;
     @Option(names = "--pods")
-    private int pods = Workload.PODS_DEFAULT;
+    private Integer pods;
     @Option(names = "--chain")
-    private int chain = Workload.CHAIN_DEFAULT;
+    private Integer chain;
     @Option(names = "--holders")
     private double holders = Workload.HOLDERS_DEFAULT;
     @Option(names = "--blocks")
@@ -54,6 +61,9 @@ public final class BenchOptions {
      */
     public static BenchOptions parse(final String[] args) {
         final BenchOptions o = parseInto(new BenchOptions(), args);
+        if (!SYNTHETIC.equals(o.workload) && !TRACE.equals(o.workload)) {
+            throw new IllegalArgumentException("--workload must be " + SYNTHETIC + " or " + TRACE + ": " + o.workload);
+        }
         if (o.warmupMs < 0 || o.measureMs < 1 || o.rounds < 1 || o.churnWindow < 1 || o.writerRate < 0) {
             throw new IllegalArgumentException("warmup >= 0, measure >= 1 ms, rounds >= 1, churn window >= 1 and"
                 + " writer rate >= 0 are required");
@@ -96,7 +106,10 @@ public final class BenchOptions {
                    kvidx bench http-auth [--pairs N] [--seconds S]   what a bearer token adds to POST /query,
                                                           A/B rounds against two daemons (-h: options)
                    kvidx bench <JMH args>                 JMH (e.g. IndexQueryBenchmark -prof gc; -h for help)
-            options: --pods P (64) --chain N (32; up to 8192) --holders H (2.0: mean pods holding a prefix of each
+            options: --workload synthetic|trace (synthetic: generated chains of --chain blocks; trace: the Mooncake
+                       conversation trace's prompts, cut at --chain (default 8192) blocks, asked of --pods (default
+                       128) LRU engines after serving the trace's first 7/8; --holders and --blocks do not apply)
+                     --pods P (64) --chain N (32; up to 8192) --holders H (2.0: mean pods holding a prefix of each
                        chain, each to its own depth; 16 with --pods 128 is a fleet serving long prompts)
                      --blocks B (1048576) --seed S --warmup-ms (1500)
                      --measure-ms (3000, per store) --rounds (3) --churn-window CHAINS (2048)
@@ -110,17 +123,51 @@ public final class BenchOptions {
     }
 
     /**
-     * @return pods.
+     * @return true for the Mooncake trace's workload, false for the generated one.
      */
-    public int pods() {
-        return pods;
+    public boolean traceWorkload() {
+        return TRACE.equals(workload);
     }
 
     /**
-     * @return chain length.
+     * Builds the workload the options name: generated ({@link Workload#generate}) or the trace's
+     * ({@link TraceWorkload}).
+     *
+     * @return the workload.
+     * @throws java.io.UncheckedIOException when the trace cannot be read.
+     */
+    public Workload buildWorkload() {
+        if (!traceWorkload()) {
+            return Workload.generate(pods(), chain(), blocks, seed, holders);
+        }
+        try {
+            return TraceWorkload.loadDefault(pods(), chain(), seed == Workload.SEED_DEFAULT
+                ? TraceWorkload.SEED_DEFAULT : seed);
+        } catch (final java.io.IOException ex) {
+            throw new java.io.UncheckedIOException(ex);
+        }
+    }
+
+    /**
+     * @return pods (default 64, or the trace bench's 128 for the trace workload).
+     */
+    public int pods() {
+        return pods != null ? pods : traceWorkload() ? io.kvidx.bench.trace.TraceBench.PODS_DEFAULT
+            : Workload.PODS_DEFAULT;
+    }
+
+    /**
+     * @return chain length (default 32), or the trace workload's longest prompt (default the index's 8,192).
      */
     public int chain() {
-        return chain;
+        return chain != null ? chain : traceWorkload() ? Workload.MAX_CHAIN : Workload.CHAIN_DEFAULT;
+    }
+
+    /**
+     * @return the chain length the writer churn uses: {@link #chain()}, or 32 blocks on the trace workload.
+     */
+    public int churnChain() {
+        return traceWorkload() ? Workload.CHAIN_DEFAULT : chain();
     }
 
     /**

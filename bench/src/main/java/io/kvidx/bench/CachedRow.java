@@ -32,8 +32,8 @@ final class CachedRow implements QueryStore {
     }
 
     @Override
-    public int query(final long[] chain) {
-        return store.query(chain);
+    public int query(final long[] keys, final int length) {
+        return store.query(keys, length);
     }
 
     @Override

@@ -147,18 +147,17 @@ public final class ChronicleStore implements QueryStore {
     }
 
     @Override
-    public int query(final long[] chain) {
+    public int query(final long[] keys, final int length) {
         result.reset();
-        if (chain.length == 0) {
+        if (length == 0) {
             return 0;
         }
-        return narrow != null ? queryNarrow(chain) : queryWide(chain);
+        return narrow != null ? queryNarrow(keys, length) : queryWide(keys, length);
     }
 
     /** kvidx's direct-cell search: one pods word per frame. */
-    private int queryNarrow(final long[] chain) {
+    private int queryNarrow(final long[] chain, final int length) {
         final DepthResult r = result;
-        final int length = chain.length;
         final long first = all[0] & lookupNarrow(chain[0]);
         if (first == 0) {
             return 0;
@@ -201,9 +200,8 @@ public final class ChronicleStore implements QueryStore {
     }
 
     /** kvidx's general-cell search: four pods words per frame. */
-    private int queryWide(final long[] chain) {
+    private int queryWide(final long[] chain, final int length) {
         final DepthResult r = result;
-        final int length = chain.length;
         final long[] s = stack;
         final long[] w = words;
         lookupWide(chain[0], w);

@@ -88,12 +88,11 @@ public final class FloorStore implements QueryStore {
     }
 
     @Override
-    public int query(final long[] chain) {
+    public int query(final long[] chain, final int n) {
         final MemorySegment s = segment;
         if (mode == Mode.ONE_LINE) {
-            return (int) (long) PLAIN.get(s, home(chain[chain.length - 1])) & 1;
+            return (int) (long) PLAIN.get(s, home(chain[n - 1])) & 1;
         }
-        final int n = chain.length;
         final long[] o = offsets;
         for (int i = 0; i < n; i++) {
             o[i] = home(chain[i]);

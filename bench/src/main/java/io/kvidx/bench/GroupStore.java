@@ -193,12 +193,11 @@ public final class GroupStore implements QueryStore {
     }
 
     @Override
-    public int query(final long[] chain) {
+    public int query(final long[] chain, final int n) {
         for (int i = 0; i < count; i++) {
             depthBySlot[slots[i]] = 0;
         }
         count = 0;
-        final int n = chain.length;
         final int groupCount = n / GROUP;
         final long[] go = groupOffsets;
         for (int g = 0; g < groupCount; g++) {

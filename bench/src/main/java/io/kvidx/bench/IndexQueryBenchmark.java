@@ -33,8 +33,12 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Run (p50/p99 from SampleTime, B/op from the GC profiler):
  * <pre>./kvidx bench IndexQueryBenchmark -p store=kvidx -prof gc</pre>
- * Pods holding prefixes of a chain to many different depths, as 128 pods do on real prompts, out of cache:
+ * Pods holding prefixes of a chain to many different depths (a synthetic shape busier than real prompts), out of
+ * cache:
  * <pre>./kvidx bench IndexQueryBenchmark -p store=kvidx -p pods=128 -p holders=16 -p blocks=4194304 -p chain=750</pre>
+ * The Mooncake trace's own prompts and holdings ({@link TraceWorkload}; {@code chain} is then the longest prompt kept,
+ * {@code holders} and {@code blocks} do not apply):
+ * <pre>./kvidx bench IndexQueryBenchmark -p store=kvidx -p workload=trace -p pods=128 -p chain=8192</pre>
  */
 @State(Scope.Benchmark)
 @BenchmarkMode({Mode.SampleTime, Mode.AverageTime})
@@ -49,6 +53,12 @@ public class IndexQueryBenchmark {
     /** Which store answers; {@code -p store=kvidx,kvidx_noprefetch} compares the reader's prefetch on and off. */
     @Param({"kvidx", "kvidx_exact", "naive", "naive_per_pod_scan", "chronicle"})
     public String store;
+    /**
+     * {@code synthetic} ({@link Workload#generate}) or {@code trace} (the Mooncake trace's prompts and holdings,
+     * {@link TraceWorkload}).
+     */
+    @Param({BenchOptions.SYNTHETIC})
+    public String workload;
     /** Pods. */
     @Param({"64"})
     public int pods;
@@ -65,47 +75,58 @@ public class IndexQueryBenchmark {
     @Param({"1048576"})
     public long blocks;
 
-    private Workload workload;
+    private Workload w;
     private QueryStore queryStore;
     private QueryStore closeLater;
     private int[] order;
     private int mask;
     private int cursor;
     private long[] keys;
+    private int length;
 
     /**
      * Generates the workload and loads the store (the naive map is loaded for every store, as the reference).
      */
     @Setup(Level.Trial)
     public void setUp() {
-        workload = Workload.generate(pods, chain, blocks, Workload.SEED_DEFAULT, holders);
-        order = workload.queryOrder();
+        switch (workload) {
+            case BenchOptions.SYNTHETIC -> w = Workload.generate(pods, chain, blocks, Workload.SEED_DEFAULT, holders);
+            case BenchOptions.TRACE -> {
+                try {
+                    w = TraceWorkload.loadDefault(pods, chain, TraceWorkload.SEED_DEFAULT);
+                } catch (final java.io.IOException ex) {
+                    throw new java.io.UncheckedIOException(ex);
+                }
+            }
+            default -> throw new IllegalArgumentException("workload must be synthetic or trace: " + workload);
+        }
+        order = w.queryOrder();
         mask = order.length - 1;
-        final NaiveStore naive = NaiveStore.load(workload);
+        final NaiveStore naive = NaiveStore.load(w);
         switch (store) {
             case "naive" -> queryStore = naive;
             case "naive_per_pod_scan" -> {
                 closeLater = naive;
                 queryStore = naive.perPodScanView();
             }
-            case "kvidx" -> queryStore = KvidxStore.load(workload, 0);
+            case "kvidx" -> queryStore = KvidxStore.load(w, 0);
             case "kvidx_exact" -> {
-                final KvidxStore kvidx = KvidxStore.load(workload, 0);
+                final KvidxStore kvidx = KvidxStore.load(w, 0);
                 closeLater = kvidx;
                 queryStore = kvidx.exactView();
             }
             case "kvidx_noprefetch" -> {
-                final KvidxStore kvidx = KvidxStore.load(workload, 0);
+                final KvidxStore kvidx = KvidxStore.load(w, 0);
                 closeLater = kvidx;
                 queryStore = kvidx.noPrefetchView();
             }
             case "chronicle" -> queryStore = ChronicleStore.load(naive, pods);
             default -> throw new IllegalArgumentException("unknown store " + store);
         }
-        Verifier.check(workload, naive, queryStore, 2_000);
+        Verifier.check(w, naive, queryStore, 2_000);
         final long indexBytes = queryStore.footprintBytes();
-        System.out.printf("%nchain %d blocks, %d pods, %.1f holders per chain, %d blocks indexed, %s: %s%n", chain,
-            pods, holders, workload.blocks(), store, queryStore instanceof KvidxStore
+        System.out.printf("%n%s, %d pods, %.1f holders per chain, %d blocks indexed, %s: %s%n", w.chains(),
+            pods, w.meanHolders(), w.blocks(), store, queryStore instanceof KvidxStore
                 ? CacheFit.describe(indexBytes) : "footprint " + (indexBytes >> 20) + " MiB");
         if (queryStore != naive && closeLater != naive) {
             naive.close();
@@ -130,9 +151,11 @@ public class IndexQueryBenchmark {
     @Setup(Level.Invocation)
     public void nextKeys() {
         if (keys == null) {
-            keys = new long[chain];
+            keys = new long[w.chainLength()];
         }
-        System.arraycopy(workload.chain(order[cursor]), 0, keys, 0, chain);
+        final long[] next = w.chain(order[cursor]);
+        length = next.length;
+        System.arraycopy(next, 0, keys, 0, length);
         cursor = (cursor + 1) & mask;
     }
 
@@ -141,6 +164,6 @@ public class IndexQueryBenchmark {
      */
     @Benchmark
     public int query() {
-        return queryStore.query(keys);
+        return queryStore.query(keys, length);
     }
 }

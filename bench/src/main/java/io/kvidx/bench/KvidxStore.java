@@ -220,10 +220,10 @@ public final class KvidxStore implements QueryStore {
 
 
     @Override
-    public int query(final long[] chain) {
+    public int query(final long[] keys, final int length) {
         return exact
-            ? reader.queryExact(chain, chain.length, null, result)
-            : reader.query(chain, chain.length, null, result);
+            ? reader.queryExact(keys, length, null, result)
+            : reader.query(keys, length, null, result);
     }
 
     @Override

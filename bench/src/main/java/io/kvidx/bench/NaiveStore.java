@@ -106,23 +106,22 @@ public final class NaiveStore implements QueryStore {
     }
 
     @Override
-    public int query(final long[] chain) {
-        return perPodScan ? scanPerPod(chain) : onePass(chain);
+    public int query(final long[] keys, final int length) {
+        return perPodScan ? scanPerPod(keys, length) : onePass(keys, length);
     }
 
     /**
      * One pass over the chain: the pods that survive block i-1 and lack block i hold i blocks. Written per width
      * (one word, four words), as anyone tuning it a little would.
      */
-    private int onePass(final long[] chain) {
+    private int onePass(final long[] chain, final int n) {
         result.reset();
-        return words == 1 ? onePass1(chain) : onePass4(chain);
+        return words == 1 ? onePass1(chain, n) : onePass4(chain, n);
     }
 
-    private int onePass1(final long[] chain) {
+    private int onePass1(final long[] chain, final int n) {
         final ConcurrentHashMap<Long, long[]> m = map;
         final DepthResult r = result;
-        final int n = chain.length;
         long s = all[0];
         int max = 0;
         for (int i = 0; i < n; i++) {
@@ -144,10 +143,9 @@ public final class NaiveStore implements QueryStore {
         return max;
     }
 
-    private int onePass4(final long[] chain) {
+    private int onePass4(final long[] chain, final int n) {
         final ConcurrentHashMap<Long, long[]> m = map;
         final DepthResult r = result;
-        final int n = chain.length;
         long s0 = all[0];
         long s1 = all[1];
         long s2 = all[2];
@@ -181,10 +179,9 @@ public final class NaiveStore implements QueryStore {
     /**
      * The N x P scan: for each pod, walk the chain from block 0 until it misses.
      */
-    private int scanPerPod(final long[] chain) {
+    private int scanPerPod(final long[] chain, final int n) {
         final ConcurrentHashMap<Long, long[]> m = map;
         final int[] depths = depthByPod;
-        final int n = chain.length;
         int max = 0;
         for (int p = 0; p < pods; p++) {
             final int word = p >>> 6;

@@ -37,13 +37,18 @@ public final class QueryBench {
      */
     public static Json run(final BenchOptions o, final PrintStream out) {
         final long t0 = System.nanoTime();
-        out.printf("kvidx bench query: pods=%d chain=%d holders=%.1f blocks=%d seed=%d, %d CPUs, java %s%n", o.pods(),
-            o.chain(), o.holders(), o.blocks(), o.seed(), Runtime.getRuntime().availableProcessors(),
-            Runtime.version());
-        final Workload w = Workload.generate(o.pods(), o.chain(), o.blocks(), o.seed(), o.holders());
+        if (o.traceWorkload() && o.experiments()) {
+            throw new IllegalArgumentException("--experiments needs the synthetic workload (its group layout and"
+                + " cached rows assume chains of one length)");
+        }
+        out.printf("kvidx bench query: %s workload, pods=%d chain=%d%s seed=%d, %d CPUs, java %s%n",
+            o.traceWorkload() ? "Mooncake trace" : "synthetic", o.pods(), o.chain(), o.traceWorkload() ? " at most"
+                : String.format(" holders=%.1f blocks=%d", o.holders(), o.blocks()), o.seed(),
+            Runtime.getRuntime().availableProcessors(), Runtime.version());
+        final Workload w = o.buildWorkload();
         out.printf("workload: %d chains, %d distinct blocks, %d pod-blocks, %d holdings (%.1f s)%n", w.chainCount(),
             w.blocks(), w.podBlocks(), w.holdings(), (System.nanoTime() - t0) / 1e9);
-        final long spare = ChurnDriver.spareBlocks(o.churnWindow(), o.chain());
+        final long spare = ChurnDriver.spareBlocks(o.churnWindow(), o.churnChain());
         // With more than 64 pods the fleet's own cell is already the general layout: no second cell.
         final boolean twoCells = w.pods() <= IndexDescriptor.DIRECT_MAX_PODS;
         final int narrowCell = Math.max(w.pods(), IndexDescriptor.DIRECT_MAX_PODS);
@@ -64,8 +69,7 @@ public final class QueryBench {
                     + " %.1f MiB file, chronicle %.1f MiB file (256-pod cell)", mib(naive256.footprintBytes()),
                     mib(kvidx256.footprintBytes()), mib(chronicle256.footprintBytes())) : "",
                 (System.nanoTime() - t0) / 1e9);
-            out.printf("every figure below: chain %d blocks, kvidx %s%n", w.chainLength(),
-                CacheFit.describe(kvidx.footprintBytes()));
+            out.printf("every figure below: %s; kvidx %s%n", w.chains(), CacheFit.describe(kvidx.footprintBytes()));
             for (final QueryStore s : List.of(kvidx, exact, chronicle, perPod)) {
                 Verifier.check(w, naive, s, VERIFY_QUERIES);
             }
@@ -135,8 +139,11 @@ public final class QueryBench {
             }
             final List<Histogram> histograms = new ArrayList<>();
             final long[][] alloc = new long[stores.size()][1];
+            // On the trace's prompts, each store's latency by prompt length too.
+            final Histogram[][] byLength = new Histogram[stores.size()][];
             for (int i = 0; i < stores.size(); i++) {
                 histograms.add(QueryHarness.newHistogram());
+                byLength[i] = o.traceWorkload() ? LengthBuckets.newHistograms() : null;
             }
             final long roundMs = Math.max(1, o.measureMs() / o.rounds());
             for (int r = 0; r < o.rounds(); r++) {
@@ -145,7 +152,7 @@ public final class QueryBench {
                     if (s instanceof CachedRow) {
                         cachedCursor = cachedHarness.measure(s, cachedCursor, roundMs, histograms.get(i), alloc[i]);
                     } else {
-                        cursor = harness.measure(s, cursor, roundMs, histograms.get(i), alloc[i]);
+                        cursor = harness.measure(s, cursor, roundMs, histograms.get(i), alloc[i], byLength[i]);
                     }
                 }
             }
@@ -175,6 +182,11 @@ public final class QueryBench {
             }
             out.println("(x naive: the naive row of the same cell over this row; naive is one pass over the chain,"
                 + " naive_per_pod_scan walks the chain once per pod)");
+            if (o.traceWorkload()) {
+                for (final QueryStore s : List.of(kvidx, naive, chronicle)) {
+                    out.printf("%s by prompt length:%n%s", s.name(), LengthBuckets.table(byLength[stores.indexOf(s)]));
+                }
+            }
             out.println();
             out.printf("memory (%d-pod cell): kvidx %.1f B/block (file %d B), chronicle %.1f B/block (file %d B,"
                 + " off-heap used %d B), naive ~%.1f B/block heap%n", narrowCell, perBlock(kvidx.footprintBytes(), w),
@@ -190,9 +202,9 @@ public final class QueryBench {
                 + " already held; growing index); churn %.2f M stores/s + %.2f M removes/s%n",
                 kvidx.loadStoresPerSecond() / 1e6, kvidx.loadStores(), w.podBlocks(), churn.storesPerS / 1e6,
                 churn.removesPerS / 1e6);
-            out.printf("floor: one cold line p50 %d / p99 %d ns; the chain's %d home lines p50 %d / p99 %d ns; kvidx"
+            out.printf("floor: one cold line p50 %d / p99 %d ns; the chain's home lines p50 %d / p99 %d ns; kvidx"
                 + " spends %d ns (p50) beyond its loads%n", stats.get(oneLine).p50Ns(), stats.get(oneLine).p99Ns(),
-                w.chainLength(), stats.get(chainLines).p50Ns(), stats.get(chainLines).p99Ns(),
+                stats.get(chainLines).p50Ns(), stats.get(chainLines).p99Ns(),
                 stats.get(0).p50Ns() - stats.get(chainLines).p50Ns());
             final LatencyStats floor = stats.get(chainLines);
             final LatencyStats kvidxStats = stats.get(stores.indexOf(kvidx));
@@ -219,6 +231,9 @@ public final class QueryBench {
                 final boolean wide = s.name().contains(CELL256);
                 final QueryStore store = stores.get(i);
                 final Json j = statsJson(s, store instanceof CachedRow ? null : wide ? naive256Stats : naiveStats);
+                if (byLength[i] != null) {
+                    j.putRaw("query_by_length", LengthBuckets.json(byLength[i], null));
+                }
                 if (store == kvidx) {
                     j.put("load_stores_per_s", kvidx.loadStoresPerSecond())
                         .put("load_stores", kvidx.loadStores())
@@ -242,7 +257,8 @@ public final class QueryBench {
                 }
                 json.put(s.name(), j);
             }
-            json.put("workload", new Json().put("pods", w.pods()).put("chain", w.chainLength())
+            json.put("workload", new Json().put("kind", o.traceWorkload() ? BenchOptions.TRACE : BenchOptions.SYNTHETIC)
+                .put("chains_queried", w.chains()).put("pods", w.pods()).put("chain", w.chainLength())
                 .put("holders", w.meanHolders()).put("blocks", w.blocks())
                 .put("out_of_cache", CacheFit.outOfCache(kvidx.footprintBytes())).put("pod_blocks", w.podBlocks())
                 .put("chains", w.chainCount())
@@ -276,7 +292,7 @@ public final class QueryBench {
         final int n = Math.min(10_000, order.length);
         long probes = 0;
         for (int i = 0; i < n; i++) {
-            kvidx.query(w.chain(order[i]));
+            kvidx.query(w.chain(order[i]), w.chain(order[i]).length);
             probes += kvidx.lastProbes();
         }
         return (double) probes / n;
@@ -291,7 +307,7 @@ public final class QueryBench {
      * thread for a while; the rates count what the writer reports it did.
      */
     static ChurnRate churn(final KvidxStore kvidx, final BenchOptions o, final long millis) {
-        final ChurnDriver churn = new ChurnDriver(kvidx.writer(), Math.min(o.pods(), 64), o.chain(),
+        final ChurnDriver churn = new ChurnDriver(kvidx.writer(), Math.min(o.pods(), 64), o.churnChain(),
             o.churnWindow(), o.seed() ^ 0x5DEECE66DL);
         final long warmEnd = System.nanoTime() + millis / 2 * 1_000_000L;
         while (System.nanoTime() < warmEnd) {

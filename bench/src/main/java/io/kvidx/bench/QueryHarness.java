@@ -75,8 +75,9 @@ public final class QueryHarness {
         long s = 0;
         while (System.nanoTime() < end) {
             for (int j = 0; j < 256; j++) {
-                System.arraycopy(workload.chain(order[i]), 0, keys, 0, keys.length);
-                s += store.query(keys);
+                final long[] chain = workload.chain(order[i]);
+                System.arraycopy(chain, 0, keys, 0, chain.length);
+                s += store.query(keys, chain.length);
                 i = (i + 1) & mask;
             }
         }
@@ -96,6 +97,22 @@ public final class QueryHarness {
      */
     public int measure(final QueryStore store, final int cursor, final long millis, final Histogram histogram,
         final long[] alloc) {
+        return measure(store, cursor, millis, histogram, alloc, null);
+    }
+
+    /**
+     * Times queries for a while, recording each latency, and also by the chain's {@link LengthBuckets} bucket.
+     *
+     * @param store     the store.
+     * @param cursor    position in the query order to start at.
+     * @param millis    how long.
+     * @param histogram receives the latencies in ns.
+     * @param alloc     alloc[0] is increased by the bytes allocated by this thread meanwhile.
+     * @param byLength  one histogram per length bucket, also receiving each latency; null for none.
+     * @return the next cursor.
+     */
+    public int measure(final QueryStore store, final int cursor, final long millis, final Histogram histogram,
+        final long[] alloc, final Histogram[] byLength) {
         final int mask = order.length - 1;
         final long deadline = System.nanoTime() + millis * 1_000_000L;
         int i = cursor;
@@ -103,11 +120,17 @@ public final class QueryHarness {
         final long allocBefore = THREADS.getCurrentThreadAllocatedBytes();
         long now = System.nanoTime();
         while (now < deadline) {
-            System.arraycopy(workload.chain(order[i]), 0, keys, 0, keys.length);
+            final long[] chain = workload.chain(order[i]);
+            final int length = chain.length;
+            System.arraycopy(chain, 0, keys, 0, length);
             final long t0 = System.nanoTime();
-            s += store.query(keys);
+            s += store.query(keys, length);
             now = System.nanoTime();
-            histogram.recordValue(Math.min(HIGHEST_NS, now - t0));
+            final long took = Math.min(HIGHEST_NS, now - t0);
+            histogram.recordValue(took);
+            if (byLength != null) {
+                byLength[LengthBuckets.of(length)].recordValue(took);
+            }
             i = (i + 1) & mask;
         }
         alloc[0] += THREADS.getCurrentThreadAllocatedBytes() - allocBefore;

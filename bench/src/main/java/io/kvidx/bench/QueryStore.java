@@ -13,12 +13,13 @@ public interface QueryStore extends AutoCloseable {
     String name();
 
     /**
-     * Answers the prefix query for a whole chain, overwriting this store's result buffer.
+     * Answers the prefix query for a chain, overwriting this store's result buffer.
      *
-     * @param chain block keys; the whole array is the chain.
+     * @param keys   block keys; the chain is {@code keys[0..length)}.
+     * @param length blocks in the chain, at most {@code keys.length}.
      * @return the deepest depth over all pods.
      */
-    int query(long[] chain);
+    int query(long[] keys, int length);
 
     /**
      * @param pod pod index in [0, pods).

@@ -20,8 +20,8 @@ final class Verifier {
         final int n = Math.min(queries, order.length);
         for (int i = 0; i < n; i++) {
             final long[] chain = workload.chain(order[i]);
-            final int expectedMax = reference.query(chain);
-            final int max = store.query(chain);
+            final int expectedMax = reference.query(chain, chain.length);
+            final int max = store.query(chain, chain.length);
             if (max != expectedMax) {
                 throw new IllegalStateException(store.name() + " answers max depth " + max + " for query " + i
                     + ", reference " + reference.name() + " answers " + expectedMax);

@@ -56,10 +56,12 @@ public final class Workload {
     private final long blocks;
     private final long podBlocks;
     private final double meanHolders;
+    private final String chainsDescription;
 
     private Workload(final int pods, final int chainLength, final long seed, final long[][] chains,
         final int[] holderStart, final byte[] holderPod, final short[] holderDepth, final int[] queryOrder,
-        final long blocks, final long podBlocks, final double meanHolders) {
+        final long blocks, final long podBlocks, final double meanHolders, final String chainsDescription) {
+        this.chainsDescription = chainsDescription;
         this.pods = pods;
         this.meanHolders = meanHolders;
         this.chainLength = chainLength;
@@ -213,7 +215,46 @@ public final class Workload {
         }
         return new Workload(pods, chainLength, seed, Arrays.copyOf(chains, chainCount),
             Arrays.copyOf(holderStart, chainCount + 1), Arrays.copyOf(holderPod, holders),
-            Arrays.copyOf(holderDepth, holders), order, indexed, podBlocks, meanHolders);
+            Arrays.copyOf(holderDepth, holders), order, indexed, podBlocks, meanHolders,
+            "chain " + chainLength + " blocks");
+    }
+
+    /**
+     * A workload whose chains may differ in length, built elsewhere ({@link TraceWorkload}): holdings are given per
+     * chain, queries are chains of the pool in the given order.
+     *
+     * @param pods         pods, 1..256.
+     * @param seed         the seed it was built with.
+     * @param chains       the chains (1..{@value #MAX_CHAIN} keys each).
+     * @param holderStart  chain c's holdings are {@code [holderStart[c], holderStart[c + 1])}.
+     * @param holderPod    pod of each holding.
+     * @param holderDepth  depth of each holding, 1..the chain's length.
+     * @param queryOrder   chain indices to query, in order; length {@link #QUERY_ORDER_LENGTH}.
+     * @param blocks       distinct keys held by at least one pod.
+     * @param description  what the chains are, for every report ("Mooncake prompts, 33..8,192 blocks, ...").
+     * @return the workload.
+     */
+    static Workload of(final int pods, final long seed, final long[][] chains, final int[] holderStart,
+        final byte[] holderPod, final short[] holderDepth, final int[] queryOrder, final long blocks,
+        final String description) {
+        if (queryOrder.length != QUERY_ORDER_LENGTH || holderStart.length != chains.length + 1) {
+            throw new IllegalArgumentException("a query order of " + QUERY_ORDER_LENGTH + " and a holder start per"
+                + " chain are required");
+        }
+        int longest = 1;
+        for (final long[] chain : chains) {
+            if (chain.length < 1 || chain.length > MAX_CHAIN) {
+                throw new IllegalArgumentException("chain lengths must be in [1, " + MAX_CHAIN + "]: " + chain.length);
+            }
+            longest = Math.max(longest, chain.length);
+        }
+        long podBlocks = 0;
+        for (final short d : holderDepth) {
+            podBlocks += d;
+        }
+        final double meanHolders = (double) holderPod.length / Math.max(1, chains.length);
+        return new Workload(pods, longest, seed, chains, holderStart, holderPod, holderDepth, queryOrder, blocks,
+            podBlocks, meanHolders, description);
     }
 
     private static long[] randomKeys(final SplittableRandom rnd, final int n) {
@@ -267,17 +308,26 @@ public final class Workload {
     }
 
     /**
-     * @return the mean number of pods holding a prefix of each chain the workload was generated with.
+     * @return the mean number of pods holding a prefix of each chain the workload was generated with (a trace
+     * workload's: holdings per chain of the pool).
      */
     public double meanHolders() {
         return meanHolders;
     }
 
     /**
-     * @return blocks per chain.
+     * @return blocks per chain: the longest chain's, where chains differ in length ({@link TraceWorkload}).
      */
     public int chainLength() {
         return chainLength;
+    }
+
+    /**
+     * @return what the queried chains are, with their lengths, for every figure ("chain 32 blocks" for a synthetic
+     * workload; the prompt-length distribution for a trace's).
+     */
+    public String chains() {
+        return chainsDescription;
     }
 
     /**

@@ -40,15 +40,18 @@ public final class XprocBench {
      */
     public static Json run(final BenchOptions o, final PrintStream out) {
         final long t0 = System.nanoTime();
-        out.printf("kvidx bench xproc: pods=%d chain=%d holders=%.1f blocks=%d, churn window %d chains, writer rate %s,"
-            + " %d CPUs%n", o.pods(), o.chain(), o.holders(), o.blocks(), o.churnWindow(),
-            o.writerRate() == 0 ? "unpaced" : o.writerRate() + " blocks/s", Runtime.getRuntime().availableProcessors());
-        final Workload w = Workload.generate(o.pods(), o.chain(), o.blocks(), o.seed(), o.holders());
-        try (KvidxStore kvidx = KvidxStore.load(w, ChurnDriver.spareBlocks(o.churnWindow(), o.chain()), o.indexDir())) {
+        out.printf("kvidx bench xproc: %s workload, pods=%d chain=%d%s, churn window %d chains of %d blocks, writer"
+            + " rate %s, %d CPUs%n", o.traceWorkload() ? "Mooncake trace" : "synthetic", o.pods(), o.chain(),
+            o.traceWorkload() ? " at most" : String.format(" holders=%.1f blocks=%d", o.holders(), o.blocks()),
+            o.churnWindow(), o.churnChain(), o.writerRate() == 0 ? "unpaced" : o.writerRate() + " blocks/s",
+            Runtime.getRuntime().availableProcessors());
+        final Workload w = o.buildWorkload();
+        try (KvidxStore kvidx = KvidxStore.load(w, ChurnDriver.spareBlocks(o.churnWindow(), o.churnChain()),
+            o.indexDir())) {
             final Path queryFile = kvidx.dir().resolve("queries.bin");
             writeQueries(w, kvidx, queryFile);
-            out.printf("index: %d blocks loaded in %.1f s, chain %d blocks, %s; starting the reader JVM%n",
-                w.blocks(), (System.nanoTime() - t0) / 1e9, w.chainLength(), CacheFit.describe(kvidx.footprintBytes()));
+            out.printf("index: %d blocks loaded in %.1f s; %s; %s; starting the reader JVM%n",
+                w.blocks(), (System.nanoTime() - t0) / 1e9, w.chains(), CacheFit.describe(kvidx.footprintBytes()));
             final Process child = startReader(kvidx, queryFile, o);
             try {
                 return drive(o, w, kvidx, child, out);
@@ -81,7 +84,7 @@ public final class XprocBench {
         if (!watcher.attached) {
             throw new IllegalStateException("reader JVM did not attach: " + watcher.transcript());
         }
-        final ChurnDriver churn = new ChurnDriver(kvidx.writer(), Math.min(o.pods(), 64), o.chain(),
+        final ChurnDriver churn = new ChurnDriver(kvidx.writer(), Math.min(o.pods(), 64), o.churnChain(),
             o.churnWindow(), o.seed() ^ 0x5DEECE66DL);
         final long deadline = System.nanoTime()
             + TimeUnit.MILLISECONDS.toNanos(o.warmupMs() + o.measureMs() + CHILD_SLACK_MS);
@@ -132,10 +135,12 @@ public final class XprocBench {
                 + ", \"writer_stores\": " + churn.stored()
                 + ", \"writer_removes\": " + churn.removed()
                 + ", \"writer_evictions\": " + kvidx.writer().evictions() + "}")
-            .put("workload", new Json().put("pods", w.pods()).put("chain", w.chainLength())
+            .put("workload", new Json().put("kind", o.traceWorkload() ? BenchOptions.TRACE : BenchOptions.SYNTHETIC)
+                .put("chains_queried", w.chains()).put("pods", w.pods()).put("chain", w.chainLength())
                 .put("holders", w.meanHolders()).put("out_of_cache", CacheFit.outOfCache(kvidx.footprintBytes()))
                 .put("blocks", w.blocks())
-                .put("churn_window_chains", o.churnWindow()).put("writer_rate_target", rate));
+                .put("churn_window_chains", o.churnWindow())
+                .put("churn_chain_blocks", o.churnChain()).put("writer_rate_target", rate));
         if (kvidx.writer().evictions() != 0) {
             out.println("WARNING: the index evicted " + kvidx.writer().evictions() + " entries: answers changed"
                 + " legitimately and are counted as mismatches; raise the capacity");
@@ -152,9 +157,14 @@ public final class XprocBench {
     }
 
     private static void writeQueries(final Workload w, final KvidxStore kvidx, final Path file) throws IOException {
-        // At most QUERY_KEYS keys in the file (32 MiB): 65,536 chains of 32 blocks, 5,592 of 750.
-        final int n = Math.min(Math.max(256, QUERY_KEYS / w.chainLength()),
-            Math.min(QUERY_COUNT, w.queryOrder().length));
+        // At most QUERY_KEYS keys in the file (32 MiB): 65,536 chains of 32 blocks, 5,592 of 750; 256 chains at least.
+        final int[] order = w.queryOrder();
+        int n = 0;
+        long keys = 0;
+        while (n < Math.min(QUERY_COUNT, order.length) && (n < 256 || keys + w.chain(order[n]).length <= QUERY_KEYS)) {
+            keys += w.chain(order[n]).length;
+            n++;
+        }
         final long[][] chains = new long[n][];
         final int[] max = new int[n];
         final long[] sums = new long[n];

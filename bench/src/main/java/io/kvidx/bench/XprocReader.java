@@ -50,6 +50,7 @@ public final class XprocReader {
             final PrefixResult result = new PrefixResult();
             final long[] keys = new long[reader.maxChainLength()];
             final Histogram histogram = QueryHarness.newHistogram();
+            final Histogram[] byLength = LengthBuckets.newHistograms();
             final int n = q.chains.length;
             long mismatches = 0;
             long busy = 0;
@@ -85,7 +86,9 @@ public final class XprocReader {
                     busy++;
                 }
                 now = System.nanoTime();
-                histogram.recordValue(Math.min(histogram.getHighestTrackableValue(), now - t0));
+                final long took = Math.min(histogram.getHighestTrackableValue(), now - t0);
+                histogram.recordValue(took);
+                byLength[LengthBuckets.of(chain.length)].recordValue(took);
                 if (max >= 0) {
                     sink += max;
                     if (max != q.maxDepth[i] || checksum(result) != q.checksum[i]) {
@@ -108,6 +111,7 @@ public final class XprocReader {
                 .put("queries", s.queries())
                 .put("mismatches", mismatches)
                 .put("busy", busy)
+                .putRaw("query_by_length", LengthBuckets.json(byLength, null))
                 .put("reader_pid", ProcessHandle.current().pid())
                 .put("sink", sink & 1);
             System.out.println("RESULT " + json);
@@ -130,7 +134,8 @@ public final class XprocReader {
     }
 
     /**
-     * The query file: chains and their expected answers.
+     * The query file: chains (each of its own length) and their expected answers. Layout, big-endian:
+     * {@code count:int, then per chain: length:int, keys:long[length], maxDepth:int, checksum:long}.
      */
     static final class Queries {
         final long[][] chains;
@@ -147,12 +152,12 @@ public final class XprocReader {
             try (DataInputStream in = new DataInputStream(new BufferedInputStream(Files.newInputStream(file),
                 1 << 16))) {
                 final int count = in.readInt();
-                final int length = in.readInt();
-                final long[][] chains = new long[count][length];
+                final long[][] chains = new long[count][];
                 final int[] max = new int[count];
                 final long[] sums = new long[count];
                 for (int c = 0; c < count; c++) {
-                    for (int k = 0; k < length; k++) {
+                    chains[c] = new long[in.readInt()];
+                    for (int k = 0; k < chains[c].length; k++) {
                         chains[c][k] = in.readLong();
                     }
                     max[c] = in.readInt();
@@ -166,8 +171,8 @@ public final class XprocReader {
             try (DataOutputStream out = new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(file),
                 1 << 16))) {
                 out.writeInt(chains.length);
-                out.writeInt(chains.length == 0 ? 0 : chains[0].length);
                 for (int c = 0; c < chains.length; c++) {
+                    out.writeInt(chains[c].length);
                     for (final long k : chains[c]) {
                         out.writeLong(k);
                     }

@@ -41,7 +41,7 @@ class GroupStoreTest {
             long before = bound.sink();
             boolean moved = false;
             for (int i = 0; i < 100; i++) {
-                bound.query(w.chain(i));
+                bound.query(w.chain(i), w.chain(i).length);
                 moved |= bound.sink() != before;
                 before = bound.sink();
             }

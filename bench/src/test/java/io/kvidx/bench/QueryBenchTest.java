@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class QueryBenchTest {
@@ -145,10 +146,75 @@ class QueryBenchTest {
         // Every chain stored is removed churn-window steps later: the removes the writer reports trail its stores
         // by exactly the window, which a remove count copied from the stores cannot do.
         final double window = number(object(parseObject(lines.getLast()), "workload"), "churn_window_chains");
-        final double chain = number(object(parseObject(lines.getLast()), "workload"), "chain");
+        final double chain = number(object(parseObject(lines.getLast()), "workload"), "churn_chain_blocks");
         assertEquals(window * chain, number(x, "writer_stores") - number(x, "writer_removes"),
             "stores minus removes must be the churn window's keys: " + x);
         assertTrue(number(x, "reader_pid") != ProcessHandle.current().pid(), "reader ran in this JVM");
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void shouldQueryTheTracePromptsFromASecondJvmAndReportThemByLength() {
+        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        final PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+        XprocBench.run(BenchOptions.parse(new String[] {
+            "--workload", "trace", "--pods", "32", "--chain", "1024", "--warmup-ms", "300", "--measure-ms", "600",
+            "--churn-window", "256", "--json"}), out);
+
+        final List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
+        final Map<String, Object> json = parseObject(lines.getLast());
+        final Map<String, Object> x = object(json, "xproc");
+        assertEquals(0.0, number(x, "mismatches"), "answers on the trace's prompts: " + x);
+        assertTrue(number(x, "queries") > 100, "reader timed too few queries: " + x);
+        final Map<String, Object> workload = object(json, "workload");
+        assertEquals("trace", workload.get("kind"));
+        assertEquals(1024.0, number(workload, "chain"), "the longest prompt kept: " + workload);
+        assertTrue(String.valueOf(workload.get("chains_queried")).startsWith("Mooncake prompts of "),
+            workload.toString());
+        // The prompts are 55 to 1,024 blocks here: three length buckets, each timed, their counts adding up.
+        final List<?> byLength = assertInstanceOf(List.class, x.get("query_by_length"), x.toString());
+        assertEquals(3, byLength.size(), byLength.toString());
+        double counted = 0;
+        for (final Object b : byLength) {
+            @SuppressWarnings("unchecked")
+            final Map<String, Object> bucket = (Map<String, Object>) b;
+            assertTrue(number(bucket, "p50_ns") > 0 && number(bucket, "p99_ns") >= number(bucket, "p50_ns"),
+                bucket.toString());
+            counted += number(bucket, "queries");
+        }
+        assertEquals(number(x, "queries"), counted, "every timed query is in one bucket");
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void shouldCompareTheStoresOnTheTracePrompts() {
+        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        final PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+        QueryBench.run(BenchOptions.parse(new String[] {
+            "--workload", "trace", "--pods", "16", "--chain", "256", "--warmup-ms", "200", "--measure-ms", "300",
+            "--rounds", "1", "--json"}), out);
+
+        final List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
+        final Map<String, Object> json = parseObject(lines.getLast());
+        for (final String store : List.of("kvidx", "naive", "chronicle")) {
+            final Map<String, Object> s = object(json, store);
+            assertTrue(number(s, "queries") > 100, store + ": " + s);
+            assertInstanceOf(List.class, s.get("query_by_length"), store + ": " + s);
+        }
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("every figure below: Mooncake prompts of ")),
+            "the chains are named with every figure");
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("kvidx by prompt length:")), "per-length table");
+    }
+
+    @Test
+    void shouldRefuseAnUnknownWorkloadAndTheExperimentsOnTheTrace() {
+        assertThrows(IllegalArgumentException.class, () -> BenchOptions.parse(new String[] {"--workload", "b"}));
+        final BenchOptions trace = BenchOptions.parse(new String[] {"--workload", "trace"});
+        assertEquals(128, trace.pods(), "the trace bench's fleet");
+        assertEquals(Workload.MAX_CHAIN, trace.chain(), "whole prompts");
+        assertEquals(Workload.CHAIN_DEFAULT, trace.churnChain());
+        assertThrows(IllegalArgumentException.class, () -> QueryBench.run(BenchOptions.parse(new String[] {
+            "--workload", "trace", "--experiments"}), System.out));
     }
 
     @SuppressWarnings("unchecked")

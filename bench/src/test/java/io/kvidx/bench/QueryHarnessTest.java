@@ -58,8 +58,8 @@ class QueryHarnessTest {
         }
 
         @Override
-        public int query(final long[] chain) {
-            seen.add(Arrays.toString(chain));
+        public int query(final long[] keys, final int length) {
+            seen.add(Arrays.toString(Arrays.copyOf(keys, length)));
             return 0;
         }
 

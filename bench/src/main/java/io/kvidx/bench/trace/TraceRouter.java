@@ -1,6 +1,7 @@
 package io.kvidx.bench.trace;
 
 import io.kvidx.bench.Json;
+import io.kvidx.bench.LengthBuckets;
 import io.kvidx.client.index.IndexBusyException;
 import io.kvidx.client.index.IndexReader;
 import io.kvidx.client.index.IndexReaderContext;
@@ -71,9 +72,9 @@ public final class TraceRouter {
             final Prober prober = new Prober(reader, q, sent);
             prober.start();
             final Histogram latency = new Histogram(10_000_000_000L, 3);
-            final Histogram[] byLength = new Histogram[LENGTH_BUCKETS.length];
+            final Histogram[] byLength = new Histogram[LengthBuckets.count()];
             // What each answer's search met, per bucket: probes made, holders, distinct depths among them.
-            final Histogram[][] shape = new Histogram[LENGTH_BUCKETS.length][SHAPE.length];
+            final Histogram[][] shape = new Histogram[LengthBuckets.count()][SHAPE.length];
             for (int b = 0; b < byLength.length; b++) {
                 byLength[b] = new Histogram(10_000_000_000L, 3);
                 for (int s = 0; s < SHAPE.length; s++) {
@@ -115,7 +116,7 @@ public final class TraceRouter {
                     if (depths.length < result.count()) {
                         depths = new int[result.count()];
                     }
-                    final Histogram[] met = shape[bucket(length)];
+                    final Histogram[] met = shape[LengthBuckets.of(length)];
                     met[0].recordValue(result.probes());
                     met[1].recordValue(result.count());
                     met[2].recordValue(distinctDepths(result, depths));
@@ -124,7 +125,7 @@ public final class TraceRouter {
                     took = System.nanoTime() - s;
                 }
                 latency.recordValue(took);
-                byLength[bucket(q.keys[i].length)].recordValue(took);
+                byLength[LengthBuckets.of(q.keys[i].length)].recordValue(took);
             }
             final long queriesEnd = System.nanoTime();
             // Drain: every pod's end marker visible means every writer applied everything before it.
@@ -169,9 +170,6 @@ public final class TraceRouter {
         }
     }
 
-    /** Upper bounds (blocks, inclusive) of the prompt-length buckets the query latency is also reported in. */
-    static final int[] LENGTH_BUCKETS = {32, 128, 512, 2_048, 8_192};
-
     private static int maxLength(final Queries q) {
         int max = 1;
         for (int i = 0; i < q.n; i++) {
@@ -199,34 +197,16 @@ public final class TraceRouter {
         return distinct;
     }
 
-    private static int bucket(final int blocks) {
-        for (int b = 0; b < LENGTH_BUCKETS.length - 1; b++) {
-            if (blocks <= LENGTH_BUCKETS[b]) {
-                return b;
-            }
-        }
-        return LENGTH_BUCKETS.length - 1;
-    }
-
     /**
      * @return the per-length latencies, a JSON array of max_blocks, queries, p50_ns, p99_ns and the medians of
      * {@link #SHAPE} (no empty buckets).
      */
     private static String byLength(final Histogram[] byLength, final Histogram[][] shape) {
-        final StringBuilder a = new StringBuilder("[");
-        for (int b = 0; b < byLength.length; b++) {
-            if (byLength[b].getTotalCount() == 0) {
-                continue;
-            }
-            final Json bucket = new Json().put("max_blocks", LENGTH_BUCKETS[b])
-                .put("queries", byLength[b].getTotalCount()).put("p50_ns", byLength[b].getValueAtPercentile(50))
-                .put("p99_ns", byLength[b].getValueAtPercentile(99));
+        return LengthBuckets.json(byLength, (bucket, b) -> {
             for (int s = 0; s < SHAPE.length; s++) {
                 bucket.put(SHAPE[s], shape[b][s].getValueAtPercentile(50));
             }
-            a.append(a.length() > 1 ? "," : "").append(bucket);
-        }
-        return a.append(']').toString();
+        });
     }
 
     private static boolean visible(final IndexReader reader, final long key, final long[] bits) {
