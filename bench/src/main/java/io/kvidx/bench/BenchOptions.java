@@ -47,6 +47,8 @@ public final class BenchOptions {
     private int churnWindow = CHURN_WINDOW_DEFAULT;
     @Option(names = "--writer-rate")
     private long writerRate;
+    @Option(names = "--evict-mib")
+    private int evictMib;
     @Option(names = "--json")
     private boolean json;
     @Option(names = "--experiments")
@@ -64,9 +66,10 @@ public final class BenchOptions {
         if (!SYNTHETIC.equals(o.workload) && !TRACE.equals(o.workload)) {
             throw new IllegalArgumentException("--workload must be " + SYNTHETIC + " or " + TRACE + ": " + o.workload);
         }
-        if (o.warmupMs < 0 || o.measureMs < 1 || o.rounds < 1 || o.churnWindow < 1 || o.writerRate < 0) {
+        if (o.warmupMs < 0 || o.measureMs < 1 || o.rounds < 1 || o.churnWindow < 1 || o.writerRate < 0
+            || o.evictMib < 0 || o.evictMib > 4096) {
             throw new IllegalArgumentException("warmup >= 0, measure >= 1 ms, rounds >= 1, churn window >= 1 and"
-                + " writer rate >= 0 are required");
+                + " writer rate >= 0 and an eviction buffer of 0..4096 MiB are required");
         }
         return o;
     }
@@ -114,6 +117,8 @@ public final class BenchOptions {
                      --blocks B (1048576) --seed S --warmup-ms (1500)
                      --measure-ms (3000, per store) --rounds (3) --churn-window CHAINS (2048)
                      --writer-rate BLOCKS_PER_S (xproc; 0 = as fast as the writer goes)
+                     --evict-mib M (xproc; 0 = off: before each timed query the reader reads M MiB of its own,
+                       untimed, so the index's lines are not in the cache; give more than the L3)
                      --experiments (query: also time the reader without prefetch, the chain's home lines read
                        whole (floor_full_lines), a four-block group layout's reader (group4, group4_pf,
                        group4_bound; 64-pod cell), kvidx (both cells) and floor_lines over 16 chains that stay
@@ -217,6 +222,14 @@ public final class BenchOptions {
      */
     public int churnWindow() {
         return churnWindow;
+    }
+
+    /**
+     * @return MiB the cross-process reader reads (untimed) before each timed query to push the index out of the
+     * cache; 0 for none.
+     */
+    public int evictMib() {
+        return evictMib;
     }
 
     /**

@@ -139,7 +139,7 @@ public final class XprocBench {
                 .put("chains_queried", w.chains()).put("pods", w.pods()).put("chain", w.chainLength())
                 .put("holders", w.meanHolders()).put("out_of_cache", CacheFit.outOfCache(kvidx.footprintBytes()))
                 .put("blocks", w.blocks())
-                .put("churn_window_chains", o.churnWindow())
+                .put("churn_window_chains", o.churnWindow()).put("evict_mib_per_query", o.evictMib())
                 .put("churn_chain_blocks", o.churnChain()).put("writer_rate_target", rate));
         if (kvidx.writer().evictions() != 0) {
             out.println("WARNING: the index evicted " + kvidx.writer().evictions() + " entries: answers changed"
@@ -195,6 +195,7 @@ public final class XprocBench {
         cmd.add(queryFile.toString());
         cmd.add(Long.toString(o.warmupMs()));
         cmd.add(Long.toString(o.measureMs()));
+        cmd.add(Integer.toString(o.evictMib()));
         return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }
 

@@ -32,7 +32,7 @@ public final class XprocReader {
     }
 
     /**
-     * @param args index dir, cell, query file, warmup ms, measure ms.
+     * @param args index dir, cell, query file, warmup ms, measure ms, MiB to read before each timed query (0: none).
      * @throws IOException when the query file cannot be read.
      */
     public static void main(final String[] args) throws IOException {
@@ -41,6 +41,8 @@ public final class XprocReader {
         final Queries q = Queries.read(Path.of(args[2]));
         final long warmupMs = Long.parseLong(args[3]);
         final long measureMs = Long.parseLong(args[4]);
+        // Read before each timed query, untimed: more than the L3 pushes the index's lines out of the cache.
+        final long[] evict = new long[(int) (Long.parseLong(args[5]) << 20 >>> 3)];
         final com.sun.management.ThreadMXBean threads =
             (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 
@@ -76,6 +78,9 @@ public final class XprocReader {
             long now = System.nanoTime();
             while (now < deadline) {
                 final long[] chain = q.chains[i];
+                if (evict.length != 0) {
+                    sink += evict(evict);
+                }
                 // The router's keys are in its own, hot buffer (QueryHarness explains why).
                 System.arraycopy(chain, 0, keys, 0, chain.length);
                 final long t0 = System.nanoTime();
@@ -117,6 +122,15 @@ public final class XprocReader {
             System.out.println("RESULT " + json);
             System.out.flush();
         }
+    }
+
+    /** Reads one word of each cache line of {@code buffer}: its lines take the cache's place of others. */
+    private static long evict(final long[] buffer) {
+        long sum = 0;
+        for (int w = 0; w < buffer.length; w += 8) {
+            sum += buffer[w];
+        }
+        return sum;
     }
 
     /**
