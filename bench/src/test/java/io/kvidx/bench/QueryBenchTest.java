@@ -159,12 +159,13 @@ class QueryBenchTest {
         final PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
         XprocBench.run(BenchOptions.parse(new String[] {
             "--workload", "trace", "--pods", "32", "--chain", "1024", "--warmup-ms", "300", "--measure-ms", "600",
-            "--churn-window", "256", "--json"}), out);
+            "--churn-window", "256", "--evict-mib", "4", "--json"}), out);
 
         final List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
         final Map<String, Object> json = parseObject(lines.getLast());
         final Map<String, Object> x = object(json, "xproc");
         assertEquals(0.0, number(x, "mismatches"), "answers on the trace's prompts: " + x);
+        assertEquals(4.0, number(object(json, "workload"), "evict_mib_per_query"));
         assertTrue(number(x, "queries") > 100, "reader timed too few queries: " + x);
         final Map<String, Object> workload = object(json, "workload");
         assertEquals("trace", workload.get("kind"));
@@ -209,6 +210,7 @@ class QueryBenchTest {
     @Test
     void shouldRefuseAnUnknownWorkloadAndTheExperimentsOnTheTrace() {
         assertThrows(IllegalArgumentException.class, () -> BenchOptions.parse(new String[] {"--workload", "b"}));
+        assertThrows(IllegalArgumentException.class, () -> BenchOptions.parse(new String[] {"--evict-mib", "-1"}));
         final BenchOptions trace = BenchOptions.parse(new String[] {"--workload", "trace"});
         assertEquals(128, trace.pods(), "the trace bench's fleet");
         assertEquals(Workload.MAX_CHAIN, trace.chain(), "whole prompts");
