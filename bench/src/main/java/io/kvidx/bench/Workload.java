@@ -265,7 +265,11 @@ public final class Workload {
         return keys;
     }
 
-    private static long nonZero(final SplittableRandom rnd) {
+    /**
+     * @param rnd the source.
+     * @return a uniform random non-zero 64-bit key, as router keys (hashes) are.
+     */
+    static long nonZero(final SplittableRandom rnd) {
         long k;
         do {
             k = rnd.nextLong();

@@ -81,7 +81,7 @@ public class WriterScalingBenchmark {
         prefixes = new long[PREFIXES][shared];
         for (final long[] prefix : prefixes) {
             for (int i = 0; i < shared; i++) {
-                prefix[i] = nonZero(rnd);
+                prefix[i] = Workload.nonZero(rnd);
             }
         }
         System.out.printf("%n%d pods, %d blocks indexed, %d of %d keys per chain shared by every writer: %s%n", pods,
@@ -129,7 +129,7 @@ public class WriterScalingBenchmark {
                 final long[] prefix = bench.prefixes[c % PREFIXES];
                 System.arraycopy(prefix, 0, pool[c], 0, prefix.length);
                 for (int i = prefix.length; i < CHAIN; i++) {
-                    pool[c][i] = nonZero(rnd);
+                    pool[c][i] = Workload.nonZero(rnd);
                 }
             }
         }
@@ -157,13 +157,5 @@ public class WriterScalingBenchmark {
     @OperationsPerInvocation(2 * CHAIN)
     public int storeAndRemoveChain(final Writer writer) {
         return writer.step();
-    }
-
-    private static long nonZero(final SplittableRandom rnd) {
-        long k;
-        do {
-            k = rnd.nextLong();
-        } while (k == 0);
-        return k;
     }
 }
