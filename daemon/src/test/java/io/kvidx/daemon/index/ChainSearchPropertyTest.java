@@ -151,7 +151,8 @@ class ChainSearchPropertyTest {
                     if (candidates != null) {
                         start.and(toBitSet(candidates, maxPods));
                     }
-                    bisect(keys, length, start, holders, expected);
+                    // A narrow search probes first where most pods stopped last time: the primer's whole length.
+                    bisect(keys, length, start, holders, expected, mode == NARROW ? PRIMER_LENGTH : 0);
                     final int max = reader.query(keys, length, candidates, result);
                     assertAnswer("query (" + MODES[mode] + ")", expected, max, result, maxPods);
                     walk(keys, length, start, holders, expected);
@@ -200,16 +201,35 @@ class ChainSearchPropertyTest {
         return b == null ? new BitSet() : b;
     }
 
-    /** The binary search written plainly: block 0, then the middle of [1, N], recursing into both halves. */
+    /**
+     * The binary search written plainly: block 0, then the middle of [1, N], recursing into both halves. With a guess
+     * g in [2, N - 1] (a narrow search's common depth of the last answer), blocks g and g - 1 come first instead: the
+     * pods without block g - 1 search [1, g - 1], those with it and without block g stop at g, those with both search
+     * [g + 1, N]. (With holes, the guess can change where a pod's search stops.)
+     */
     private static void bisect(final long[] keys, final int length, final BitSet start,
-        final Map<Long, BitSet> holders, final int[] depths) {
+        final Map<Long, BitSet> holders, final int[] depths, final int guess) {
         java.util.Arrays.fill(depths, 0);
         if (length == 0) {
             return;
         }
         final BitSet held = (BitSet) start.clone();
         held.and(holdersOf(holders, keys[0]));
-        bisect(keys, 1, length, held, holders, depths);
+        if (guess < 2 || guess >= length) {
+            bisect(keys, 1, length, held, holders, depths);
+            return;
+        }
+        final BitSet before = (BitSet) held.clone();
+        before.and(holdersOf(holders, keys[guess - 1]));
+        final BitSet low = (BitSet) held.clone();
+        low.andNot(before);
+        final BitSet high = (BitSet) before.clone();
+        high.and(holdersOf(holders, keys[guess]));
+        final BitSet exact = (BitSet) before.clone();
+        exact.andNot(high);
+        bisect(keys, 1, guess - 1, low, holders, depths);
+        exact.stream().forEach(p -> depths[p] = guess);
+        bisect(keys, guess + 1, length, high, holders, depths);
     }
 
     private static void bisect(final long[] keys, final int lo, final int hi, final BitSet pods,

@@ -85,8 +85,9 @@ final class ChainSearch {
         final boolean wide = result.bulkPays();
         if (length > LevelSearch.WHOLE_CHAIN_PREFETCH || prefetch && !wide) {
             final int top = wide ? LevelSearch.PREFETCH_LEVELS : NARROW_TOP_LEVELS;
-            return direct ? levels.searchDirect(keys, length, s0, top, result)
-                : levels.search(keys, length, s0, s1, s2, s3, top, result);
+            // A narrow search probes first at the depth most pods held in the thread's last narrow answer.
+            return direct ? levels.searchDirect(keys, length, s0, top, !wide, result)
+                : levels.search(keys, length, s0, s1, s2, s3, top, !wide, result);
         }
         if (direct) {
             return queryDirect(keys, length, s0, result);

@@ -13,7 +13,12 @@ import java.lang.invoke.VarHandle;
  * <p>The search probes the same keys as the depth-first search of short chains, and so gives the same answers: block
  * 0, then the middle key of [1, N]; the pods that hold it go on in the upper half, the others in the lower half; a
  * range of width 0 is a depth. Only the order differs: all ranges of one level are probed before the next level's,
- * so that the next level's keys are known a whole level in advance. With prefetching on:
+ * so that the next level's keys are known a whole level in advance. A narrow search (below) first splits [1, N] at
+ * the depth g that most pods held in the thread's last narrow answer ({@link PrefixResult}): block g, then block
+ * g - 1; the pods without block g - 1 search [1, g - 1], those with it and without block g hold g, those with both
+ * search [g + 1, N]. Any split keeps each pod's range between a block it holds and one it does not, so a pod whose
+ * blocks have no gap gets its exact depth either way; a pod with a gap may stop at another edge of it than the plain
+ * halving would (ADR 0023, decision 7). With prefetching on:
  * <ol>
  *   <li>before the search, block 0's home entry and those of the top levels of the tree are loaded in one tight
  *   loop, so their misses overlap: {@link #PREFETCH_LEVELS} levels (63 keys: every pod's first probes, whatever its
@@ -70,9 +75,11 @@ final class LevelSearch {
      * @return the deepest depth.
      */
     int search(final long[] keys, final int length, final long a0, final long a1, final long a2, final long a3,
-        final int top, final PrefixResult result) {
+        final int top, final boolean guided, final PrefixResult result) {
+        final int g = guided ? result.commonDepth() : 0;
+        final boolean guess = g >= 2 && g < length;
         if (prefetch) {
-            result.sink = prefetchTop(keys, length, top, result);
+            result.sink = guess ? prefetchGuess(keys, length, g, result) : prefetchTop(keys, length, top, result);
         }
         final long[] words = result.words;
         entries.lookup(keys[0], words);
@@ -87,15 +94,56 @@ final class LevelSearch {
         }
         long[] level = result.level;
         long[] next = result.nextLevel;
-        level[0] = 1;
-        level[1] = length;
-        level[2] = s0;
-        level[3] = s1;
-        level[4] = s2;
-        level[5] = s3;
-        int ranges = 1;
-        int depth = 0;
+        int ranges;
         int max = 0;
+        int common = 0;
+        int commonPods = 0;
+        if (guess) {
+            // The depth most pods held last time first: block g, then block g - 1, split [1, N] into the pods that
+            // lack block g - 1 (depth in [1, g - 1]), those that hold it and not block g (depth g) and those that
+            // hold both (depth in [g + 1, N]).
+            entries.lookup(keys[g], words);
+            final long g0 = words[0];
+            final long g1 = words[1];
+            final long g2 = words[2];
+            final long g3 = words[3];
+            entries.lookup(keys[g - 1], words);
+            probes += 2;
+            ranges = 0;
+            final long l0 = s0 & ~words[0];
+            final long l1 = s1 & ~words[1];
+            final long l2 = s2 & ~words[2];
+            final long l3 = s3 & ~words[3];
+            if ((l0 | l1 | l2 | l3) != 0) {
+                ranges = put(level, ranges, 1, g - 1, l0, l1, l2, l3);
+            }
+            final long e0 = s0 & words[0] & ~g0;
+            final long e1 = s1 & words[1] & ~g1;
+            final long e2 = s2 & words[2] & ~g2;
+            final long e3 = s3 & words[3] & ~g3;
+            if ((e0 | e1 | e2 | e3) != 0) {
+                result.addAll(e0, e1, e2, e3, g);
+                max = g;
+                common = g;
+                commonPods = Long.bitCount(e0) + Long.bitCount(e1) + Long.bitCount(e2) + Long.bitCount(e3);
+            }
+            final long h0 = s0 & words[0] & g0;
+            final long h1 = s1 & words[1] & g1;
+            final long h2 = s2 & words[2] & g2;
+            final long h3 = s3 & words[3] & g3;
+            if ((h0 | h1 | h2 | h3) != 0) {
+                ranges = put(level, ranges, g + 1, length, h0, h1, h2, h3);
+            }
+        } else {
+            level[0] = 1;
+            level[1] = length;
+            level[2] = s0;
+            level[3] = s1;
+            level[4] = s2;
+            level[5] = s3;
+            ranges = 1;
+        }
+        int depth = 0;
         long sink = 0;
         while (ranges > 0) {
             if (prefetch) {
@@ -116,6 +164,11 @@ final class LevelSearch {
                 if (lo == hi) {
                     result.addAll(f0, f1, f2, f3, lo);
                     max = Math.max(max, lo);
+                    final int pods = Long.bitCount(f0) + Long.bitCount(f1) + Long.bitCount(f2) + Long.bitCount(f3);
+                    if (pods > commonPods) {
+                        commonPods = pods;
+                        common = lo;
+                    }
                     continue;
                 }
                 final int mid = (lo + hi) >>> 1;
@@ -145,6 +198,9 @@ final class LevelSearch {
         result.sink += sink;
         result.probes(probes);
         result.searched(probes, length);
+        if (guided) {
+            result.commonDepth(common);
+        }
         return max;
     }
 
@@ -154,10 +210,12 @@ final class LevelSearch {
      *
      * @return the deepest depth.
      */
-    int searchDirect(final long[] keys, final int length, final long alive, final int top,
+    int searchDirect(final long[] keys, final int length, final long alive, final int top, final boolean guided,
         final PrefixResult result) {
+        final int g = guided ? result.commonDepth() : 0;
+        final boolean guess = g >= 2 && g < length;
         if (prefetch) {
-            result.sink = prefetchTop(keys, length, top, result);
+            result.sink = guess ? prefetchGuess(keys, length, g, result) : prefetchTop(keys, length, top, result);
         }
         final long s = alive & probe(keys[0]);
         int probes = 1;
@@ -167,12 +225,45 @@ final class LevelSearch {
         }
         long[] level = result.level;
         long[] next = result.nextLevel;
-        level[0] = 1;
-        level[1] = length;
-        level[2] = s;
-        int ranges = 1;
-        int depth = 0;
+        int first = 0;
         int max = 0;
+        int common = 0;
+        int commonPods = 0;
+        if (guess) {
+            // As in search: block g, then block g - 1, and three sets of pods.
+            final long atG = probe(keys[g]);
+            final long beforeG = probe(keys[g - 1]);
+            probes += 2;
+            final long low = s & ~beforeG;
+            final long exact = s & beforeG & ~atG;
+            final long high = s & beforeG & atG;
+            if (low != 0) {
+                next[first++] = 1;
+                next[first++] = g - 1;
+                next[first++] = low;
+            }
+            if (exact != 0) {
+                result.addWord0(exact, g);
+                max = g;
+                common = g;
+                commonPods = Long.bitCount(exact);
+            }
+            if (high != 0) {
+                next[first++] = g + 1;
+                next[first++] = length;
+                next[first++] = high;
+            }
+            final long[] t = level;
+            level = next;
+            next = t;
+        } else {
+            level[0] = 1;
+            level[1] = length;
+            level[2] = s;
+            first = DIRECT_FRAME;
+        }
+        int ranges = first / DIRECT_FRAME;
+        int depth = 0;
         long sink = 0;
         while (ranges > 0) {
             if (prefetch && depth + LOOKAHEAD >= top) {
@@ -187,6 +278,10 @@ final class LevelSearch {
                 if (lo == hi) {
                     result.addWord0(f, lo);
                     max = Math.max(max, lo);
+                    if (Long.bitCount(f) > commonPods) {
+                        commonPods = Long.bitCount(f);
+                        common = lo;
+                    }
                     continue;
                 }
                 final int mid = (lo + hi) >>> 1;
@@ -214,6 +309,9 @@ final class LevelSearch {
         result.sink += sink;
         result.probes(probes);
         result.searched(probes, length);
+        if (guided) {
+            result.commonDepth(common);
+        }
         return max;
     }
 
@@ -273,6 +371,20 @@ final class LevelSearch {
         final long[] offsets = result.offsets(WHOLE_CHAIN_PREFETCH);
         offsets[0] = entries.homeOffset(IndexDescriptor.storedKey(keys[0]));
         final int n = below(keys, 1, length, 0, top - 1, offsets, 1);
+        return load(offsets, n);
+    }
+
+    /**
+     * Loads block 0's home entry, those of blocks g and g - 1 (the guided first probes) and those of the middles of
+     * [1, g - 1] and [g + 1, length] (the next probes), in two passes as {@link #prefetchTop}.
+     */
+    private long prefetchGuess(final long[] keys, final int length, final int g, final PrefixResult result) {
+        final long[] offsets = result.offsets(5);
+        offsets[0] = entries.homeOffset(IndexDescriptor.storedKey(keys[0]));
+        offsets[1] = entries.homeOffset(IndexDescriptor.storedKey(keys[g]));
+        offsets[2] = entries.homeOffset(IndexDescriptor.storedKey(keys[g - 1]));
+        int n = below(keys, 1, g - 1, 0, 0, offsets, 3);
+        n = below(keys, g + 1, length, 0, 0, offsets, n);
         return load(offsets, n);
     }
 

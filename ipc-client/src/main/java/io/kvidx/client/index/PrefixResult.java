@@ -39,6 +39,12 @@ public final class PrefixResult {
      * pods that hold it to one depth (a shared system prompt, the Mooncake trace's shape) a handful.
      */
     private int probedShare = 256;
+    /**
+     * The depth that the most pods held in the last answer of a narrow search (0 before one): the next narrow search
+     * probes there first ({@link LevelSearch}), so a prompt whose holders stop at a common prefix, as the trace's do at
+     * its shared system prompt, is answered in three probes.
+     */
+    private int commonDepth;
 
     void reset(final int chainLength) {
         for (int i = 0; i < count; i++) {
@@ -59,6 +65,14 @@ public final class PrefixResult {
         final int bulk = Math.max(1, Math.min(length, LevelSearch.WHOLE_CHAIN_PREFETCH));
         final int share = Math.min(256, (probes << 8) / bulk);
         probedShare += (share - probedShare) >> 3;
+    }
+
+    int commonDepth() {
+        return commonDepth;
+    }
+
+    void commonDepth(final int depth) {
+        commonDepth = depth;
     }
 
     /** @return true when the recent searches probed at least a quarter of what a bulk load brings in up front. */
