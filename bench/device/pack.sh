@@ -20,20 +20,26 @@ export JAVA_HOME
 
 rm -rf "$STAGE" "$OUT_DIR/kvidx-device.tar.xz"
 mkdir -p "$STAGE/lib"
-# The bench's runtime class path, less what none of run.sh's steps loads.
-(cd "$ROOT" && mvn -B -ntp -o -q -pl bench dependency:build-classpath -Dmdep.includeScope=runtime \
+# The bench's runtime class path, less what none of run.sh's steps loads. Resolved in the reactor (-am), so the kvidx
+# modules come from this checkout (their target/classes or jars: taken as the module jars ./kvidx just built).
+(cd "$ROOT" && mvn -B -ntp -q -pl bench -am dependency:build-classpath -Dmdep.includeScope=runtime \
     -Dmdep.outputFile="$OUT_DIR/classpath.txt")
 tr ':' '\n' < "$OUT_DIR/classpath.txt" \
     | grep -v -E '/(io/envoyproxy|io/grpc|dev/cel|io/fabric8|ai/djl|com/google/protobuf|com/google/api|io/perfmark|com/hubspot|org/javassist|com/google/re2j|ch/obermuhlner|commons-net|com/googlecode|org/immutables|org/derive4j|com/google/android|net/jqwik|org/bouncycastle|io/nats)/' \
-    | grep -v -E 'kvidx-(epp|tokenize|discovery)-' \
-    | while read -r jar; do
-        # The kvidx modules from this checkout's build, the rest from the local repository.
-        name="$(basename "$jar")"
-        module="$(echo "$name" | sed -n 's/^kvidx-\(.*\)-0\.1\.0-SNAPSHOT\.jar$/\1/p')"
-        if [ -n "$module" ] && [ -f "$ROOT/$module/target/$name" ]; then
-            cp "$ROOT/$module/target/$name" "$STAGE/lib/"
-        else
+    | grep -v -E '(kvidx-(epp|tokenize|discovery)-|/(epp|tokenize|discovery)/target/)' \
+    | while read -r entry; do
+        [ -n "$entry" ] || continue
+        module=""
+        case "$entry" in
+            "$ROOT"/*/target/classes) module="$(basename "$(dirname "$(dirname "$entry")")")" ;;
+            */kvidx-*-0.1.0-SNAPSHOT.jar) module="$(basename "$entry" | sed 's/^kvidx-\(.*\)-0\.1\.0-SNAPSHOT\.jar$/\1/')" ;;
+        esac
+        if [ -n "$module" ]; then
+            jar="$ROOT/$module/target/kvidx-$module-0.1.0-SNAPSHOT.jar"
+            [ -f "$jar" ] || { echo "pack.sh: $jar missing (run ./kvidx build)" >&2; exit 1; }
             cp "$jar" "$STAGE/lib/"
+        else
+            cp "$entry" "$STAGE/lib/"
         fi
     done
 cp "$ROOT/bench/target/kvidx-bench-0.1.0-SNAPSHOT.jar" "$STAGE/lib/"
