@@ -13,7 +13,7 @@ import java.util.SplittableRandom;
  */
 public final class ChurnDriver {
     private final IndexWriter writer;
-    private final int pods;
+    private final int[] slots;
     private final int window;
     private final long[][] pool;
     private final int chainLength;
@@ -30,21 +30,37 @@ public final class ChurnDriver {
      */
     public ChurnDriver(final IndexWriter writer, final int pods, final int chainLength, final int window,
         final long seed) {
+        this(writer, java.util.stream.IntStream.range(0, pods).toArray(), randomPool(window * 2, chainLength, seed),
+            window);
+    }
+
+    /**
+     * @param writer the index writer; the slots must be registered.
+     * @param slots  the pods to rotate over, by slot (a writer thread's own pods).
+     * @param pool   the chains, all of one length, taken in turn: at least {@code 2 x window} of them, so that a chain
+     *               is reused only after its removal.
+     * @param window steps a chain stays stored.
+     */
+    public ChurnDriver(final IndexWriter writer, final int[] slots, final long[][] pool, final int window) {
+        if (pool.length < 2 * window || slots.length == 0) {
+            throw new IllegalArgumentException("a pool of at least 2 x window chains and a pod are required");
+        }
         this.writer = writer;
-        this.pods = pods;
+        this.slots = slots.clone();
         this.window = window;
-        this.chainLength = chainLength;
-        this.pool = new long[window * 2][chainLength];
+        this.chainLength = pool[0].length;
+        this.pool = pool;
+    }
+
+    private static long[][] randomPool(final int chains, final int chainLength, final long seed) {
+        final long[][] pool = new long[chains][chainLength];
         final SplittableRandom rnd = new SplittableRandom(seed);
         for (final long[] chain : pool) {
             for (int i = 0; i < chainLength; i++) {
-                long k;
-                do {
-                    k = rnd.nextLong();
-                } while (k == 0);
-                chain[i] = k;
+                chain[i] = Workload.nonZero(rnd);
             }
         }
+        return pool;
     }
 
     /**
@@ -64,11 +80,12 @@ public final class ChurnDriver {
      */
     public int step() {
         final long s = steps++;
-        final int added = writer.store((int) (s % pods), pool[(int) (s % pool.length)], 0, chainLength);
+        final int added = writer.store(slots[(int) (s % slots.length)], pool[(int) (s % pool.length)], 0, chainLength);
         stored += added;
         final long old = s - window;
         if (old >= 0) {
-            removed += writer.remove((int) (old % pods), pool[(int) (old % pool.length)], 0, chainLength);
+            removed += writer.remove(slots[(int) (old % slots.length)], pool[(int) (old % pool.length)], 0,
+                chainLength);
         }
         return added;
     }

@@ -4,6 +4,7 @@ import io.kvidx.bench.trace.SimEngine;
 import io.kvidx.bench.trace.TraceBench;
 import io.kvidx.bench.trace.TraceBlocks;
 import io.kvidx.bench.trace.TraceFile;
+import io.kvidx.bench.trace.TracePlan;
 import io.kvidx.bench.trace.TraceRequest;
 import org.agrona.collections.LongHashSet;
 
@@ -81,14 +82,13 @@ public final class TraceWorkload {
         final int maxBlocks = Math.min(budget, maxChain);
         final TraceBlocks blocks = new TraceBlocks(TraceBench.BLOCK_SIZE_DEFAULT, maxBlocks);
         final SimEngine[] engines = new SimEngine[pods];
-        final SplittableRandom split = new SplittableRandom(seed);
+        final int[] split = TracePlan.split(n, pods, seed);
         final long[][] chains = new long[n][];
         final long[][] servedHashes = new long[n][];
         final int[] podOf = new int[n];
         int count = 0;
         for (int i = 0; i < n; i++) {
-            // One draw per request, as TracePlan draws them, so the split is bench trace's.
-            final int pod = split.nextInt(pods);
+            final int pod = split[i];
             final int length = blocks.load(trace.get(i));
             if (length == 0) {
                 continue;

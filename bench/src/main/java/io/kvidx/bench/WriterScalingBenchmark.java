@@ -1,6 +1,5 @@
 package io.kvidx.bench;
 
-import io.kvidx.daemon.index.IndexWriter;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -101,15 +100,10 @@ public class WriterScalingBenchmark {
      */
     @State(Scope.Thread)
     public static class Writer {
-        private IndexWriter writer;
-        private int firstPod;
-        private int podStep;
-        private int podCount;
-        private long[][] pool;
-        private long steps;
+        private ChurnDriver churn;
 
         /**
-         * Draws this thread's chains: its own keys after the common prefix.
+         * Draws this thread's chains (its own keys after a common prefix) and takes its pods.
          *
          * @param bench  the shared index.
          * @param thread which thread this is, of how many.
@@ -119,12 +113,10 @@ public class WriterScalingBenchmark {
             if (thread.getThreadCount() > MAX_THREADS || thread.getThreadCount() > bench.pods) {
                 throw new IllegalArgumentException("at most " + Math.min(MAX_THREADS, bench.pods) + " threads");
             }
-            writer = bench.kvidx.writer();
-            firstPod = thread.getThreadIndex();
-            podStep = thread.getThreadCount();
-            podCount = (bench.pods - firstPod + podStep - 1) / podStep;
+            final int[] slots = java.util.stream.IntStream.range(0, bench.pods)
+                .filter(p -> p % thread.getThreadCount() == thread.getThreadIndex()).toArray();
             final SplittableRandom rnd = new SplittableRandom(0xC4A1_0000L + thread.getThreadIndex());
-            pool = new long[WINDOW * 2][CHAIN];
+            final long[][] pool = new long[WINDOW * 2][CHAIN];
             for (int c = 0; c < pool.length; c++) {
                 final long[] prefix = bench.prefixes[c % PREFIXES];
                 System.arraycopy(prefix, 0, pool[c], 0, prefix.length);
@@ -132,26 +124,17 @@ public class WriterScalingBenchmark {
                     pool[c][i] = Workload.nonZero(rnd);
                 }
             }
+            churn = new ChurnDriver(bench.kvidx.writer(), slots, pool, WINDOW);
         }
 
         int step() {
-            final long s = steps++;
-            int changed = writer.store(pod(s), pool[(int) (s % pool.length)], 0, CHAIN);
-            final long old = s - WINDOW;
-            if (old >= 0) {
-                changed += writer.remove(pod(old), pool[(int) (old % pool.length)], 0, CHAIN);
-            }
-            return changed;
-        }
-
-        private int pod(final long step) {
-            return firstPod + (int) (step % podCount) * podStep;
+            return churn.step();
         }
     }
 
     /**
      * @param writer this thread's writer state.
-     * @return keys stored and removed (consumed by JMH).
+     * @return keys stored (consumed by JMH).
      */
     @Benchmark
     @OperationsPerInvocation(2 * CHAIN)

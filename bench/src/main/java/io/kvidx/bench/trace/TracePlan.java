@@ -153,12 +153,10 @@ public final class TracePlan {
         }
         final int n = trace.size();
         final long[] ts = new long[n];
-        final int[] split = new int[n];
-        final SplittableRandom random = new SplittableRandom(seed);
+        final int[] split = split(n, pods, seed);
         for (int i = 0; i < n; i++) {
             final TraceRequest r = trace.get(i);
             ts[i] = r.timestampMs();
-            split[i] = random.nextInt(pods);
             if (copies > 1) {
                 for (final long id : r.hashIds()) {
                     if (id < 0 || id >= COPY_ID_STRIDE) {
@@ -215,6 +213,24 @@ public final class TracePlan {
      */
     static long copyHashId(final long id, final int copy) {
         return id + copy * COPY_ID_STRIDE;
+    }
+
+    /**
+     * The random split of a trace's requests across the pods: the one {@code bench trace} replays and
+     * {@code TraceWorkload} serves.
+     *
+     * @param requests requests, in time order.
+     * @param pods     pods.
+     * @param seed     seed of the split.
+     * @return the pod of each request.
+     */
+    public static int[] split(final int requests, final int pods, final long seed) {
+        final SplittableRandom random = new SplittableRandom(seed);
+        final int[] split = new int[requests];
+        for (int i = 0; i < requests; i++) {
+            split[i] = random.nextInt(pods);
+        }
+        return split;
     }
 
     /** Simulates and encodes one copy of the trace on its own engines. */

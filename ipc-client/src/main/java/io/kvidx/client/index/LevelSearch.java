@@ -164,10 +164,13 @@ final class LevelSearch {
                 if (lo == hi) {
                     result.addAll(f0, f1, f2, f3, lo);
                     max = Math.max(max, lo);
-                    final int pods = Long.bitCount(f0) + Long.bitCount(f1) + Long.bitCount(f2) + Long.bitCount(f3);
-                    if (pods > commonPods) {
-                        commonPods = pods;
-                        common = lo;
+                    if (guided) {
+                        final int pods = Long.bitCount(f0) + Long.bitCount(f1) + Long.bitCount(f2)
+                            + Long.bitCount(f3);
+                        if (pods > commonPods) {
+                            commonPods = pods;
+                            common = lo;
+                        }
                     }
                     continue;
                 }
@@ -238,9 +241,9 @@ final class LevelSearch {
             final long exact = s & beforeG & ~atG;
             final long high = s & beforeG & atG;
             if (low != 0) {
-                next[first++] = 1;
-                next[first++] = g - 1;
-                next[first++] = low;
+                level[first++] = 1;
+                level[first++] = g - 1;
+                level[first++] = low;
             }
             if (exact != 0) {
                 result.addWord0(exact, g);
@@ -249,13 +252,10 @@ final class LevelSearch {
                 commonPods = Long.bitCount(exact);
             }
             if (high != 0) {
-                next[first++] = g + 1;
-                next[first++] = length;
-                next[first++] = high;
+                level[first++] = g + 1;
+                level[first++] = length;
+                level[first++] = high;
             }
-            final long[] t = level;
-            level = next;
-            next = t;
         } else {
             level[0] = 1;
             level[1] = length;
@@ -278,7 +278,7 @@ final class LevelSearch {
                 if (lo == hi) {
                     result.addWord0(f, lo);
                     max = Math.max(max, lo);
-                    if (Long.bitCount(f) > commonPods) {
+                    if (guided && Long.bitCount(f) > commonPods) {
                         commonPods = Long.bitCount(f);
                         common = lo;
                     }
