@@ -159,13 +159,13 @@ class QueryBenchTest {
         final PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
         XprocBench.run(BenchOptions.parse(new String[] {
             "--workload", "trace", "--pods", "32", "--chain", "1024", "--warmup-ms", "300", "--measure-ms", "600",
-            "--churn-window", "256", "--evict-mib", "4", "--json"}), out);
+            "--churn-window", "256", "--evict-mib", "1", "--json"}), out);
 
         final List<String> lines = bytes.toString(StandardCharsets.UTF_8).lines().toList();
         final Map<String, Object> json = parseObject(lines.getLast());
         final Map<String, Object> x = object(json, "xproc");
         assertEquals(0.0, number(x, "mismatches"), "answers on the trace's prompts: " + x);
-        assertEquals(4.0, number(object(json, "workload"), "evict_mib_per_query"));
+        assertEquals(1.0, number(object(json, "workload"), "evict_mib_per_query"));
         assertTrue(number(x, "queries") > 100, "reader timed too few queries: " + x);
         final Map<String, Object> workload = object(json, "workload");
         assertEquals("trace", workload.get("kind"));
