@@ -45,8 +45,24 @@ class JetStreamRelayLeaseTest {
         return c;
     }
 
+    /**
+     * Relay B. Its replays may wait 5 s for each answer (the fleet's 1 s is short for a Python engine on a loaded
+     * 2-core machine): B finds the engine's restart only through a replay, and a replay given up after its attempts
+     * would leave B waiting for a live batch that this test does not send.
+     */
     private DaemonContext standby(final PyPeer peer, final String url) {
-        return relay("relay-b", peer, url, LEASE_TTL_MS);
+        final DaemonContext c = relay("relay-b", peer, url, LEASE_TTL_MS);
+        c.zmq().replayTimeoutMs(5_000);
+        return c;
+    }
+
+    /** What relay B's replays did, for a failure's message. */
+    private static String replays(final KvidxDaemon relay) {
+        return "replays " + relay.counters().value(CounterType.REPLAYS) + ", failed "
+            + relay.counters().value(CounterType.REPLAY_FAILURES) + ", engine resyncs "
+            + relay.counters().value(CounterType.ENGINE_RESYNCS) + ", sequence resets "
+            + relay.counters().value(CounterType.SEQUENCE_RESETS) + ", messages received "
+            + relay.counters().value(CounterType.MESSAGES_RECEIVED);
     }
 
     private DaemonContext relay(final String cell, final PyPeer peer, final String url, final long ttlMs) {
@@ -195,9 +211,13 @@ class JetStreamRelayLeaseTest {
                 try (KvidxDaemon relayB = KvidxDaemon.start(standby(peer, nats.url()))) {
                     // B clears the pods and takes the engine's new run from its replay (what it would publish
                     // without a lease: its clears, then the new run, whose copies the stream already holds from A).
-                    JetStreamRelayTest.await("B took the new run from the replay", 20_000,
-                        () -> relayB.counters().value(CounterType.ENGINE_RESYNCS) > 0
-                            && relayB.counters().value(CounterType.MESSAGES_RECEIVED) >= 300);
+                    try {
+                        JetStreamRelayTest.await("B took the new run from the replay", 60_000,
+                            () -> relayB.counters().value(CounterType.ENGINE_RESYNCS) > 0
+                                && relayB.counters().value(CounterType.MESSAGES_RECEIVED) >= 300);
+                    } catch (final AssertionError e) {
+                        throw new AssertionError(e.getMessage() + " (" + replays(relayB) + ")", e);
+                    }
                     documents.addAll(StreamFleet.documents(stream(peer, 44, 200)));
                     JetStreamConsumerTest.agree(direct, consumer, documents);
                     assertEquals(0, relayB.counters().value(CounterType.JETSTREAM_PUBLISHED), "B stands by");
