@@ -65,6 +65,42 @@ class CommonDepthFirstTest {
         }
     }
 
+    /**
+     * Two tenants behind one router: each has its own system prompt (32 and 80 blocks), held by its own 64 pods, and
+     * the querying thread alternates between their prompts. The guess is kept per prompt root (block 0's key), so
+     * neither tenant's depth misleads the other's search: 3 probes each, where one depth for the thread would guess
+     * the other tenant's and search a whole side by halves (10 probes).
+     */
+    @Test
+    void shouldKeepOneGuessPerSystemPromptWhenTheThreadAlternatesBetweenTenants() {
+        final SplittableRandom rnd = new SplittableRandom(11);
+        final int deepSystem = 80;
+        final long[] systemA = keys(rnd, SYSTEM_PROMPT);
+        final long[] systemB = keys(rnd, deepSystem);
+        try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell("test").shardCount(16)
+            .slotsPerShard(8192).maxPods(256).maxChainLength(8192).deleteOnClose(true))) {
+            for (int p = 0; p < PODS; p++) {
+                final long[] system = p < PODS / 2 ? systemA : systemB;
+                writer.store(writer.registerPod("pod-" + p, "m"), system, 0, system.length);
+            }
+            writer.heartbeat(System.currentTimeMillis());
+            try (IndexReader reader = IndexReader.attach(TestIndexes.reader(dir))) {
+                final PrefixResult result = new PrefixResult();
+                for (int i = 0; i < 30; i++) {
+                    reader.query(prompt(i % 2 == 0 ? systemA : systemB, rnd), LENGTH, null, result);
+                }
+                for (int i = 0; i < 4; i++) {
+                    final boolean a = i % 2 == 0;
+                    final int depth = reader.query(prompt(a ? systemA : systemB, rnd), LENGTH, null, result);
+                    assertEquals(a ? SYSTEM_PROMPT : deepSystem, depth);
+                    assertEquals(PODS / 2, result.count());
+                    assertEquals(3, result.probes(), (a ? "tenant A" : "tenant B") + ": block 0 and the two blocks"
+                        + " around its own system prompt's end");
+                }
+            }
+        }
+    }
+
     private static long[] prompt(final long[] system, final SplittableRandom rnd) {
         final long[] keys = keys(rnd, LENGTH);
         System.arraycopy(system, 0, keys, 0, system.length);

@@ -76,7 +76,7 @@ final class LevelSearch {
      */
     int search(final long[] keys, final int length, final long a0, final long a1, final long a2, final long a3,
         final int top, final boolean guided, final PrefixResult result) {
-        final int g = guided ? result.commonDepth() : 0;
+        final int g = guided ? result.commonDepth(keys[0]) : 0;
         final boolean guess = g >= 2 && g < length;
         if (prefetch) {
             result.sink = guess ? prefetchGuess(keys, length, g, result) : prefetchTop(keys, length, top, result);
@@ -202,7 +202,7 @@ final class LevelSearch {
         result.probes(probes);
         result.searched(probes, length);
         if (guided) {
-            result.commonDepth(common);
+            result.commonDepth(keys[0], common);
         }
         return max;
     }
@@ -215,7 +215,7 @@ final class LevelSearch {
      */
     int searchDirect(final long[] keys, final int length, final long alive, final int top, final boolean guided,
         final PrefixResult result) {
-        final int g = guided ? result.commonDepth() : 0;
+        final int g = guided ? result.commonDepth(keys[0]) : 0;
         final boolean guess = g >= 2 && g < length;
         if (prefetch) {
             result.sink = guess ? prefetchGuess(keys, length, g, result) : prefetchTop(keys, length, top, result);
@@ -310,7 +310,7 @@ final class LevelSearch {
         result.probes(probes);
         result.searched(probes, length);
         if (guided) {
-            result.commonDepth(common);
+            result.commonDepth(keys[0], common);
         }
         return max;
     }

@@ -12,6 +12,8 @@ package io.kvidx.client.index;
 public final class PrefixResult {
     static final int FRAME = 6;
     static final int MAX_FRAMES = 64;
+    /** Prompt roots whose common depths a result keeps (a power of two). */
+    static final int ROOT_SLOTS = 64;
 
     final long[] stack = new long[FRAME * MAX_FRAMES];
     /** The ranges of one level of a long chain's search ({@link LevelSearch}): at most one per pod. */
@@ -41,10 +43,19 @@ public final class PrefixResult {
     private int probedShare = 256;
     /**
      * The depth that the most pods held in the last answer of a narrow search (0 before one): the next narrow search
-     * probes there first ({@link LevelSearch}), so a prompt whose holders stop at a common prefix, as the trace's do at
-     * its shared system prompt, is answered in three probes.
+     * of a prompt whose root ({@link #rootKeys}) has no depth of its own probes there first ({@link LevelSearch}).
      */
     private int commonDepth;
+    /**
+     * Per prompt root (the key of a chain's block 0; direct-mapped by its Fibonacci hash, {@value #ROOT_SLOTS}
+     * slots, a root replacing the one in its slot): the depth that the most pods held in the last narrow answer for a
+     * prompt with that root, in {@link #rootDepths}. The next narrow search of a prompt with that root probes there
+     * first, so a prompt whose holders stop at a common prefix, as the trace's do at its shared system prompt, is
+     * answered in three probes, and a thread that alternates between tenants with system prompts of different
+     * lengths guesses each one's own (ADR 0023, decision 7).
+     */
+    private final long[] rootKeys = new long[ROOT_SLOTS];
+    private final int[] rootDepths = new int[ROOT_SLOTS];
 
     void reset(final int chainLength) {
         for (int i = 0; i < count; i++) {
@@ -67,12 +78,31 @@ public final class PrefixResult {
         probedShare += (share - probedShare) >> 3;
     }
 
-    int commonDepth() {
-        return commonDepth;
+    /**
+     * @param root the key of the chain's block 0.
+     * @return the depth to probe first: the last narrow answer's common depth for that root, else for any root (0
+     * before any narrow search).
+     */
+    int commonDepth(final long root) {
+        final int i = rootSlot(root);
+        return rootKeys[i] == root ? rootDepths[i] : commonDepth;
     }
 
-    void commonDepth(final int depth) {
+    /**
+     * Records a narrow answer's common depth for the chain's root (and as the thread's latest).
+     *
+     * @param root  the key of the chain's block 0.
+     * @param depth the depth that the most pods held.
+     */
+    void commonDepth(final long root, final int depth) {
+        final int i = rootSlot(root);
+        rootKeys[i] = root;
+        rootDepths[i] = depth;
         commonDepth = depth;
+    }
+
+    private static int rootSlot(final long root) {
+        return (int) ((root * 0x9E3779B97F4A7C15L) >>> (Long.SIZE - Integer.numberOfTrailingZeros(ROOT_SLOTS)));
     }
 
     /** @return true when the recent searches probed at least a quarter of what a bulk load brings in up front. */
