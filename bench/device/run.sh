@@ -4,14 +4,17 @@
 # summary of the figures at the end. About 7 minutes on a 16-core host; --quick checks the script itself in about
 # 3 minutes on a small one (the development VM).
 #
-#   run.sh [--quick] [--part 1|2|3]
+#   run.sh [--quick] [--part 1|2|3|4]
 #
-# --part runs one third (1: writer scaling and xproc, about 3 minutes; 2: the in-process replays; 3: the replays
-# through the daemon), for a device whose commands may run 10 minutes at most.
+# --part runs one part (1: writer scaling and xproc, about 3 minutes; 2: the in-process replays; 3: the replays
+# through the daemon; 4: the Aeron replay again with 16 MiB terms), for a device whose commands may run 10 minutes at
+# most.
 #
 # Steps: host facts; WriterScalingBenchmark with 1, 2, 4 and 8 writer threads; xproc on the trace's own workload with
 # the index in and out of the cache; the trace replay in process with 1, 2, 4 and 8 writers; the trace replay through
-# the daemon with 8 writers over ZeroMQ and over Aeron, the router busy.
+# the daemon with 8 writers over ZeroMQ and over Aeron, the router busy; the Aeron replay again with 16 MiB terms
+# (the daemon's default 1 MiB holds about a millisecond of the trace at 12 M block ops/s: where Aeron's publisher
+# fell behind on back-pressure on the 16-core host, ZeroMQ's queues took the same bursts).
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 JAVA="$HERE/jre/bin/java"
@@ -25,7 +28,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
         --part) PART="$2"; shift ;;
-        *) echo "usage: run.sh [--quick] [--part 1|2|3]" >&2; exit 2 ;;
+        *) echo "usage: run.sh [--quick] [--part 1|2|3|4]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -101,6 +104,10 @@ step "trace-zmq-w$WRITERS" 180 "${BENCH[@]}" trace --transport zmq --writers "$W
     --daemon-arg=--zmq-io-threads=4 --daemon-arg=--zmq-ingest-threads=2 "${TRACE[@]}" --json
 step "trace-aeron-w$WRITERS" 180 "${BENCH[@]}" trace --transport aeron --writers "$WRITERS" --busy-router \
     "${TRACE[@]}" --json
+fi
+if part 4; then
+step "trace-aeron-w$WRITERS-term16m" 180 "${BENCH[@]}" trace --transport aeron --writers "$WRITERS" --busy-router \
+    --daemon-arg=--aeron-term-length=16777216 "${TRACE[@]}" --json
 fi
 
 # The figures, one line each (of the steps that ran).
