@@ -21,9 +21,9 @@ import static io.kvidx.daemon.index.PodsWord.inlineRemoveAt;
 /**
  * The shards' open-addressing tables: stores and removes pod bits, inserts and deletes entries (backward shift
  * inside an odd shard version), moves entries to and from overflow bitmaps, keeps the writer's per-entry records
- * ({@link WriterMeta}: parent key, store stamp) and each entry's count of indexed children, and the shard header
- * counters. Its parts: {@link ShardLocks} (the writer locks, store clocks and eviction hands),
- * {@link OverflowPool} (the overflow bitmaps and their free lists), {@link PodsWord} (the inline pods word
+ * ({@link WriterMeta}: parent key, store stamp) and each entry's count of indexed children. Its parts: {@link ShardLocks} (the writer locks, store clocks and eviction hands),
+ * {@link OverflowPool} (the overflow bitmaps and their free lists), {@link ShardCounters} (the shard header
+ * counters), {@link PodsWord} (the inline pods word
  * encoding), {@link Eviction} (what a full shard gives up), {@link ShardSweep} (a gone pod's bits cleared shard by
  * shard) and {@link BatchPrefetch}.
  *
@@ -33,8 +33,8 @@ import static io.kvidx.daemon.index.PodsWord.inlineRemoveAt;
  * recounted from the parent keys when the writer attaches.
  *
  * <p><b>Note:</b> thread safe through per-shard writer locks ({@link ShardLocks}, never taken by readers): a thread
- * holds at most one shard lock at a time, so adjusting a parent's count in another shard happens after the child's
- * lock is released. A writer that throws while it holds a shard leaves it repaired ({@link IndexRepair#repairShard})
+ * holds at most one shard lock at a time, so a count raised or lowered in another shard than the entry stored or
+ * deleted (the parent of a run's first block, of an evicted entry) is changed after that entry's lock is released. A writer that throws while it holds a shard leaves it repaired ({@link IndexRepair#repairShard})
  * and even; when the repair throws too, a {@link ShardRepairException} escapes and the writer thread stops.
  */
 final class EntryTable {
@@ -43,6 +43,8 @@ final class EntryTable {
     private static final int NOT_STORED = -1;
     private static final int NEED_EVICTION = -2;
     private static final int NEED_OVERFLOW = -3;
+    /** store: the pod was no longer alive; nothing stored. */
+    private static final int NOT_ALIVE = -4;
 
     final IndexGeometry g;
     private final MemorySegment segment;
@@ -52,6 +54,7 @@ final class EntryTable {
     private final ShardLocks locks;
     private final OverflowPool overflow;
     private final Eviction eviction;
+    private final ShardCounters counters;
     /** Test hook: run inside every deletion while the shard's version is odd (null in production). */
     Runnable deleteFault;
     /** Test hook: run before a failed change's shard repair (null in production). */
@@ -65,6 +68,7 @@ final class EntryTable {
         this.locks = new ShardLocks(g.shardCount);
         this.overflow = new OverflowPool(g, segment);
         this.eviction = new Eviction(this, segment, meta, locks);
+        this.counters = new ShardCounters(g, segment);
     }
 
     MemorySegment segment() {
@@ -81,6 +85,10 @@ final class EntryTable {
 
     OverflowPool overflow() {
         return overflow;
+    }
+
+    ShardCounters counters() {
+        return counters;
     }
 
     // ---------------------------------------------------------------------------------------------------------
@@ -101,6 +109,11 @@ final class EntryTable {
      * Records that pod {@code slot} holds the blocks {@code keys[offset..offset+length)}, a run of one chain: the
      * parent of the first is {@code parentKey} (0 when it starts the chain), of the others the key before it.
      *
+     * <p>From the run's last block to its first: a block's count of indexed children is raised, when its child in
+     * the run was inserted, under the lock of the block's own store (in chain order, the parent's shard lock once
+     * more per inserted block; ADR 0016). Readers may see a later block of the run first (docs/index-layout.md,
+     * "Publication protocol").
+     *
      * @param alive checked under each shard's lock: the store stops when the pod is no longer alive.
      * @return keys new for this pod.
      */
@@ -110,7 +123,9 @@ final class EntryTable {
             prefetch.prefetch(keys, offset, length);
         }
         int added = 0;
-        for (int i = offset, end = offset + length; i < end; i++) {
+        // The block after this one in the run was inserted as a new entry: this block gained an indexed child.
+        boolean childInserted = false;
+        for (int i = offset + length - 1; i >= offset; i--) {
             final long k = IndexDescriptor.storedKey(keys[i]);
             final long parent = i == offset ? parentKey : keys[i - 1];
             final long storedParent = parent == 0 ? 0 : IndexDescriptor.storedKey(parent);
@@ -123,14 +138,19 @@ final class EntryTable {
                 locks.lock(shard);
                 try {
                     if (!alive.isAlive(slot)) {
-                        return added;
+                        result = NOT_ALIVE;
+                        break;
                     }
                     result = storeLocked(shard, k, home, slot, storedParent);
                     if (result == NEED_EVICTION) {
-                        evictedParent = eviction.evictOne(shard, storedParent);
+                        evictedParent = eviction.evictOne(shard, storedParent,
+                            childInserted ? IndexDescriptor.storedKey(keys[i + 1]) : 0);
                     } else if (result == NEED_OVERFLOW) {
                         result = eviction.makeOverflowRoom(shard) ? NEED_OVERFLOW
                             : refuseHolder(shard);
+                    }
+                    if (childInserted && (result >= 0 || result == NOT_STORED)) {
+                        addChildrenLocked(shard, k, home, +1);
                     }
                 } catch (final RuntimeException | Error ex) {
                     repairAfter(shard, ex);
@@ -145,14 +165,30 @@ final class EntryTable {
                     break;
                 }
             }
+            if (result == NOT_ALIVE) {
+                // The pod went down: the rest of the run is not stored, but the child stored last has its parent.
+                if (childInserted) {
+                    adjustChildren(k, +1);
+                }
+                return added;
+            }
             if (result > 0) {
                 added++;
-                if (result == 2 && storedParent != 0) {
-                    adjustChildren(storedParent, +1);
-                }
             }
+            childInserted = result == 2;
+        }
+        if (childInserted && parentKey != 0) {
+            adjustChildren(IndexDescriptor.storedKey(parentKey), +1);
         }
         return added;
+    }
+
+    /** Raises or lowers the children count of {@code k}'s entry, if indexed, with its shard's lock held. */
+    private void addChildrenLocked(final int shard, final long k, final int home, final int delta) {
+        final int idx = find(g.table(shard), k, home);
+        if (idx >= 0) {
+            meta.addChildren(shard * g.slotsPerShard + idx, delta);
+        }
     }
 
     /**
@@ -173,7 +209,7 @@ final class EntryTable {
     }
 
     private int refuseHolder(final int shard) {
-        addToShardCounter(shard, IndexDescriptor.SHARD_HOLDERS_REFUSED_OFFSET, 1);
+        counters.add(shard, IndexDescriptor.SHARD_HOLDERS_REFUSED_OFFSET, 1);
         return NOT_STORED;
     }
 
@@ -345,10 +381,7 @@ final class EntryTable {
         final int shard = g.shardOf(h);
         locks.lock(shard);
         try {
-            final int idx = find(g.table(shard), parent, g.homeSlot(h));
-            if (idx >= 0) {
-                meta.addChildren(shard * g.slotsPerShard + idx, delta);
-            }
+            addChildrenLocked(shard, parent, g.homeSlot(h), delta);
         } finally {
             locks.unlock(shard);
         }
@@ -360,24 +393,25 @@ final class EntryTable {
 
     /** The parent key (stored form) recorded for the entry of {@code k}, 0 when it has none or is not indexed. */
     long parentOf(final long k) {
-        final long h = IndexDescriptor.spread(k);
-        final int shard = g.shardOf(h);
-        locks.lock(shard);
-        try {
-            final int idx = find(g.table(shard), k, g.homeSlot(h));
-            return idx < 0 ? 0 : meta.parent(shard * g.slotsPerShard + idx);
-        } finally {
-            locks.unlock(shard);
-        }
+        return record(k, true);
     }
 
+    /** The children count recorded for the entry of {@code k}, -1 when it is not indexed. */
     int childrenOf(final long k) {
+        return (int) record(k, false);
+    }
+
+    /** Reads, under {@code k}'s shard lock, the parent key or children count of its writer record. */
+    private long record(final long k, final boolean parent) {
         final long h = IndexDescriptor.spread(k);
         final int shard = g.shardOf(h);
         locks.lock(shard);
         try {
             final int idx = find(g.table(shard), k, g.homeSlot(h));
-            return idx < 0 ? -1 : meta.children(shard * g.slotsPerShard + idx);
+            if (idx < 0) {
+                return parent ? 0 : -1;
+            }
+            return parent ? meta.parent(shard * g.slotsPerShard + idx) : meta.children(shard * g.slotsPerShard + idx);
         } finally {
             locks.unlock(shard);
         }
@@ -461,7 +495,7 @@ final class EntryTable {
         LONG.setOpaque(segment, entry + ENTRY_PODS_OFFSET, inline);
         overflow.free(shard, (int) pods & (g.overflowPerShard - 1));
         Seqlock.endWrite(segment, header + SHARD_VERSION_OFFSET, odd);
-        addToShardCounter(shard, IndexDescriptor.SHARD_OVERFLOW_DEMOTIONS_OFFSET, 1);
+        counters.add(shard, IndexDescriptor.SHARD_OVERFLOW_DEMOTIONS_OFFSET, 1);
     }
 
     int holders(final int shard, final long pods) {
@@ -472,26 +506,5 @@ final class EntryTable {
             return IndexDescriptor.inlineCount(pods);
         }
         return overflow.count(g.overflowEntry(shard, (int) pods));
-    }
-
-    void addToShardCounter(final int shard, final int fieldOffset, final long delta) {
-        final long offset = g.shardHeader(shard) + fieldOffset;
-        LONG.setRelease(segment, offset, (long) LONG.get(segment, offset) + delta);
-    }
-
-    long sumShardCounter(final int fieldOffset) {
-        long n = 0;
-        for (int shard = 0; shard < g.shardCount; shard++) {
-            n += (long) LONG.getAcquire(segment, g.shardHeader(shard) + fieldOffset);
-        }
-        return n;
-    }
-
-    long entryCount() {
-        long n = 0;
-        for (int shard = 0; shard < g.shardCount; shard++) {
-            n += (int) INT.getAcquire(segment, g.shardHeader(shard) + SHARD_ENTRY_COUNT_OFFSET);
-        }
-        return n;
     }
 }

@@ -47,12 +47,15 @@ final class Eviction {
     }
 
     /**
-     * Evicts one entry of a full shard, never the entry of {@code keep} (the parent of the block being inserted,
-     * whose children count is raised only after the insert).
+     * Evicts one entry of a full shard, never the entry of {@code keep} (the parent of the block being inserted) nor
+     * that of {@code keepChild} (its child in the run being stored, inserted just before it: the inserted block's
+     * children count counts it as it is set, {@link EntryTable#store}).
      *
+     * @param keep      a stored key, or 0.
+     * @param keepChild a stored key, or 0.
      * @return the evicted entry's parent key (0 when none): the caller lowers its children count after unlocking.
      */
-    long evictOne(final int shard, final long keep) {
+    long evictOne(final int shard, final long keep, final long keepChild) {
         final IndexGeometry g = table.g;
         final long t = g.table(shard);
         final int base = shard * g.slotsPerShard;
@@ -63,7 +66,7 @@ final class Eviction {
         int seen = 0;
         for (int n = 0; n <= g.slotMask && seen < MAX_SCAN && (victimChildren > 0 || seen < SAMPLES); n++) {
             final long key = (long) LONG.get(segment, g.entry(t, hand) + ENTRY_KEY_OFFSET);
-            if (key != 0 && key != keep) {
+            if (key != 0 && key != keep && key != keepChild) {
                 seen++;
                 final int children = meta.children(base + hand);
                 final long stamp = meta.stamp(base + hand);
@@ -80,9 +83,9 @@ final class Eviction {
             throw new IllegalStateException("shard " + shard + " is full but holds no entry");
         }
         if (victimChildren > 0) {
-            table.addToShardCounter(shard, IndexDescriptor.SHARD_EVICTIONS_INNER_OFFSET, 1);
+            table.counters().add(shard, IndexDescriptor.SHARD_EVICTIONS_INNER_OFFSET, 1);
         }
-        table.addToShardCounter(shard, IndexDescriptor.SHARD_EVICTIONS_OFFSET, 1);
+        table.counters().add(shard, IndexDescriptor.SHARD_EVICTIONS_OFFSET, 1);
         return table.delete(shard, t, victim);
     }
 

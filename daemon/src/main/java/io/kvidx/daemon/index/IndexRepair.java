@@ -79,7 +79,7 @@ final class IndexRepair {
         final Report report = new Report();
         final IndexGeometry g = table.g;
         final MemorySegment s = table.segment();
-        if (table.entryCount() == 0 && table.meta().fresh()) {
+        if (table.counters().entryCount() == 0 && table.meta().fresh()) {
             // A new file (or an empty one): nothing to check; only the free lists need building.
             repairPodTable(s, g.maxPods, report);
             for (int shard = 0; shard < g.shardCount; shard++) {
@@ -103,7 +103,7 @@ final class IndexRepair {
             table.locks().clock(shard, clock);
         }
         rebuildChildren(table);
-        report.entries = table.entryCount();
+        report.entries = table.counters().entryCount();
         return report;
     }
 

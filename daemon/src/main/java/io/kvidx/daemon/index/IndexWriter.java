@@ -382,35 +382,35 @@ public final class IndexWriter implements AutoCloseable {
      * @return entries in the index (sum of shard counts).
      */
     public long entryCount() {
-        return entries.entryCount();
+        return entries.counters().entryCount();
     }
 
     /**
      * @return entries evicted because a shard was full.
      */
     public long evictions() {
-        return entries.sumShardCounter(IndexDescriptor.SHARD_EVICTIONS_OFFSET);
+        return entries.counters().sum(IndexDescriptor.SHARD_EVICTIONS_OFFSET);
     }
 
     /**
      * @return of {@link #evictions()}, entries evicted while later blocks of their chain were still indexed.
      */
     public long innerEvictions() {
-        return entries.sumShardCounter(IndexDescriptor.SHARD_EVICTIONS_INNER_OFFSET);
+        return entries.counters().sum(IndexDescriptor.SHARD_EVICTIONS_INNER_OFFSET);
     }
 
     /**
      * @return holders not recorded because a shard's overflow pool was full.
      */
     public long holdersRefused() {
-        return entries.sumShardCounter(IndexDescriptor.SHARD_HOLDERS_REFUSED_OFFSET);
+        return entries.counters().sum(IndexDescriptor.SHARD_HOLDERS_REFUSED_OFFSET);
     }
 
     /**
      * @return overflow entries turned inline again to give their bitmap back.
      */
     public long overflowDemotions() {
-        return entries.sumShardCounter(IndexDescriptor.SHARD_OVERFLOW_DEMOTIONS_OFFSET);
+        return entries.counters().sum(IndexDescriptor.SHARD_OVERFLOW_DEMOTIONS_OFFSET);
     }
 
     /**

@@ -423,7 +423,10 @@ class IndexWriterTest {
                 keys[found++] = key;
             }
         }
-        writer.store(a, keys, 0, keys.length);
+        // One at a time, so that they are stored in this order (a run is stored from its last block).
+        for (int i = 0; i < keys.length; i++) {
+            writer.store(a, keys, i, 1);
+        }
         final long table = IndexDescriptor.tablesOffset(reader.maxPods(), reader.shardCount())
             + (long) reader.slotsPerShard() * IndexDescriptor.ENTRY_LENGTH;
         try (io.kvidx.ffm.MappedRegion region = io.kvidx.ffm.MappedRegion.mapReadOnly(writer.context().indexFile(),
