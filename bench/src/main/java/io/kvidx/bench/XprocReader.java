@@ -55,6 +55,7 @@ public final class XprocReader {
             final Histogram[] byLength = LengthBuckets.newHistograms();
             final int n = q.chains.length;
             long mismatches = 0;
+            long warmupBusy = 0;
             long busy = 0;
             long sink = 0;
             int i = 0;
@@ -67,7 +68,7 @@ public final class XprocReader {
                         mismatches++;
                     }
                 } catch (final IndexBusyException ex) {
-                    busy++;
+                    warmupBusy++;
                 }
                 i = i + 1 == n ? 0 : i + 1;
             }
@@ -116,6 +117,7 @@ public final class XprocReader {
                 .put("queries", s.queries())
                 .put("mismatches", mismatches)
                 .put("busy", busy)
+                .put("busy_warmup", warmupBusy)
                 .putRaw("query_by_length", LengthBuckets.json(byLength, null))
                 .put("reader_pid", ProcessHandle.current().pid())
                 .put("sink", sink & 1);
