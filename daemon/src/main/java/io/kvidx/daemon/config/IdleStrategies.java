@@ -15,7 +15,8 @@ import java.util.function.Supplier;
  *     <li>{@code busy-spin}: spins ({@code Thread.onSpinWait}); lowest latency, burns its CPU: only on a core of its
  *     own.</li>
  *     <li>{@code yield}: {@code Thread.yield()}; gives the core to another runnable thread.</li>
- *     <li>{@code backoff}: spins, then yields, then parks from 1 us doubling to 1 ms.</li>
+ *     <li>{@code backoff}: spins, then yields, then parks from 1 us doubling to 1 ms. A writer's park is cut short by
+ *     the thread that queues it a message ({@code WriterPool#idleOf}).</li>
  *     <li>{@code backoff-<N>us}: the same, parking at most N us (1..1000): an idle thread wakes sooner for a new
  *     message (a park of up to 1 ms shows in event-to-visible times), at the cost of more wake-ups while idle.</li>
  *     <li>{@code sleep-<N>ms}: sleeps N ms (1..1000); for background work.</li>
@@ -79,17 +80,14 @@ public final class IdleStrategies {
      * @return a supplier of that idle strategy (each agent needs its own instance).
      */
     public static Supplier<IdleStrategy> supplier(final String canonical) {
+        final long[] backoff = backoff(canonical);
+        if (backoff != null) {
+            return () -> new BackoffIdleStrategy(backoff[0], backoff[1], backoff[2], backoff[3]);
+        }
         return switch (canonical) {
             case BUSY_SPIN -> BusySpinIdleStrategy::new;
             case YIELD -> YieldingIdleStrategy::new;
-            case BACKOFF -> () -> new BackoffIdleStrategy(10, 20, TimeUnit.MICROSECONDS.toNanos(1),
-                TimeUnit.MILLISECONDS.toNanos(1));
             default -> {
-                final long us = backoffUs(canonical);
-                if (us >= 1) {
-                    yield () -> new BackoffIdleStrategy(10, 20, TimeUnit.MICROSECONDS.toNanos(1),
-                        TimeUnit.MICROSECONDS.toNanos(us));
-                }
                 final long ms = sleepMs(canonical);
                 if (ms < 1) {
                     throw new IllegalArgumentException("not a canonical idle strategy: " + canonical);
@@ -97,6 +95,20 @@ public final class IdleStrategies {
                 yield () -> new SleepingMillisIdleStrategy(ms);
             }
         };
+    }
+
+    /**
+     * The steps of a backoff strategy: spins, then yields, then parks from the shortest period, doubling up to the
+     * longest.
+     *
+     * @param canonical a canonical name ({@link #canonical(String, String)}).
+     * @return {spins, yields, shortest park ns, longest park ns} for {@link #BACKOFF} and {@code backoff-<N>us}, else
+     * null.
+     */
+    public static long[] backoff(final String canonical) {
+        final long maxParkNs = BACKOFF.equals(canonical) ? TimeUnit.MILLISECONDS.toNanos(1)
+            : TimeUnit.MICROSECONDS.toNanos(backoffUs(canonical));
+        return maxParkNs > 0 ? new long[] {10, 20, TimeUnit.MICROSECONDS.toNanos(1), maxParkNs} : null;
     }
 
     private static int backoffUs(final String name) {

@@ -228,7 +228,7 @@ public final class KvidxDaemon implements AutoCloseable {
         }
         final AgentSettings agents = context.agents();
         writers.start((i, agent) -> threads.runner(agent, agents.writerCpu(i),
-            IdleStrategies.supplier(agents.writerIdle()).get()));
+            writers.idleOf(i, agents.writerIdle())));
         final EpochClock clock = SystemEpochClock.INSTANCE;
         if (context.jetstream().relay()) {
             // Before any transport offers a message: the relay sees them all. Closed after the transports.

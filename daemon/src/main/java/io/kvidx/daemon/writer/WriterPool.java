@@ -2,6 +2,7 @@ package io.kvidx.daemon.writer;
 
 import io.kvidx.daemon.agent.AgentThreads;
 import io.kvidx.daemon.agent.PinnedAgent;
+import io.kvidx.daemon.config.IdleStrategies;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
@@ -46,6 +47,8 @@ public final class WriterPool implements AutoCloseable {
     private final ManyToOneRingBuffer[] queues;
     private final WriterAgent[] agents;
     private final List<AgentRunner> runners = new ArrayList<>();
+    /** Each writer's idle strategy when it is one producers wake ({@link #idleOf}), else null. */
+    private final WakeableBackoff[] wakes;
     private final Supplier<IdleStrategy> idle;
     private final ThreadLocal<IdleStrategy> offerIdle;
     private final AtomicCounter oversized;
@@ -101,6 +104,7 @@ public final class WriterPool implements AutoCloseable {
         }
         this.queues = new ManyToOneRingBuffer[writers];
         this.agents = new WriterAgent[writers];
+        this.wakes = new WakeableBackoff[writers];
         this.idle = idle;
         this.offerIdle = ThreadLocal.withInitial(offerIdle);
         this.errors = errors;
@@ -165,6 +169,25 @@ public final class WriterPool implements AutoCloseable {
             AgentRunner.startOnThread(runner);
         }
         return this;
+    }
+
+    /**
+     * The idle strategy of a writer's thread: a backoff one ({@code backoff}, {@code backoff-<N>us}) that the threads
+     * queueing the writer's messages unpark ({@link WakeableBackoff}); any other as configured. Call before
+     * {@link #start}, once per writer.
+     *
+     * @param writer    the writer's index.
+     * @param canonical the configured idle strategy ({@link IdleStrategies#canonical}).
+     * @return its idle strategy.
+     */
+    public IdleStrategy idleOf(final int writer, final String canonical) {
+        final long[] backoff = IdleStrategies.backoff(canonical);
+        if (backoff == null) {
+            return IdleStrategies.supplier(canonical).get();
+        }
+        final WakeableBackoff w = new WakeableBackoff(queues[writer], backoff);
+        wakes[writer] = w;
+        return w;
     }
 
     /**
@@ -256,7 +279,8 @@ public final class WriterPool implements AutoCloseable {
     public boolean offer(final int pod, final int type, final DirectBuffer src, final int offset,
         final int length, final long receivedNanos, final long sequence) {
         final int number = PodDirectory.number(pod);
-        final RingBuffer queue = queues[number % queues.length];
+        final int writer = number % queues.length;
+        final RingBuffer queue = queues[writer];
         final int total = WriterMessages.HEADER_LENGTH + length;
         if (total > queue.maxMsgLength()) {
             oversized.increment();
@@ -285,6 +309,10 @@ public final class WriterPool implements AutoCloseable {
                 }
                 b.putLong(claim + WriterMessages.QUEUED_NANOS_OFFSET, System.nanoTime(), ByteOrder.LITTLE_ENDIAN);
                 queue.commit(claim);
+                final WakeableBackoff wake = wakes[writer];
+                if (wake != null) {
+                    wake.wake();
+                }
                 return true;
             }
             idleStrategy.idle();
