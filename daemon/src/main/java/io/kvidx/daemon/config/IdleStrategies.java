@@ -16,7 +16,7 @@ import java.util.function.Supplier;
  *     own.</li>
  *     <li>{@code yield}: {@code Thread.yield()}; gives the core to another runnable thread.</li>
  *     <li>{@code backoff}: spins, then yields, then parks from 1 us doubling to 1 ms. A writer's park is cut short by
- *     the thread that queues it a message ({@code WriterPool#idleOf}).</li>
+ *     the thread that queues it a message ({@code WriterPool#wakeableBackoff}).</li>
  *     <li>{@code backoff-<N>us}: the same, parking at most N us (1..1000): an idle thread wakes sooner for a new
  *     message (a park of up to 1 ms shows in event-to-visible times), at the cost of more wake-ups while idle.</li>
  *     <li>{@code sleep-<N>ms}: sleeps N ms (1..1000); for background work.</li>

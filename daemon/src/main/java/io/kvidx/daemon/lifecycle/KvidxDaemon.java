@@ -227,8 +227,10 @@ public final class KvidxDaemon implements AutoCloseable {
             }
         }
         final AgentSettings agents = context.agents();
-        writers.start((i, agent) -> threads.runner(agent, agents.writerCpu(i),
-            writers.idleOf(i, agents.writerIdle())));
+        // A backoff writer is unparked by the threads that queue it a batch (WakeableBackoff).
+        final long[] writerBackoff = IdleStrategies.backoff(agents.writerIdle());
+        writers.start((i, agent) -> threads.runner(agent, agents.writerCpu(i), writerBackoff != null
+            ? writers.wakeableBackoff(i, writerBackoff) : IdleStrategies.supplier(agents.writerIdle()).get()));
         final EpochClock clock = SystemEpochClock.INSTANCE;
         if (context.jetstream().relay()) {
             // Before any transport offers a message: the relay sees them all. Closed after the transports.

@@ -48,8 +48,7 @@ final class WakeableBackoff implements IdleStrategy {
 
     /**
      * @param queue     the writer's queue.
-     * @param backoff   {spins, yields, shortest park ns, longest park ns}
-     *                  ({@link io.kvidx.daemon.config.IdleStrategies#backoff}).
+     * @param backoff   {spins, yields, shortest park ns, longest park ns} (the daemon's {@code IdleStrategies.backoff}).
      */
     WakeableBackoff(final RingBuffer queue, final long[] backoff) {
         this.queue = queue;

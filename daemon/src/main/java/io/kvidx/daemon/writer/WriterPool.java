@@ -2,7 +2,6 @@ package io.kvidx.daemon.writer;
 
 import io.kvidx.daemon.agent.AgentThreads;
 import io.kvidx.daemon.agent.PinnedAgent;
-import io.kvidx.daemon.config.IdleStrategies;
 import io.kvidx.daemon.counters.CounterType;
 import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
@@ -47,7 +46,7 @@ public final class WriterPool implements AutoCloseable {
     private final ManyToOneRingBuffer[] queues;
     private final WriterAgent[] agents;
     private final List<AgentRunner> runners = new ArrayList<>();
-    /** Each writer's idle strategy when it is one producers wake ({@link #idleOf}), else null. */
+    /** Each writer's idle strategy when it is one producers wake ({@link #wakeableBackoff}), else null. */
     private final WakeableBackoff[] wakes;
     private final Supplier<IdleStrategy> idle;
     private final ThreadLocal<IdleStrategy> offerIdle;
@@ -172,19 +171,14 @@ public final class WriterPool implements AutoCloseable {
     }
 
     /**
-     * The idle strategy of a writer's thread: a backoff one ({@code backoff}, {@code backoff-<N>us}) that the threads
-     * queueing the writer's messages unpark ({@link WakeableBackoff}); any other as configured. Call before
-     * {@link #start}, once per writer.
+     * A backoff idle strategy for a writer's thread that the threads queueing the writer's messages unpark
+     * ({@link WakeableBackoff}). Call before {@link #start}, at most once per writer.
      *
-     * @param writer    the writer's index.
-     * @param canonical the configured idle strategy ({@link IdleStrategies#canonical}).
+     * @param writer  the writer's index.
+     * @param backoff {spins, yields, shortest park ns, longest park ns}: the configured backoff's steps.
      * @return its idle strategy.
      */
-    public IdleStrategy idleOf(final int writer, final String canonical) {
-        final long[] backoff = IdleStrategies.backoff(canonical);
-        if (backoff == null) {
-            return IdleStrategies.supplier(canonical).get();
-        }
+    public IdleStrategy wakeableBackoff(final int writer, final long[] backoff) {
         final WakeableBackoff w = new WakeableBackoff(queues[writer], backoff);
         wakes[writer] = w;
         return w;
