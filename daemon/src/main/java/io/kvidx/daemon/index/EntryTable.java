@@ -21,9 +21,9 @@ import static io.kvidx.daemon.index.PodsWord.inlineRemoveAt;
 /**
  * The shards' open-addressing tables: stores and removes pod bits, inserts and deletes entries (backward shift
  * inside an odd shard version), moves entries to and from overflow bitmaps, keeps the writer's per-entry records
- * ({@link WriterMeta}: parent key, store stamp) and each entry's count of indexed children. Its parts: {@link ShardLocks} (the writer locks, store clocks and eviction hands),
- * {@link OverflowPool} (the overflow bitmaps and their free lists), {@link ShardCounters} (the shard header
- * counters), {@link PodsWord} (the inline pods word
+ * ({@link WriterMeta}: parent key, store stamp) and each entry's count of indexed children. Its parts:
+ * {@link ShardLocks} (the writer locks, store clocks and eviction hands), {@link OverflowPool} (the overflow bitmaps
+ * and their free lists), {@link ShardCounters} (the shard header counters), {@link PodsWord} (the inline pods word
  * encoding), {@link Eviction} (what a full shard gives up), {@link ShardSweep} (a gone pod's bits cleared shard by
  * shard) and {@link BatchPrefetch}.
  *
@@ -34,7 +34,8 @@ import static io.kvidx.daemon.index.PodsWord.inlineRemoveAt;
  *
  * <p><b>Note:</b> thread safe through per-shard writer locks ({@link ShardLocks}, never taken by readers): a thread
  * holds at most one shard lock at a time, so a count raised or lowered in another shard than the entry stored or
- * deleted (the parent of a run's first block, of an evicted entry) is changed after that entry's lock is released. A writer that throws while it holds a shard leaves it repaired ({@link IndexRepair#repairShard})
+ * deleted (the parent of a run's first block, of an evicted entry) is changed after that entry's lock is released.
+ * A writer that throws while it holds a shard leaves it repaired ({@link IndexRepair#repairShard})
  * and even; when the repair throws too, a {@link ShardRepairException} escapes and the writer thread stops.
  */
 final class EntryTable {
@@ -123,8 +124,9 @@ final class EntryTable {
             prefetch.prefetch(keys, offset, length);
         }
         int added = 0;
-        // The block after this one in the run was inserted as a new entry: this block gained an indexed child.
-        boolean childInserted = false;
+        // The block after this one in the run, when it was inserted as a new entry (stored key; 0 when not): this
+        // block gained an indexed child.
+        long insertedChild = 0;
         for (int i = offset + length - 1; i >= offset; i--) {
             final long k = IndexDescriptor.storedKey(keys[i]);
             final long parent = i == offset ? parentKey : keys[i - 1];
@@ -143,13 +145,12 @@ final class EntryTable {
                     }
                     result = storeLocked(shard, k, home, slot, storedParent);
                     if (result == NEED_EVICTION) {
-                        evictedParent = eviction.evictOne(shard, storedParent,
-                            childInserted ? IndexDescriptor.storedKey(keys[i + 1]) : 0);
+                        evictedParent = eviction.evictOne(shard, storedParent, insertedChild);
                     } else if (result == NEED_OVERFLOW) {
                         result = eviction.makeOverflowRoom(shard) ? NEED_OVERFLOW
                             : refuseHolder(shard);
                     }
-                    if (childInserted && (result >= 0 || result == NOT_STORED)) {
+                    if (insertedChild != 0 && (result >= 0 || result == NOT_STORED)) {
                         addChildrenLocked(shard, k, home, +1);
                     }
                 } catch (final RuntimeException | Error ex) {
@@ -167,7 +168,7 @@ final class EntryTable {
             }
             if (result == NOT_ALIVE) {
                 // The pod went down: the rest of the run is not stored, but the child stored last has its parent.
-                if (childInserted) {
+                if (insertedChild != 0) {
                     adjustChildren(k, +1);
                 }
                 return added;
@@ -175,9 +176,9 @@ final class EntryTable {
             if (result > 0) {
                 added++;
             }
-            childInserted = result == 2;
+            insertedChild = result == 2 ? k : 0;
         }
-        if (childInserted && parentKey != 0) {
+        if (insertedChild != 0 && parentKey != 0) {
             adjustChildren(IndexDescriptor.storedKey(parentKey), +1);
         }
         return added;

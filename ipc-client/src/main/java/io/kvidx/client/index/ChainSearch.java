@@ -85,7 +85,7 @@ final class ChainSearch {
         final boolean wide = result.bulkPays();
         if (length > LevelSearch.WHOLE_CHAIN_PREFETCH || prefetch && !wide) {
             final int top = wide ? LevelSearch.PREFETCH_LEVELS : NARROW_TOP_LEVELS;
-            // A narrow search probes first at the depth most pods held in the thread's last narrow answer.
+            // A narrow search probes first at the depth most pods held in the last narrow answer for its root.
             return direct ? levels.searchDirect(keys, length, s0, top, !wide, result)
                 : levels.search(keys, length, s0, s1, s2, s3, top, !wide, result);
         }

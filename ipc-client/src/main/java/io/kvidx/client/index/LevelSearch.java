@@ -14,7 +14,8 @@ import java.lang.invoke.VarHandle;
  * 0, then the middle key of [1, N]; the pods that hold it go on in the upper half, the others in the lower half; a
  * range of width 0 is a depth. Only the order differs: all ranges of one level are probed before the next level's,
  * so that the next level's keys are known a whole level in advance. A narrow search (below) first splits [1, N] at
- * the depth g that most pods held in the thread's last narrow answer ({@link PrefixResult}): block g, then block
+ * the depth g that most pods held in the last narrow answer for a prompt with the same block 0 ({@link PrefixResult},
+ * else the thread's last narrow answer): block g, then block
  * g - 1; the pods without block g - 1 search [1, g - 1], those with it and without block g hold g, those with both
  * search [g + 1, N]. Any split keeps each pod's range between a block it holds and one it does not, so a pod whose
  * blocks have no gap gets its exact depth either way; a pod with a gap may stop at another edge of it than the plain

@@ -14,6 +14,8 @@ public final class PrefixResult {
     static final int MAX_FRAMES = 64;
     /** Prompt roots whose common depths a result keeps (a power of two). */
     static final int ROOT_SLOTS = 64;
+    /** A root's slot: the top bits of its Fibonacci hash ({@link IndexDescriptor#spread}). */
+    private static final int ROOT_SHIFT = Long.SIZE - Integer.numberOfTrailingZeros(ROOT_SLOTS);
 
     final long[] stack = new long[FRAME * MAX_FRAMES];
     /** The ranges of one level of a long chain's search ({@link LevelSearch}): at most one per pod. */
@@ -102,7 +104,7 @@ public final class PrefixResult {
     }
 
     private static int rootSlot(final long root) {
-        return (int) ((root * 0x9E3779B97F4A7C15L) >>> (Long.SIZE - Integer.numberOfTrailingZeros(ROOT_SLOTS)));
+        return (int) (IndexDescriptor.spread(root) >>> ROOT_SHIFT);
     }
 
     /** @return true when the recent searches probed at least a quarter of what a bulk load brings in up front. */
