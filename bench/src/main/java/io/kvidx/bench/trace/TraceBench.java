@@ -110,6 +110,12 @@ public final class TraceBench {
         /** The router answers the previous request, untimed, before each timed query (its caches warm). */
         @Option(names = "--busy-router")
         boolean busyRouter;
+        /** Queries the router process makes on a private index before the replay, to compile its query code. */
+        @Option(names = "--router-warm-up-queries")
+        long routerWarmUpQueries = TraceRouter.Options.WARM_UP_QUERIES_DEFAULT;
+        /** Milliseconds by which each request's query comes before its events (a prefill's time); 0 by default. */
+        @Option(names = "--query-lead-ms")
+        long queryLeadMs;
         /** Where the run's index cells go (a huge-page tmpfs, e.g.); /dev/shm when the host has it. */
         @Option(names = "--scratch")
         Path scratch;
@@ -130,6 +136,10 @@ public final class TraceBench {
             final Options o = BenchOptions.parseInto(new Options(), args);
             if (o.help) {
                 throw new IllegalArgumentException("options");
+            }
+            if (o.routerWarmUpQueries < 0 || o.queryLeadMs < 0) {
+                throw new IllegalArgumentException("--router-warm-up-queries and --query-lead-ms must be 0 or more: "
+                    + o.routerWarmUpQueries + ", " + o.queryLeadMs);
             }
             if (o.pods < 1 || o.pods > PODS_MAX) {
                 throw new IllegalArgumentException("--pods must be in 1.." + PODS_MAX + ": " + o.pods);
@@ -194,7 +204,8 @@ public final class TraceBench {
             + " [--aeron-channel CHANNEL] [--block-size B] [--budget BLOCKS] [--requests N] [--windows-ms W,W,...]"
             + " [--sockets N] [--seed S] [--out DIR] [--no-replay] [--daemon-arg ARG]... [--writers N]"
             + " [--scale K] [--live-routing-window-ms W] [--no-live-routing] [--warm-up-requests N]"
-            + " [--routing-replicas R] [--scratch DIR] [--busy-router]";
+            + " [--routing-replicas R] [--scratch DIR] [--busy-router]"
+            + " [--router-warm-up-queries N] [--query-lead-ms L]";
     }
 
     /**
@@ -271,7 +282,8 @@ public final class TraceBench {
                 for (final long w : o.windowsMs) {
                     final TraceReplay.Point p = o.choice.inproc()
                         ? InprocReplay.run(plan, w, o.writers, scratch, run++, out, warm)
-                        : TraceReplay.run(plan, w, o.choice, scratch, run++, out, daemonArgs, warm, o.busyRouter);
+                        : TraceReplay.run(plan, w, o.choice, scratch, run++, out, daemonArgs, warm,
+                            new TraceRouter.Options(o.busyRouter, o.routerWarmUpQueries, o.queryLeadMs));
                     points.add(p);
                     out.printf("window %6d ms: offered %.2f M ops/s, achieved %.2f M ops/s, writer lag %.0f ms, "
                             + "publisher lag %.0f ms, %s; %s; %s %s%n", w, p.offeredOpsPerS() / 1e6,
@@ -398,6 +410,8 @@ public final class TraceBench {
                     .put("busy", (long) TraceReport.num(r, "busy"))
                     .put("keys", (long) TraceReport.num(r, "keys_queried"))
                     .put("busy_router", o.busyRouter)
+                    .put("router_warm_up_queries", (long) TraceReport.num(r, "warm_up_queries"))
+                    .put("lead_ms", o.queryLeadMs)
                     .putRaw("by_length", TraceReport.raw(r, "query_by_length")))
                 .put("event_to_visible", !routed ? null : new Json().put("p50_us", TraceReport.num(r, "e2v_p50_us"))
                     .put("p99_us", TraceReport.num(r, "e2v_p99_us"))

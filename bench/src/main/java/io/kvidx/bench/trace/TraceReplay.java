@@ -137,7 +137,7 @@ final class TraceReplay {
      */
     static Point run(final TracePlan plan, final long windowMs, final TransportChoice transport, final Path base,
         final int run, final java.io.PrintStream log) throws Exception {
-        return run(plan, windowMs, transport, base, run, log, List.of(), null, false);
+        return run(plan, windowMs, transport, base, run, log, List.of(), null, TraceRouter.Options.DEFAULT);
     }
 
     /**
@@ -149,14 +149,13 @@ final class TraceReplay {
      * @param log        progress output.
      * @param daemonArgs extra options for the daemon (after the bench's own: e.g. {@code --writers=4}).
      * @param warm       the warm-up ({@link #warmUpPlan}), applied untimed before the replay, or null for none.
-     * @param busyRouter the router process answers the request before each timed query first, untimed, as a router
-     *                   serving more traffic than the trace's would have ({@link TraceRouter}).
+     * @param querying   how the router process queries ({@link TraceRouter.Options}).
      * @return the point.
      * @throws Exception when a process fails to start or answer in time.
      */
     static Point run(final TracePlan plan, final long windowMs, final TransportChoice transport, final Path base,
         final int run, final java.io.PrintStream log, final List<String> daemonArgs, final TracePlan warm,
-        final boolean busyRouter) throws Exception {
+        final TraceRouter.Options querying) throws Exception {
         final Path runDir = base.resolve("run-" + run);
         java.nio.file.Files.createDirectories(runDir);
         final Path indexDir = runDir.resolve("index");
@@ -196,7 +195,8 @@ final class TraceReplay {
             final StageLatencies warmedUp = StageLatencies.scrape(metricsPort);
             router = new ProcessBuilder(java(BenchMain.class.getName(), List.of(TraceRouter.COMMAND,
                 indexDir.toString(), CELL, queries.toString(), sendFile.toString(), Long.toString(windowMs),
-                Long.toString(DRAIN_LIMIT_MS), Boolean.toString(busyRouter))))
+                Long.toString(DRAIN_LIMIT_MS), Boolean.toString(querying.busy()),
+                Long.toString(querying.warmUpQueries()), Long.toString(querying.leadMs()))))
                 .redirectError(runDir.resolve("router.err").toFile()).start();
             final BufferedReader routerOut = new BufferedReader(new InputStreamReader(router.getInputStream(),
                 StandardCharsets.UTF_8));

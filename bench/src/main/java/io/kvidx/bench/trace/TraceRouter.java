@@ -36,8 +36,38 @@ public final class TraceRouter {
     private static final long PROBE_GIVE_UP_NS = 5_000_000_000L;
     /** How long the event-to-visible prober parks between two looks at its probe key. */
     private static final long PROBE_POLL_NS = 20_000;
+    /** Most milliseconds of the JIT warm-up's querying (the replay waits {@code ATTACH_LIMIT_MS} for ATTACHED). */
+    private static final long WARM_UP_LIMIT_MS = 10_000;
 
     private TraceRouter() {
+    }
+
+    /**
+     * How the router process queries.
+     *
+     * @param busy          it answers the previous request, untimed, right before each timed query (its code,
+     *                      result and pod table warm), as a router serving more traffic than the trace's pace.
+     * @param warmUpQueries most queries of its JIT warm-up on a private index before it attaches ({@link QueryWarmUp};
+     *                      0: none).
+     * @param leadMs        milliseconds by which each request's query comes before its engine's events are sent: 0
+     *                      queries at the moment the events leave (the default), while in a fleet the router routes a
+     *                      request before the engine computes, and so sends, its blocks (a prefill's time later).
+     */
+    public record Options(boolean busy, long warmUpQueries, long leadMs) {
+        /** Queries of the JIT warm-up by default: about a second of them. */
+        public static final long WARM_UP_QUERIES_DEFAULT = 200_000;
+        /** A router that sleeps between requests, warmed up, querying as the events leave. */
+        public static final Options DEFAULT = new Options(false, WARM_UP_QUERIES_DEFAULT, 0);
+
+        /**
+         * @throws IllegalArgumentException when a count or the lead is negative.
+         */
+        public Options {
+            if (warmUpQueries < 0 || leadMs < 0) {
+                throw new IllegalArgumentException("router warm-up queries and lead must be 0 or more: "
+                    + warmUpQueries + ", " + leadMs + " ms");
+            }
+        }
     }
 
     /**
@@ -45,7 +75,9 @@ public final class TraceRouter {
      *             busy: it answers the previous request, untimed, right before each timed query, as a router serving
      *             more traffic than the trace's pace (its code, result and pod table warm; the prompt's own index
      *             lines only as far as the two prompts share them). Otherwise each query comes to a router that
-     *             slept since the last one.
+     *             slept since the last one; and the most queries of the JIT warm-up ({@link QueryWarmUp}) made
+     *             before it reports {@code ATTACHED} (0: none); and the lead, in milliseconds, of each query
+     *             over its request's events ({@link Options#leadMs()}).
      * @throws Exception when a file cannot be read or the thread is interrupted.
      */
     public static void main(final String[] args) throws Exception {
@@ -56,8 +88,13 @@ public final class TraceRouter {
         final long windowNs = Long.parseLong(args[4]) * 1_000_000L;
         final long drainLimitNs = Long.parseLong(args[5]) * 1_000_000L;
         final boolean busyRouter = Boolean.parseBoolean(args[6]);
+        final long warmUpQueries = Long.parseLong(args[7]);
+        final long leadMs = Long.parseLong(args[8]);
         final Queries q = Queries.read(queryFile);
         final SendTimes sent = SendTimes.map(sendFile, q.n + q.markers.length);
+        final long warmUpStart = System.nanoTime();
+        final long warmedUp = QueryWarmUp.run(q.markers.length, warmUpQueries, WARM_UP_LIMIT_MS);
+        final long warmUpMs = (System.nanoTime() - warmUpStart) / 1_000_000;
         try (IndexReader reader = IndexReader.attach(new IndexReaderContext().dir(dir).cell(cell)
             .attachTimeoutMs(30_000))) {
             System.out.println("ATTACHED");
@@ -68,7 +105,8 @@ public final class TraceRouter {
                 System.out.println("ERROR expected START, got " + line);
                 return;
             }
-            final long t0 = Long.parseLong(line.substring(6).trim());
+            // Each request is queried leadMs before its engine's events are sent (the driver keeps the plan's times).
+            final long t0 = Long.parseLong(line.substring(6).trim()) - leadMs * 1_000_000L;
             final Prober prober = new Prober(reader, q, sent);
             prober.start();
             final Histogram latency = new Histogram(10_000_000_000L, 3);
@@ -149,6 +187,7 @@ public final class TraceRouter {
             final Json json = new Json()
                 .put("queries", (long) q.n - busy).put("busy", busy).put("keys_queried", keysQueried)
                 .put("busy_router", busyRouter)
+                .put("warm_up_queries", warmedUp).put("warm_up_ms", warmUpMs).put("lead_ms", leadMs)
                 .put("query_p50_ns", latency.getValueAtPercentile(50))
                 .put("query_p99_ns", latency.getValueAtPercentile(99))
                 .put("query_p999_ns", latency.getValueAtPercentile(99.9))

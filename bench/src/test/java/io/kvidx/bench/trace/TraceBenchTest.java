@@ -53,6 +53,11 @@ class TraceBenchTest {
                 "--no-replay", "--scratch", dir.resolve("no-such-dir").toString()}, new PrintStream(
                 new ByteArrayOutputStream(), true, StandardCharsets.UTF_8)));
         assertTrue(noScratch.getMessage().contains("--scratch must be an existing directory"), noScratch.getMessage());
+        final IllegalArgumentException negativeLead = org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class, () -> TraceBench.run(new String[] {"--trace", trace.toString(),
+                "--no-replay", "--query-lead-ms", "-1"}, new PrintStream(new ByteArrayOutputStream(), true,
+                StandardCharsets.UTF_8)));
+        assertTrue(negativeLead.getMessage().contains("--query-lead-ms"), negativeLead.getMessage());
     }
 
     /**
@@ -197,7 +202,8 @@ class TraceBenchTest {
             "--windows-ms", "3000", "--sockets", "2", "--transport", transport, "--json", "--out",
             dir.resolve("results").toString()));
         if (busyRouter) {
-            args.add("--busy-router");
+            // ... which also warms up less than by default and queries each request 20 ms before its events.
+            args.addAll(List.of("--busy-router", "--router-warm-up-queries", "3000", "--query-lead-ms", "20"));
         }
         final String out = run(args.toArray(String[]::new));
         final List<String> outLines = out.lines().toList();
@@ -236,6 +242,11 @@ class TraceBenchTest {
             + "(\\d+), ?\"holders_p50\": ?(\\d+), ?\"depths_p50\": ?(\\d+)").matcher(json);
         assertTrue(met.find(), json);
         assertTrue(json.contains("\"busy_router\": " + busyRouter), json);
+        // The router process compiled its query code on a private index before the replay (bounded by time, so the
+        // default's count may end early on a slow host).
+        final double warmUps = TraceReport.num(json, "query", "router_warm_up_queries");
+        assertTrue(busyRouter ? warmUps == 3000 : warmUps > 0, json);
+        assertEquals(busyRouter ? 20 : 0, TraceReport.num(json, "query", "lead_ms"), json);
         assertTrue(Long.parseLong(met.group(1)) >= 1, json);
         assertTrue(Long.parseLong(met.group(3)) <= Long.parseLong(met.group(2)), json);
         assertTrue(TraceReport.num(json, "event_to_visible", "p99_us")
