@@ -45,6 +45,7 @@ import org.slf4j.LoggerFactory;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.EpochClock;
+import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.SystemEpochClock;
 
 import java.util.ArrayList;
@@ -365,7 +366,11 @@ public final class KvidxDaemon implements AutoCloseable {
     }
 
     private void run(final Agent agent, final int cpu, final String idle) {
-        final AgentRunner runner = threads.runner(agent, cpu, IdleStrategies.supplier(idle).get());
+        run(agent, cpu, IdleStrategies.supplier(idle).get());
+    }
+
+    private void run(final Agent agent, final int cpu, final IdleStrategy idle) {
+        final AgentRunner runner = threads.runner(agent, cpu, idle);
         runners.add(runner);
         AgentRunner.startOnThread(runner);
     }

@@ -1,6 +1,7 @@
 package io.kvidx.daemon.lifecycle;
 
 import io.kvidx.daemon.config.AgentSettings;
+import io.kvidx.daemon.config.IdleStrategies;
 import io.kvidx.daemon.config.DaemonConfiguration;
 import io.kvidx.daemon.config.DaemonContext;
 import io.kvidx.daemon.counters.CounterType;
@@ -8,6 +9,7 @@ import io.kvidx.daemon.counters.IngestCounters;
 import io.kvidx.daemon.counters.IngestErrors;
 import io.kvidx.daemon.ingest.zmq.IoThreadPins;
 import io.kvidx.daemon.ingest.zmq.ZmqEndpoint;
+import io.kvidx.daemon.ingest.zmq.SocketWaitBackoff;
 import io.kvidx.daemon.ingest.zmq.ZmqIngestAgent;
 import io.kvidx.daemon.jetstream.StreamConsumer;
 import io.kvidx.daemon.membership.Engine;
@@ -18,6 +20,7 @@ import io.kvidx.daemon.writer.PodDirectory;
 import io.kvidx.daemon.writer.WriterPool;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.EpochClock;
+import org.agrona.concurrent.IdleStrategy;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -49,9 +52,9 @@ final class ZmqTransport implements Membership.Subscriptions {
         /**
          * @param agent the agent.
          * @param cpu   its CPU, or {@link AgentSettings#NO_CPU}.
-         * @param idle  its idle strategy's canonical name.
+         * @param idle  its idle strategy.
          */
-        void run(Agent agent, int cpu, String idle);
+        void run(Agent agent, int cpu, IdleStrategy idle);
     }
 
     /**
@@ -107,10 +110,15 @@ final class ZmqTransport implements Membership.Subscriptions {
      * @param runner        starts one agent.
      */
     void start(final AgentSettings agentSettings, final Runner runner) {
+        // A backoff that parks up to 1 ms or more waits on the agent's sockets instead of parking, so a message that
+        // arrives meanwhile is read at once (SocketWaitBackoff); other strategies are taken as configured.
+        final long[] backoff = IdleStrategies.backoff(agentSettings.zmqIngestIdle());
         for (int i = 0; i < agents.length; i++) {
             runner.run(agents[i], i == 0 ? agentSettings.zmqIngestCpu() : AgentSettings.NO_CPU,
-                agentSettings.zmqIngestIdle());
-            runner.run(agents[i].replayAgent(), agentSettings.zmqReplayCpu(), agentSettings.zmqReplayIdle());
+                SocketWaitBackoff.suits(backoff) ? new SocketWaitBackoff(agents[i], backoff)
+                    : IdleStrategies.supplier(agentSettings.zmqIngestIdle()).get());
+            runner.run(agents[i].replayAgent(), agentSettings.zmqReplayCpu(),
+                IdleStrategies.supplier(agentSettings.zmqReplayIdle()).get());
         }
     }
 

@@ -180,6 +180,11 @@ final class BoundSocket {
             + "; dropped");
     }
 
+    /** @return the bound SUB socket (the ingest thread's idle wait polls it). */
+    ZMQ.Socket socket() {
+        return socket;
+    }
+
     void close() {
         socket.close();
     }

@@ -13,6 +13,7 @@ import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.EpochClock;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.zeromq.ZContext;
+import org.zeromq.ZMQException;
 
 import java.nio.ByteBuffer;
 import java.util.List;
@@ -103,6 +104,7 @@ public final class ZmqIngestAgent implements Agent {
     private int ioThreads = 1;
     private IoThreadPins ioPins;
     private int part = -1;
+    private final SocketWait socketWait = new SocketWait();
 
     /**
      * How the agent survives a daemon restart.
@@ -469,8 +471,26 @@ public final class ZmqIngestAgent implements Agent {
         return work;
     }
 
+    /**
+     * The idle wait of {@link SocketWaitBackoff}: waits until one of this agent's SUB sockets can be read, or for the
+     * timeout. A failed poll is reported to the error log and the caller parks instead.
+     *
+     * @param timeoutMs longest wait, milliseconds (at least 1).
+     * @return false when there was no socket to wait on, or the poll failed.
+     */
+    boolean awaitInput(final long timeoutMs) {
+        try {
+            return socketWait.await(context, bound, publishers, timeoutMs);
+        } catch (final ZMQException ex) {
+            errors.report(CounterType.AGENT_ERRORS.typeId(), -1,
+                () -> "ZeroMQ idle wait failed (parking instead): " + ex);
+            return false;
+        }
+    }
+
     @Override
     public void onClose() {
+        socketWait.close();
         if (bound != null) {
             bound.close();
         }
