@@ -136,9 +136,9 @@ final class LevelSearch {
                 ranges = put(level, ranges, g + 1, length, h0, h1, h2, h3);
             }
             if (prefetch && ranges > 0) {
-                // The guess missed some pods: their ranges' first two levels, loaded together (the loop below loads
-                // the level after those).
-                result.sink += prefetchBelow(keys, level, ranges, FRAME, 0, result);
+                // The guess missed some pods: their ranges' middles and the level below, loaded together (the loop's
+                // first pass loads the level after those).
+                result.sink += prefetchBelow(keys, level, ranges, FRAME, 0, LOOKAHEAD - 1, result);
             }
         } else {
             level[0] = 1;
@@ -154,7 +154,7 @@ final class LevelSearch {
         while (ranges > 0) {
             if (prefetch) {
                 if (depth + LOOKAHEAD >= top) {
-                    sink += prefetchBelow(keys, level, ranges, FRAME, LOOKAHEAD, result);
+                    sink += prefetchBelow(keys, level, ranges, FRAME, LOOKAHEAD, LOOKAHEAD, result);
                 }
                 sink += touchChildrenPods(keys, level, ranges);
             }
@@ -263,7 +263,8 @@ final class LevelSearch {
                 level[first++] = high;
             }
             if (prefetch && first > 0) {
-                result.sink += prefetchBelow(keys, level, first / DIRECT_FRAME, DIRECT_FRAME, 0, result);
+                result.sink += prefetchBelow(keys, level, first / DIRECT_FRAME, DIRECT_FRAME, 0, LOOKAHEAD - 1,
+                    result);
             }
         } else {
             level[0] = 1;
@@ -276,7 +277,7 @@ final class LevelSearch {
         long sink = 0;
         while (ranges > 0) {
             if (prefetch && depth + LOOKAHEAD >= top) {
-                sink += prefetchBelow(keys, level, ranges, DIRECT_FRAME, LOOKAHEAD, result);
+                sink += prefetchBelow(keys, level, ranges, DIRECT_FRAME, LOOKAHEAD, LOOKAHEAD, result);
             }
             int n = 0;
             for (int r = 0; r < ranges; r++) {
@@ -387,10 +388,10 @@ final class LevelSearch {
      * Loads the home entries of block 0 and of blocks g and g - 1, the guided first probes, in one tight loop. Not the
      * next probes' (the middles of [1, g - 1] and [g + 1, length]): when the guess is right, as on the trace, no
      * pod goes on to them, and a load of a line that is not needed costs a miss that the three probes then wait
-     * behind (ADR 0023, decision 7); when it is wrong, the search loads them after the split.
+     * behind (ADR 0023, decision 8); when it is wrong, the search loads them after the split.
      */
     private long prefetchGuess(final long[] keys, final int length, final int g, final PrefixResult result) {
-        final long[] offsets = result.offsets(5);
+        final long[] offsets = result.offsets(3);
         offsets[0] = entries.homeOffset(IndexDescriptor.storedKey(keys[0]));
         offsets[1] = entries.homeOffset(IndexDescriptor.storedKey(keys[g]));
         offsets[2] = entries.homeOffset(IndexDescriptor.storedKey(keys[g - 1]));
@@ -398,19 +399,18 @@ final class LevelSearch {
     }
 
     /**
-     * Loads the home entries of the keys the given ranges and their descendants will probe from {@code from} levels
-     * down to {@link #LOOKAHEAD} levels down (those that exist), in two passes as {@link #prefetchTop}: from
-     * {@link #LOOKAHEAD}, the level that many below the one about to be probed; from 0, the ranges' own middles and
-     * every level below them up to that one.
+     * Loads the home entries of the keys the given ranges and their descendants will probe {@code from} to {@code to}
+     * levels down (0: the ranges' own middles; those that exist), in two passes as {@link #prefetchTop}: from and to
+     * {@link #LOOKAHEAD} before a level is probed, the level that many below it.
      */
     private long prefetchBelow(final long[] keys, final long[] level, final int ranges, final int frame,
-        final int from, final PrefixResult result) {
-        // Per range: 2^LOOKAHEAD keys at the deepest level, and twice that less one from the range's middle down.
-        final long[] offsets = result.offsets(ranges * ((2 << LOOKAHEAD) - (1 << from)));
+        final int from, final int to, final PrefixResult result) {
+        // Per range: 2^from + ... + 2^to keys.
+        final long[] offsets = result.offsets(ranges * ((2 << to) - (1 << from)));
         int n = 0;
         for (int r = 0; r < ranges; r++) {
             final int base = r * frame;
-            n = below(keys, (int) level[base], (int) level[base + 1], from, LOOKAHEAD, offsets, n);
+            n = below(keys, (int) level[base], (int) level[base + 1], from, to, offsets, n);
         }
         return load(offsets, n);
     }
