@@ -1,6 +1,6 @@
 package io.kvidx.daemon.writer;
 
-import org.agrona.concurrent.IdleStrategy;
+import io.kvidx.daemon.agent.BackoffIdle;
 import org.agrona.concurrent.ringbuffer.RingBuffer;
 
 import java.lang.invoke.MethodHandles;
@@ -21,7 +21,7 @@ import java.util.concurrent.locks.LockSupport;
  * <p><b>Note:</b> {@link #idle} and {@link #reset} run on the writer's thread only; {@link #wake} on any producer
  * thread.
  */
-final class WakeableBackoff implements IdleStrategy {
+final class WakeableBackoff extends BackoffIdle {
     private static final VarHandle PARKED;
 
     static {
@@ -33,70 +33,32 @@ final class WakeableBackoff implements IdleStrategy {
     }
 
     private final RingBuffer queue;
-    private final long maxSpins;
-    private final long maxYields;
-    private final long minParkNs;
-    private final long maxParkNs;
     /** The writer's thread, set by its first park; read by producers. */
     private volatile Thread thread;
     /** Written by the writer around a park (volatile), read by producers. */
     @SuppressWarnings("unused")
     private boolean parked;
-    private long spins;
-    private long yields;
-    private long parkNs;
 
     /**
      * @param queue     the writer's queue.
      * @param backoff   {spins, yields, shortest park ns, longest park ns} (the daemon's {@code IdleStrategies.backoff}).
      */
     WakeableBackoff(final RingBuffer queue, final long[] backoff) {
+        super(backoff);
         this.queue = queue;
-        this.maxSpins = backoff[0];
-        this.maxYields = backoff[1];
-        this.minParkNs = backoff[2];
-        this.maxParkNs = backoff[3];
-        reset();
     }
 
     @Override
-    public void idle(final int workCount) {
-        if (workCount > 0) {
-            reset();
-        } else {
-            idle();
-        }
-    }
-
-    @Override
-    public void idle() {
-        if (spins < maxSpins) {
-            spins++;
-            Thread.onSpinWait();
-            return;
-        }
-        if (yields < maxYields) {
-            yields++;
-            Thread.yield();
-            return;
-        }
+    protected void await() {
         if (thread == null) {
             thread = Thread.currentThread();
         }
         PARKED.setVolatile(this, true);
         VarHandle.fullFence();
         if (queue.size() == 0) {
-            LockSupport.parkNanos(parkNs);
-            parkNs = Math.min(parkNs << 1, maxParkNs);
+            LockSupport.parkNanos(nextParkNs());
         }
         PARKED.setVolatile(this, false);
-    }
-
-    @Override
-    public void reset() {
-        spins = 0;
-        yields = 0;
-        parkNs = minParkNs;
     }
 
     /** After a message is committed to the writer's queue: unparks the writer when it parks. Any thread. */

@@ -1,6 +1,6 @@
 package io.kvidx.daemon.ingest.zmq;
 
-import org.agrona.concurrent.IdleStrategy;
+import io.kvidx.daemon.agent.BackoffIdle;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -15,16 +15,9 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p><b>Note:</b> runs on the ingest agent's thread only.
  */
-public final class SocketWaitBackoff implements IdleStrategy {
+public final class SocketWaitBackoff extends BackoffIdle {
     private final ZmqIngestAgent agent;
-    private final long maxSpins;
-    private final long maxYields;
-    private final long minParkNs;
-    private final long maxParkNs;
     private final long waitMs;
-    private long spins;
-    private long yields;
-    private long parkNs;
 
     /**
      * @param agent   the ingest agent whose sockets are waited on.
@@ -33,17 +26,17 @@ public final class SocketWaitBackoff implements IdleStrategy {
      * @throws IllegalArgumentException when the longest park is under 1 ms (a poll's timeout is whole milliseconds).
      */
     public SocketWaitBackoff(final ZmqIngestAgent agent, final long[] backoff) {
-        if (backoff[3] < TimeUnit.MILLISECONDS.toNanos(1)) {
-            throw new IllegalArgumentException("a socket wait needs a longest park of at least 1 ms: " + backoff[3]
-                + " ns");
-        }
+        super(checked(backoff));
         this.agent = agent;
-        this.maxSpins = backoff[0];
-        this.maxYields = backoff[1];
-        this.minParkNs = backoff[2];
-        this.maxParkNs = backoff[3];
         this.waitMs = TimeUnit.NANOSECONDS.toMillis(backoff[3]);
-        reset();
+    }
+
+    private static long[] checked(final long[] backoff) {
+        if (!suits(backoff)) {
+            throw new IllegalArgumentException("a socket wait needs a longest park of at least 1 ms: "
+                + (backoff == null ? "no backoff" : backoff[3] + " ns"));
+        }
+        return backoff;
     }
 
     /**
@@ -55,37 +48,10 @@ public final class SocketWaitBackoff implements IdleStrategy {
     }
 
     @Override
-    public void idle(final int workCount) {
-        if (workCount > 0) {
-            reset();
-        } else {
-            idle();
-        }
-    }
-
-    @Override
-    public void idle() {
-        if (spins < maxSpins) {
-            spins++;
-            Thread.onSpinWait();
-            return;
-        }
-        if (yields < maxYields) {
-            yields++;
-            Thread.yield();
-            return;
-        }
+    protected void await() {
         if (!agent.awaitInput(waitMs)) {
-            LockSupport.parkNanos(parkNs);
-            parkNs = Math.min(parkNs << 1, maxParkNs);
+            LockSupport.parkNanos(nextParkNs());
         }
-    }
-
-    @Override
-    public void reset() {
-        spins = 0;
-        yields = 0;
-        parkNs = minParkNs;
     }
 
     @Override
