@@ -118,7 +118,7 @@ public final class KvidxStore implements QueryStore {
      * @param blocks keys to hold.
      * @return capacity in blocks.
      */
-    static long capacityFor(final long blocks) {
+    public static long capacityFor(final long blocks) {
         return (long) Math.ceil(blocks * 1.3) + 64L * IndexWriterContext.Configuration.SHARD_COUNT_DEFAULT;
     }
 
@@ -126,7 +126,7 @@ public final class KvidxStore implements QueryStore {
      * Creates a temporary directory in /dev/shm (tmpfs) when writable, else in java.io.tmpdir; a shutdown hook
      * deletes it if the run is interrupted before {@link #deleteTree} does.
      */
-    static Path tempDir(final String prefix) {
+    public static Path tempDir(final String prefix) {
         final Path shm = Path.of("/dev/shm");
         return tempDir(Files.isDirectory(shm) && Files.isWritable(shm) ? shm : null, prefix);
     }

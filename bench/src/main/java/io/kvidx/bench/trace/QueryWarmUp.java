@@ -7,9 +7,6 @@ import io.kvidx.client.index.PrefixResult;
 import io.kvidx.daemon.index.IndexWriter;
 import io.kvidx.daemon.index.IndexWriterContext;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.SplittableRandom;
 
@@ -70,10 +67,9 @@ final class QueryWarmUp {
             prompts[p] = prompt;
             blocks += prompt.length - ROOT;
         }
-        final Path dir = tempDir();
+        final Path dir = KvidxStore.tempDir("kvidx-warm-up-");
         try (IndexWriter writer = IndexWriter.create(new IndexWriterContext().dir(dir).cell(CELL)
-            .capacityBlocks(blocks * 2 + 64L * IndexWriterContext.Configuration.SHARD_COUNT_DEFAULT)
-            .maxPods(pods).deleteOnClose(true))) {
+            .capacityBlocks(KvidxStore.capacityFor(blocks)).maxPods(pods).deleteOnClose(true))) {
             final int[] slots = new int[pods];
             for (int p = 0; p < pods; p++) {
                 slots[p] = writer.registerPod("warm-up-" + p, "warm-up");
@@ -103,16 +99,6 @@ final class QueryWarmUp {
             }
         } finally {
             KvidxStore.deleteTree(dir);
-        }
-    }
-
-    private static Path tempDir() {
-        final Path shm = Path.of("/dev/shm");
-        try {
-            return Files.isDirectory(shm) && Files.isWritable(shm) ? Files.createTempDirectory(shm, "kvidx-warm-up-")
-                : Files.createTempDirectory("kvidx-warm-up-");
-        } catch (final IOException ex) {
-            throw new UncheckedIOException(ex);
         }
     }
 }

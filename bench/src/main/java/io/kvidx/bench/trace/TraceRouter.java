@@ -36,7 +36,7 @@ public final class TraceRouter {
     private static final long PROBE_GIVE_UP_NS = 5_000_000_000L;
     /** How long the event-to-visible prober parks between two looks at its probe key. */
     private static final long PROBE_POLL_NS = 20_000;
-    /** Most milliseconds of the JIT warm-up's querying (the replay waits {@code ATTACH_LIMIT_MS} for ATTACHED). */
+    /** Most milliseconds of the JIT warm-up's querying, once its index is built. */
     private static final long WARM_UP_LIMIT_MS = 10_000;
 
     private TraceRouter() {
@@ -54,7 +54,7 @@ public final class TraceRouter {
      *                      request before the engine computes, and so sends, its blocks (a prefill's time later).
      */
     public record Options(boolean busy, long warmUpQueries, long leadMs) {
-        /** Queries of the JIT warm-up by default: about a second of them. */
+        /** Queries of the JIT warm-up by default: about 2 s of them on the 2-vCPU development VM. */
         public static final long WARM_UP_QUERIES_DEFAULT = 200_000;
         /** A router that sleeps between requests, warmed up, querying as the events leave. */
         public static final Options DEFAULT = new Options(false, WARM_UP_QUERIES_DEFAULT, 0);

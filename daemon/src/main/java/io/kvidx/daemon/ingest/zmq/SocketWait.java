@@ -20,7 +20,7 @@ final class SocketWait {
     private ZMQ.Poller poller;
     private ZMQ.Socket[] polled = new ZMQ.Socket[0];
     private int count;
-    /** The agent's sockets, gathered on each wait (reused; cleared after it). */
+    /** The agent's sockets, gathered on each wait (reused). */
     private ZMQ.Socket[] gathered = new ZMQ.Socket[0];
 
     /**
@@ -54,11 +54,7 @@ final class SocketWait {
                 gathered[i++] = p.sub;
             }
         }
-        try {
-            return await(context, gathered, n, timeoutMs);
-        } finally {
-            java.util.Arrays.fill(gathered, 0, n, null);
-        }
+        return await(context, gathered, n, timeoutMs);
     }
 
     /**
