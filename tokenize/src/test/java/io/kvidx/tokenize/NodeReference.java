@@ -1,8 +1,11 @@
 package io.kvidx.tokenize;
 
 import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -16,6 +19,13 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 final class NodeReference {
     /** The npm project of the reference encoder, relative to the module (surefire's working directory). */
     static final Path DIR = Path.of("src/test/node").toAbsolutePath();
+    /**
+     * Written by npm at the end of an install: its presence, not node_modules', says the packages are all there (an
+     * install cut short leaves a partial node_modules).
+     */
+    private static final Path INSTALLED = DIR.resolve("node_modules/.package-lock.json");
+    /** Held while one test JVM installs: the module's test classes run in two JVMs at once (kvidx.test.forks). */
+    private static final Path INSTALL_LOCK = Path.of("target/npm-ci.lock").toAbsolutePath();
     private static final long NPM_CI_TIMEOUT_S = 300;
     private static final long ENCODE_TIMEOUT_S = 120;
 
@@ -30,10 +40,19 @@ final class NodeReference {
             throw new AssertionError("CI is set and " + why);
         }
         assumeTrue(node, "skipped locally: " + why);
-        if (!Files.isDirectory(DIR.resolve("node_modules/@huggingface/transformers"))) {
+        if (Files.isRegularFile(INSTALLED)) {
+            return;
+        }
+        Files.createDirectories(INSTALL_LOCK.getParent());
+        // The other test JVM may be installing: wait for its lock (bounded by its npm timeout), then look again.
+        try (FileChannel lockFile = FileChannel.open(INSTALL_LOCK, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+             FileLock ignored = lockFile.lock()) {
+            if (Files.isRegularFile(INSTALLED)) {
+                return;
+            }
             final int rc = run(List.of("npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"), DIR,
                 NPM_CI_TIMEOUT_S);
-            if (rc != 0) {
+            if (rc != 0 || !Files.isRegularFile(INSTALLED)) {
                 throw new AssertionError("'npm ci --ignore-scripts' in " + DIR + " failed (exit " + rc
                     + "); install npm (Debian package npm) and run it there");
             }
