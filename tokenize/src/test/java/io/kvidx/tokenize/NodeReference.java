@@ -21,9 +21,11 @@ final class NodeReference {
     static final Path DIR = Path.of("src/test/node").toAbsolutePath();
     /**
      * Written by npm (7 and later) at the end of an install: its presence, not node_modules', says the packages are all
-     * there (an install cut short leaves a partial node_modules). Without it the JVM installs again, under the lock.
+     * there (an install cut short leaves a partial node_modules).
      */
     private static final Path INSTALLED = DIR.resolve("node_modules/.package-lock.json");
+    /** Written here after an install of ours succeeded, for an npm that writes no {@link #INSTALLED}. */
+    private static final Path INSTALLED_HERE = DIR.resolve("node_modules/.kvidx-npm-ci-done");
     /** Held while one test JVM installs: the module's test classes run in two JVMs at once (kvidx.test.forks). */
     private static final Path INSTALL_LOCK = Path.of("target/npm-ci.lock").toAbsolutePath();
     private static final long NPM_CI_TIMEOUT_S = 300;
@@ -40,14 +42,14 @@ final class NodeReference {
             throw new AssertionError("CI is set and " + why);
         }
         assumeTrue(node, "skipped locally: " + why);
-        if (Files.isRegularFile(INSTALLED)) {
+        if (installed()) {
             return;
         }
         Files.createDirectories(INSTALL_LOCK.getParent());
         // The other test JVM may be installing: wait for its lock (bounded by its npm timeout), then look again.
         try (FileChannel lockFile = FileChannel.open(INSTALL_LOCK, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
              FileLock ignored = lockFile.lock()) {
-            if (Files.isRegularFile(INSTALLED)) {
+            if (installed()) {
                 return;
             }
             final int rc = run(List.of("npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"), DIR,
@@ -56,7 +58,14 @@ final class NodeReference {
                 throw new AssertionError("'npm ci --ignore-scripts' in " + DIR + " failed (exit " + rc
                     + "); install npm (Debian package npm) and run it there");
             }
+            // npm ci starts by removing node_modules, so this marks only the install that just ended.
+            Files.writeString(INSTALLED_HERE, "");
         }
+    }
+
+    /** Whether a whole install is in place (npm's own end-of-install file, or ours). */
+    private static boolean installed() {
+        return Files.isRegularFile(INSTALLED) || Files.isRegularFile(INSTALLED_HERE);
     }
 
     /**
